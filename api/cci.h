@@ -1,0 +1,572 @@
+/*
+ * cci.h - the Common Communication Interface, ABI version 2.
+ *
+ * One small API for communication between processes: endpoints, connections
+ * (reliable-ordered, reliable-unordered, unreliable), active messages and RMA
+ * (remote memory access) into registered memory.  Transports are plugins
+ * chosen at run time.
+ *
+ * Source-compatible with programs written against CCI 2.x.  Where this
+ * header says "extension" the behaviour goes past what CCI 2 promised; no
+ * extension changes what a CCI 2 program sees.
+ *
+ * Conventions used throughout:
+ *  - Every function returns a cci_status_t value (CCI_SUCCESS or an error).
+ *  - Output parameters are written only on success.
+ *  - Every public struct is read-only to the application: the library owns
+ *    and frees it.
+ *  - Any function may be called from any thread at any time, on the same
+ *    endpoint or on different ones (see "Threads" below).
+ */
+#ifndef CCI_H
+#define CCI_H
+
+#include <stdint.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ABI a program was compiled against; pass it to cci_init(). */
+#define CCI_ABI_VERSION 2
+
+/* Visibility of the library's entry points (the library is built with
+ * hidden visibility by default; only these names are exported). */
+#if defined(__GNUC__) && defined(CCI_BUILDING_LIBRARY)
+#define CCI_DECLSPEC __attribute__((visibility("default")))
+#else
+#define CCI_DECLSPEC
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status codes                                                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Every call returns one of these.  The small values are CCI's own; the
+ * others reuse the Linux errno numbers so that a program may print them with
+ * strerror(), but callers must compare against these names, never against
+ * errno.  cci_strerror() gives a sentence for each.
+ */
+typedef enum cci_status {
+	CCI_SUCCESS = 0,           /* it worked */
+	CCI_ERROR = 1,             /* generic failure, see the log (CCI_DEBUG) */
+	CCI_ERR_DISCONNECTED = 2,  /* the connection is closed or broken */
+	CCI_ERR_RNR = 3,           /* the receiver had no buffer (unreliable only) */
+	CCI_ERR_DEVICE_DEAD = 4,   /* the device failed */
+	CCI_ERR_RMA_HANDLE = 5,    /* an RMA handle is unknown, stale or lacks access */
+	CCI_ERR_RMA_OP = 6,        /* an RMA operation failed at the target */
+	CCI_ERR_NOT_IMPLEMENTED = 7,
+	CCI_ERR_NOT_FOUND = 8,     /* no such device, plugin or entry */
+
+	CCI_EINVAL = 22,           /* an argument is invalid */
+	CCI_ETIMEDOUT = 110,       /* a timeout expired */
+	CCI_ENOMEM = 12,           /* out of memory */
+	CCI_ENODEV = 19,           /* no device to use */
+	CCI_ENETDOWN = 100,        /* the network is down */
+	CCI_EBUSY = 16,            /* resource busy (e.g. an RMA handle in use) */
+	CCI_ERANGE = 34,           /* a value is out of range */
+	CCI_EAGAIN = 11,           /* nothing now; try again later */
+	CCI_ENOBUFS = 105,         /* no buffer available */
+	CCI_EMSGSIZE = 90,         /* a message is larger than max_send_size */
+	CCI_ENOMSG = 42,           /* no message of the wanted kind */
+	CCI_EADDRNOTAVAIL = 99,    /* the address cannot be used */
+	CCI_ECONNREFUSED = 111     /* the server rejected the connection */
+} cci_status_t;
+
+/* ------------------------------------------------------------------------ */
+/* Initialisation                                                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Start the library.  abi_ver must be CCI_ABI_VERSION (else CCI_EINVAL);
+ * flags must be 0.  If caps is not NULL it receives the capability bits
+ * (none are defined; it is set to 0).
+ *
+ * Calls are counted: each successful cci_init() needs one cci_finalize().
+ * The first call reads the configuration (the file named by CCI_CONFIG, or
+ * device discovery when it is unset) and loads the transport plugins; a
+ * configuration error fails that call with CCI_EINVAL (or CCI_ERR_NOT_FOUND
+ * for an unreadable file) and logs the file, line and problem to stderr.
+ * Later calls only count.
+ *
+ * Environment: CCI_CONFIG (ini file), CCI_DEBUG (comma list of log
+ * categories, or "all"), CCI_CTP (comma list of plugins to keep, or
+ * "^list" to exclude), CCI_PLUGIN_PATH (extra plugin directory).
+ */
+CCI_DECLSPEC int cci_init(uint32_t abi_ver, uint32_t flags, uint32_t *caps);
+
+/*
+ * Undo one cci_init().  The last call destroys any endpoint still open
+ * (as cci_destroy_endpoint() would), unloads the plugins and frees the
+ * device list; every pointer the library handed out becomes invalid.
+ * Returns CCI_ERROR if the library is not initialised.
+ */
+CCI_DECLSPEC int cci_finalize(void);
+
+/* ------------------------------------------------------------------------ */
+/* Devices                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A device: one way out of this process (a shared-memory domain, a network
+ * interface, a fabric port).  Owned by the library from cci_init() to the
+ * last cci_finalize(); never modify it.  Language bindings read the fields
+ * by offset: the library allocates it zeroed, padding included.
+ */
+typedef const struct cci_device {
+	const char *name;        /* the config section name, or a discovered name */
+	const char *transport;   /* the transport serving it, e.g. "sm", "tcp" */
+	unsigned up;             /* non-zero when usable */
+	const char *info;        /* a human-readable description */
+	/* NULL-terminated "key=value" strings of its config section; an empty
+	 * list (never NULL) for a discovered device. */
+	const char *const *conf_argv;
+	uint32_t max_send_size;  /* largest active message on this device */
+	uint64_t rate;           /* bits per second, 0 if unknown */
+	struct {
+		uint32_t domain, bus, dev, func; /* all (uint32_t)-1 when not PCI */
+	} pci;
+} cci_device_t;
+
+/*
+ * Get the NULL-terminated list of devices, sorted: devices that are up
+ * first, then the default one, then by priority (high first), then by
+ * rate.  The list is owned by the library and lives until the last
+ * cci_finalize().
+ */
+CCI_DECLSPEC int cci_get_devices(cci_device_t *const **devices);
+
+/* ------------------------------------------------------------------------ */
+/* Endpoints                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Flags for cci_create_endpoint(); none are defined yet, pass 0. */
+typedef enum cci_endpoint_flags {
+	CCI_ENDPOINT_FLAG_NONE_DEFINED = 0
+} cci_endpoint_flags_t;
+
+/*
+ * An endpoint: the source and sink of connections, messages and events.
+ * Owned by the library until cci_destroy_endpoint().
+ */
+typedef const struct cci_endpoint {
+	cci_device_t *device;    /* the device it was opened on */
+} cci_endpoint_t;
+
+/* A pollable file descriptor: see cci_create_endpoint(). */
+typedef int cci_os_handle_t;
+
+/*
+ * Open an endpoint on a device (NULL: the default device, else the first
+ * of the list).  flags must be 0.
+ *
+ * If fd is not NULL it receives an OS handle: a descriptor that becomes
+ * readable when cci_get_event() has something to hand out.  The
+ * application may poll/select/epoll it but never reads, writes or closes
+ * it; it is closed by cci_destroy_endpoint().  Endpoints opened without an
+ * OS handle pay no system call for it on the data path.
+ *
+ * The endpoint's address, to give to peers, is the CCI_OPT_ENDPT_URI option.
+ * Returns CCI_ENODEV if there is no usable device, CCI_EINVAL for bad
+ * arguments.
+ */
+CCI_DECLSPEC int cci_create_endpoint(cci_device_t *device, int flags,
+                                     cci_endpoint_t **endpoint,
+                                     cci_os_handle_t *fd);
+
+/*
+ * As cci_create_endpoint(), at a chosen service: the meaning is the
+ * transport's (a port number for tcp/sock, an endpoint id for sm).  NULL
+ * means "any", as in cci_create_endpoint().  A service in use gives
+ * CCI_EBUSY (or CCI_EADDRNOTAVAIL); one that does not parse, CCI_EINVAL.
+ */
+CCI_DECLSPEC int cci_create_endpoint_at(cci_device_t *device,
+                                        const char *service, int flags,
+                                        cci_endpoint_t **endpoint,
+                                        cci_os_handle_t *fd);
+
+/*
+ * Close an endpoint.  Its connections are closed (peers learn of it);
+ * operations still in flight are dropped; events not yet returned, RMA
+ * registrations and the OS handle are freed.  Every pointer derived from
+ * the endpoint (connections, events, receive buffers, RMA handles) is
+ * invalid afterwards.  Must not race with other calls on the same endpoint
+ * from other threads.
+ */
+CCI_DECLSPEC int cci_destroy_endpoint(cci_endpoint_t *endpoint);
+
+/*
+ * A sentence for a status.  endpoint may be NULL; when given, the
+ * transport may describe its own failure more precisely.  The string is
+ * static and must not be freed.
+ */
+CCI_DECLSPEC const char *cci_strerror(cci_endpoint_t *endpoint,
+                                      enum cci_status status);
+
+/* ------------------------------------------------------------------------ */
+/* Connections                                                               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Connection attributes:
+ *  RO  reliable and ordered: every message arrives once, in send order.
+ *  RU  reliable and unordered: every message arrives once, in any order.
+ *  UU  unreliable: each message arrives zero or one time (never twice,
+ *      never corrupted).  No RMA.
+ *  UU_MC_TX / UU_MC_RX  unreliable multicast send / receive.
+ */
+typedef enum cci_conn_attribute {
+	CCI_CONN_ATTR_RO = 0,
+	CCI_CONN_ATTR_RU = 1,
+	CCI_CONN_ATTR_UU = 2,
+	CCI_CONN_ATTR_UU_MC_TX = 3,
+	CCI_CONN_ATTR_UU_MC_RX = 4
+} cci_conn_attribute_t;
+
+/*
+ * A connection.  Owned by the library: it exists from the CONNECT (client)
+ * or ACCEPT (server) event until cci_disconnect() or the endpoint's
+ * destruction.  context is the application's value given to cci_connect()
+ * or cci_accept().
+ */
+typedef const struct cci_connection {
+	uint32_t max_send_size;        /* the smaller of the two sides' */
+	cci_endpoint_t *endpoint;
+	cci_conn_attribute_t attribute;
+	void *context;
+} cci_connection_t;
+
+/* The most connect payload a request may carry. */
+#define CCI_CONN_REQ_LEN (1024)
+
+/*
+ * Ask for a connection to server_uri (the server's CCI_OPT_ENDPT_URI).
+ * Never blocks: the result comes as a CCI_EVENT_CONNECT event carrying
+ * context, with status CCI_SUCCESS and the connection, CCI_ECONNREFUSED if
+ * the server rejected it, CCI_ETIMEDOUT if timeout (NULL: no limit; an
+ * extension, CCI ignored it) passed first, or another error.
+ *
+ * data_ptr/data_len: a payload of at most CCI_CONN_REQ_LEN bytes that the
+ * server sees in its CONNECT_REQUEST event; copied before the call returns
+ * (data_ptr may be NULL when data_len is 0).  flags must be 0.
+ *
+ * Returns CCI_EINVAL for a bad argument or an unparsable URI, or one that
+ * names another transport than the endpoint's.
+ */
+CCI_DECLSPEC int cci_connect(cci_endpoint_t *endpoint, const char *server_uri,
+                             const void *data_ptr, uint32_t data_len,
+                             cci_conn_attribute_t attribute,
+                             const void *context, int flags,
+                             const struct timeval *timeout);
+
+/*
+ * Close a connection locally and tell the peer, whose later sends fail
+ * with CCI_ERR_DISCONNECTED.  Operations still in flight on it are dropped
+ * without events.  The connection pointer is invalid afterwards.
+ */
+CCI_DECLSPEC int cci_disconnect(cci_connection_t *connection);
+
+/* ------------------------------------------------------------------------ */
+/* Events                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef enum cci_event_type {
+	CCI_EVENT_NONE = 0,
+	/* A send or an RMA finished (successfully or not); see status. */
+	CCI_EVENT_SEND = 1,
+	/* An active message arrived. */
+	CCI_EVENT_RECV = 2,
+	/* The outcome of cci_connect(). */
+	CCI_EVENT_CONNECT = 3,
+	/* A client asks to connect: answer with cci_accept() or cci_reject(). */
+	CCI_EVENT_CONNECT_REQUEST = 4,
+	/* The outcome of cci_accept(). */
+	CCI_EVENT_ACCEPT = 5,
+	/* The peer stayed silent past the connection's keepalive timeout. */
+	CCI_EVENT_KEEPALIVE_TIMEDOUT = 6,
+	/* The endpoint's device failed; the endpoint is unusable. */
+	CCI_EVENT_ENDPOINT_DEVICE_FAILED = 7
+} cci_event_type_t;
+
+/* A send or RMA completion.  context is the value given to the call. */
+struct cci_event_send {
+	cci_event_type_t type;
+	cci_status_t status;
+	cci_connection_t *connection;
+	void *context;
+};
+
+/*
+ * An active message.  ptr points at len bytes, 8-byte aligned, inside the
+ * transport's receive buffer: valid until the event is returned, never
+ * after.  The application may modify the bytes in place.
+ */
+struct cci_event_recv {
+	cci_event_type_t type;
+	uint32_t len;
+	const void *ptr;
+	cci_connection_t *connection;
+};
+
+/* The outcome of cci_connect(); connection is NULL unless status is SUCCESS. */
+struct cci_event_connect {
+	cci_event_type_t type;
+	cci_status_t status;
+	void *context;
+	cci_connection_t *connection;
+};
+
+/* A connection request; data_ptr lives as long as the event. */
+struct cci_event_connect_request {
+	cci_event_type_t type;
+	uint32_t data_len;
+	const void *data_ptr;
+	cci_conn_attribute_t attribute;
+};
+
+/* The outcome of cci_accept(); connection is NULL unless status is SUCCESS. */
+struct cci_event_accept {
+	cci_event_type_t type;
+	cci_status_t status;
+	void *context;
+	cci_connection_t *connection;
+};
+
+/* The keepalive timer fired; it is disarmed, the connection stays open. */
+struct cci_event_keepalive_timedout {
+	cci_event_type_t type;
+	cci_connection_t *connection;
+};
+
+struct cci_event_endpoint_device_failed {
+	cci_event_type_t type;
+	cci_endpoint_t *endpoint;
+};
+
+/*
+ * An event.  Read type, then the member of that name.  Lent to the
+ * application by cci_get_event() and given back with cci_return_event();
+ * every event must be returned, in any order, and nothing it points to may
+ * be used afterwards.
+ */
+typedef const union cci_event {
+	cci_event_type_t type;
+	struct cci_event_send send;
+	struct cci_event_recv recv;
+	struct cci_event_connect connect;
+	struct cci_event_connect_request request;
+	struct cci_event_accept accept;
+	struct cci_event_keepalive_timedout keepalive;
+	struct cci_event_endpoint_device_failed dev_failed;
+} cci_event_t;
+
+/*
+ * Accept a connection request.  context becomes the connection's context.
+ * The result comes as a CCI_EVENT_ACCEPT event.  The request event must
+ * still be returned.  Accepting or rejecting the same request twice gives
+ * CCI_EINVAL.
+ */
+CCI_DECLSPEC int cci_accept(cci_event_t *conn_req, const void *context);
+
+/* Reject a connection request: the client's CONNECT event carries
+ * CCI_ECONNREFUSED.  The request event must still be returned. */
+CCI_DECLSPEC int cci_reject(cci_event_t *conn_req);
+
+/*
+ * Make progress and hand out the next event, if any.  Never blocks.
+ * Returns CCI_SUCCESS with *event set, CCI_EAGAIN when there is nothing,
+ * or CCI_ENOBUFS when nothing can arrive because the application holds
+ * every receive buffer (return some events).
+ */
+CCI_DECLSPEC int cci_get_event(cci_endpoint_t *endpoint, cci_event_t **event);
+
+/* Give an event back; its receive buffer returns to the transport. */
+CCI_DECLSPEC int cci_return_event(cci_event_t *event);
+
+/*
+ * Arm the endpoint's OS handle: returns CCI_SUCCESS when the handle will
+ * turn readable at the next event, or CCI_EAGAIN when events are already
+ * waiting (call cci_get_event() instead of blocking).  flags must be 0.
+ * The handle is also armed by a cci_get_event() that returns CCI_EAGAIN,
+ * so a loop "poll the fd, then drain cci_get_event()" needs no arming.
+ * Returns CCI_EINVAL for an endpoint opened without an OS handle.
+ */
+CCI_DECLSPEC int cci_arm_os_handle(cci_endpoint_t *endpoint, int flags);
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* An endpoint or a connection, depending on the option. */
+typedef const void cci_opt_handle_t;
+
+/*
+ * Options; timeouts are uint32_t microseconds, 0 meaning "none".
+ *  ENDPT_SEND_TIMEOUT       default send timeout of new connections
+ *                           (a reliable message not delivered in time
+ *                           breaks the connection)
+ *  ENDPT_RECV_BUF_COUNT     uint32_t, receive buffers of the endpoint
+ *  ENDPT_SEND_BUF_COUNT     uint32_t, sends in flight before CCI_ENOBUFS
+ *  ENDPT_KEEPALIVE_TIMEOUT  default keepalive of new connections
+ *  ENDPT_URI                get only: char **, a malloc'd copy the caller
+ *                           frees
+ *  ENDPT_RMA_ALIGN          get only: cci_alignment_t
+ *  CONN_SEND_TIMEOUT        this connection's send timeout
+ *  CONN_KEEPALIVE_TIMEOUT   this connection's keepalive timeout
+ */
+typedef enum cci_opt_name {
+	CCI_OPT_ENDPT_SEND_TIMEOUT = 0,
+	CCI_OPT_ENDPT_RECV_BUF_COUNT = 1,
+	CCI_OPT_ENDPT_SEND_BUF_COUNT = 2,
+	CCI_OPT_ENDPT_KEEPALIVE_TIMEOUT = 3,
+	CCI_OPT_ENDPT_URI = 4,
+	CCI_OPT_ENDPT_RMA_ALIGN = 5,
+	CCI_OPT_CONN_SEND_TIMEOUT = 6,
+	CCI_OPT_CONN_KEEPALIVE_TIMEOUT = 7
+} cci_opt_name_t;
+
+/* RMA alignment needs of a transport; 0 means none. */
+typedef struct cci_alignment {
+	uint32_t rma_write_local_addr;
+	uint32_t rma_write_remote_addr;
+	uint32_t rma_write_length;
+	uint32_t rma_read_local_addr;
+	uint32_t rma_read_remote_addr;
+	uint32_t rma_read_length;
+} cci_alignment_t;
+
+/* Set an option; val points at a value of the option's type.  Setting a
+ * get-only option gives CCI_EINVAL; a buffer count the transport cannot
+ * honour, CCI_ERANGE. */
+CCI_DECLSPEC int cci_set_opt(cci_opt_handle_t *handle, cci_opt_name_t name,
+                             const void *val);
+
+/* Get an option into *val (of the option's type). */
+CCI_DECLSPEC int cci_get_opt(cci_opt_handle_t *handle, cci_opt_name_t name,
+                             void *val);
+
+/* ------------------------------------------------------------------------ */
+/* Active messages                                                           */
+/* ------------------------------------------------------------------------ */
+
+#define CCI_FLAG_BLOCKING (1 << 0) /* wait for completion, no event */
+#define CCI_FLAG_NO_COPY (1 << 1)  /* the buffer stays untouched until completion */
+#define CCI_FLAG_SILENT (1 << 3)   /* no completion event */
+#define CCI_FLAG_READ (1 << 4)     /* RMA read, or a handle that allows reads */
+#define CCI_FLAG_WRITE (1 << 5)    /* RMA write, or a handle that allows writes */
+#define CCI_FLAG_FENCE (1 << 6)    /* earlier RMAs complete remotely first */
+
+/*
+ * Send msg_len bytes (at most connection->max_send_size, else
+ * CCI_EMSGSIZE; 0 is allowed).  The buffer may be reused when the call
+ * returns, unless CCI_FLAG_NO_COPY is given: then the library may read it
+ * until the SEND event.
+ *
+ * Completion: a SEND event carrying context, once the peer has the message
+ * (reliable connections) or once it left (unreliable).  CCI_FLAG_BLOCKING
+ * waits and returns the status instead, with no event.  CCI_FLAG_SILENT
+ * gives no event; on RO, a later completion implies the earlier silent
+ * ones.  A reliable message not delivered within the send timeout fails
+ * with CCI_ETIMEDOUT and breaks the connection: that send and every later
+ * one complete with CCI_ETIMEDOUT or CCI_ERR_DISCONNECTED.
+ *
+ * Returns CCI_ENOBUFS when the send buffers are all in flight (try again
+ * after some complete), CCI_ERR_DISCONNECTED once the connection is closed.
+ */
+CCI_DECLSPEC int cci_send(cci_connection_t *connection, const void *msg_ptr,
+                          uint32_t msg_len, const void *context, int flags);
+
+/* As cci_send(), gathering iovcnt buffers into one message. */
+CCI_DECLSPEC int cci_sendv(cci_connection_t *connection,
+                           const struct iovec *data, uint32_t iovcnt,
+                           const void *context, int flags);
+
+/* ------------------------------------------------------------------------ */
+/* RMA                                                                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A registration, already serialised: copy its 32 bytes into a message to
+ * give the peer access.  Opaque; its key is random, never a pointer.
+ */
+typedef const struct cci_rma_handle {
+	uint64_t stuff[4];
+} cci_rma_handle_t;
+
+/*
+ * Register [start, start+length) for RMA.  flags: CCI_FLAG_READ and/or
+ * CCI_FLAG_WRITE, the access granted to peers (local use needs neither).
+ * The memory must stay valid until cci_rma_deregister().
+ */
+CCI_DECLSPEC int cci_rma_register(cci_endpoint_t *endpoint, void *start,
+                                  uint64_t length, int flags,
+                                  cci_rma_handle_t **rma_handle);
+
+/* Drop a registration; later RMAs naming it fail with
+ * CCI_ERR_RMA_HANDLE, at this side and at peers. */
+CCI_DECLSPEC int cci_rma_deregister(cci_endpoint_t *endpoint,
+                                    cci_rma_handle_t *rma_handle);
+
+/*
+ * Move data_len (> 0) bytes between local_handle+local_offset and the
+ * peer's remote_handle+remote_offset: CCI_FLAG_WRITE pushes, CCI_FLAG_READ
+ * pulls (exactly one).  Only on reliable connections (UU: CCI_EINVAL).
+ * Offsets and length must lie inside both registrations and the handles
+ * must allow the access, else CCI_EINVAL or CCI_ERR_RMA_HANDLE; the target
+ * checks too, so a forged or stale handle never touches memory.
+ *
+ * The initiator always gets a SEND event (unless SILENT or BLOCKING).  If
+ * msg_ptr is given, msg_len bytes are delivered to the peer as a RECV
+ * event after the data is in place; on RO it is ordered with the
+ * connection's sends.  CCI_FLAG_FENCE: every earlier RMA on the connection
+ * completes at the target before this one starts.
+ */
+CCI_DECLSPEC int cci_rma(cci_connection_t *connection, const void *msg_ptr,
+                         uint32_t msg_len, cci_rma_handle_t *local_handle,
+                         uint64_t local_offset,
+                         cci_rma_handle_t *remote_handle,
+                         uint64_t remote_offset, uint64_t data_len,
+                         const void *context, int flags);
+
+/* ------------------------------------------------------------------------ */
+/* Threads                                                                   */
+/* ------------------------------------------------------------------------ */
+/*
+ * Every call may be made from any thread at any time, except that
+ * cci_destroy_endpoint() and cci_finalize() must not race with other calls
+ * on the objects they free.  Events are handed out once each, whichever
+ * thread asks.
+ */
+
+/* The name of an event type, for printing. */
+static inline const char *cci_event_type_str(cci_event_type_t type)
+{
+	switch (type) {
+	case CCI_EVENT_NONE:
+		return "CCI_EVENT_NONE";
+	case CCI_EVENT_SEND:
+		return "CCI_EVENT_SEND";
+	case CCI_EVENT_RECV:
+		return "CCI_EVENT_RECV";
+	case CCI_EVENT_CONNECT:
+		return "CCI_EVENT_CONNECT";
+	case CCI_EVENT_CONNECT_REQUEST:
+		return "CCI_EVENT_CONNECT_REQUEST";
+	case CCI_EVENT_ACCEPT:
+		return "CCI_EVENT_ACCEPT";
+	case CCI_EVENT_KEEPALIVE_TIMEDOUT:
+		return "CCI_EVENT_KEEPALIVE_TIMEDOUT";
+	case CCI_EVENT_ENDPOINT_DEVICE_FAILED:
+		return "CCI_EVENT_ENDPOINT_DEVICE_FAILED";
+	}
+	return "unknown event type";
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CCI_H */

@@ -1,0 +1,343 @@
+/*
+ * cci_plugin.h - the contract between the core library and a transport
+ * plugin.  Not part of the application API.
+ *
+ * A plugin is a shared module cci_ctp_<name>.so exporting one symbol,
+ * cci_ctp_<name>_plugin, a struct cci_plugin.  The core checks its size
+ * and abi_version, that every mandatory op is set, then calls init() with
+ * the table of core services.  A plugin that fails any of this is logged
+ * and skipped.
+ *
+ * Division of work.  The core checks every argument of every public call
+ * before a plugin sees it, owns the device list and the configuration,
+ * allocates endpoints, connections and events (with room for the plugin's
+ * private part, ep_priv_size / conn_priv_size bytes), keeps the event
+ * queue, the OS handle, option values and the RMA registration table, and
+ * implements CCI_FLAG_BLOCKING and CCI_FLAG_SILENT.  A plugin moves bytes,
+ * runs its connection handshake and its timers, and reports what happened
+ * through the core services below.
+ *
+ * Threads.  Ops may be called concurrently from any application thread,
+ * on the same endpoint too; a plugin protects its own state.  Core
+ * services may be called from any thread, including a plugin's own
+ * progress thread, except where noted.
+ */
+#ifndef CCI_PLUGIN_H
+#define CCI_PLUGIN_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cci.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever a struct below changes layout or meaning. */
+#define CCI_PLUGIN_ABI_VERSION 1
+
+/* ------------------------------------------------------------------------ */
+/* Logging                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Log categories, enabled by CCI_DEBUG (comma list of the names in
+ * brackets, or "all").  CCI_LOG_WARN and CCI_LOG_ERR are always printed.
+ */
+enum cci_log_cat {
+	CCI_LOG_ERR = 1u << 0,    /* [err]    always on */
+	CCI_LOG_WARN = 1u << 1,   /* [warn]   always on */
+	CCI_LOG_INIT = 1u << 2,   /* [init]   startup, devices, plugins */
+	CCI_LOG_CONFIG = 1u << 3, /* [config] the ini file */
+	CCI_LOG_EP = 1u << 4,     /* [ep]     endpoints */
+	CCI_LOG_CONN = 1u << 5,   /* [conn]   connection set-up and teardown */
+	CCI_LOG_MSG = 1u << 6,    /* [msg]    messages (verbose) */
+	CCI_LOG_RMA = 1u << 7,    /* [rma]    registrations and RMA */
+	CCI_LOG_EVENT = 1u << 8,  /* [event]  events handed out and returned */
+	CCI_LOG_CTP = 1u << 9     /* [ctp]    transport internals */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Core objects shared with plugins                                          */
+/* ------------------------------------------------------------------------ */
+
+struct cci_plugin;
+typedef struct cci__dev cci__dev_t;
+typedef struct cci__ep cci__ep_t;
+typedef struct cci__conn cci__conn_t;
+typedef struct cci__evt cci__evt_t;
+typedef struct cci__rma_reg cci__rma_reg_t;
+
+/* One "key = value" line of a device's config section. */
+struct cci__conf_kv {
+	char *key;
+	char *value;
+	int line; /* line number in the config file, 0 for discovered devices */
+};
+
+/*
+ * A device.  Created by the core from a config section or by a plugin's
+ * discover() through core->dev_add(); freed by the core at the last
+ * cci_finalize() (after plugin->dev_free()).  The plugin fills the public
+ * fields max_send_size, rate, info and up (dev_configure or discover) and
+ * may hang its own data on priv.
+ */
+struct cci__dev {
+	struct cci_device pub; /* first: the application's view */
+	const struct cci_plugin *plugin;
+	int priority;          /* 0..100 */
+	int is_default;
+	struct cci__conf_kv *conf; /* conf_count entries, all keys of the section */
+	int conf_count;
+	char *info_buf;            /* backing store of pub.info, owned by the core */
+	void *priv;                /* the plugin's; freed in dev_free() */
+};
+
+/*
+ * An event.  Allocated from the endpoint's pool with core->evt_get(),
+ * filled by the plugin, queued with core->evt_post().  Once posted the core
+ * owns it: it is lent to the application and, when returned, handed to
+ * plugin->return_event() (if rx_buf or req_state is set) before going back
+ * to the pool.
+ */
+struct cci__evt {
+	union cci_event ev; /* first: the application's view, filled by the plugin */
+	cci__ep_t *ep;
+	cci__conn_t *conn;  /* the connection it belongs to, or NULL */
+	cci__evt_t *next;   /* queue / pool link, core-owned */
+	void *rx_buf;       /* plugin: the receive buffer behind a RECV event */
+	void *req_state;    /* plugin: the pending request behind CONNECT_REQUEST */
+	uint64_t plugin_u64; /* plugin scratch */
+	int answered;       /* core: a CONNECT_REQUEST was accepted or rejected */
+	int lent;           /* core: handed to the application */
+	char req_data[CCI_CONN_REQ_LEN]; /* backing store for a request's payload */
+};
+
+/*
+ * An endpoint.  Allocated by the core with ep_priv_size bytes for the
+ * plugin at priv (aligned to 64 bytes); freed by the core after
+ * plugin->ep_destroy().
+ */
+struct cci__ep {
+	struct cci_endpoint pub; /* first */
+	cci__dev_t *dev;
+	const struct cci_plugin *plugin;
+
+	/* Option values; the plugin reads them, the core writes them. */
+	uint32_t send_timeout_us;    /* default for new connections, 0 = none */
+	uint32_t keepalive_us;       /* default for new connections, 0 = none */
+	uint32_t recv_buf_count;     /* the plugin sets the initial value in ep_create */
+	uint32_t send_buf_count;     /* idem */
+	char *uri;                   /* malloc'd by the plugin in ep_create; freed by the core */
+	cci_alignment_t rma_align;   /* the plugin sets it in ep_create */
+
+	/* Core internals below; plugins do not touch them. */
+	pthread_mutex_t lock;        /* event queue and pool */
+	cci__evt_t *evq_head, *evq_tail;
+	cci__evt_t *evt_pool;
+	void *evt_chunks;            /* list of allocated event chunks */
+	uint32_t evq_len;
+	int os_epfd;                 /* the OS handle (epoll), -1 if none */
+	int os_evfd;                 /* eventfd the core rings, -1 if none */
+	int armed;                   /* OS handle armed: ring os_evfd on post */
+	int closing;
+	pthread_mutex_t rma_lock;
+	cci__rma_reg_t **rma_table;  /* hash of registrations by key */
+	uint32_t rma_buckets;
+	cci__ep_t *next_ep;          /* the core's list of endpoints */
+
+	void *priv;                  /* points into this allocation */
+};
+
+/*
+ * A connection.  Allocated by the plugin through core->conn_alloc(), with
+ * conn_priv_size bytes for the plugin at priv; freed through
+ * core->conn_release() once the plugin is done with it and no event that
+ * names it is still lent to the application.
+ */
+struct cci__conn {
+	struct cci_connection pub; /* first */
+	cci__ep_t *ep;
+	uint32_t send_timeout_us;  /* copied from the endpoint at creation */
+	uint32_t keepalive_us;
+	/* Core internals. */
+	int refs;                  /* events lent + 1 while the plugin holds it */
+	int disconnected;          /* cci_disconnect() was called */
+	void *priv;
+};
+
+/*
+ * A registration.  Owned by the core's table from cci_rma_register() to
+ * cci_rma_deregister().  handle is what the application sees and copies to
+ * peers; its layout is fixed so that every transport can decode a remote
+ * handle with the helpers below.
+ */
+struct cci__rma_reg {
+	struct cci_rma_handle handle; /* first */
+	cci__ep_t *ep;
+	void *start;
+	uint64_t length;
+	int flags;                    /* CCI_FLAG_READ | CCI_FLAG_WRITE */
+	cci__rma_reg_t *hnext;        /* core: hash chain */
+	void *priv;                   /* the plugin's (e.g. a memory region) */
+};
+
+/* Serialised handle: stuff[0] key, stuff[1] address, stuff[2] length,
+ * stuff[3] access flags in the low 32 bits. */
+static inline uint64_t cci__handle_key(const struct cci_rma_handle *h) { return h->stuff[0]; }
+static inline uint64_t cci__handle_addr(const struct cci_rma_handle *h) { return h->stuff[1]; }
+static inline uint64_t cci__handle_len(const struct cci_rma_handle *h) { return h->stuff[2]; }
+static inline int cci__handle_flags(const struct cci_rma_handle *h) { return (int)(h->stuff[3] & 0xffffffffu); }
+
+/* ------------------------------------------------------------------------ */
+/* Services the core offers to plugins                                       */
+/* ------------------------------------------------------------------------ */
+
+struct cci_core {
+	size_t size;                   /* sizeof(struct cci_core) */
+	const unsigned *log_mask;      /* enabled CCI_LOG_* bits */
+
+	/* Print one line to stderr, prefixed with the category, when enabled. */
+	void (*log)(unsigned cat, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+	/* discover() only: add a device served by plugin; NULL on ENOMEM. */
+	cci__dev_t *(*dev_add)(const struct cci_plugin *plugin, const char *name);
+
+	/*
+	 * dev_configure() only: log "file:line: [section] key: message" for
+	 * the conf entry at index kv (or the section when kv < 0).  The plugin
+	 * then returns CCI_EINVAL.
+	 */
+	void (*conf_error)(cci__dev_t *dev, int kv, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+	/* A new connection on ep, with the endpoint's option defaults; NULL on ENOMEM. */
+	cci__conn_t *(*conn_alloc)(cci__ep_t *ep, cci_conn_attribute_t attr, void *context);
+	/* The plugin is done with conn; freed once no lent event names it. */
+	void (*conn_release)(cci__conn_t *conn);
+
+	/* An event from the endpoint's pool (never NULL unless out of memory). */
+	cci__evt_t *(*evt_get)(cci__ep_t *ep);
+	/* Queue a filled event for the application; rings the OS handle. */
+	void (*evt_post)(cci__ep_t *ep, cci__evt_t *evt);
+	/* Give back an event that was never posted. */
+	void (*evt_put)(cci__ep_t *ep, cci__evt_t *evt);
+
+	/*
+	 * A send or RMA finished.  context and flags are those the plugin got
+	 * in send()/rma().  The core posts the SEND event, or wakes a
+	 * CCI_FLAG_BLOCKING caller, or drops it for CCI_FLAG_SILENT.
+	 */
+	void (*send_done)(cci__conn_t *conn, void *context, int flags, int status);
+
+	/*
+	 * Target-side check of an incoming RMA: find the registration of key
+	 * on ep, check [offset, offset+len) lies inside it and that it grants
+	 * access (CCI_FLAG_READ or CCI_FLAG_WRITE).  On success *addr is where
+	 * the bytes live.  Returns CCI_ERR_RMA_HANDLE or CCI_EINVAL otherwise.
+	 */
+	int (*rma_lookup)(cci__ep_t *ep, uint64_t key, uint64_t offset,
+	                  uint64_t len, int access, void **addr);
+};
+
+#define CCI__LOG(core, cat, ...)                                   \
+	do {                                                           \
+		if ((*(core)->log_mask & (unsigned)(cat)) != 0)            \
+			(core)->log((cat), __VA_ARGS__);                       \
+	} while (0)
+
+/* ------------------------------------------------------------------------ */
+/* The plugin's ops table                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Mandatory ops are marked (M); optional ones may be NULL.  Ops return a
+ * cci_status_t value.  Arguments have been checked by the core.
+ */
+struct cci_plugin {
+	size_t size;                   /* sizeof(struct cci_plugin) as built */
+	uint32_t abi_version;          /* CCI_PLUGIN_ABI_VERSION */
+	const char *name;              /* folder and module name, e.g. "sm" */
+	const char *const *transports; /* ini transport= values and URI schemes it serves */
+	int priority;                  /* default device priority, 0..100 */
+	size_t ep_priv_size;           /* bytes of ep->priv */
+	size_t conn_priv_size;         /* bytes of conn->priv */
+
+	/* (M) Once after loading.  Failing skips the plugin (it logs why). */
+	int (*init)(const struct cci_core *core);
+	/* Once before unloading, after every endpoint is destroyed. */
+	void (*finalize)(void);
+
+	/* (M) No config file: add the devices found with core->dev_add(). */
+	int (*discover)(void);
+	/* (M) A config section names this plugin: read dev->conf (skipping
+	 * the core keys transport, priority, default), fill dev->pub. */
+	int (*dev_configure)(cci__dev_t *dev);
+	/* Free dev->priv. */
+	void (*dev_free)(cci__dev_t *dev);
+
+	/* (M) Open the transport side of ep; set ep->uri, recv/send_buf_count,
+	 * rma_align.  service is NULL or the string of cci_create_endpoint_at.
+	 * If ep->os_epfd >= 0, add the plugin's wake-up descriptors to it. */
+	int (*ep_create)(cci__ep_t *ep, const char *service);
+	/* (M) Close every connection (in-flight work ends without events),
+	 * stop the plugin's threads for ep and free its resources. */
+	void (*ep_destroy)(cci__ep_t *ep);
+	/* (M) Make progress without blocking; post what arrived.  Returns
+	 * CCI_ENOBUFS when nothing can arrive because the application holds
+	 * every receive buffer, CCI_SUCCESS otherwise. */
+	int (*progress)(cci__ep_t *ep);
+	/* The OS handle is about to be waited on: arrange for it to turn
+	 * readable when something arrives.  CCI_EAGAIN if something already
+	 * has. */
+	int (*arm)(cci__ep_t *ep);
+	/* Buffer counts changed (core stored the value); CCI_ERANGE refuses. */
+	int (*ep_set_buf_count)(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);
+	/* A connection's timeouts changed (core stored them). */
+	void (*conn_timeouts_changed)(cci__conn_t *conn);
+
+	/* (M) Start connecting; the outcome is posted as a CONNECT event.
+	 * timeout is NULL for none.  A URI it cannot parse: CCI_EINVAL. */
+	int (*connect)(cci__ep_t *ep, const char *uri, const void *data,
+	               uint32_t data_len, cci_conn_attribute_t attr,
+	               void *context, const struct timeval *timeout);
+	/* (M) Answer the request behind evt (evt->req_state); the outcome of
+	 * accept is posted as an ACCEPT event. */
+	int (*accept)(cci__evt_t *evt, void *context);
+	int (*reject)(cci__evt_t *evt);
+	/* (M) Close conn, tell the peer, drop its in-flight work, then
+	 * core->conn_release(). */
+	int (*disconnect)(cci__conn_t *conn);
+
+	/* (M) Send one message gathered from iov (total len bytes).  Report
+	 * completion with core->send_done(conn, context, flags, status). */
+	int (*send)(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt,
+	            uint32_t len, void *context, int flags);
+
+	/* Called after the core registered / before it drops a registration. */
+	int (*rma_register)(cci__ep_t *ep, cci__rma_reg_t *reg);
+	void (*rma_deregister)(cci__ep_t *ep, cci__rma_reg_t *reg);
+	/* (M) One RMA; checks done by the core on the local side: attribute is
+	 * reliable, exactly one of READ/WRITE, local range inside local, the
+	 * remote handle's own length and flags allow the access. */
+	int (*rma)(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len,
+	           cci__rma_reg_t *local, uint64_t local_offset,
+	           const struct cci_rma_handle *remote, uint64_t remote_offset,
+	           uint64_t data_len, void *context, int flags);
+
+	/* The application returned evt (RECV with rx_buf, or a request with
+	 * req_state): release what stands behind it.  Required if the plugin
+	 * ever sets rx_buf or req_state. */
+	void (*return_event)(cci__evt_t *evt);
+
+	/* A transport-specific sentence for status, or NULL for the core's. */
+	const char *(*strerror)(cci__ep_t *ep, int status);
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CCI_PLUGIN_H */
