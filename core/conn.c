@@ -1,0 +1,137 @@
+/*
+ * conn.c - connection set-up and teardown calls, connection objects.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+#include "uri.h"
+
+#define CONN_ALIGN 64
+
+cci__conn_t *cci__conn_alloc(cci__ep_t *ep, cci_conn_attribute_t attr, void *context)
+{
+	size_t head = (sizeof(cci__conn_t) + CONN_ALIGN - 1) / CONN_ALIGN * CONN_ALIGN;
+	size_t priv = (ep->plugin->conn_priv_size + CONN_ALIGN - 1) / CONN_ALIGN * CONN_ALIGN;
+	cci__conn_t *c = aligned_alloc(CONN_ALIGN, head + priv);
+
+	if (!c)
+		return NULL;
+	memset(c, 0, head + priv);
+	c->pub.max_send_size = ep->dev->pub.max_send_size;
+	c->pub.endpoint = &ep->pub;
+	c->pub.attribute = attr;
+	c->pub.context = context;
+	c->ep = ep;
+	c->send_timeout_us = ep->send_timeout_us;
+	c->keepalive_us = ep->keepalive_us;
+	c->refs = 1; /* the plugin's, dropped by cci__conn_release() */
+	c->priv = (char *)c + head;
+	return c;
+}
+
+void cci__conn_release(cci__conn_t *c)
+{
+	cci__ep_t *ep = c->ep;
+	int last;
+
+	pthread_mutex_lock(&ep->lock);
+	last = (--c->refs == 0);
+	pthread_mutex_unlock(&ep->lock);
+	if (last)
+		free(c);
+}
+
+static int timeout_valid(const struct timeval *tv)
+{
+	return !tv || (tv->tv_sec >= 0 && tv->tv_usec >= 0 && tv->tv_usec < 1000000);
+}
+
+CCI_API int cci_connect(cci_endpoint_t *endpoint, const char *server_uri, const void *data_ptr,
+                        uint32_t data_len, cci_conn_attribute_t attribute, const void *context,
+                        int flags, const struct timeval *timeout)
+{
+	cci__ep_t *ep = (cci__ep_t *)endpoint;
+	char scheme[16];
+	const char *rest;
+
+	if (!ep || !server_uri || flags != 0 || data_len > CCI_CONN_REQ_LEN ||
+	    (data_len > 0 && !data_ptr) || !timeout_valid(timeout) ||
+	    (unsigned)attribute > CCI_CONN_ATTR_UU_MC_RX)
+		return CCI_EINVAL;
+	if (uri_split_scheme(server_uri, scheme, sizeof(scheme), &rest) != CCI_SUCCESS) {
+		LOG(CCI_LOG_CONN, "connect: cannot parse URI \"%s\"", server_uri);
+		return CCI_EINVAL;
+	}
+	if (!cci__plugin_serves(ep->plugin, scheme)) {
+		LOG(CCI_LOG_CONN, "connect: URI \"%s\" is not for transport %s", server_uri,
+		    ep->dev->pub.transport);
+		return CCI_EINVAL;
+	}
+	return ep->plugin->connect(ep, server_uri, data_ptr, data_len, attribute, (void *)context,
+	                           timeout);
+}
+
+/* Mark a request answered; CCI_EINVAL if it is not a lent, unanswered request. */
+static int request_claim(cci__evt_t *e)
+{
+	int rc = CCI_EINVAL;
+
+	if (!e || e->ev.type != CCI_EVENT_CONNECT_REQUEST)
+		return CCI_EINVAL;
+	pthread_mutex_lock(&e->ep->lock);
+	if (e->lent && !e->answered) {
+		e->answered = 1;
+		rc = CCI_SUCCESS;
+	}
+	pthread_mutex_unlock(&e->ep->lock);
+	return rc;
+}
+
+CCI_API int cci_accept(cci_event_t *conn_req, const void *context)
+{
+	cci__evt_t *e = (cci__evt_t *)conn_req;
+	int rc = request_claim(e);
+
+	if (rc != CCI_SUCCESS)
+		return rc;
+	return e->ep->plugin->accept(e, (void *)context);
+}
+
+CCI_API int cci_reject(cci_event_t *conn_req)
+{
+	cci__evt_t *e = (cci__evt_t *)conn_req;
+	int rc = request_claim(e);
+
+	if (rc != CCI_SUCCESS)
+		return rc;
+	return e->ep->plugin->reject(e);
+}
+
+CCI_API int cci_disconnect(cci_connection_t *connection)
+{
+	cci__conn_t *c = (cci__conn_t *)connection;
+	cci__ep_t *ep;
+	int rc;
+
+	if (!c)
+		return CCI_EINVAL;
+	ep = c->ep;
+	pthread_mutex_lock(&ep->lock);
+	rc = c->disconnected ? CCI_EINVAL : CCI_SUCCESS;
+	c->disconnected = 1;
+	c->refs++; /* keep it alive until we are done here */
+	pthread_mutex_unlock(&ep->lock);
+	if (rc != CCI_SUCCESS) {
+		cci__conn_release(c);
+		return rc;
+	}
+	/* Events not yet handed out for it are dropped, before and after the
+	 * plugin stops posting for it. */
+	cci__evt_purge_conn(ep, c);
+	rc = ep->plugin->disconnect(c);
+	cci__evt_purge_conn(ep, c);
+	LOG(CCI_LOG_CONN, "connection %p disconnected", (void *)c);
+	cci__conn_release(c);
+	return rc;
+}

@@ -1,0 +1,101 @@
+/*
+ * core.h - internal declarations shared by the files of the core library.
+ * Nothing here is visible to applications or plugins.
+ */
+#ifndef CCI_CORE_H
+#define CCI_CORE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "cci.h"
+#include "cci_plugin.h"
+
+/* Public entry points are exported; everything else stays hidden. */
+#define CCI_API __attribute__((visibility("default")))
+
+/* A loaded plugin module. */
+struct cci__plugin_mod {
+	const struct cci_plugin *ops;
+	void *dl;                  /* dlopen handle */
+	char *path;
+	int initialized;           /* init() succeeded */
+	struct cci__plugin_mod *next;
+};
+
+/* Library-wide state; guarded by lock. */
+struct cci__globals {
+	pthread_mutex_t lock;
+	int refcount;
+	struct cci__plugin_mod *plugins;
+	cci__dev_t **devs;         /* NULL-terminated, sorted; the public list */
+	int ndevs;
+	cci__ep_t *eps;            /* open endpoints */
+};
+
+extern struct cci__globals cci__g;
+extern const struct cci_core cci__core_services;
+
+/* log.c */
+extern unsigned cci__log_mask;
+void cci__log_init(void);
+void cci__log(unsigned cat, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define LOG(cat, ...) CCI__LOG(&cci__core_services, cat, __VA_ARGS__)
+#define LOG_ERR(...) cci__log(CCI_LOG_ERR, __VA_ARGS__)
+#define LOG_WARN(...) cci__log(CCI_LOG_WARN, __VA_ARGS__)
+
+/* plugins.c */
+int cci__plugins_load(void);
+void cci__plugins_unload(void);
+const struct cci_plugin *cci__plugin_for_transport(const char *transport);
+int cci__plugin_serves(const struct cci_plugin *p, const char *transport);
+
+/* devices.c */
+cci__dev_t *cci__dev_new(const struct cci_plugin *plugin, const char *name);
+int cci__devices_discover(void);
+void cci__devices_sort(void);
+void cci__devices_free(void);
+cci__dev_t *cci__dev_from_pub(cci_device_t *pub);
+
+/* config.c */
+int cci__config_load(const char *path);
+void cci__conf_error(cci__dev_t *dev, int kv, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* event.c */
+cci__evt_t *cci__evt_get(cci__ep_t *ep);
+void cci__evt_post(cci__ep_t *ep, cci__evt_t *evt);
+void cci__evt_put(cci__ep_t *ep, cci__evt_t *evt);
+void cci__evt_pool_free(cci__ep_t *ep);
+void cci__evt_purge_conn(cci__ep_t *ep, cci__conn_t *conn);
+int cci__ep_arm(cci__ep_t *ep);
+void cci__evt_drop_conn_refs(cci__ep_t *ep);
+
+/* endpoint.c */
+cci__ep_t *cci__ep_from_pub(cci_endpoint_t *pub);
+int cci__ep_is_open(cci__ep_t *ep);
+void cci__ep_destroy_locked(cci__ep_t *ep);
+
+/* conn.c */
+cci__conn_t *cci__conn_alloc(cci__ep_t *ep, cci_conn_attribute_t attr, void *context);
+void cci__conn_release(cci__conn_t *conn);
+void cci__conn_unref(cci__conn_t *conn);
+
+/* msg.c */
+void cci__send_done(cci__conn_t *conn, void *context, int flags, int status);
+
+/* rma.c */
+int cci__rma_lookup(cci__ep_t *ep, uint64_t key, uint64_t offset, uint64_t len,
+                    int access, void **addr);
+void cci__rma_table_free(cci__ep_t *ep);
+int cci__random_bytes(void *buf, size_t len);
+
+/* A lock-free peek: is an event queued?  (A hint; the queue lock decides.) */
+static inline int cci__evq_nonempty(cci__ep_t *ep)
+{
+	return __atomic_load_n(&ep->evq_head, __ATOMIC_RELAXED) != NULL;
+}
+
+/* A library call needs cci_init(): CCI_SUCCESS or CCI_ERROR. */
+int cci__check_initialized(void);
+
+#endif /* CCI_CORE_H */

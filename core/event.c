@@ -1,0 +1,294 @@
+/*
+ * event.c - the endpoint's event pool and queue; cci_get_event and
+ * cci_return_event.
+ *
+ * Events come from a per-endpoint free list that grows in chunks, so the
+ * message path never calls malloc.  One mutex per endpoint guards the pool
+ * and the queue.  A queued or lent event holds a reference on its
+ * connection, so a connection outlives every event that names it.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "core.h"
+
+#define EVT_CHUNK 64
+
+/* A chunk of events; the first word links chunks for freeing. */
+struct evt_chunk {
+	struct evt_chunk *next;
+	cci__evt_t evts[EVT_CHUNK];
+};
+
+/* Called with ep->lock held. */
+static int pool_grow(cci__ep_t *ep)
+{
+	struct evt_chunk *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return CCI_ENOMEM;
+	c->next = ep->evt_chunks;
+	ep->evt_chunks = c;
+	for (int i = 0; i < EVT_CHUNK; i++) {
+		c->evts[i].ep = ep;
+		c->evts[i].next = ep->evt_pool;
+		ep->evt_pool = &c->evts[i];
+	}
+	return CCI_SUCCESS;
+}
+
+static void evt_reset(cci__evt_t *e)
+{
+	/* Only the header: req_data is rewritten by whoever uses it. */
+	memset(&e->ev, 0, sizeof(e->ev));
+	e->conn = NULL;
+	e->next = NULL;
+	e->rx_buf = NULL;
+	e->req_state = NULL;
+	e->plugin_u64 = 0;
+	e->answered = 0;
+	e->lent = 0;
+}
+
+cci__evt_t *cci__evt_get(cci__ep_t *ep)
+{
+	cci__evt_t *e;
+
+	pthread_mutex_lock(&ep->lock);
+	if (!ep->evt_pool && pool_grow(ep) != CCI_SUCCESS) {
+		pthread_mutex_unlock(&ep->lock);
+		return NULL;
+	}
+	e = ep->evt_pool;
+	ep->evt_pool = e->next;
+	pthread_mutex_unlock(&ep->lock);
+	evt_reset(e);
+	return e;
+}
+
+/* With ep->lock held. */
+static void evt_put_locked(cci__ep_t *ep, cci__evt_t *e)
+{
+	e->conn = NULL;
+	e->next = ep->evt_pool;
+	ep->evt_pool = e;
+}
+
+void cci__evt_put(cci__ep_t *ep, cci__evt_t *e)
+{
+	pthread_mutex_lock(&ep->lock);
+	evt_put_locked(ep, e);
+	pthread_mutex_unlock(&ep->lock);
+}
+
+static void os_handle_ring(cci__ep_t *ep)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	do
+		n = write(ep->os_evfd, &one, sizeof(one));
+	while (n < 0 && errno == EINTR);
+}
+
+void cci__evt_post(cci__ep_t *ep, cci__evt_t *e)
+{
+	int ring;
+
+	e->next = NULL;
+	pthread_mutex_lock(&ep->lock);
+	if (e->conn)
+		e->conn->refs++;
+	if (ep->evq_tail)
+		ep->evq_tail->next = e;
+	else
+		__atomic_store_n(&ep->evq_head, e, __ATOMIC_RELAXED);
+	ep->evq_tail = e;
+	ep->evq_len++;
+	/* Only a waiter who armed the handle pays for the system call. */
+	ring = ep->armed && ep->os_evfd >= 0;
+	if (ring)
+		ep->armed = 0;
+	pthread_mutex_unlock(&ep->lock);
+	if (ring)
+		os_handle_ring(ep);
+	LOG(CCI_LOG_EVENT, "ep %p: posted %s", (void *)ep, cci_event_type_str(e->ev.type));
+}
+
+/* Drop the connection reference of an event; with ep->lock held.
+ * Returns the connection if that was its last reference. */
+static cci__conn_t *conn_unref_locked(cci__conn_t *c)
+{
+	if (c && --c->refs == 0)
+		return c;
+	return NULL;
+}
+
+/* Let the plugin take back what stands behind an event. */
+static void evt_release_to_plugin(cci__evt_t *e)
+{
+	if ((e->rx_buf || e->req_state) && e->ep->plugin->return_event)
+		e->ep->plugin->return_event(e);
+}
+
+/* Remove the queued (not yet lent) events of conn. */
+void cci__evt_purge_conn(cci__ep_t *ep, cci__conn_t *conn)
+{
+	cci__evt_t *keep_head = NULL, *keep_tail = NULL, *drop = NULL, *e, *next;
+	cci__conn_t *dead = NULL;
+
+	pthread_mutex_lock(&ep->lock);
+	for (e = ep->evq_head; e; e = next) {
+		next = e->next;
+		e->next = NULL;
+		if (e->conn == conn) {
+			e->next = drop;
+			drop = e;
+			ep->evq_len--;
+		} else {
+			if (keep_tail)
+				keep_tail->next = e;
+			else
+				keep_head = e;
+			keep_tail = e;
+		}
+	}
+	__atomic_store_n(&ep->evq_head, keep_head, __ATOMIC_RELAXED);
+	ep->evq_tail = keep_tail;
+	pthread_mutex_unlock(&ep->lock);
+	for (e = drop; e; e = next) {
+		next = e->next;
+		evt_release_to_plugin(e);
+		pthread_mutex_lock(&ep->lock);
+		dead = conn_unref_locked(e->conn);
+		evt_put_locked(ep, e);
+		pthread_mutex_unlock(&ep->lock);
+		if (dead)
+			free(dead);
+	}
+}
+
+/* Pop the next queued event and lend it; NULL if none. */
+static cci__evt_t *evq_pop(cci__ep_t *ep)
+{
+	cci__evt_t *e;
+
+	pthread_mutex_lock(&ep->lock);
+	e = ep->evq_head;
+	if (e) {
+		__atomic_store_n(&ep->evq_head, e->next, __ATOMIC_RELAXED);
+		if (!e->next)
+			ep->evq_tail = NULL;
+		ep->evq_len--;
+		e->lent = 1;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return e;
+}
+
+static void os_handle_drain(cci__ep_t *ep)
+{
+	uint64_t v;
+	ssize_t n;
+
+	do
+		n = read(ep->os_evfd, &v, sizeof(v));
+	while (n < 0 && errno == EINTR);
+}
+
+/*
+ * Arm the OS handle: from now on a posted event rings it.  Returns
+ * CCI_EAGAIN if an event is already queued or the plugin has one coming.
+ */
+int cci__ep_arm(cci__ep_t *ep)
+{
+	int rc;
+
+	os_handle_drain(ep);
+	pthread_mutex_lock(&ep->lock);
+	ep->armed = 1;
+	rc = ep->evq_head ? CCI_EAGAIN : CCI_SUCCESS;
+	pthread_mutex_unlock(&ep->lock);
+	if (rc == CCI_SUCCESS && ep->plugin->arm)
+		rc = ep->plugin->arm(ep);
+	if (rc == CCI_SUCCESS && cci__evq_nonempty(ep))
+		rc = CCI_EAGAIN;
+	return rc;
+}
+
+CCI_API int cci_get_event(cci_endpoint_t *endpoint, cci_event_t **event)
+{
+	cci__ep_t *ep = (cci__ep_t *)endpoint;
+	cci__evt_t *e;
+	int prc = CCI_SUCCESS;
+
+	if (!ep || !event)
+		return CCI_EINVAL;
+	/* Hand out what is queued before looking for more. */
+	e = cci__evq_nonempty(ep) ? evq_pop(ep) : NULL;
+	if (!e) {
+		prc = ep->plugin->progress(ep);
+		e = evq_pop(ep);
+	}
+	if (!e) {
+		if (ep->os_evfd >= 0 && cci__ep_arm(ep) == CCI_EAGAIN)
+			e = evq_pop(ep);
+		if (!e)
+			return prc == CCI_ENOBUFS ? CCI_ENOBUFS : CCI_EAGAIN;
+	}
+	*event = &e->ev;
+	LOG(CCI_LOG_EVENT, "ep %p: handed out %s", (void *)ep, cci_event_type_str(e->ev.type));
+	return CCI_SUCCESS;
+}
+
+CCI_API int cci_return_event(cci_event_t *event)
+{
+	cci__evt_t *e = (cci__evt_t *)event;
+	cci__ep_t *ep;
+	cci__conn_t *dead;
+
+	if (!e)
+		return CCI_EINVAL;
+	ep = e->ep;
+	if (!e->lent)
+		return CCI_EINVAL; /* returned twice, or never handed out */
+	e->lent = 0;
+	evt_release_to_plugin(e);
+	pthread_mutex_lock(&ep->lock);
+	dead = conn_unref_locked(e->conn);
+	evt_put_locked(ep, e);
+	pthread_mutex_unlock(&ep->lock);
+	free(dead);
+	return CCI_SUCCESS;
+}
+
+/* A dying endpoint: drop the references that queued and lent events hold
+ * on connections, freeing the connections nobody else holds. */
+void cci__evt_drop_conn_refs(cci__ep_t *ep)
+{
+	for (struct evt_chunk *c = ep->evt_chunks; c; c = c->next) {
+		for (int i = 0; i < EVT_CHUNK; i++) {
+			cci__conn_t *dead = conn_unref_locked(c->evts[i].conn);
+			c->evts[i].conn = NULL;
+			free(dead);
+		}
+	}
+}
+
+/* Free every event of a dying endpoint. */
+void cci__evt_pool_free(cci__ep_t *ep)
+{
+	struct evt_chunk *c = ep->evt_chunks, *next;
+
+	for (; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	ep->evt_chunks = NULL;
+	ep->evt_pool = NULL;
+	ep->evq_head = ep->evq_tail = NULL;
+}

@@ -1,0 +1,98 @@
+/*
+ * init.c - reference-counted start and stop of the library, the device list.
+ */
+#include <stdlib.h>
+
+#include "core.h"
+
+struct cci__globals cci__g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+int cci__check_initialized(void)
+{
+	int rc;
+
+	pthread_mutex_lock(&cci__g.lock);
+	rc = cci__g.refcount > 0 ? CCI_SUCCESS : CCI_ERROR;
+	pthread_mutex_unlock(&cci__g.lock);
+	return rc;
+}
+
+static void library_teardown(void)
+{
+	while (cci__g.eps)
+		cci__ep_destroy_locked(cci__g.eps);
+	cci__devices_free();
+	cci__plugins_unload();
+}
+
+static int library_setup(void)
+{
+	const char *config = getenv("CCI_CONFIG");
+	int rc;
+
+	cci__log_init();
+	rc = cci__plugins_load();
+	if (rc == CCI_SUCCESS) {
+		if (config && *config)
+			rc = cci__config_load(config);
+		else
+			rc = cci__devices_discover();
+	}
+	if (rc != CCI_SUCCESS) {
+		library_teardown();
+		return rc;
+	}
+	cci__devices_sort();
+	LOG(CCI_LOG_INIT, "%d device(s)%s%s", cci__g.ndevs, config ? " from " : "",
+	    config ? config : "");
+	return CCI_SUCCESS;
+}
+
+CCI_API int cci_init(uint32_t abi_ver, uint32_t flags, uint32_t *caps)
+{
+	int rc = CCI_SUCCESS;
+
+	if (abi_ver != CCI_ABI_VERSION || flags != 0)
+		return CCI_EINVAL;
+	pthread_mutex_lock(&cci__g.lock);
+	if (cci__g.refcount == 0)
+		rc = library_setup();
+	if (rc == CCI_SUCCESS)
+		cci__g.refcount++;
+	pthread_mutex_unlock(&cci__g.lock);
+	if (rc == CCI_SUCCESS && caps)
+		*caps = 0;
+	return rc;
+}
+
+CCI_API int cci_finalize(void)
+{
+	int rc = CCI_SUCCESS;
+
+	pthread_mutex_lock(&cci__g.lock);
+	if (cci__g.refcount == 0)
+		rc = CCI_ERROR;
+	else if (--cci__g.refcount == 0)
+		library_teardown();
+	pthread_mutex_unlock(&cci__g.lock);
+	return rc;
+}
+
+CCI_API int cci_get_devices(cci_device_t *const **devices)
+{
+	static cci_device_t *const no_devices[] = { NULL };
+	int rc = CCI_SUCCESS;
+
+	if (!devices)
+		return CCI_EINVAL;
+	pthread_mutex_lock(&cci__g.lock);
+	if (cci__g.refcount == 0)
+		rc = CCI_ERROR;
+	else if (cci__g.ndevs == 0)
+		*devices = no_devices;
+	else
+		/* struct cci__dev starts with its public part, so the arrays alias. */
+		*devices = (cci_device_t *const *)(void *)cci__g.devs;
+	pthread_mutex_unlock(&cci__g.lock);
+	return rc;
+}

@@ -1,0 +1,239 @@
+/*
+ * rma.c - RMA registrations (random 64-bit keys in a per-endpoint hash
+ * table), the target-side lookup, and cci_rma's checks.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "core.h"
+#include "msg.h"
+
+#define RMA_BUCKETS 1024u /* power of two */
+#define RMA_FLAGS (CCI_FLAG_READ | CCI_FLAG_WRITE)
+#define RMA_OP_FLAGS (RMA_FLAGS | CCI_FLAG_FENCE | CCI_FLAG_BLOCKING | CCI_FLAG_SILENT | CCI_FLAG_NO_COPY)
+
+int cci__random_bytes(void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = getrandom(p, len, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			LOG_ERR("getrandom failed: %s", strerror(errno));
+			return CCI_ERROR;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return CCI_SUCCESS;
+}
+
+static uint32_t bucket_of(uint64_t key)
+{
+	return (uint32_t)((key ^ (key >> 29)) * 0x9e3779b97f4a7c15ull >> 32) & (RMA_BUCKETS - 1);
+}
+
+/* With rma_lock held. */
+static cci__rma_reg_t *reg_find(cci__ep_t *ep, uint64_t key)
+{
+	if (!ep->rma_table)
+		return NULL;
+	for (cci__rma_reg_t *r = ep->rma_table[bucket_of(key)]; r; r = r->hnext)
+		if (cci__handle_key(&r->handle) == key)
+			return r;
+	return NULL;
+}
+
+/* Insert reg under a fresh random key; with rma_lock held. */
+static int reg_insert(cci__ep_t *ep, cci__rma_reg_t *reg)
+{
+	uint64_t key;
+	uint32_t b;
+
+	if (!ep->rma_table && !(ep->rma_table = calloc(RMA_BUCKETS, sizeof(*ep->rma_table))))
+		return CCI_ENOMEM;
+	do {
+		if (cci__random_bytes(&key, sizeof(key)) != CCI_SUCCESS)
+			return CCI_ERROR;
+	} while (key == 0 || reg_find(ep, key));
+	reg->handle.stuff[0] = key;
+	b = bucket_of(key);
+	reg->hnext = ep->rma_table[b];
+	ep->rma_table[b] = reg;
+	return CCI_SUCCESS;
+}
+
+static void reg_unlink(cci__ep_t *ep, cci__rma_reg_t *reg)
+{
+	cci__rma_reg_t **pp = &ep->rma_table[bucket_of(cci__handle_key(&reg->handle))];
+
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == reg) {
+			*pp = reg->hnext;
+			return;
+		}
+	}
+}
+
+CCI_API int cci_rma_register(cci_endpoint_t *endpoint, void *start, uint64_t length, int flags,
+                             cci_rma_handle_t **rma_handle)
+{
+	cci__ep_t *ep = (cci__ep_t *)endpoint;
+	cci__rma_reg_t *reg;
+	int rc;
+
+	if (!ep || !start || length == 0 || !rma_handle || (flags & ~RMA_FLAGS) ||
+	    (uintptr_t)start + length < (uintptr_t)start)
+		return CCI_EINVAL;
+	reg = calloc(1, sizeof(*reg));
+	if (!reg)
+		return CCI_ENOMEM;
+	reg->ep = ep;
+	reg->start = start;
+	reg->length = length;
+	reg->flags = flags;
+	reg->handle.stuff[1] = (uint64_t)(uintptr_t)start;
+	reg->handle.stuff[2] = length;
+	reg->handle.stuff[3] = (uint64_t)(uint32_t)flags;
+	pthread_mutex_lock(&ep->rma_lock);
+	rc = reg_insert(ep, reg);
+	pthread_mutex_unlock(&ep->rma_lock);
+	if (rc == CCI_SUCCESS && ep->plugin->rma_register)
+		rc = ep->plugin->rma_register(ep, reg);
+	if (rc != CCI_SUCCESS) {
+		pthread_mutex_lock(&ep->rma_lock);
+		reg_unlink(ep, reg);
+		pthread_mutex_unlock(&ep->rma_lock);
+		free(reg);
+		return rc;
+	}
+	LOG(CCI_LOG_RMA, "registered %p+%lu flags %d", start, (unsigned long)length, flags);
+	*rma_handle = &reg->handle;
+	return CCI_SUCCESS;
+}
+
+/* Find the registration behind one of this endpoint's own handles. */
+static cci__rma_reg_t *local_reg(cci__ep_t *ep, const struct cci_rma_handle *h)
+{
+	cci__rma_reg_t *r;
+
+	pthread_mutex_lock(&ep->rma_lock);
+	r = reg_find(ep, cci__handle_key(h));
+	pthread_mutex_unlock(&ep->rma_lock);
+	return (r && &r->handle == h) ? r : NULL;
+}
+
+CCI_API int cci_rma_deregister(cci_endpoint_t *endpoint, cci_rma_handle_t *rma_handle)
+{
+	cci__ep_t *ep = (cci__ep_t *)endpoint;
+	cci__rma_reg_t *r;
+
+	if (!ep || !rma_handle)
+		return CCI_EINVAL;
+	pthread_mutex_lock(&ep->rma_lock);
+	r = reg_find(ep, cci__handle_key(rma_handle));
+	if (r && &r->handle == rma_handle)
+		reg_unlink(ep, r);
+	else
+		r = NULL;
+	pthread_mutex_unlock(&ep->rma_lock);
+	if (!r)
+		return CCI_EINVAL;
+	if (ep->plugin->rma_deregister)
+		ep->plugin->rma_deregister(ep, r);
+	free(r);
+	return CCI_SUCCESS;
+}
+
+static int range_inside(uint64_t offset, uint64_t len, uint64_t size)
+{
+	return offset <= size && len <= size - offset;
+}
+
+int cci__rma_lookup(cci__ep_t *ep, uint64_t key, uint64_t offset, uint64_t len, int access,
+                    void **addr)
+{
+	cci__rma_reg_t *r;
+	int rc = CCI_SUCCESS;
+
+	pthread_mutex_lock(&ep->rma_lock);
+	r = reg_find(ep, key);
+	if (!r || (r->flags & access) != access)
+		rc = CCI_ERR_RMA_HANDLE;
+	else if (!range_inside(offset, len, r->length))
+		rc = CCI_EINVAL;
+	else
+		*addr = (char *)r->start + offset;
+	pthread_mutex_unlock(&ep->rma_lock);
+	return rc;
+}
+
+void cci__rma_table_free(cci__ep_t *ep)
+{
+	if (!ep->rma_table)
+		return;
+	for (uint32_t b = 0; b < RMA_BUCKETS; b++) {
+		cci__rma_reg_t *r = ep->rma_table[b], *next;
+		for (; r; r = next) {
+			next = r->hnext;
+			free(r);
+		}
+	}
+	free(ep->rma_table);
+	ep->rma_table = NULL;
+}
+
+/* The initiator's checks of cci_rma; the target checks again. */
+static int rma_check(cci__conn_t *c, const void *msg_ptr, uint32_t msg_len,
+                     const struct cci_rma_handle *rh, uint64_t local_offset,
+                     cci__rma_reg_t *lr, uint64_t remote_offset, uint64_t data_len, int flags)
+{
+	int op = flags & RMA_FLAGS;
+
+	if (op != CCI_FLAG_READ && op != CCI_FLAG_WRITE)
+		return CCI_EINVAL;
+	if (c->pub.attribute != CCI_CONN_ATTR_RO && c->pub.attribute != CCI_CONN_ATTR_RU)
+		return CCI_EINVAL;
+	if (msg_len > c->pub.max_send_size)
+		return CCI_EMSGSIZE;
+	if (!lr)
+		return CCI_ERR_RMA_HANDLE;
+	if (!range_inside(local_offset, data_len, lr->length) ||
+	    !range_inside(remote_offset, data_len, cci__handle_len(rh)))
+		return CCI_EINVAL;
+	if ((cci__handle_flags(rh) & op) != op)
+		return CCI_ERR_RMA_HANDLE;
+	return (msg_len > 0 && !msg_ptr) ? CCI_EINVAL : CCI_SUCCESS;
+}
+
+CCI_API int cci_rma(cci_connection_t *connection, const void *msg_ptr, uint32_t msg_len,
+                    cci_rma_handle_t *local_handle, uint64_t local_offset,
+                    cci_rma_handle_t *remote_handle, uint64_t remote_offset, uint64_t data_len,
+                    const void *context, int flags)
+{
+	cci__conn_t *c = (cci__conn_t *)connection;
+	struct cci__waiter w = { 0, CCI_SUCCESS };
+	cci__rma_reg_t *lr;
+	int rc;
+
+	if (!c || !local_handle || !remote_handle || data_len == 0 || (flags & ~RMA_OP_FLAGS))
+		return CCI_EINVAL;
+	lr = local_reg(c->ep, local_handle);
+	rc = rma_check(c, msg_ptr, msg_len, remote_handle, local_offset, lr, remote_offset,
+	               data_len, flags);
+	if (rc != CCI_SUCCESS)
+		return rc;
+	if (c->disconnected)
+		return CCI_ERR_DISCONNECTED;
+	if (flags & CCI_FLAG_BLOCKING)
+		context = &w;
+	rc = c->ep->plugin->rma(c, msg_ptr, msg_len, lr, local_offset, remote_handle,
+	                        remote_offset, data_len, (void *)context, flags);
+	if (rc != CCI_SUCCESS || !(flags & CCI_FLAG_BLOCKING))
+		return rc;
+	return cci__wait_blocking(c->ep, &w);
+}

@@ -1,0 +1,19 @@
+/*
+ * services.c - the table of core services handed to every plugin.
+ */
+#include "core.h"
+
+const struct cci_core cci__core_services = {
+	.size = sizeof(struct cci_core),
+	.log_mask = &cci__log_mask,
+	.log = cci__log,
+	.dev_add = cci__dev_new,
+	.conf_error = cci__conf_error,
+	.conn_alloc = cci__conn_alloc,
+	.conn_release = cci__conn_release,
+	.evt_get = cci__evt_get,
+	.evt_post = cci__evt_post,
+	.evt_put = cci__evt_put,
+	.send_done = cci__send_done,
+	.rma_lookup = cci__rma_lookup,
+};

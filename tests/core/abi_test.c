@@ -1,0 +1,78 @@
+/*
+ * abi_test.c - the numeric values and layouts of api/cci.h that CCI 2
+ * programs and language bindings depend on.  Compiled as C and as C++
+ * (abi_test.cpp includes this file), so the header's C++ guard is proved too.
+ * Everything is checked at compile time; the program only reports.
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "cci.h"
+
+#ifdef __cplusplus
+#define STATIC_ASSERT(c, m) static_assert(c, m)
+#else
+#define STATIC_ASSERT(c, m) _Static_assert(c, m)
+#endif
+
+STATIC_ASSERT(CCI_ABI_VERSION == 2, "ABI version");
+
+STATIC_ASSERT(CCI_SUCCESS == 0 && CCI_ERROR == 1 && CCI_ERR_DISCONNECTED == 2 &&
+              CCI_ERR_RNR == 3 && CCI_ERR_DEVICE_DEAD == 4 && CCI_ERR_RMA_HANDLE == 5 &&
+              CCI_ERR_RMA_OP == 6 && CCI_ERR_NOT_IMPLEMENTED == 7 && CCI_ERR_NOT_FOUND == 8,
+              "CCI status values");
+STATIC_ASSERT(CCI_EINVAL == 22 && CCI_ETIMEDOUT == 110 && CCI_ENOMEM == 12 &&
+              CCI_ENODEV == 19 && CCI_ENETDOWN == 100 && CCI_EBUSY == 16 && CCI_ERANGE == 34 &&
+              CCI_EAGAIN == 11 && CCI_ENOBUFS == 105 && CCI_EMSGSIZE == 90 &&
+              CCI_ENOMSG == 42 && CCI_EADDRNOTAVAIL == 99 && CCI_ECONNREFUSED == 111,
+              "errno-valued status values");
+STATIC_ASSERT(CCI_CONN_ATTR_RO == 0 && CCI_CONN_ATTR_RU == 1 && CCI_CONN_ATTR_UU == 2 &&
+              CCI_CONN_ATTR_UU_MC_TX == 3 && CCI_CONN_ATTR_UU_MC_RX == 4, "attributes");
+STATIC_ASSERT(CCI_EVENT_NONE == 0 && CCI_EVENT_SEND == 1 && CCI_EVENT_RECV == 2 &&
+              CCI_EVENT_CONNECT == 3 && CCI_EVENT_CONNECT_REQUEST == 4 &&
+              CCI_EVENT_ACCEPT == 5 && CCI_EVENT_KEEPALIVE_TIMEDOUT == 6 &&
+              CCI_EVENT_ENDPOINT_DEVICE_FAILED == 7, "event types");
+STATIC_ASSERT(CCI_OPT_ENDPT_SEND_TIMEOUT == 0 && CCI_OPT_ENDPT_RECV_BUF_COUNT == 1 &&
+              CCI_OPT_ENDPT_SEND_BUF_COUNT == 2 && CCI_OPT_ENDPT_KEEPALIVE_TIMEOUT == 3 &&
+              CCI_OPT_ENDPT_URI == 4 && CCI_OPT_ENDPT_RMA_ALIGN == 5 &&
+              CCI_OPT_CONN_SEND_TIMEOUT == 6 && CCI_OPT_CONN_KEEPALIVE_TIMEOUT == 7,
+              "option names");
+STATIC_ASSERT(CCI_FLAG_BLOCKING == 1 && CCI_FLAG_NO_COPY == 2 && CCI_FLAG_SILENT == 8 &&
+              CCI_FLAG_READ == 16 && CCI_FLAG_WRITE == 32 && CCI_FLAG_FENCE == 64, "flags");
+STATIC_ASSERT(CCI_CONN_REQ_LEN == 1024, "connect payload limit");
+
+/* Layouts that bindings read by offset (LP64). */
+STATIC_ASSERT(offsetof(struct cci_device, name) == 0 &&
+              offsetof(struct cci_device, transport) == 8 &&
+              offsetof(struct cci_device, up) == 16 &&
+              offsetof(struct cci_device, info) == 24 &&
+              offsetof(struct cci_device, conf_argv) == 32 &&
+              offsetof(struct cci_device, max_send_size) == 40 &&
+              offsetof(struct cci_device, rate) == 48 &&
+              offsetof(struct cci_device, pci) == 56 && sizeof(struct cci_device) == 72,
+              "struct cci_device layout");
+STATIC_ASSERT(offsetof(struct cci_connection, max_send_size) == 0 &&
+              offsetof(struct cci_connection, endpoint) == 8 &&
+              offsetof(struct cci_connection, attribute) == 16 &&
+              offsetof(struct cci_connection, context) == 24, "struct cci_connection layout");
+STATIC_ASSERT(sizeof(struct cci_rma_handle) == 32, "RMA handle is 32 bytes");
+STATIC_ASSERT(sizeof(cci_alignment_t) == 24, "alignment struct");
+STATIC_ASSERT(offsetof(struct cci_event_recv, len) == 4 &&
+              offsetof(struct cci_event_recv, ptr) == 8 &&
+              offsetof(struct cci_event_recv, connection) == 16, "recv event layout");
+STATIC_ASSERT(offsetof(struct cci_event_send, status) == 4 &&
+              offsetof(struct cci_event_send, connection) == 8 &&
+              offsetof(struct cci_event_send, context) == 16, "send event layout");
+STATIC_ASSERT(offsetof(struct cci_event_connect_request, data_len) == 4 &&
+              offsetof(struct cci_event_connect_request, data_ptr) == 8 &&
+              offsetof(struct cci_event_connect_request, attribute) == 16,
+              "request event layout");
+
+int main(void)
+{
+	/* The inline helper is part of the header's contract too. */
+	if (cci_event_type_str(CCI_EVENT_RECV)[0] == '\0')
+		return 1;
+	printf("1 passed, 0 failed\n");
+	return 0;
+}

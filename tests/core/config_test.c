@@ -1,0 +1,240 @@
+/*
+ * config_test.c - CCI_CONFIG files, the device list built from them, and
+ * the CCI_CTP filter.  The configuration is read once per process, so each
+ * case runs cci_init() in a forked child and checks its return code, the
+ * devices it lists and what it printed on stderr.
+ */
+#include <CUnit/Basic.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cci.h"
+
+struct child_result {
+	int rc;             /* cci_init's return code */
+	char out[4096];     /* the device list, one "name transport argc" line each */
+	char err[8192];     /* the child's stderr */
+};
+
+static char cfg_path[] = "/tmp/cci-config-test-XXXXXX";
+
+static void read_all(int fd, char *buf, size_t len)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	while (off + 1 < len && (n = read(fd, buf + off, len - 1 - off)) > 0)
+		off += (size_t)n;
+	buf[off] = '\0';
+}
+
+static void run_init_at(const char *path, const char *text, const char *ctp,
+                        struct child_result *r);
+
+/* Config text in the test's file (NULL: no CCI_CONFIG at all). */
+static void run_init(const char *text, const char *ctp, struct child_result *r)
+{
+	run_init_at(text ? cfg_path : NULL, text, ctp, r);
+}
+
+/* In the child: init, list the devices on out_fd, exit with the code. */
+static void child_main(int out_fd)
+{
+	cci_device_t *const *devs;
+	int rc = cci_init(CCI_ABI_VERSION, 0, NULL);
+
+	if (rc == CCI_SUCCESS && cci_get_devices(&devs) == CCI_SUCCESS) {
+		for (int i = 0; devs[i]; i++) {
+			int argc = 0;
+			while (devs[i]->conf_argv[argc])
+				argc++;
+			dprintf(out_fd, "%s %s %d\n", devs[i]->name, devs[i]->transport, argc);
+		}
+		cci_finalize();
+	}
+	_exit(rc);
+}
+
+/* Run cci_init in a child with CCI_CONFIG=path (NULL: unset) holding text
+ * (NULL: leave the file as it is), and CCI_CTP=ctp (NULL: unset). */
+static void run_init_at(const char *path, const char *text, const char *ctp,
+                        struct child_result *r)
+{
+	int out[2], err[2], status;
+	pid_t pid;
+
+	if (text) {
+		FILE *f = fopen(path, "w");
+		CU_ASSERT_FATAL(f != NULL);
+		fputs(text, f);
+		fclose(f);
+	}
+	CU_ASSERT_FATAL(pipe(out) == 0 && pipe(err) == 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		dup2(err[1], 2);
+		close(out[0]);
+		close(err[0]);
+		if (path)
+			setenv("CCI_CONFIG", path, 1);
+		else
+			unsetenv("CCI_CONFIG");
+		if (ctp)
+			setenv("CCI_CTP", ctp, 1);
+		else
+			unsetenv("CCI_CTP");
+		child_main(out[1]);
+	}
+	close(out[1]);
+	close(err[1]);
+	read_all(out[0], r->out, sizeof(r->out));
+	read_all(err[0], r->err, sizeof(r->err));
+	close(out[0]);
+	close(err[0]);
+	waitpid(pid, &status, 0);
+	r->rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The child's stderr names the file, "path:line", and the problem. */
+static void expect_error(const char *text, int line, const char *problem)
+{
+	struct child_result r;
+	char where[256];
+
+	run_init(text, NULL, &r);
+	snprintf(where, sizeof(where), "%s:%d", cfg_path, line);
+	CU_ASSERT_EQUAL(r.rc, CCI_EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, where));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, problem));
+	if (r.rc != CCI_EINVAL || !strstr(r.err, where) || !strstr(r.err, problem))
+		fprintf(stderr, "\n  expected \"%s\" and \"%s\", got rc %d:\n%s", where, problem,
+		        r.rc, r.err);
+}
+
+static void test_no_config_offers_sm(void)
+{
+	struct child_result r;
+
+	run_init(NULL, NULL, &r);
+	CU_ASSERT_EQUAL(r.rc, CCI_SUCCESS);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.out, " sm 0\n"));
+}
+
+static void test_unreadable_file_names_the_path(void)
+{
+	struct child_result r;
+
+	run_init_at("/nonexistent/cci.ini", NULL, NULL, &r);
+	CU_ASSERT_EQUAL(r.rc, CCI_ERR_NOT_FOUND);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "/nonexistent/cci.ini"));
+}
+
+static void test_syntax_error_names_line(void)
+{
+	expect_error("[a]\ntransport = sm\nthis line is wrong\n", 3, "expected");
+}
+
+static void test_missing_transport(void)
+{
+	expect_error("# devices\n[a]\nmss = 4096\n", 2, "missing \"transport");
+}
+
+static void test_unknown_transport(void)
+{
+	expect_error("[a]\ntransport = carrier-pigeon\n", 1, "unknown transport \"carrier-pigeon\"");
+}
+
+static void test_duplicate_section(void)
+{
+	expect_error("[a]\ntransport = sm\n[a]\ntransport = sm\n", 3, "duplicate section");
+}
+
+static void test_priority_out_of_range(void)
+{
+	expect_error("[a]\ntransport = sm\npriority = 101\n", 3, "priority");
+}
+
+static void test_unknown_key_for_transport(void)
+{
+	expect_error("[a]\ntransport = sm\nbogus = 1\n", 3, "bogus");
+}
+
+static void test_two_defaults(void)
+{
+	expect_error("[a]\ntransport = sm\ndefault = 1\n[b]\ntransport = sm\ndefault = 1\n", 6,
+	             "second default");
+}
+
+static void test_devices_sorted_default_then_priority(void)
+{
+	struct child_result r;
+
+	run_init("[low]\ntransport = sm\npriority = 10\n"
+	         "[high]\ntransport = sm\npriority = 90\n"
+	         "[chosen]\ntransport = sm\npriority = 5\ndefault = 1\n",
+	         NULL, &r);
+	CU_ASSERT_EQUAL(r.rc, CCI_SUCCESS);
+	CU_ASSERT_STRING_EQUAL(r.out, "chosen sm 3\nhigh sm 2\nlow sm 2\n");
+}
+
+static void test_ctp_exclude_leaves_no_plugin(void)
+{
+	struct child_result r;
+
+	run_init(NULL, "^sm", &r);
+	CU_ASSERT_EQUAL(r.rc, CCI_ENODEV);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "CCI_CTP"));
+}
+
+static void test_ctp_keep_list(void)
+{
+	struct child_result r;
+
+	run_init(NULL, "tcp,sm", &r);
+	CU_ASSERT_EQUAL(r.rc, CCI_SUCCESS);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.out, " sm 0\n"));
+}
+
+int main(void)
+{
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+	} tests[] = {
+		{ "without CCI_CONFIG the sm device is offered", test_no_config_offers_sm },
+		{ "an unreadable file fails init naming the path", test_unreadable_file_names_the_path },
+		{ "a syntax error names file and line", test_syntax_error_names_line },
+		{ "a section without transport= is an error", test_missing_transport },
+		{ "an unknown transport is an error", test_unknown_transport },
+		{ "a duplicate section is an error", test_duplicate_section },
+		{ "a priority above 100 is an error", test_priority_out_of_range },
+		{ "a key the transport does not know is an error", test_unknown_key_for_transport },
+		{ "two default devices are an error", test_two_defaults },
+		{ "devices sort default first, then by priority", test_devices_sorted_default_then_priority },
+		{ "CCI_CTP=^sm leaves no plugin and says so", test_ctp_exclude_leaves_no_plugin },
+		{ "CCI_CTP keep list keeps sm", test_ctp_keep_list },
+	};
+	CU_pSuite s;
+	int fd = mkstemp(cfg_path), failed;
+
+	if (fd < 0)
+		return 1;
+	close(fd);
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	CU_set_fail_on_inactive(CU_FALSE);
+	s = CU_add_suite("config", NULL, NULL);
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		CU_add_test(s, tests[i].name, tests[i].fn);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failed = (int)(CU_get_number_of_failures() + CU_get_number_of_tests_failed());
+	CU_cleanup_registry();
+	unlink(cfg_path);
+	return failed ? 1 : 0;
+}
