@@ -1,0 +1,278 @@
+/*
+ * sm_ring_test.c - unit tests of the shared-memory ring (plugins/sm/sm_ring.h),
+ * producer and consumer driven from one thread, plus a two-thread stress.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/Basic.h>
+
+#include "sm_ring.h"
+
+#define TEST_SIZE 4096u
+
+static void *seg;
+static struct sm_ring prod, cons;
+
+/* A fresh ring of size data bytes, with a producer view and a consumer view. */
+static void ring_new(uint64_t size)
+{
+	free(seg);
+	seg = aligned_alloc(4096, (sm_ring_seg_bytes(size) + 4095) / 4096 * 4096);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(seg);
+	memset(seg, 0, sm_ring_seg_bytes(size));
+	sm_ring_format(seg, size);
+	CU_ASSERT_EQUAL_FATAL(sm_ring_attach(&prod, seg, sm_ring_seg_bytes(size)), 0);
+	CU_ASSERT_EQUAL_FATAL(sm_ring_attach(&cons, seg, sm_ring_seg_bytes(size)), 0);
+}
+
+/* Send len bytes of value fill; 1 if it fit. */
+static int put(uint32_t len, int fill)
+{
+	struct sm_rec *rec = sm_ring_reserve(&prod, len);
+
+	if (!rec)
+		return 0;
+	memset(sm_rec_payload(rec), fill, len);
+	sm_ring_commit(&prod, rec, SM_REC_MSG, len, (uint32_t)fill);
+	return 1;
+}
+
+/* Take the next record, checking its contents; NULL if none. */
+static struct sm_rec *get(uint32_t len, int fill)
+{
+	int bad = 0;
+	struct sm_rec *rec = sm_ring_peek(&cons, &bad);
+	const unsigned char *p;
+
+	CU_ASSERT_EQUAL(bad, 0);
+	if (!rec)
+		return NULL;
+	CU_ASSERT_EQUAL(rec->type, SM_REC_MSG);
+	CU_ASSERT_EQUAL(rec->len, len);
+	CU_ASSERT_EQUAL(rec->aux, (uint32_t)fill);
+	p = sm_rec_payload(rec);
+	CU_ASSERT_EQUAL((uintptr_t)p % 8, 0);
+	for (uint32_t i = 0; i < len && i < rec->len; i++)
+		if (p[i] != (unsigned char)fill) {
+			CU_FAIL("payload corrupted");
+			break;
+		}
+	sm_ring_consume(&cons, rec);
+	return rec;
+}
+
+static void test_size_for(void)
+{
+	CU_ASSERT_EQUAL(sm_ring_size_for(1, 0), SM_RING_MIN_SIZE);
+	CU_ASSERT_EQUAL(sm_ring_size_for(64, 8192), 1u << 20);
+	CU_ASSERT_EQUAL(sm_ring_size_for(UINT32_MAX, 1 << 20), 0);
+	CU_ASSERT_EQUAL(sm_rec_size(0), 64);
+	CU_ASSERT_EQUAL(sm_rec_size(48), 64);
+	CU_ASSERT_EQUAL(sm_rec_size(49), 128);
+}
+
+static void test_attach_rejects_garbage(void)
+{
+	char junk[512];
+	struct sm_ring r;
+
+	memset(junk, 0x5a, sizeof(junk));
+	CU_ASSERT_EQUAL(sm_ring_attach(&r, junk, sizeof(junk)), -1);
+	ring_new(TEST_SIZE);
+	/* A declared size larger than the segment is refused. */
+	CU_ASSERT_EQUAL(sm_ring_attach(&r, seg, sm_ring_seg_bytes(TEST_SIZE) - 64), -1);
+}
+
+static void test_empty_and_zero_length(void)
+{
+	struct sm_rec *rec;
+
+	ring_new(TEST_SIZE);
+	CU_ASSERT_PTR_NULL(get(0, 0));
+	CU_ASSERT_TRUE(put(0, 7));
+	rec = get(0, 7);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
+	CU_ASSERT_PTR_NULL(get(0, 0));
+	CU_ASSERT_EQUAL(sm_ring_release(&cons, rec), 1);
+	CU_ASSERT_EQUAL(sm_ring_held(&cons), 0);
+}
+
+/* Zero-length records fill the ring one line each. */
+static void test_full_ring(void)
+{
+	unsigned n = 0;
+
+	ring_new(TEST_SIZE);
+	while (put(0, (int)n))
+		n++;
+	CU_ASSERT_EQUAL(n, TEST_SIZE / SM_LINE);
+	CU_ASSERT_FALSE(put(0, 0));
+	/* Consuming without releasing frees nothing. */
+	for (unsigned i = 0; i < n; i++)
+		CU_ASSERT_PTR_NOT_NULL(get(0, (int)i));
+	CU_ASSERT_FALSE(put(0, 0));
+}
+
+static void test_wrap_with_pad(void)
+{
+	struct sm_rec *a, *b, *c;
+
+	ring_new(TEST_SIZE);
+	/* 3 x 1216 bytes leave 448 bytes at the end: the 4th record wraps. */
+	CU_ASSERT_TRUE(put(1200, 1));
+	CU_ASSERT_TRUE(put(1200, 2));
+	CU_ASSERT_TRUE(put(1200, 3));
+	CU_ASSERT_FALSE(put(1200, 4)); /* needs the PAD plus space at the start */
+	a = get(1200, 1);
+	b = get(1200, 2);
+	c = get(1200, 3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(sm_ring_release(&cons, a), 1);
+	CU_ASSERT_TRUE(put(1200, 4)); /* lands at offset 0 */
+	CU_ASSERT_EQUAL(sm_ring_held(&cons), 2 * sm_rec_size(1200));
+	a = get(1200, 4);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_PTR_EQUAL(a, (struct sm_rec *)cons.data);
+	sm_ring_release(&cons, b);
+	sm_ring_release(&cons, c);
+	sm_ring_release(&cons, a);
+	CU_ASSERT_EQUAL(sm_ring_held(&cons), 0);
+}
+
+static void test_out_of_order_release(void)
+{
+	struct sm_rec *r[4];
+
+	ring_new(TEST_SIZE);
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_TRUE(put(100, i));
+	for (int i = 0; i < 4; i++)
+		r[i] = get(100, i);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r[3]);
+	CU_ASSERT_EQUAL(sm_ring_release(&cons, r[2]), 0);
+	CU_ASSERT_EQUAL(sm_ring_release(&cons, r[1]), 0);
+	CU_ASSERT_EQUAL(sm_ring_held(&cons), 4 * 128);
+	CU_ASSERT_EQUAL(sm_ring_release(&cons, r[0]), 1); /* tail jumps over 0, 1, 2 */
+	CU_ASSERT_EQUAL(sm_ring_held(&cons), 128);
+	CU_ASSERT_EQUAL(sm_ring_release(&cons, r[3]), 1);
+	CU_ASSERT_EQUAL(sm_ring_held(&cons), 0);
+}
+
+/* Old payload bytes that happen to equal a future stamp never look ready. */
+static void test_stale_bytes_never_ready(void)
+{
+	struct sm_rec *rec;
+	uint32_t *w;
+
+	ring_new(TEST_SIZE);
+	/* A big record whose payload is full of every plausible stamp value. */
+	rec = sm_ring_reserve(&prod, 2000);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
+	w = sm_rec_payload(rec);
+	for (unsigned i = 0; i < 500; i++)
+		w[i] = sm_ring_stamp((uint64_t)TEST_SIZE + (i / 16) * 64);
+	sm_ring_commit(&prod, rec, SM_REC_MSG, 2000, 0);
+	rec = sm_ring_peek(&cons, &(int){ 0 });
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
+	sm_ring_consume(&cons, rec);
+	sm_ring_release(&cons, rec);
+	/* Walk a full lap of small records over the old payload. */
+	for (int lap = 0; lap < 3; lap++) {
+		for (unsigned i = 0; i < TEST_SIZE / SM_LINE - 1; i++) {
+			struct sm_rec *x;
+			CU_ASSERT_TRUE_FATAL(put(8, (int)i));
+			x = get(8, (int)i);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+			CU_ASSERT_PTR_NULL(sm_ring_peek(&cons, &(int){ 0 }));
+			sm_ring_release(&cons, x);
+		}
+	}
+}
+
+static void test_bad_length_detected(void)
+{
+	struct sm_rec *rec;
+	int bad = 0;
+
+	ring_new(TEST_SIZE);
+	rec = sm_ring_reserve(&prod, 8);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
+	rec->len = TEST_SIZE; /* forged after reserve, as a hostile peer might */
+	atomic_store(&rec->stamp, sm_ring_stamp(0));
+	CU_ASSERT_PTR_NULL(sm_ring_peek(&cons, &bad));
+	CU_ASSERT_EQUAL(bad, 1);
+}
+
+/* Two threads, varying sizes, releases lagging behind: data and order hold. */
+#define STRESS_N 200000u
+
+static void *stress_producer(void *arg)
+{
+	(void)arg;
+	for (uint32_t i = 0; i < STRESS_N; i++) {
+		uint32_t len = (i * 37u) % 700u;
+		struct sm_rec *rec;
+		while (!(rec = sm_ring_reserve(&prod, len)))
+			;
+		memset(sm_rec_payload(rec), (int)(i & 0xff), len);
+		sm_ring_commit(&prod, rec, SM_REC_MSG, len, i);
+	}
+	return NULL;
+}
+
+static void test_two_threads(void)
+{
+	pthread_t t;
+	struct sm_rec *held[3] = { NULL, NULL, NULL };
+	uint32_t i = 0;
+
+	ring_new(1u << 14);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, stress_producer, NULL), 0);
+	while (i < STRESS_N) {
+		int bad = 0;
+		struct sm_rec *rec = sm_ring_peek(&cons, &bad);
+		if (!rec)
+			continue;
+		if (rec->aux != i || rec->len != (i * 37u) % 700u ||
+		    (rec->len && ((unsigned char *)sm_rec_payload(rec))[rec->len - 1] != (i & 0xff))) {
+			CU_FAIL("order or payload broken");
+			break;
+		}
+		sm_ring_consume(&cons, rec);
+		/* Release in a rotating, out-of-order pattern. */
+		if (held[i % 3])
+			sm_ring_release(&cons, held[i % 3]);
+		held[i % 3] = rec;
+		i++;
+	}
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(i, STRESS_N);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned failed;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	s = CU_add_suite("sm_ring", NULL, NULL);
+	CU_add_test(s, "ring size for count and mss", test_size_for);
+	CU_add_test(s, "attach rejects a foreign segment", test_attach_rejects_garbage);
+	CU_add_test(s, "empty ring and zero-length records", test_empty_and_zero_length);
+	CU_add_test(s, "a full ring refuses until released", test_full_ring);
+	CU_add_test(s, "a record that does not fit wraps behind a PAD", test_wrap_with_pad);
+	CU_add_test(s, "releases out of order free space in order", test_out_of_order_release);
+	CU_add_test(s, "stale payload bytes never look like a record", test_stale_bytes_never_ready);
+	CU_add_test(s, "a length past the end is reported", test_bad_length_detected);
+	CU_add_test(s, "two threads keep order and data", test_two_threads);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+	CU_cleanup_registry();
+	free(seg);
+	return failed ? 1 : 0;
+}
