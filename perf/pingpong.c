@@ -1,0 +1,857 @@
+/*
+ * pingpong - latency and throughput between two CCI endpoints.
+ *
+ * A server (-s) waits for one client (-h URI).  The client's connect
+ * payload tells the server the mode (messages, RMA write or RMA read), the
+ * RMA size and the flags (-V, -n), so the server needs no options of its
+ * own beyond its device and -b (blocking is a property of each side's
+ * endpoint, chosen when it is opened).  For each size the client times
+ * `iters` round trips after `warmup` untimed ones:
+ *   messages  the client sends, the server echoes; latency is one-way
+ *             (half the round trip);
+ *   RMA       the client moves the data with cci_rma() and waits for its
+ *             SEND event; latency is that round trip.
+ * Throughput is bytes divided by the printed latency (1 MB = 10^6 bytes).
+ *
+ * Control messages (RMA handle, RMA completion, done) start with a magic
+ * word that a ping payload can never hold: ping bytes always count up by
+ * one from byte to byte, the magic's bytes do not.
+ *
+ * Every CCI call is checked; a failure prints cci_strerror() and exits
+ * non-zero, and so does a wait that sees no event for the timeout (-t).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cci.h"
+
+#define PP_MAGIC 0x9e3779b97f4a7c15ull /* bytes do not count up by one */
+#define PP_HELLO_MAGIC 0x70696e67u     /* "ping" */
+#define PP_VERSION 1
+#define PP_MAX_RMA (1ull << 30)        /* largest RMA buffer a server grants */
+#define PP_SEED_READ 0x5a              /* pattern the server exposes to reads */
+
+enum pp_ctl_type { CTL_HANDLE = 1, CTL_RMA_DONE, CTL_ACK, CTL_DONE, CTL_DONE_ACK };
+
+/* hello flags: what the server mirrors from the client */
+enum { HF_VERIFY = 1, HF_NOCOPY = 2 };
+
+/* The connect payload: fixed-width fields, both sides are on one host
+ * or share the byte order of the transports we run on. */
+struct pp_hello {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t rma_op; /* 0, CCI_FLAG_WRITE or CCI_FLAG_READ */
+	uint32_t flags;  /* HF_* */
+	uint64_t rma_max;
+};
+
+struct pp_ctl {
+	uint64_t magic;
+	uint32_t type;
+	uint32_t size;
+	uint64_t seq;
+	uint64_t handle[4]; /* CTL_HANDLE only: the serialized cci_rma_handle_t */
+};
+
+struct pp_opts {
+	bool server, blocking, nocopy, json, verify, nomsg;
+	const char *uri, *outfile, *device;
+	cci_conn_attribute_t attr;
+	uint32_t rma_op;
+	uint64_t rma_max;
+	uint32_t iters, warmup;
+	double timeout_s;
+};
+
+struct pp {
+	struct pp_opts o;
+	cci_endpoint_t *ep;
+	cci_os_handle_t fd;
+	cci_connection_t *conn;
+	unsigned char *buf;
+	uint64_t buf_len;
+	cci_rma_handle_t *local_h;
+	struct cci_rma_handle remote_h;
+	cci_event_t *stash;  /* a RECV that arrived while waiting for something else */
+	uint32_t inflight;   /* sends and RMAs whose SEND event is pending */
+	int send_flags;
+};
+
+static struct pp *g_pp; /* for die(): cci_strerror wants the endpoint */
+
+static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("pingpong: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(EXIT_FAILURE);
+}
+
+static void check(int rc, const char *what)
+{
+	if (rc != CCI_SUCCESS)
+		die("%s failed: %s (%d)", what,
+		    cci_strerror(g_pp ? g_pp->ep : NULL, (enum cci_status)rc), rc);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Bytes count up by one from a seed: cheap, position-sensitive, and never
+ * equal to PP_MAGIC. */
+static void fill(unsigned char *p, uint64_t len, uint64_t seed)
+{
+	for (uint64_t i = 0; i < len; i++)
+		p[i] = (unsigned char)(seed + i);
+}
+
+static void verify(const void *ptr, uint64_t len, uint64_t seed, const char *what)
+{
+	const unsigned char *p = ptr;
+
+	for (uint64_t i = 0; i < len; i++)
+		if (p[i] != (unsigned char)(seed + i))
+			die("data check failed (%s, %" PRIu64 " bytes): byte %" PRIu64
+			    " is 0x%02x, expected 0x%02x", what, len, i, p[i],
+			    (unsigned char)(seed + i));
+}
+
+/* ---------------------------------------------------------------- events */
+
+/* Sleeps on the OS handle until it turns readable or the deadline passes.
+ * Arming first: if events are already waiting, return without sleeping. */
+static bool block_on_fd(struct pp *pp, uint64_t deadline)
+{
+	int rc = cci_arm_os_handle(pp->ep, 0);
+	int ms = -1;
+
+	if (rc == CCI_EAGAIN)
+		return true;
+	check(rc, "cci_arm_os_handle");
+	if (deadline) {
+		uint64_t now = now_ns();
+
+		if (now >= deadline)
+			return false;
+		ms = (int)((deadline - now + 999999) / 1000000);
+	}
+	struct pollfd pfd = { .fd = pp->fd, .events = POLLIN };
+
+	rc = poll(&pfd, 1, ms);
+	if (rc < 0 && errno != EINTR)
+		die("poll on the OS handle: %s", strerror(errno));
+	return rc != 0 || !deadline || now_ns() < deadline;
+}
+
+/* Next event, or false when timeout_ns (0: the -t timeout) passes with
+ * none.  The clock is read once per 1024 empty polls so that spinning
+ * costs no more than cci_get_event itself. */
+static bool next_event(struct pp *pp, cci_event_t **ev, uint64_t timeout_ns)
+{
+	uint64_t deadline = 0;
+	uint64_t limit = timeout_ns ? timeout_ns : (uint64_t)(pp->o.timeout_s * 1e9);
+	unsigned spins = 0;
+
+	if (pp->o.blocking && limit)
+		deadline = now_ns() + limit;
+	for (;;) {
+		int rc = cci_get_event(pp->ep, ev);
+
+		if (rc == CCI_SUCCESS)
+			return true;
+		if (rc != CCI_EAGAIN)
+			check(rc, "cci_get_event");
+		if (pp->o.blocking) {
+			if (!block_on_fd(pp, deadline))
+				return false;
+			continue;
+		}
+		if (++spins % 1024 || !limit)
+			continue;
+		if (!deadline)
+			deadline = now_ns() + limit;
+		else if (now_ns() > deadline)
+			return false;
+	}
+}
+
+static cci_event_t *must_event(struct pp *pp)
+{
+	cci_event_t *ev;
+
+	if (!next_event(pp, &ev, 0))
+		die("no event for %.0f s: the peer is gone or stuck", pp->o.timeout_s);
+	return ev;
+}
+
+static void give_back(cci_event_t *ev)
+{
+	check(cci_return_event(ev), "cci_return_event");
+}
+
+/* Handles an event nobody waits for specifically.  A RECV is kept in the
+ * stash for the next wait_recv(); the protocol never has two in flight. */
+static void handle_event(struct pp *pp, cci_event_t *ev)
+{
+	switch (ev->type) {
+	case CCI_EVENT_SEND:
+		if (ev->send.status != CCI_SUCCESS)
+			check(ev->send.status, "send completion");
+		if (pp->inflight == 0)
+			die("SEND event with nothing in flight");
+		pp->inflight--;
+		break;
+	case CCI_EVENT_RECV:
+		if (pp->stash)
+			die("protocol error: two messages pending");
+		pp->stash = ev;
+		return;
+	case CCI_EVENT_CONNECT_REQUEST:
+		/* one client at a time: turn the others away */
+		check(cci_reject(ev), "cci_reject");
+		break;
+	case CCI_EVENT_KEEPALIVE_TIMEDOUT:
+		fprintf(stderr, "pingpong: keepalive timed out\n");
+		break;
+	default:
+		die("unexpected event %s", cci_event_type_str(ev->type));
+	}
+	give_back(ev);
+}
+
+/* The next RECV event; the caller returns it. */
+static cci_event_t *wait_recv(struct pp *pp)
+{
+	while (!pp->stash)
+		handle_event(pp, must_event(pp));
+	cci_event_t *ev = pp->stash;
+
+	pp->stash = NULL;
+	return ev;
+}
+
+/* As wait_recv(), but gives up (NULL) after timeout_ns: for UU, where the
+ * message may be lost. */
+static cci_event_t *try_recv(struct pp *pp, uint64_t timeout_ns)
+{
+	cci_event_t *ev;
+
+	while (!pp->stash) {
+		if (!next_event(pp, &ev, timeout_ns))
+			return NULL;
+		handle_event(pp, ev);
+	}
+	ev = pp->stash;
+	pp->stash = NULL;
+	return ev;
+}
+
+/* Waits until every send and RMA has its SEND event. */
+static void wait_idle(struct pp *pp)
+{
+	while (pp->inflight)
+		handle_event(pp, must_event(pp));
+}
+
+static cci_event_t *wait_type(struct pp *pp, cci_event_type_t type)
+{
+	for (;;) {
+		cci_event_t *ev = must_event(pp);
+
+		if (ev->type == type)
+			return ev;
+		handle_event(pp, ev);
+	}
+}
+
+/* cci_send, waiting for completions while every send buffer is busy. */
+static void post_send(struct pp *pp, const void *p, uint32_t len, int flags)
+{
+	for (;;) {
+		int rc = cci_send(pp->conn, p, len, NULL, flags);
+
+		if (rc == CCI_SUCCESS)
+			break;
+		if (rc != CCI_ENOBUFS || !pp->inflight)
+			check(rc, "cci_send");
+		handle_event(pp, must_event(pp));
+	}
+	pp->inflight++;
+}
+
+static void send_ctl(struct pp *pp, uint32_t type, uint32_t size, uint64_t seq)
+{
+	struct pp_ctl c = { .magic = PP_MAGIC, .type = type, .size = size, .seq = seq };
+
+	if (type == CTL_HANDLE)
+		memcpy(c.handle, pp->local_h, sizeof(c.handle));
+	post_send(pp, &c, sizeof(c), 0);
+}
+
+/* The control message in ev, or NULL for a ping payload. */
+static const struct pp_ctl *as_ctl(cci_event_t *ev)
+{
+	uint64_t magic;
+
+	if (ev->recv.len != sizeof(struct pp_ctl))
+		return NULL;
+	memcpy(&magic, ev->recv.ptr, sizeof(magic));
+	return magic == PP_MAGIC ? (const struct pp_ctl *)ev->recv.ptr : NULL;
+}
+
+static void expect_ctl(cci_event_t *ev, uint32_t type)
+{
+	const struct pp_ctl *c = as_ctl(ev);
+
+	if (!c || c->type != type)
+		die("protocol error: expected control message %u, got %u bytes",
+		    type, ev->recv.len);
+}
+
+/* -------------------------------------------------------------- endpoint */
+
+static cci_device_t *find_device(const char *name)
+{
+	cci_device_t *const *devs;
+
+	check(cci_get_devices(&devs), "cci_get_devices");
+	for (int i = 0; devs[i]; i++)
+		if (!strcmp(devs[i]->name, name))
+			return devs[i];
+	fprintf(stderr, "pingpong: no device \"%s\"; devices:", name);
+	for (int i = 0; devs[i]; i++)
+		fprintf(stderr, " %s (%s)", devs[i]->name, devs[i]->transport);
+	fputc('\n', stderr);
+	exit(EXIT_FAILURE);
+}
+
+/* Writes the URI to a temporary file then renames it, so that a script
+ * polling for the file never reads half a URI. */
+static void write_uri(const char *path, const char *uri)
+{
+	size_t n = strlen(path) + 32;
+	char *tmp = malloc(n);
+
+	if (!tmp)
+		die("out of memory");
+	snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+	FILE *f = fopen(tmp, "w");
+
+	if (!f || fprintf(f, "%s\n", uri) < 0 || fclose(f) != 0)
+		die("cannot write %s: %s", tmp, strerror(errno));
+	if (rename(tmp, path) != 0)
+		die("cannot rename %s to %s: %s", tmp, path, strerror(errno));
+	free(tmp);
+}
+
+static void open_endpoint(struct pp *pp)
+{
+	cci_device_t *dev = pp->o.device ? find_device(pp->o.device) : NULL;
+	char *uri = NULL;
+
+	pp->fd = -1;
+	check(cci_create_endpoint(dev, 0, &pp->ep, pp->o.blocking ? &pp->fd : NULL),
+	      "cci_create_endpoint");
+	check(cci_get_opt(pp->ep, CCI_OPT_ENDPT_URI, &uri), "cci_get_opt(URI)");
+	/* with --json, stdout carries only JSON lines */
+	fprintf(pp->o.json ? stderr : stdout, "Opened %s\n", uri);
+	fflush(stdout);
+	if (pp->o.outfile)
+		write_uri(pp->o.outfile, uri);
+	free(uri);
+}
+
+static void alloc_buffer(struct pp *pp, uint64_t len)
+{
+	void *p;
+
+	pp->buf_len = len ? len : 1;
+	if (posix_memalign(&p, 4096, pp->buf_len))
+		die("cannot allocate %" PRIu64 " bytes", pp->buf_len);
+	pp->buf = p;
+	fill(pp->buf, pp->buf_len, 0);
+}
+
+/* ---------------------------------------------------------------- server */
+
+static void server_accept(struct pp *pp, struct pp_hello *h)
+{
+	for (;;) {
+		cci_event_t *ev = wait_type(pp, CCI_EVENT_CONNECT_REQUEST);
+		bool ok = ev->request.data_len == sizeof(*h);
+
+		if (ok)
+			memcpy(h, ev->request.data_ptr, sizeof(*h));
+		ok = ok && h->magic == PP_HELLO_MAGIC && h->version == PP_VERSION &&
+		     h->rma_max <= PP_MAX_RMA &&
+		     (h->rma_op == 0 || h->rma_op == CCI_FLAG_WRITE ||
+		      h->rma_op == CCI_FLAG_READ);
+		check(ok ? cci_accept(ev, pp) : cci_reject(ev),
+		      ok ? "cci_accept" : "cci_reject");
+		give_back(ev);
+		if (!ok) {
+			fprintf(stderr, "pingpong: rejected a malformed request\n");
+			continue;
+		}
+		ev = wait_type(pp, CCI_EVENT_ACCEPT);
+		check(ev->accept.status, "accept");
+		pp->conn = ev->accept.connection;
+		give_back(ev);
+		return;
+	}
+}
+
+/* Echoes a ping.  With -V the echo carries the ping's bytes back, copied
+ * into our buffer (a NO_COPY send must not point into a receive slot that
+ * returns to the transport before the send completes). */
+static void serve_ping(struct pp *pp, cci_event_t *ev)
+{
+	uint32_t len = ev->recv.len;
+
+	if (len > pp->buf_len)
+		die("protocol error: %u-byte ping exceeds %" PRIu64, len, pp->buf_len);
+	if (pp->o.verify) {
+		if (pp->send_flags & CCI_FLAG_NO_COPY)
+			wait_idle(pp); /* our buffer is still lent to the last send */
+		memcpy(pp->buf, ev->recv.ptr, len);
+	}
+	give_back(ev);
+	post_send(pp, pp->buf, len, pp->send_flags);
+}
+
+/* Handles one message; false once the client said it is done. */
+static bool serve_one(struct pp *pp, cci_event_t *ev)
+{
+	const struct pp_ctl *c = as_ctl(ev);
+
+	if (!c) {
+		serve_ping(pp, ev);
+		return true;
+	}
+	uint32_t type = c->type, size = c->size;
+	uint64_t seq = c->seq;
+
+	give_back(ev);
+	if (type == CTL_DONE) {
+		send_ctl(pp, CTL_DONE_ACK, 0, 0);
+		wait_idle(pp);
+		return false;
+	}
+	if (type != CTL_RMA_DONE)
+		die("protocol error: unexpected control message %u", type);
+	if (pp->o.verify && pp->o.rma_op == CCI_FLAG_WRITE) {
+		if (size > pp->buf_len)
+			die("protocol error: RMA size %u", size);
+		verify(pp->buf, size, seq, "RMA write target");
+		send_ctl(pp, CTL_ACK, size, seq);
+	}
+	return true;
+}
+
+/* Adopts the client's mode and exposes the RMA buffer if it needs one. */
+static void server_setup(struct pp *pp, const struct pp_hello *h)
+{
+	pp->o.rma_op = h->rma_op;
+	pp->o.verify = h->flags & HF_VERIFY;
+	pp->o.nocopy = h->flags & HF_NOCOPY;
+	pp->send_flags = pp->o.nocopy ? CCI_FLAG_NO_COPY : 0;
+	alloc_buffer(pp, h->rma_op && h->rma_max > pp->conn->max_send_size
+			 ? h->rma_max : pp->conn->max_send_size);
+	if (!h->rma_op)
+		return;
+	/* readers find a known pattern; writers are checked against theirs */
+	fill(pp->buf, pp->buf_len, PP_SEED_READ);
+	check(cci_rma_register(pp->ep, pp->buf, pp->buf_len, (int)h->rma_op,
+			       &pp->local_h), "cci_rma_register");
+	send_ctl(pp, CTL_HANDLE, 0, 0);
+}
+
+static void run_server(struct pp *pp)
+{
+	struct pp_hello h;
+
+	server_accept(pp, &h);
+	server_setup(pp, &h);
+	while (serve_one(pp, wait_recv(pp)))
+		;
+}
+
+/* ---------------------------------------------------------------- client */
+
+static const char *attr_name(cci_conn_attribute_t a)
+{
+	return a == CCI_CONN_ATTR_RO ? "ro" : a == CCI_CONN_ATTR_RU ? "ru" : "uu";
+}
+
+static const char *mode_name(uint32_t rma_op)
+{
+	return rma_op == CCI_FLAG_WRITE ? "rma_write"
+	       : rma_op == CCI_FLAG_READ ? "rma_read" : "msg";
+}
+
+static void client_connect(struct pp *pp)
+{
+	struct pp_hello h = {
+		.magic = PP_HELLO_MAGIC, .version = PP_VERSION,
+		.rma_op = pp->o.rma_op, .rma_max = pp->o.rma_max,
+		.flags = (pp->o.verify ? HF_VERIFY : 0) | (pp->o.nocopy ? HF_NOCOPY : 0),
+	};
+	struct timeval tv = { .tv_sec = (time_t)pp->o.timeout_s };
+
+	check(cci_connect(pp->ep, pp->o.uri, &h, sizeof(h), pp->o.attr, pp, 0,
+			  tv.tv_sec ? &tv : NULL), "cci_connect");
+	cci_event_t *ev = wait_type(pp, CCI_EVENT_CONNECT);
+
+	check(ev->connect.status, "connect");
+	pp->conn = ev->connect.connection;
+	give_back(ev);
+	pp->send_flags = pp->o.nocopy ? CCI_FLAG_NO_COPY : 0;
+}
+
+/* RMA needs the server's handle (first message) and a local registration;
+ * local use needs no access flags. */
+static void client_rma_setup(struct pp *pp)
+{
+	cci_event_t *ev = wait_recv(pp);
+
+	expect_ctl(ev, CTL_HANDLE);
+	memcpy(&pp->remote_h, ((const struct pp_ctl *)ev->recv.ptr)->handle,
+	       sizeof(pp->remote_h));
+	give_back(ev);
+	check(cci_rma_register(pp->ep, pp->buf, pp->o.rma_max, 0, &pp->local_h),
+	      "cci_rma_register");
+}
+
+static void ping_once(struct pp *pp, uint32_t size, uint64_t seq)
+{
+	if (pp->o.verify) {
+		if (pp->send_flags & CCI_FLAG_NO_COPY)
+			wait_idle(pp); /* the buffer is lent until completion */
+		fill(pp->buf, size, seq);
+	}
+	post_send(pp, pp->buf, size, pp->send_flags);
+
+	cci_event_t *ev = wait_recv(pp);
+
+	if (ev->recv.len != size)
+		die("echo of %u bytes for a %u-byte ping", ev->recv.len, size);
+	if (pp->o.verify)
+		verify(ev->recv.ptr, size, seq, "echo");
+	give_back(ev);
+}
+
+/* One RMA and its SEND event.  With -V a write waits for the server's
+ * check (else the next write could land before the server looks), and a
+ * read starts from a cleared buffer (else a read that moved nothing
+ * would pass). */
+static void rma_once(struct pp *pp, uint32_t size, uint64_t seq)
+{
+	struct pp_ctl msg = { .magic = PP_MAGIC, .type = CTL_RMA_DONE, .size = size, .seq = seq };
+	bool wr = pp->o.rma_op == CCI_FLAG_WRITE;
+	int rc;
+
+	if (pp->o.verify && wr)
+		fill(pp->buf, size, seq);
+	else if (pp->o.verify)
+		memset(pp->buf, 0, size);
+	while ((rc = cci_rma(pp->conn, pp->o.nomsg ? NULL : &msg,
+			     pp->o.nomsg ? 0 : sizeof(msg), pp->local_h, 0,
+			     &pp->remote_h, 0, size, NULL, (int)pp->o.rma_op)) == CCI_ENOBUFS
+	       && pp->inflight)
+		handle_event(pp, must_event(pp));
+	check(rc, "cci_rma");
+	pp->inflight++;
+	wait_idle(pp);
+	if (!pp->o.verify)
+		return;
+	if (!wr) {
+		verify(pp->buf, size, PP_SEED_READ, "RMA read");
+		return;
+	}
+	cci_event_t *ev = wait_recv(pp);
+
+	expect_ctl(ev, CTL_ACK);
+	give_back(ev);
+}
+
+/* CCI's scaling: halve the iterations for every doubling from 64 KiB on,
+ * keeping at least a few so large sizes still average something. */
+static uint32_t scaled(uint32_t n, uint64_t size)
+{
+	for (uint64_t s = 64 * 1024; s <= size && n > 16; s *= 2)
+		n /= 2;
+	return n;
+}
+
+/* Microseconds per round trip for one size. */
+static double time_size(struct pp *pp, uint32_t size, uint32_t iters, uint32_t warmup)
+{
+	uint64_t t0 = now_ns();
+
+	for (uint32_t i = 0; i < warmup + iters; i++) {
+		if (i == warmup)
+			t0 = now_ns();
+		if (pp->o.rma_op)
+			rma_once(pp, size, i);
+		else
+			ping_once(pp, size, i);
+	}
+	double us = (double)(now_ns() - t0) / 1e3 / iters;
+
+	wait_idle(pp);
+	return us;
+}
+
+static void print_header(struct pp *pp, uint64_t max)
+{
+	if (pp->o.json)
+		return;
+	printf("# %s transport (device %s), %s connection, %s%s%s, sizes up to %" PRIu64
+	       ", %u iterations (fewer from 64 KiB)\n",
+	       pp->ep->device->transport, pp->ep->device->name, attr_name(pp->o.attr),
+	       mode_name(pp->o.rma_op), pp->o.blocking ? ", blocking" : "",
+	       pp->o.nocopy ? ", no-copy" : "", max, pp->o.iters);
+	printf("%8s %12s %16s\n", "Bytes",
+	       pp->o.rma_op ? "Latency (round-trip)" : "Latency (one-way)", "Throughput");
+}
+
+static void print_row(struct pp *pp, uint32_t size, uint32_t iters, double lat)
+{
+	double bw = lat > 0 ? size / lat : 0;
+
+	if (!pp->o.json) {
+		printf("%8u %12.2lf us %12.2lf MB/s\n", size, lat, bw);
+	} else {
+		printf("{\"bytes\":%u,\"latency_us\":%.3f,\"throughput_MBps\":%.3f,"
+		       "\"latency\":\"%s\",\"iters\":%u,\"transport\":\"%s\","
+		       "\"device\":\"%s\",\"attribute\":\"%s\",\"mode\":\"%s\","
+		       "\"blocking\":%s,\"nocopy\":%s}\n",
+		       size, lat, bw, pp->o.rma_op ? "round-trip" : "one-way", iters,
+		       pp->ep->device->transport, pp->ep->device->name,
+		       attr_name(pp->o.attr), mode_name(pp->o.rma_op),
+		       pp->o.blocking ? "true" : "false", pp->o.nocopy ? "true" : "false");
+	}
+	fflush(stdout);
+}
+
+/* Sizes 0 (messages) or 1 (RMA), then powers of two, then max itself if
+ * it is not a power of two, so the largest size is always measured. */
+static void client_sweep(struct pp *pp, uint64_t max)
+{
+	uint64_t size = pp->o.rma_op ? 1 : 0;
+
+	print_header(pp, max);
+	for (;;) {
+		uint32_t iters = scaled(pp->o.iters, size);
+		uint32_t warmup = scaled(pp->o.warmup, size);
+
+		print_row(pp, (uint32_t)size, iters,
+			  time_size(pp, (uint32_t)size, iters, warmup) /
+			  (pp->o.rma_op ? 1.0 : 2.0));
+		if (size == max)
+			break;
+		size = size ? size * 2 : 1;
+		if (size > max)
+			size = max;
+	}
+}
+
+/* Tells the server we are done and waits for its answer; on UU either
+ * message may be lost, so retry a few times then leave anyway. */
+static void client_done(struct pp *pp)
+{
+	bool uu = pp->o.attr == CCI_CONN_ATTR_UU;
+
+	for (int tries = 0;; tries++) {
+		send_ctl(pp, CTL_DONE, 0, 0);
+		cci_event_t *ev = uu ? try_recv(pp, 200000000ull) : wait_recv(pp);
+
+		if (ev) {
+			expect_ctl(ev, CTL_DONE_ACK);
+			give_back(ev);
+			break;
+		}
+		if (tries == 10) {
+			fprintf(stderr, "pingpong: no answer to done; leaving\n");
+			break;
+		}
+	}
+	wait_idle(pp);
+}
+
+static void run_client(struct pp *pp)
+{
+	client_connect(pp);
+	uint64_t max = pp->o.rma_op ? pp->o.rma_max : pp->conn->max_send_size;
+
+	alloc_buffer(pp, max);
+	if (pp->o.rma_op)
+		client_rma_setup(pp);
+	client_sweep(pp, max);
+	client_done(pp);
+}
+
+/* --------------------------------------------------------------- options */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: pingpong -s [-o uri_file] [-D device] [-b] [-t secs]\n"
+		"       pingpong -h URI [-c ro|ru|uu] [-w|-r] [-m max] [-i iters] [-W warmup]\n"
+		"                [-b] [-n] [-N] [-V] [-D device] [-t secs] [--json]\n"
+		"  -s          server: accept one client, echo, exit when it is done\n"
+		"  -o FILE     server: write the endpoint URI to FILE (atomically)\n"
+		"  -h URI      client: connect to the server at URI\n"
+		"  -c ATTR     connection: ro (default), ru or uu\n"
+		"  -w / -r     RMA write / read instead of messages (latency is round-trip)\n"
+		"  -m MAX      largest RMA size, k/m/g suffixes (default 4m)\n"
+		"  -i ITERS    timed round trips per size (default 10000; halved per\n"
+		"              doubling from 64 KiB)\n"
+		"  -W WARMUP   untimed round trips before each size (default 100)\n"
+		"  -b          block in poll() on the endpoint's OS handle\n"
+		"  -n          send with CCI_FLAG_NO_COPY (both sides)\n"
+		"  -N          RMA without a completion message\n"
+		"  -V          check every payload (slower)\n"
+		"  -D NAME     use device NAME instead of the default\n"
+		"  -t SECS     give up after SECS without any event (default 30, 0: never)\n"
+		"  --json      one JSON object per row on stdout (Opened goes to stderr)\n");
+}
+
+static uint64_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 0);
+	int shift = 0;
+
+	if (end == s)
+		die("bad size \"%s\"", s);
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (*end || v > (UINT64_MAX >> shift))
+		die("bad size \"%s\"", s);
+	return (uint64_t)v << shift;
+}
+
+static uint32_t parse_count(const char *s, uint32_t min)
+{
+	uint64_t v = parse_size(s);
+
+	if (v < min || v > UINT32_MAX)
+		die("bad count \"%s\"", s);
+	return (uint32_t)v;
+}
+
+static cci_conn_attribute_t parse_attr(const char *s)
+{
+	if (!strcasecmp(s, "ro"))
+		return CCI_CONN_ATTR_RO;
+	if (!strcasecmp(s, "ru"))
+		return CCI_CONN_ATTR_RU;
+	if (!strcasecmp(s, "uu"))
+		return CCI_CONN_ATTR_UU;
+	die("bad connection attribute \"%s\" (ro, ru or uu)", s);
+}
+
+static void parse_one(struct pp_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case 's': o->server = true; break;
+	case 'h': o->uri = arg; break;
+	case 'o': o->outfile = arg; break;
+	case 'D': o->device = arg; break;
+	case 'c': o->attr = parse_attr(arg); break;
+	case 'w': o->rma_op = CCI_FLAG_WRITE; break;
+	case 'r': o->rma_op = CCI_FLAG_READ; break;
+	case 'm': o->rma_max = parse_size(arg); break;
+	case 'i': o->iters = parse_count(arg, 1); break;
+	case 'W': o->warmup = parse_count(arg, 0); break;
+	case 'b': o->blocking = true; break;
+	case 'n': o->nocopy = true; break;
+	case 'N': o->nomsg = true; break;
+	case 'V': o->verify = true; break;
+	case 't': o->timeout_s = parse_count(arg, 0); break;
+	case 'j': o->json = true; break;
+	case 'H': usage(stdout); exit(EXIT_SUCCESS);
+	default: usage(stderr); exit(EXIT_FAILURE);
+	}
+}
+
+static void parse_opts(struct pp_opts *o, int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'H' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	*o = (struct pp_opts){ .rma_max = 4u << 20, .iters = 10000, .warmup = 100,
+			       .timeout_s = 30 };
+	while ((c = getopt_long(argc, argv, "sh:o:D:c:wrm:i:W:bnNVt:", longs, NULL)) != -1)
+		parse_one(o, c, optarg);
+	if (optind != argc || o->server == !!o->uri)
+		die("give either -s or -h URI (--help for usage)");
+	if (o->rma_op && o->attr == CCI_CONN_ATTR_UU)
+		die("RMA needs a reliable connection (-c ro or ru)");
+	if (o->rma_op && (o->rma_max == 0 || o->rma_max > PP_MAX_RMA))
+		die("-m must be between 1 and %llu", PP_MAX_RMA);
+	if (o->verify && o->nomsg && o->rma_op == CCI_FLAG_WRITE)
+		die("-V with -w needs the completion message (drop -N)");
+}
+
+/* --------------------------------------------------------------- cleanup */
+
+static void teardown(struct pp *pp)
+{
+	if (pp->conn)
+		check(cci_disconnect(pp->conn), "cci_disconnect");
+	if (pp->local_h)
+		check(cci_rma_deregister(pp->ep, pp->local_h), "cci_rma_deregister");
+	check(cci_destroy_endpoint(pp->ep), "cci_destroy_endpoint");
+	pp->ep = NULL;
+	check(cci_finalize(), "cci_finalize");
+	free(pp->buf);
+}
+
+int main(int argc, char **argv)
+{
+	static struct pp pp;
+
+	parse_opts(&pp.o, argc, argv);
+	g_pp = &pp;
+	check(cci_init(CCI_ABI_VERSION, 0, NULL), "cci_init");
+	open_endpoint(&pp);
+	if (pp.o.server)
+		run_server(&pp);
+	else
+		run_client(&pp);
+	teardown(&pp);
+	return EXIT_SUCCESS;
+}
