@@ -71,6 +71,11 @@ typedef struct cci__conn cci__conn_t;
 typedef struct cci__evt cci__evt_t;
 typedef struct cci__rma_reg cci__rma_reg_t;
 
+/* The core's lock of an endpoint's event queue (core internal). */
+typedef struct {
+	int locked;
+} cci__spinlock_t;
+
 /* One "key = value" line of a device's config section. */
 struct cci__conf_kv {
 	char *key;
@@ -135,7 +140,7 @@ struct cci__ep {
 	cci_alignment_t rma_align;   /* the plugin sets it in ep_create */
 
 	/* Core internals below; plugins do not touch them. */
-	pthread_mutex_t lock;        /* event queue and pool */
+	cci__spinlock_t lock;        /* event queue, pool, connection refs */
 	cci__evt_t *evq_head, *evq_tail;
 	cci__evt_t *evt_pool;
 	void *evt_chunks;            /* list of allocated event chunks */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "lock.h"
 #include "uri.h"
 
 #define CONN_ALIGN 64
@@ -35,9 +36,9 @@ void cci__conn_release(cci__conn_t *c)
 	cci__ep_t *ep = c->ep;
 	int last;
 
-	pthread_mutex_lock(&ep->lock);
+	cci__spin_lock(&ep->lock);
 	last = (--c->refs == 0);
-	pthread_mutex_unlock(&ep->lock);
+	cci__spin_unlock(&ep->lock);
 	if (last)
 		free(c);
 }
@@ -79,12 +80,12 @@ static int request_claim(cci__evt_t *e)
 
 	if (!e || e->ev.type != CCI_EVENT_CONNECT_REQUEST)
 		return CCI_EINVAL;
-	pthread_mutex_lock(&e->ep->lock);
+	cci__spin_lock(&e->ep->lock);
 	if (e->lent && !e->answered) {
 		e->answered = 1;
 		rc = CCI_SUCCESS;
 	}
-	pthread_mutex_unlock(&e->ep->lock);
+	cci__spin_unlock(&e->ep->lock);
 	return rc;
 }
 
@@ -117,11 +118,11 @@ CCI_API int cci_disconnect(cci_connection_t *connection)
 	if (!c)
 		return CCI_EINVAL;
 	ep = c->ep;
-	pthread_mutex_lock(&ep->lock);
+	cci__spin_lock(&ep->lock);
 	rc = c->disconnected ? CCI_EINVAL : CCI_SUCCESS;
 	c->disconnected = 1;
 	c->refs++; /* keep it alive until we are done here */
-	pthread_mutex_unlock(&ep->lock);
+	cci__spin_unlock(&ep->lock);
 	if (rc != CCI_SUCCESS) {
 		cci__conn_release(c);
 		return rc;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "lock.h"
 
 #define EP_ALIGN 64
 
@@ -38,7 +39,6 @@ static cci__ep_t *ep_alloc(cci__dev_t *dev)
 	ep->plugin = dev->plugin;
 	ep->priv = (char *)ep + head;
 	ep->os_epfd = ep->os_evfd = -1;
-	pthread_mutex_init(&ep->lock, NULL);
 	pthread_mutex_init(&ep->rma_lock, NULL);
 	return ep;
 }
@@ -69,7 +69,6 @@ static void ep_free(cci__ep_t *ep)
 	cci__evt_drop_conn_refs(ep);
 	cci__evt_pool_free(ep);
 	cci__rma_table_free(ep);
-	pthread_mutex_destroy(&ep->lock);
 	pthread_mutex_destroy(&ep->rma_lock);
 	free(ep->uri);
 	free(ep);

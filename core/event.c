@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "lock.h"
 
 #define EVT_CHUNK 64
 
@@ -58,14 +59,14 @@ cci__evt_t *cci__evt_get(cci__ep_t *ep)
 {
 	cci__evt_t *e;
 
-	pthread_mutex_lock(&ep->lock);
+	cci__spin_lock(&ep->lock);
 	if (!ep->evt_pool && pool_grow(ep) != CCI_SUCCESS) {
-		pthread_mutex_unlock(&ep->lock);
+		cci__spin_unlock(&ep->lock);
 		return NULL;
 	}
 	e = ep->evt_pool;
 	ep->evt_pool = e->next;
-	pthread_mutex_unlock(&ep->lock);
+	cci__spin_unlock(&ep->lock);
 	evt_reset(e);
 	return e;
 }
@@ -80,9 +81,9 @@ static void evt_put_locked(cci__ep_t *ep, cci__evt_t *e)
 
 void cci__evt_put(cci__ep_t *ep, cci__evt_t *e)
 {
-	pthread_mutex_lock(&ep->lock);
+	cci__spin_lock(&ep->lock);
 	evt_put_locked(ep, e);
-	pthread_mutex_unlock(&ep->lock);
+	cci__spin_unlock(&ep->lock);
 }
 
 static void os_handle_ring(cci__ep_t *ep)
@@ -100,7 +101,7 @@ void cci__evt_post(cci__ep_t *ep, cci__evt_t *e)
 	int ring;
 
 	e->next = NULL;
-	pthread_mutex_lock(&ep->lock);
+	cci__spin_lock(&ep->lock);
 	if (e->conn)
 		e->conn->refs++;
 	if (ep->evq_tail)
@@ -113,7 +114,7 @@ void cci__evt_post(cci__ep_t *ep, cci__evt_t *e)
 	ring = ep->armed && ep->os_evfd >= 0;
 	if (ring)
 		ep->armed = 0;
-	pthread_mutex_unlock(&ep->lock);
+	cci__spin_unlock(&ep->lock);
 	if (ring)
 		os_handle_ring(ep);
 	LOG(CCI_LOG_EVENT, "ep %p: posted %s", (void *)ep, cci_event_type_str(e->ev.type));
@@ -141,7 +142,7 @@ void cci__evt_purge_conn(cci__ep_t *ep, cci__conn_t *conn)
 	cci__evt_t *keep_head = NULL, *keep_tail = NULL, *drop = NULL, *e, *next;
 	cci__conn_t *dead = NULL;
 
-	pthread_mutex_lock(&ep->lock);
+	cci__spin_lock(&ep->lock);
 	for (e = ep->evq_head; e; e = next) {
 		next = e->next;
 		e->next = NULL;
@@ -159,14 +160,14 @@ void cci__evt_purge_conn(cci__ep_t *ep, cci__conn_t *conn)
 	}
 	__atomic_store_n(&ep->evq_head, keep_head, __ATOMIC_RELAXED);
 	ep->evq_tail = keep_tail;
-	pthread_mutex_unlock(&ep->lock);
+	cci__spin_unlock(&ep->lock);
 	for (e = drop; e; e = next) {
 		next = e->next;
 		evt_release_to_plugin(e);
-		pthread_mutex_lock(&ep->lock);
+		cci__spin_lock(&ep->lock);
 		dead = conn_unref_locked(e->conn);
 		evt_put_locked(ep, e);
-		pthread_mutex_unlock(&ep->lock);
+		cci__spin_unlock(&ep->lock);
 		if (dead)
 			free(dead);
 	}
@@ -177,7 +178,7 @@ static cci__evt_t *evq_pop(cci__ep_t *ep)
 {
 	cci__evt_t *e;
 
-	pthread_mutex_lock(&ep->lock);
+	cci__spin_lock(&ep->lock);
 	e = ep->evq_head;
 	if (e) {
 		__atomic_store_n(&ep->evq_head, e->next, __ATOMIC_RELAXED);
@@ -186,7 +187,7 @@ static cci__evt_t *evq_pop(cci__ep_t *ep)
 		ep->evq_len--;
 		e->lent = 1;
 	}
-	pthread_mutex_unlock(&ep->lock);
+	cci__spin_unlock(&ep->lock);
 	return e;
 }
 
@@ -209,10 +210,10 @@ int cci__ep_arm(cci__ep_t *ep)
 	int rc;
 
 	os_handle_drain(ep);
-	pthread_mutex_lock(&ep->lock);
+	cci__spin_lock(&ep->lock);
 	ep->armed = 1;
 	rc = ep->evq_head ? CCI_EAGAIN : CCI_SUCCESS;
-	pthread_mutex_unlock(&ep->lock);
+	cci__spin_unlock(&ep->lock);
 	if (rc == CCI_SUCCESS && ep->plugin->arm)
 		rc = ep->plugin->arm(ep);
 	if (rc == CCI_SUCCESS && cci__evq_nonempty(ep))
@@ -258,10 +259,10 @@ CCI_API int cci_return_event(cci_event_t *event)
 		return CCI_EINVAL; /* returned twice, or never handed out */
 	e->lent = 0;
 	evt_release_to_plugin(e);
-	pthread_mutex_lock(&ep->lock);
+	cci__spin_lock(&ep->lock);
 	dead = conn_unref_locked(e->conn);
 	evt_put_locked(ep, e);
-	pthread_mutex_unlock(&ep->lock);
+	cci__spin_unlock(&ep->lock);
 	free(dead);
 	return CCI_SUCCESS;
 }
