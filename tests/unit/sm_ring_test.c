@@ -17,15 +17,20 @@ static void *seg;
 static struct sm_ring prod, cons;
 
 /* A fresh ring of size data bytes, with a producer view and a consumer view. */
-static void ring_new(uint64_t size)
+static void ring_new_limited(uint64_t size, uint32_t max_recs)
 {
 	free(seg);
 	seg = aligned_alloc(4096, (sm_ring_seg_bytes(size) + 4095) / 4096 * 4096);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(seg);
 	memset(seg, 0, sm_ring_seg_bytes(size));
-	sm_ring_format(seg, size);
+	sm_ring_format(seg, size, max_recs);
 	CU_ASSERT_EQUAL_FATAL(sm_ring_attach(&prod, seg, sm_ring_seg_bytes(size)), 0);
 	CU_ASSERT_EQUAL_FATAL(sm_ring_attach(&cons, seg, sm_ring_seg_bytes(size)), 0);
+}
+
+static void ring_new(uint64_t size)
+{
+	ring_new_limited(size, 0);
 }
 
 /* Send len bytes of value fill; 1 if it fit. */
@@ -114,6 +119,44 @@ static void test_full_ring(void)
 	for (unsigned i = 0; i < n; i++)
 		CU_ASSERT_PTR_NOT_NULL(get(0, (int)i));
 	CU_ASSERT_FALSE(put(0, 0));
+}
+
+/* The record limit (the receiver's buffer count) holds whatever the bytes say;
+ * PAD records do not count. */
+static void test_record_limit(void)
+{
+	struct sm_rec *r[3];
+
+	ring_new_limited(TEST_SIZE, 3);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_TRUE(put(0, i));
+	CU_ASSERT_FALSE(put(0, 3));
+	for (int i = 0; i < 3; i++)
+		r[i] = get(0, i);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r[2]);
+	CU_ASSERT_FALSE(put(0, 3)); /* consumed but still lent */
+	sm_ring_release(&cons, r[1]);
+	CU_ASSERT_FALSE(put(0, 3)); /* tail has not moved: nothing is reclaimed yet */
+	sm_ring_release(&cons, r[0]);
+	CU_ASSERT_TRUE(put(0, 3));
+	CU_ASSERT_TRUE(put(0, 4));
+	CU_ASSERT_FALSE(put(0, 5));
+	sm_ring_release(&cons, r[2]);
+	/* Wrap: 3 x 1216 bytes, then a 4th record behind a PAD still fits the limit. */
+	ring_new_limited(TEST_SIZE, 3);
+	CU_ASSERT_TRUE(put(1200, 1));
+	CU_ASSERT_TRUE(put(1200, 2));
+	r[0] = get(1200, 1);
+	r[1] = get(1200, 2);
+	sm_ring_release(&cons, r[0]);
+	sm_ring_release(&cons, r[1]);
+	CU_ASSERT_TRUE(put(1200, 3));
+	CU_ASSERT_TRUE(put(1200, 4)); /* after a PAD */
+	CU_ASSERT_TRUE(put(1200, 5));
+	CU_ASSERT_FALSE(put(0, 6));
+	CU_ASSERT_PTR_NOT_NULL(get(1200, 3));
+	CU_ASSERT_PTR_NOT_NULL(get(1200, 4));
+	CU_ASSERT_PTR_NOT_NULL(get(1200, 5));
 }
 
 static void test_wrap_with_pad(void)
@@ -265,6 +308,7 @@ int main(void)
 	CU_add_test(s, "empty ring and zero-length records", test_empty_and_zero_length);
 	CU_add_test(s, "a full ring refuses until released", test_full_ring);
 	CU_add_test(s, "a record that does not fit wraps behind a PAD", test_wrap_with_pad);
+	CU_add_test(s, "the record limit bounds lent records, PADs excepted", test_record_limit);
 	CU_add_test(s, "releases out of order free space in order", test_out_of_order_release);
 	CU_add_test(s, "stale payload bytes never look like a record", test_stale_bytes_never_ready);
 	CU_add_test(s, "a length past the end is reported", test_bad_length_detected);

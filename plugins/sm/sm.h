@@ -1,0 +1,363 @@
+/*
+ * sm.h - internal structures of the shared-memory transport.
+ *
+ * Objects and who owns them:
+ *   struct sm_dev   dev->priv, from dev_configure/discover to dev_free.
+ *   struct sm_ep    ep->priv (core allocation), from ep_create to ep_destroy.
+ *   struct sm_conn  malloc'd; reached from the core connection through
+ *                   *(struct sm_conn **)conn->priv.  Lives until the
+ *                   application disconnected it (or the endpoint died) AND
+ *                   no RECV event still points into its receive ring.
+ *   struct sm_req   malloc'd; a connection request from accept(2) of the
+ *                   listening socket until it is answered and its event
+ *                   returned (or the endpoint died).
+ *   struct sm_pend  a queued send or RMA step; from the endpoint's pool
+ *                   (sends) or malloc'd (copy-RMA replies, rare).
+ *
+ * Locks, always taken in this order:
+ *   sep->lock     connection and request lists, control sockets, epoll
+ *                 registrations, timers; held by the control thread
+ *                 while it handles events.
+ *   sep->rx_lock  the consumer side: rx_set, every receive ring's read
+ *                 and tail, lent counts.  progress() only try-locks it.
+ *   sc->tx_lock   the producer side of one connection: its transmit ring,
+ *                 its queue, its state as seen by senders.
+ *   sep->pool_lock  the free list of pending descriptors.
+ *   sep->reg_lock   this endpoint's registration table.
+ */
+#ifndef CCI_SM_H
+#define CCI_SM_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#include "cci_plugin.h"
+#include "sm_ring.h"
+
+extern const struct cci_core *sm_core;
+
+#define SM_LOG(cat, ...) CCI__LOG(sm_core, (cat) | CCI_LOG_CTP, __VA_ARGS__)
+#define SM_WARN(...) sm_core->log(CCI_LOG_WARN, __VA_ARGS__)
+#define SM_ERR(...) sm_core->log(CCI_LOG_ERR, __VA_ARGS__)
+
+#define SM_MSS_DEFAULT 8192u
+#define SM_MSS_MIN 64u
+#define SM_MSS_MAX 1048576u
+#define SM_BUF_COUNT_DEFAULT 64u
+#define SM_BUF_COUNT_MAX 65536u
+#define SM_TICK_NS 5000000ull       /* control thread timer tick */
+#define SM_REQ_WAIT_NS 10000000000ull /* an accepted socket must ask within 10 s */
+#define SM_SUN_PATH ((int)sizeof(((struct sockaddr_un *)0)->sun_path))
+
+/* Device settings (ini keys path=, mss=, rma=). */
+struct sm_dev {
+	char base[SM_SUN_PATH];
+	uint32_t mss;
+	int rma_copy; /* rma=copy: never use cross-memory attach */
+};
+
+/* ------------------------------------------------------------------------ */
+/* The endpoint page: one memfd per endpoint, sealed, peers map it read-only */
+/* ------------------------------------------------------------------------ */
+
+#define SM_PAGE_MAGIC 0x50454d53u /* "SMEP" */
+#define SM_PAGE_VERSION 1u
+#define SM_REG_SLOTS 4096u         /* power of two */
+#define SM_REG_MAX (SM_REG_SLOTS * 3 / 4)
+#define SM_REG_LIVE (1u << 31)     /* in sm_reg_slot.flags: the entry is in use */
+
+/*
+ * One registration as peers see it.  Written only by the owner under
+ * reg_lock as a seqlock: seq odd while the entry changes.  key 0 = never
+ * used (ends a probe); flags 0 with a key = deleted (probes go on).
+ */
+struct sm_reg_slot {
+	_Atomic uint32_t seq;
+	uint32_t flags;
+	uint64_t key;
+	uint64_t addr;
+	uint64_t len;
+};
+
+struct sm_ep_page {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t pid;
+	uint32_t nslots;
+	char pad0[SM_LINE - 16];
+	/* Set by the owner when it waits on its OS handle; a sender that sees
+	 * it after publishing a record writes the owner's doorbell.  Cleared
+	 * by the owner's progress (one spurious wake-up at most). */
+	_Atomic uint32_t armed;
+	char pad1[SM_LINE - 4];
+	struct sm_reg_slot slots[SM_REG_SLOTS];
+};
+
+/* ------------------------------------------------------------------------ */
+/* Control messages on the per-connection SOCK_SEQPACKET socket              */
+/* ------------------------------------------------------------------------ */
+
+#define SM_CTL_MAGIC 0x4c54434du /* "MCTL" */
+#define SM_CTL_VERSION 1u
+
+enum sm_ctl_type {
+	SM_CTL_REQ = 1,        /* client -> server, fds: ring, doorbell, ep page */
+	SM_CTL_ACCEPT = 2,     /* server -> client, fds: ring, doorbell, ep page */
+	SM_CTL_REJECT = 3,
+	SM_CTL_DISCONNECT = 4,
+	SM_CTL_PING = 5,
+	SM_CTL_PONG = 6
+};
+
+struct sm_ctl_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+};
+
+/* REQ and ACCEPT share this body; data is used by REQ only. */
+struct sm_ctl_hello {
+	struct sm_ctl_hdr hdr;
+	uint32_t attr;
+	uint32_t data_len;
+	uint32_t mss;
+	uint32_t pid;
+	uint64_t ring_size;  /* data bytes of the sender's receive ring */
+	uint8_t data[CCI_CONN_REQ_LEN];
+};
+
+#define SM_HELLO_FDS 3 /* receive ring memfd, doorbell eventfd, endpoint page memfd */
+
+/* ------------------------------------------------------------------------ */
+/* Objects                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* What an epoll registration of the control thread points at. */
+enum sm_tag_kind { SM_TAG_LISTEN, SM_TAG_WAKE, SM_TAG_TIMER, SM_TAG_REQ, SM_TAG_CONN };
+struct sm_tag {
+	int kind;
+};
+
+enum sm_pend_kind {
+	SM_PEND_MSG,    /* a message copied in buf */
+	SM_PEND_DONE,   /* an RMA whose data already moved: just its completion */
+	SM_PEND_WRITE,  /* copy-fallback RMA write: frames, then WR_END (+msg) */
+	SM_PEND_READ,   /* copy-fallback RMA read: RD_REQ, wait for the data, then msg */
+	SM_PEND_RDRESP, /* target side: stream read data back */
+	SM_PEND_ACK     /* target side: RMA_ACK */
+};
+
+/* A queued unit of transmit work; its fields are the sender's arguments. */
+struct sm_pend {
+	struct sm_pend *next;
+	uint8_t kind;
+	uint8_t pooled;     /* from the endpoint's pool (else malloc'd) */
+	uint8_t req_sent;   /* READ: the request left, waiting for data/ACK */
+	uint8_t want_fence;
+	int flags;
+	void *context;
+	int status;         /* completion status so far */
+	uint32_t len;       /* bytes of buf to send (message or completion message) */
+	uint32_t op_id;     /* copy RMA: operation id (aux of its records) */
+	uint64_t queued_ns; /* enqueue time, for the send timeout */
+	uint64_t key;       /* copy RMA: remote key */
+	uint64_t roff;      /* copy RMA: remote offset */
+	char *laddr;        /* copy RMA: local bytes (RDRESP: the target's) */
+	uint64_t total;     /* copy RMA: bytes to move */
+	uint64_t done;      /* copy RMA: bytes framed (write) or received (read) */
+	char *buf;          /* mss bytes for pooled descriptors */
+};
+
+enum sm_conn_state {
+	SM_CONN_CONNECTING, /* client: request sent, no answer yet */
+	SM_CONN_OPEN,
+	SM_CONN_BROKEN,     /* peer gone or timed out: sends fail */
+	SM_CONN_CLOSED      /* disconnected locally: waiting for lent RECVs */
+};
+
+struct sm_ep;
+
+struct sm_conn {
+	struct sm_tag tag;          /* first: epoll tag */
+	struct sm_ep *sep;
+	cci__conn_t *conn;          /* the core's; NULL once released */
+	struct sm_conn *next;       /* sep->conns */
+	int sock;                   /* control socket, -1 once closed */
+	int state;                  /* enum sm_conn_state; tx_lock to change */
+	_Atomic int fault;          /* a status the control thread must break with */
+	pid_t peer_pid;
+	int is_client;
+
+	/* Producer side, under tx_lock. */
+	pthread_mutex_t tx_lock;
+	struct sm_ring tx;
+	void *tx_seg;               /* the peer's receive ring segment, mapped RW */
+	size_t tx_seg_len;
+	const struct sm_ep_page *peer_page; /* mapped read-only */
+	size_t peer_page_len;
+	int peer_bell;              /* the peer's doorbell eventfd */
+	struct sm_pend *txq, *txq_tail;
+	struct sm_pend *rma_wait;   /* copy RMAs sent, waiting for their ACK */
+	int tx_err;                 /* the status senders get once broken */
+	uint32_t next_op_id;
+	int rma_copy;               /* use the copy fallback for RMA */
+	_Atomic int cma_busy;       /* cross-memory-attach copies running (for FENCE) */
+
+	/* Consumer side, under sep->rx_lock. */
+	struct sm_ring rx;
+	void *rx_seg;               /* our receive ring segment */
+	size_t rx_seg_len;
+	int rx_fd;                  /* its memfd, until the peer has it */
+	uint32_t lent;              /* RECV events posted and not returned */
+	int rx_dead;                /* the ring held garbage: not read any more */
+	int rx_closed;              /* disconnected: freed at the last lent return */
+	uint32_t wr_op;             /* copy write being received */
+	int wr_status;
+
+	/* Timers, under sep->lock. */
+	uint64_t deadline_ns;       /* connect timeout, 0 = none */
+	uint64_t last_heard_ns;
+	uint64_t last_ping_ns;
+	uint64_t seen_head;
+	uint32_t ka_armed_us;       /* keepalive the timer runs for, 0 = off */
+};
+
+/* A connection request on the server side. */
+enum sm_req_state { SM_REQ_WAIT, SM_REQ_POSTED, SM_REQ_DONE };
+struct sm_req {
+	struct sm_tag tag;          /* first: epoll tag */
+	struct sm_req *next;        /* sep->reqs */
+	int sock;
+	int state;
+	int fds[SM_HELLO_FDS];
+	pid_t peer_pid;
+	uint64_t since_ns;
+	struct sm_ctl_hello hello;
+};
+
+struct sm_ep {
+	cci__ep_t *ep;
+	const struct sm_dev *dev;
+	uint32_t mss;
+	int rma_copy;
+
+	pthread_mutex_t lock;
+	struct sm_conn *conns;
+	struct sm_req *reqs;
+	uint64_t gen;               /* bumped when an epoll-registered object is freed */
+	int stopping;
+
+	pthread_mutex_t rx_lock;
+	struct sm_conn **rx_set;    /* open connections, scanned by progress */
+	uint32_t rx_n, rx_cap;
+	struct sm_conn *zombies;    /* disconnected, RECV events still lent */
+
+	/* Control thread. */
+	pthread_t thread;
+	int thread_started;
+	int epfd, wake_fd, timer_fd;
+	int tick_on;
+	struct sm_tag listen_tag, wake_tag, timer_tag;
+
+	/* Naming. */
+	int listen_fd;
+	unsigned id;
+	char sock_path[SM_SUN_PATH];
+
+	/* Doorbell and endpoint page. */
+	int bell_fd;
+	int page_fd;
+	struct sm_ep_page *page;
+	size_t page_len;
+	pthread_mutex_t reg_lock;
+	uint32_t reg_count;
+
+	/* Pending-send pool. */
+	pthread_mutex_t pool_lock;
+	struct sm_pend *pool;
+	uint32_t pool_limit;        /* send_buf_count */
+	uint32_t pool_out;          /* descriptors in use */
+	uint32_t pool_free_n;       /* descriptors on the free list */
+	_Atomic uint32_t txq_busy;  /* connections with queued work */
+};
+
+static inline struct sm_ep *sm_ep_of(cci__ep_t *ep)
+{
+	return ep->priv;
+}
+
+static inline struct sm_conn *sm_conn_of(cci__conn_t *conn)
+{
+	return *(struct sm_conn **)conn->priv;
+}
+
+/* sm_path.c */
+int sm_path_listen(struct sm_ep *sep, const char *service);
+void sm_path_unlisten(struct sm_ep *sep);
+int sm_uri_parse(const char *uri, char *path, size_t pathlen);
+int sm_check_base(const char *base);
+
+/* sm_conn.c */
+uint64_t sm_now_ns(void);
+int sm_errno_status(int err);
+int sm_ctl_send(int sock, uint16_t type, const void *body, size_t len, const int *fds, int nfds);
+int sm_ctl_recv(int sock, void *buf, size_t len, int *fds, int *nfds);
+void sm_conn_break(struct sm_conn *sc, int status);
+void sm_conn_destroy(struct sm_conn *sc);
+void sm_conn_on_ctl(struct sm_conn *sc);
+void sm_req_free(struct sm_req *req);
+void sm_req_on_readable(struct sm_ep *sep, struct sm_req *req);
+void sm_req_drop(struct sm_ep *sep, struct sm_req *req);
+void sm_connect_failed(struct sm_conn *sc, int status, int listed);
+int sm_peer_pid(int sock, pid_t *pid);
+int sm_ep_attach_peer(struct sm_conn *sc, const struct sm_ctl_hello *h, int *fds);
+void sm_rxset_add(struct sm_ep *sep, struct sm_conn *sc);
+void sm_wake(struct sm_ep *sep);
+int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
+               cci_conn_attribute_t attr, void *context, const struct timeval *timeout);
+int sm_accept(cci__evt_t *evt, void *context);
+int sm_reject(cci__evt_t *evt);
+int sm_disconnect(cci__conn_t *conn);
+void sm_req_returned(cci__evt_t *evt);
+
+/* sm_ctl.c */
+int sm_ctl_start(struct sm_ep *sep);
+void sm_ctl_stop(struct sm_ep *sep);
+
+/* sm_msg.c */
+int sm_pool_init(struct sm_ep *sep, uint32_t count);
+void sm_pool_fini(struct sm_ep *sep);
+int sm_pool_resize(struct sm_ep *sep, uint32_t count);
+struct sm_pend *sm_pend_get(struct sm_ep *sep);
+void sm_pend_put(struct sm_ep *sep, struct sm_pend *p);
+void sm_txq_push(struct sm_conn *sc, struct sm_pend *p);
+void sm_txq_flush(struct sm_conn *sc);
+void sm_txq_flush_locked(struct sm_conn *sc);
+int sm_rx_post(struct sm_ep *sep, struct sm_conn *sc, struct sm_rec *rec);
+void sm_rx_consume_release(struct sm_conn *sc, struct sm_rec *rec);
+void sm_rx_fault(struct sm_conn *sc);
+void sm_txq_fail(struct sm_conn *sc, int first_status, int notify);
+int sm_tx_place(struct sm_conn *sc, uint16_t type, uint32_t aux, const struct iovec *iov,
+                uint32_t iovcnt, uint32_t len);
+void sm_ring_bell(struct sm_conn *sc);
+int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
+            void *context, int flags);
+int sm_progress(cci__ep_t *ep);
+int sm_rx_pending(struct sm_ep *sep);
+void sm_return_event(cci__evt_t *evt);
+
+/* sm_rma.c */
+int sm_rma_register(cci__ep_t *ep, cci__rma_reg_t *reg);
+void sm_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg);
+int sm_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_reg_t *local,
+           uint64_t local_offset, const struct cci_rma_handle *remote, uint64_t remote_offset,
+           uint64_t data_len, void *context, int flags);
+int sm_rma_place(struct sm_conn *sc, struct sm_pend *p);
+int sm_rma_on_record(struct sm_conn *sc, struct sm_rec *rec);
+void sm_rma_fail_waiting(struct sm_conn *sc, int notify);
+
+#endif /* CCI_SM_H */

@@ -1,0 +1,355 @@
+/*
+ * sm_plugin.c - the shared-memory transport's ops table, its device, and
+ * endpoint creation and destruction.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "sm.h"
+
+const struct cci_core *sm_core;
+
+extern const struct cci_plugin cci_ctp_sm_plugin;
+
+static const char sm_info[] =
+	"shared memory between processes of this host (rings in memfd segments, "
+	"RMA by cross-memory attach)";
+
+static int sm_init(const struct cci_core *core)
+{
+	if (!core || core->size < sizeof(struct cci_core))
+		return CCI_EINVAL;
+	sm_core = core;
+	return CCI_SUCCESS;
+}
+
+static struct sm_dev *dev_defaults(void)
+{
+	struct sm_dev *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	snprintf(d->base, sizeof(d->base), "/tmp/cci-sm-%u", (unsigned)geteuid());
+	d->mss = SM_MSS_DEFAULT;
+	return d;
+}
+
+static void dev_publish(cci__dev_t *dev, struct sm_dev *d)
+{
+	dev->priv = d;
+	dev->pub.up = 1;
+	dev->pub.max_send_size = d->mss;
+	dev->pub.rate = 0;
+	dev->pub.info = sm_info;
+}
+
+static int sm_discover(void)
+{
+	struct sm_dev *d = dev_defaults();
+	cci__dev_t *dev;
+
+	if (!d)
+		return CCI_ENOMEM;
+	dev = sm_core->dev_add(&cci_ctp_sm_plugin, "sm");
+	if (!dev) {
+		free(d);
+		return CCI_ENOMEM;
+	}
+	dev_publish(dev, d);
+	return CCI_SUCCESS;
+}
+
+/* One "key = value" of a config section; CCI_EINVAL after conf_error. */
+static int conf_apply(cci__dev_t *dev, struct sm_dev *d, int i)
+{
+	const char *k = dev->conf[i].key, *v = dev->conf[i].value;
+	char *end;
+
+	if (!strcmp(k, "transport") || !strcmp(k, "priority") || !strcmp(k, "default"))
+		return CCI_SUCCESS;
+	if (!strcmp(k, "path")) {
+		/* Room for "/<pid>/<id>" in a socket address. */
+		if (v[0] != '/' || strlen(v) + 18 >= sizeof(d->base)) {
+			sm_core->conf_error(dev, i, "path must be absolute and under %zu bytes",
+			                    sizeof(d->base) - 18);
+			return CCI_EINVAL;
+		}
+		strcpy(d->base, v);
+		return CCI_SUCCESS;
+	}
+	if (!strcmp(k, "mss")) {
+		unsigned long n;
+		errno = 0;
+		n = strtoul(v, &end, 10);
+		if (errno || *v == '\0' || *end != '\0' || n < SM_MSS_MIN || n > SM_MSS_MAX) {
+			sm_core->conf_error(dev, i, "mss must be %u..%u", SM_MSS_MIN, SM_MSS_MAX);
+			return CCI_EINVAL;
+		}
+		d->mss = (uint32_t)n;
+		return CCI_SUCCESS;
+	}
+	if (!strcmp(k, "rma")) {
+		if (strcmp(v, "cma") && strcmp(v, "copy")) {
+			sm_core->conf_error(dev, i, "rma must be cma or copy");
+			return CCI_EINVAL;
+		}
+		d->rma_copy = !strcmp(v, "copy");
+		return CCI_SUCCESS;
+	}
+	sm_core->conf_error(dev, i, "unknown key for transport sm");
+	return CCI_EINVAL;
+}
+
+static int sm_dev_configure(cci__dev_t *dev)
+{
+	struct sm_dev *d = dev_defaults();
+
+	if (!d)
+		return CCI_ENOMEM;
+	for (int i = 0; i < dev->conf_count; i++) {
+		if (conf_apply(dev, d, i) != CCI_SUCCESS) {
+			free(d);
+			return CCI_EINVAL;
+		}
+	}
+	dev_publish(dev, d);
+	return CCI_SUCCESS;
+}
+
+static void sm_dev_free(cci__dev_t *dev)
+{
+	free(dev->priv);
+	dev->priv = NULL;
+}
+
+/* The endpoint page: RW here, sealed so that peers can only map it read-only. */
+static int page_create(struct sm_ep *sep)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t len = (sizeof(struct sm_ep_page) + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
+	void *p;
+
+	sep->page_fd = memfd_create("cci-sm-ep", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (sep->page_fd < 0 || ftruncate(sep->page_fd, (off_t)len) != 0)
+		goto err_errno;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, sep->page_fd, 0);
+	if (p == MAP_FAILED)
+		goto err_errno;
+	sep->page = p;
+	sep->page_len = len;
+	sep->page->magic = SM_PAGE_MAGIC;
+	sep->page->version = SM_PAGE_VERSION;
+	sep->page->pid = (uint32_t)getpid();
+	sep->page->nslots = SM_REG_SLOTS;
+	if (fcntl(sep->page_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE |
+	          F_SEAL_SEAL) != 0)
+		goto err_errno;
+	return CCI_SUCCESS;
+
+err_errno:
+	SM_ERR("sm: cannot create the endpoint page (memfd): %s", strerror(errno));
+	return sm_errno_status(errno);
+}
+
+static int bell_create(struct sm_ep *sep)
+{
+	cci__ep_t *ep = sep->ep;
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	sep->bell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (sep->bell_fd < 0)
+		goto err_errno;
+	if (ep->os_epfd >= 0 && epoll_ctl(ep->os_epfd, EPOLL_CTL_ADD, sep->bell_fd, &ev) != 0)
+		goto err_errno;
+	return CCI_SUCCESS;
+
+err_errno:
+	SM_ERR("sm: cannot create the endpoint doorbell: %s", strerror(errno));
+	return sm_errno_status(errno);
+}
+
+static void ep_init_fields(struct sm_ep *sep, cci__ep_t *ep)
+{
+	const struct sm_dev *d = ep->dev->priv;
+
+	memset(sep, 0, sizeof(*sep));
+	sep->ep = ep;
+	sep->dev = d;
+	sep->mss = d->mss;
+	sep->rma_copy = d->rma_copy;
+	sep->listen_fd = sep->epfd = sep->wake_fd = sep->timer_fd = -1;
+	sep->bell_fd = sep->page_fd = -1;
+	pthread_mutex_init(&sep->lock, NULL);
+	pthread_mutex_init(&sep->rx_lock, NULL);
+	pthread_mutex_init(&sep->reg_lock, NULL);
+	pthread_mutex_init(&sep->pool_lock, NULL);
+	ep->recv_buf_count = SM_BUF_COUNT_DEFAULT;
+	ep->send_buf_count = SM_BUF_COUNT_DEFAULT;
+	memset(&ep->rma_align, 0, sizeof(ep->rma_align));
+}
+
+/* Free what ep_create built; the control thread is stopped. */
+static void ep_release(struct sm_ep *sep)
+{
+	sm_path_unlisten(sep);
+	if (sep->bell_fd >= 0)
+		close(sep->bell_fd);
+	if (sep->page)
+		munmap(sep->page, sep->page_len);
+	if (sep->page_fd >= 0)
+		close(sep->page_fd);
+	sm_pool_fini(sep);
+	free(sep->rx_set);
+	pthread_mutex_destroy(&sep->lock);
+	pthread_mutex_destroy(&sep->rx_lock);
+	pthread_mutex_destroy(&sep->reg_lock);
+	pthread_mutex_destroy(&sep->pool_lock);
+}
+
+static int sm_ep_create(cci__ep_t *ep, const char *service)
+{
+	struct sm_ep *sep = sm_ep_of(ep);
+	size_t ulen;
+	int rc;
+
+	ep_init_fields(sep, ep);
+	rc = sm_path_listen(sep, service);
+	if (rc == CCI_SUCCESS)
+		rc = page_create(sep);
+	if (rc == CCI_SUCCESS)
+		rc = bell_create(sep);
+	if (rc == CCI_SUCCESS)
+		rc = sm_pool_init(sep, ep->send_buf_count);
+	if (rc != CCI_SUCCESS)
+		goto err_release;
+	ulen = strlen(sep->sock_path) + 6;
+	ep->uri = malloc(ulen);
+	if (!ep->uri) {
+		rc = CCI_ENOMEM;
+		goto err_release;
+	}
+	snprintf(ep->uri, ulen, "sm://%s", sep->sock_path);
+	rc = sm_ctl_start(sep);
+	if (rc != CCI_SUCCESS)
+		goto err_free_uri;
+	SM_LOG(CCI_LOG_EP, "sm: endpoint %s (mss %u, rma %s)", ep->uri, sep->mss,
+	       sep->rma_copy ? "copy" : "cma");
+	return CCI_SUCCESS;
+
+err_free_uri:
+	free(ep->uri);
+	ep->uri = NULL;
+err_release:
+	ep_release(sep);
+	return rc;
+}
+
+static void sm_ep_destroy(cci__ep_t *ep)
+{
+	struct sm_ep *sep = sm_ep_of(ep);
+
+	sm_ctl_stop(sep);
+	/* No other thread runs on this endpoint any more (API contract). */
+	while (sep->conns) {
+		struct sm_conn *sc = sep->conns;
+		sep->conns = sc->next;
+		sm_conn_destroy(sc);
+	}
+	while (sep->zombies) {
+		struct sm_conn *sc = sep->zombies;
+		sep->zombies = sc->next;
+		sm_conn_destroy(sc);
+	}
+	while (sep->reqs) {
+		struct sm_req *req = sep->reqs;
+		sep->reqs = req->next;
+		sm_req_free(req);
+	}
+	ep_release(sep);
+}
+
+static int sm_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
+{
+	struct sm_ep *sep = sm_ep_of(ep);
+
+	if (value == 0 || value > SM_BUF_COUNT_MAX)
+		return CCI_ERANGE;
+	if (name == CCI_OPT_ENDPT_RECV_BUF_COUNT)
+		return sm_ring_size_for(value, sep->mss) ? CCI_SUCCESS : CCI_ERANGE;
+	return sm_pool_resize(sep, value);
+}
+
+/*
+ * Arm: drain the doorbell, raise the flag peers look at after publishing,
+ * then look again so that a record published before the flag was visible
+ * is not slept through.
+ */
+static int sm_arm(cci__ep_t *ep)
+{
+	struct sm_ep *sep = sm_ep_of(ep);
+	uint64_t v;
+
+	if (read(sep->bell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		SM_LOG(CCI_LOG_EP, "sm: doorbell read: %s", strerror(errno));
+	atomic_store_explicit(&sep->page->armed, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	return sm_rx_pending(sep) ? CCI_EAGAIN : CCI_SUCCESS;
+}
+
+static void sm_conn_timeouts_changed(cci__conn_t *conn)
+{
+	struct sm_conn *sc = sm_conn_of(conn);
+	struct sm_ep *sep = sc->sep;
+
+	pthread_mutex_lock(&sep->lock);
+	sc->ka_armed_us = conn->keepalive_us;
+	sc->last_heard_ns = sm_now_ns();
+	sc->last_ping_ns = 0;
+	pthread_mutex_unlock(&sep->lock);
+}
+
+static void sm_return_any(cci__evt_t *evt)
+{
+	if (evt->req_state)
+		sm_req_returned(evt);
+	else
+		sm_return_event(evt);
+}
+
+static const char *const sm_transports[] = { "sm", NULL };
+
+__attribute__((visibility("default"))) const struct cci_plugin cci_ctp_sm_plugin = {
+	.size = sizeof(struct cci_plugin),
+	.abi_version = CCI_PLUGIN_ABI_VERSION,
+	.name = "sm",
+	.transports = sm_transports,
+	.priority = 50,
+	.ep_priv_size = sizeof(struct sm_ep),
+	.conn_priv_size = sizeof(struct sm_conn *),
+	.init = sm_init,
+	.discover = sm_discover,
+	.dev_configure = sm_dev_configure,
+	.dev_free = sm_dev_free,
+	.ep_create = sm_ep_create,
+	.ep_destroy = sm_ep_destroy,
+	.progress = sm_progress,
+	.arm = sm_arm,
+	.ep_set_buf_count = sm_ep_set_buf_count,
+	.conn_timeouts_changed = sm_conn_timeouts_changed,
+	.connect = sm_connect,
+	.accept = sm_accept,
+	.reject = sm_reject,
+	.disconnect = sm_disconnect,
+	.send = sm_send,
+	.rma_register = sm_rma_register,
+	.rma_deregister = sm_rma_deregister,
+	.rma = sm_rma,
+	.return_event = sm_return_any,
+};

@@ -1,0 +1,186 @@
+/*
+ * sm_ring.c - the shared-memory SPSC ring (see sm_ring.h for the layout
+ * and the publication protocol).
+ */
+#include <string.h>
+
+#include "sm_ring.h"
+
+_Static_assert(sizeof(struct sm_rec) == SM_REC_HDR, "record header is 16 bytes");
+_Static_assert(sizeof(struct sm_ring_ctl) == SM_RING_CTL_BYTES, "ring control is 3 lines");
+
+uint64_t sm_ring_size_for(uint32_t count, uint32_t max_len)
+{
+	uint64_t need = ((uint64_t)count + 1) * sm_rec_size(max_len);
+	uint64_t size = SM_RING_MIN_SIZE;
+
+	while (size < need && size <= SM_RING_MAX_SIZE)
+		size <<= 1;
+	return size > SM_RING_MAX_SIZE ? 0 : size;
+}
+
+void sm_ring_format(void *seg, uint64_t size, uint32_t max_recs)
+{
+	struct sm_ring_ctl *ctl = seg;
+
+	ctl->magic = SM_RING_MAGIC;
+	ctl->version = SM_RING_VERSION;
+	ctl->size = size;
+	ctl->max_recs = max_recs;
+	atomic_store_explicit(&ctl->rel_recs, 0, memory_order_relaxed);
+	atomic_store_explicit(&ctl->head, 0, memory_order_relaxed);
+	atomic_store_explicit(&ctl->prod_waiting, 0, memory_order_relaxed);
+	atomic_store_explicit(&ctl->tail, 0, memory_order_release);
+}
+
+int sm_ring_attach(struct sm_ring *r, void *seg, uint64_t seg_bytes)
+{
+	struct sm_ring_ctl *ctl = seg;
+	uint64_t size;
+
+	if (seg_bytes < SM_RING_CTL_BYTES || ctl->magic != SM_RING_MAGIC ||
+	    ctl->version != SM_RING_VERSION)
+		return -1;
+	size = ctl->size;
+	if (size < SM_RING_MIN_SIZE || size > SM_RING_MAX_SIZE || (size & (size - 1)) != 0 ||
+	    size > seg_bytes - SM_RING_CTL_BYTES)
+		return -1;
+	memset(r, 0, sizeof(*r));
+	r->ctl = ctl;
+	r->data = (char *)seg + SM_RING_CTL_BYTES;
+	r->size = size;
+	r->mask = size - 1;
+	r->head = atomic_load_explicit(&ctl->head, memory_order_acquire);
+	r->tail_cache = r->read = r->tail = atomic_load_explicit(&ctl->tail, memory_order_acquire);
+	r->pub_recs = r->rel_cache = r->rel_recs = r->cons_recs =
+		atomic_load_explicit(&ctl->rel_recs, memory_order_relaxed);
+	r->max_recs = ctl->max_recs ? ctl->max_recs : UINT64_MAX;
+	return 0;
+}
+
+static inline struct sm_rec *rec_at(const struct sm_ring *r, uint64_t pos)
+{
+	return (struct sm_rec *)(r->data + (pos & r->mask));
+}
+
+/* Is [r->head, r->head + need) free, and may one more record be lent?
+ * Reloads the consumer's counters only when the cached ones say no. */
+static int ring_has_room(struct sm_ring *r, uint64_t need)
+{
+	if (r->size - (r->head - r->tail_cache) >= need && r->pub_recs - r->rel_cache < r->max_recs)
+		return 1;
+	r->tail_cache = atomic_load_explicit(&r->ctl->tail, memory_order_acquire);
+	r->rel_cache = atomic_load_explicit(&r->ctl->rel_recs, memory_order_relaxed);
+	return r->size - (r->head - r->tail_cache) >= need && r->pub_recs - r->rel_cache < r->max_recs;
+}
+
+/* Publish the header of a record of size bytes at r->head. */
+static void ring_publish(struct sm_ring *r, struct sm_rec *rec, uint64_t size)
+{
+	uint64_t pos = r->head, next = pos + size;
+
+	atomic_store_explicit(&rec->stamp, sm_ring_stamp(pos), memory_order_release);
+	r->head = next;
+	atomic_store_explicit(&r->ctl->head, next, memory_order_relaxed);
+}
+
+struct sm_rec *sm_ring_reserve(struct sm_ring *r, uint32_t len)
+{
+	uint64_t need = sm_rec_size(len), off = r->head & r->mask, pad = 0;
+	struct sm_rec *rec;
+
+	if (need > r->size)
+		return NULL;
+	if (off + need > r->size)
+		pad = r->size - off;
+	if (!ring_has_room(r, pad + need))
+		return NULL;
+	if (pad) {
+		rec = rec_at(r, r->head);
+		rec->len = (uint32_t)(pad - SM_REC_HDR);
+		rec->type = SM_REC_PAD;
+		rec->released = 0;
+		rec->aux = 0;
+		ring_publish(r, rec, pad);
+	}
+	return rec_at(r, r->head);
+}
+
+void sm_ring_commit(struct sm_ring *r, struct sm_rec *rec, uint16_t type, uint32_t len,
+                    uint32_t aux)
+{
+	rec->len = len;
+	rec->type = type;
+	rec->released = 0;
+	rec->aux = aux;
+	ring_publish(r, rec, sm_rec_size(len));
+	r->pub_recs++;
+}
+
+/* Move tail over the released records and publish it. */
+static int ring_advance_tail(struct sm_ring *r)
+{
+	uint64_t t = r->tail;
+
+	uint64_t recs = 0;
+
+	while (t < r->read) {
+		struct sm_rec *rec = rec_at(r, t);
+		uint64_t size = sm_rec_size(rec->len), room = r->size - (t & r->mask);
+		if (!rec->released)
+			break;
+		recs += rec->type != SM_REC_PAD;
+		if (size > room) /* only a corrupted length gets here */
+			size = room;
+		/* Free space never holds a word that could pass for a stamp. */
+		for (uint64_t off = 0; off < size; off += SM_LINE)
+			atomic_store_explicit(&((struct sm_rec *)((char *)rec + off))->stamp, 0,
+			                      memory_order_relaxed);
+		t += size;
+	}
+	if (t > r->read) /* only a corrupted length gets here */
+		t = r->read;
+	if (t == r->tail)
+		return 0;
+	r->tail = t;
+	r->rel_recs += recs;
+	/* rel_recs first: a producer that sees the new tail sees the count too. */
+	atomic_store_explicit(&r->ctl->rel_recs, r->rel_recs, memory_order_relaxed);
+	atomic_store_explicit(&r->ctl->tail, t, memory_order_release);
+	return 1;
+}
+
+struct sm_rec *sm_ring_peek(struct sm_ring *r, int *bad)
+{
+	for (;;) {
+		struct sm_rec *rec = rec_at(r, r->read);
+		uint64_t off = r->read & r->mask;
+
+		if (atomic_load_explicit(&rec->stamp, memory_order_acquire) !=
+		    sm_ring_stamp(r->read))
+			return NULL;
+		if (sm_rec_size(rec->len) > r->size - off) {
+			*bad = 1;
+			return NULL;
+		}
+		if (rec->type != SM_REC_PAD)
+			return rec;
+		rec->released = 1;
+		r->read += sm_rec_size(rec->len);
+		ring_advance_tail(r);
+	}
+}
+
+void sm_ring_consume(struct sm_ring *r, struct sm_rec *rec)
+{
+	r->read += sm_rec_size(rec->len);
+	r->cons_recs++;
+}
+
+int sm_ring_release(struct sm_ring *r, struct sm_rec *rec)
+{
+	rec->released = 1;
+	if (rec != rec_at(r, r->tail))
+		return 0;
+	return ring_advance_tail(r);
+}

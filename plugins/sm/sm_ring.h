@@ -1,0 +1,191 @@
+/*
+ * sm_ring.h - single-producer single-consumer byte ring in shared memory.
+ *
+ * One ring carries one direction of one connection.  It lives in a memory
+ * segment created by its consumer (the receiver) and mapped read-write by
+ * both processes.  Layout of the segment:
+ *
+ *   offset   0  line 0: magic, version, data size, head (producer writes)
+ *   offset  64  line 1: prod_waiting (producer sets, consumer clears)
+ *   offset 128  line 2: tail (consumer writes)
+ *   offset 192  data: size bytes, size a power of two, 64-byte granular
+ *
+ * A record starts on a 64-byte boundary with a 16-byte header followed by
+ * its payload (8-byte aligned, contiguous: a record never wraps; when one
+ * does not fit before the end the producer fills the rest with a PAD
+ * record).  The header's stamp word is the ready flag: the producer writes
+ * payload and header, then stores stamp = sm_ring_stamp(position) with
+ * release ordering; the consumer polls the stamp at its read position with
+ * acquire loads.  When the consumer reclaims a record it zeroes the first
+ * word of each of its 64-byte lines before publishing the new tail, so
+ * free space never holds old payload bytes that could pass for a stamp;
+ * the only old header the consumer can meet at its read position is the
+ * oldest unreleased record's (ring completely held), whose stamp is one
+ * lap old.  The producer thus writes only lines it fills, and a polling
+ * consumer does not pull a line the producer is about to write.
+ *
+ * Records are lent to the application and may be released in any order:
+ * the consumer marks a record released and moves tail over the longest
+ * run of released records.  The producer reads tail only when its cached
+ * copy says the ring is full.
+ *
+ * No function here allocates, locks or makes a system call.  The producer
+ * side and the consumer side are each used by one thread at a time (the
+ * caller serialises).
+ */
+#ifndef CCI_SM_RING_H
+#define CCI_SM_RING_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SM_LINE 64u
+#define SM_RING_MAGIC 0x434d5352u /* "RSMC" */
+#define SM_RING_VERSION 1u
+#define SM_RING_CTL_BYTES (3u * SM_LINE)
+#define SM_REC_HDR 16u
+#define SM_RING_MIN_SIZE 4096u
+#define SM_RING_MAX_SIZE (1ull << 30)
+
+/* Record types.  PAD is consumed by the ring itself. */
+enum sm_rec_type {
+	SM_REC_PAD = 1,
+	SM_REC_MSG = 2,      /* an active message (or an RMA completion message) */
+	SM_REC_WR_FRAG = 3,  /* copy-fallback RMA write data: {key, offset} + bytes */
+	SM_REC_WR_END = 4,   /* end of a copy write; payload: completion message */
+	SM_REC_RD_REQ = 5,   /* copy-fallback RMA read request: {key, offset, len} */
+	SM_REC_RD_FRAG = 6,  /* read data back: {offset in op, 0} + bytes */
+	SM_REC_RMA_ACK = 7   /* end of a copy RMA at the target: {status} */
+};
+
+/* The 16-byte header of a record, at a 64-byte boundary of the data area. */
+struct sm_rec {
+	_Atomic uint32_t stamp; /* ready word: sm_ring_stamp(position) once published */
+	uint32_t len;           /* payload bytes */
+	uint16_t type;          /* enum sm_rec_type */
+	uint16_t released;      /* consumer's mark: the record may be reclaimed */
+	uint32_t aux;           /* type-specific (copy RMA: the operation id) */
+};
+
+/* The shared control lines at the start of a ring segment. */
+struct sm_ring_ctl {
+	uint32_t magic;
+	uint32_t version;
+	uint64_t size;                 /* data bytes, a power of two */
+	_Atomic uint64_t head;         /* bytes published (monotonic) */
+	uint32_t max_recs;             /* records the consumer lends at most, 0 = no limit */
+	char pad0[SM_LINE - 28];
+	_Atomic uint32_t prod_waiting; /* the producer has sends queued for space */
+	char pad1[SM_LINE - 4];
+	_Atomic uint64_t tail;         /* bytes released (monotonic) */
+	_Atomic uint64_t rel_recs;     /* records (PADs excluded) released (monotonic) */
+	char pad2[SM_LINE - 16];
+};
+
+/*
+ * A process's view of a ring.  The producer uses head/tail_cache, the
+ * consumer read/tail; each side ignores the other's fields.
+ */
+struct sm_ring {
+	struct sm_ring_ctl *ctl;
+	char *data;
+	uint64_t size;
+	uint64_t mask;
+	uint64_t max_recs;   /* both: ctl->max_recs, or UINT64_MAX for no limit */
+	uint64_t head;       /* producer: next write position */
+	uint64_t tail_cache; /* producer: last tail seen */
+	uint64_t pub_recs;   /* producer: records published */
+	uint64_t rel_cache;  /* producer: last rel_recs seen */
+	uint64_t read;       /* consumer: next record to consume */
+	uint64_t tail;       /* consumer: oldest record not yet released */
+	uint64_t rel_recs;   /* consumer: records released */
+	uint64_t cons_recs;  /* consumer: records consumed */
+};
+
+/* The stamp of a record at monotonic position pos: odd, so never 0. */
+static inline uint32_t sm_ring_stamp(uint64_t pos)
+{
+	return (uint32_t)(pos >> 6) | 1u;
+}
+
+/* Bytes a record with len payload bytes takes. */
+static inline uint64_t sm_rec_size(uint64_t len)
+{
+	return (SM_REC_HDR + len + SM_LINE - 1) & ~(uint64_t)(SM_LINE - 1);
+}
+
+/* The payload of a record. */
+static inline void *sm_rec_payload(struct sm_rec *rec)
+{
+	return (char *)rec + SM_REC_HDR;
+}
+
+/*
+ * Data size of a ring that holds count records of max_len payload bytes
+ * (plus one for the padding lost at a wrap), rounded up to a power of two.
+ * 0 if that exceeds SM_RING_MAX_SIZE.
+ */
+uint64_t sm_ring_size_for(uint32_t count, uint32_t max_len);
+
+/* Bytes of a segment holding a ring of data size size. */
+static inline uint64_t sm_ring_seg_bytes(uint64_t size)
+{
+	return SM_RING_CTL_BYTES + size;
+}
+
+/*
+ * Initialise a fresh (zeroed) segment of sm_ring_seg_bytes(size) bytes.
+ * max_recs bounds the records in the ring (published and not yet
+ * released): the consumer's receive buffer count.  0 = bytes only.
+ */
+void sm_ring_format(void *seg, uint64_t size, uint32_t max_recs);
+
+/*
+ * Attach a view to a segment of seg_bytes bytes; checks magic, version
+ * and that the declared size is a power of two that fits.  0 or -1.
+ */
+int sm_ring_attach(struct sm_ring *r, void *seg, uint64_t seg_bytes);
+
+/*
+ * Producer: room for a record of len payload bytes?  Writes a PAD record
+ * when the record must wrap.  Returns the record to fill (payload at
+ * sm_rec_payload()), or NULL when the ring is full (bytes or records).  Nothing is visible
+ * to the consumer until sm_ring_commit().
+ */
+struct sm_rec *sm_ring_reserve(struct sm_ring *r, uint32_t len);
+
+/* Producer: publish the record returned by the last sm_ring_reserve(). */
+void sm_ring_commit(struct sm_ring *r, struct sm_rec *rec, uint16_t type, uint32_t len,
+                    uint32_t aux);
+
+/*
+ * Consumer: the next published record, PADs skipped; NULL if none.
+ * *bad is set when the record at the read position is malformed (its
+ * length runs past the end of the ring); the ring is then unusable.
+ */
+struct sm_rec *sm_ring_peek(struct sm_ring *r, int *bad);
+
+/* Consumer: move past the record returned by sm_ring_peek(); it stays
+ * lent until sm_ring_release(). */
+void sm_ring_consume(struct sm_ring *r, struct sm_rec *rec);
+
+/* Consumer: give a consumed record back, in any order.  Returns 1 when
+ * tail moved (space was freed), else 0. */
+int sm_ring_release(struct sm_ring *r, struct sm_rec *rec);
+
+/* Consumer: bytes between tail and read (consumed, not all released). */
+static inline uint64_t sm_ring_held(const struct sm_ring *r)
+{
+	return r->read - r->tail;
+}
+
+/* Consumer: would a record of len payload bytes find no room now, because
+ * of what was consumed and is not yet reclaimed? */
+static inline int sm_ring_blocked(const struct sm_ring *r, uint32_t len)
+{
+	return r->cons_recs - r->rel_recs >= r->max_recs ||
+	       r->size - (r->read - r->tail) < 2 * sm_rec_size(len);
+}
+
+#endif /* CCI_SM_RING_H */

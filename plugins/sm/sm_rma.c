@@ -1,0 +1,535 @@
+/*
+ * sm_rma.c - RMA: the registration table peers read, single-copy
+ * transfers by cross-memory attach, and the copy fallback through the
+ * rings.
+ *
+ * The table lives in the endpoint page (read-only to peers).  The
+ * initiator validates key, range and access against the TARGET's table,
+ * never trusting the address of the handle, so a forged or deregistered
+ * handle never reaches memory; then one process_vm_writev/readv moves the
+ * bytes.  The check and the copy are not atomic with respect to a
+ * deregistration racing with the RMA on the target: such a program is
+ * already wrong, and with the fallback the check happens at the target.
+ *
+ * Copy fallback (ini rma=copy, or the kernel refuses cross-memory attach):
+ * writes travel as WR_FRAG records {key, offset} + bytes that the target
+ * checks with core->rma_lookup() before writing a byte, closed by a WR_END
+ * carrying the completion message; the target answers RMA_ACK.  Reads send
+ * RD_REQ; the target checks it, streams RD_FRAG records back and ends with
+ * RMA_ACK.  A read occupies the head of its connection's queue until its
+ * ACK, so its completion message keeps its place among the sends, and
+ * FENCE waits for every earlier copy RMA to be acknowledged.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "sm.h"
+
+#define SM_FRAG_HDR 16u /* {key or offset, offset or 0} before fragment bytes */
+#define SM_RMA_FALLBACK 1000
+
+/* ------------------------------------------------------------------------ */
+/* Registration table                                                        */
+/* ------------------------------------------------------------------------ */
+
+static uint32_t slot_of(uint64_t key)
+{
+	return (uint32_t)((key ^ (key >> 31)) * 0x9e3779b97f4a7c15ull >> 40) & (SM_REG_SLOTS - 1);
+}
+
+/* Seqlock write of one slot; reg_lock held. */
+static void slot_write(struct sm_reg_slot *s, uint64_t key, uint64_t addr, uint64_t len,
+                       uint32_t flags)
+{
+	uint32_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+
+	atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	__atomic_store_n(&s->key, key, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->addr, addr, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->len, len, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->flags, flags, __ATOMIC_RELAXED);
+	atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
+}
+
+int sm_rma_register(cci__ep_t *ep, cci__rma_reg_t *reg)
+{
+	struct sm_ep *sep = sm_ep_of(ep);
+	uint64_t key = cci__handle_key(&reg->handle);
+	uint32_t i = slot_of(key);
+	int rc = CCI_ENOMEM;
+
+	pthread_mutex_lock(&sep->reg_lock);
+	if (sep->reg_count < SM_REG_MAX) {
+		while (sep->page->slots[i].flags != 0)
+			i = (i + 1) & (SM_REG_SLOTS - 1);
+		slot_write(&sep->page->slots[i], key, (uint64_t)(uintptr_t)reg->start, reg->length,
+		           (uint32_t)(reg->flags | SM_REG_LIVE));
+		reg->priv = (void *)(uintptr_t)(i + 1);
+		sep->reg_count++;
+		rc = CCI_SUCCESS;
+	}
+	pthread_mutex_unlock(&sep->reg_lock);
+	if (rc != CCI_SUCCESS)
+		SM_WARN("sm: %s: more than %u registrations", ep->uri, SM_REG_MAX);
+	return rc;
+}
+
+void sm_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg)
+{
+	struct sm_ep *sep = sm_ep_of(ep);
+	uint32_t i = (uint32_t)(uintptr_t)reg->priv;
+
+	if (i == 0)
+		return;
+	pthread_mutex_lock(&sep->reg_lock);
+	/* The key stays as a tombstone so that probes for other keys go on. */
+	slot_write(&sep->page->slots[i - 1], cci__handle_key(&reg->handle), 0, 0, 0);
+	sep->reg_count--;
+	pthread_mutex_unlock(&sep->reg_lock);
+	reg->priv = NULL;
+}
+
+struct slot_view {
+	uint64_t key, addr, len;
+	uint32_t flags;
+};
+
+static void slot_read(const struct sm_reg_slot *s, struct slot_view *v)
+{
+	uint32_t s1, s2;
+
+	do {
+		while ((s1 = atomic_load_explicit(&s->seq, memory_order_acquire)) & 1u)
+			sched_yield(); /* the owner is mid-update */
+		v->key = __atomic_load_n(&s->key, __ATOMIC_RELAXED);
+		v->addr = __atomic_load_n(&s->addr, __ATOMIC_RELAXED);
+		v->len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+		v->flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
+		atomic_thread_fence(memory_order_acquire);
+		s2 = atomic_load_explicit(&s->seq, memory_order_relaxed);
+	} while (s1 != s2);
+}
+
+/* The target's address of [off, off+len) of key, checked against its table. */
+static int peer_lookup(const struct sm_ep_page *pg, uint64_t key, uint64_t off, uint64_t len,
+                       int access, uint64_t *addr)
+{
+	uint32_t i = slot_of(key);
+
+	for (uint32_t n = 0; n < SM_REG_SLOTS; n++, i = (i + 1) & (SM_REG_SLOTS - 1)) {
+		struct slot_view v;
+		slot_read(&pg->slots[i], &v);
+		if (v.key == 0)
+			break;
+		if (v.key != key || !(v.flags & SM_REG_LIVE))
+			continue;
+		if (((int)v.flags & access) != access)
+			return CCI_ERR_RMA_HANDLE;
+		if (off > v.len || len > v.len - off)
+			return CCI_EINVAL;
+		*addr = v.addr + off;
+		return CCI_SUCCESS;
+	}
+	return CCI_ERR_RMA_HANDLE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Cross-memory attach                                                       */
+/* ------------------------------------------------------------------------ */
+
+static int cma_move(pid_t pid, char *local, uint64_t remote, uint64_t len, int write)
+{
+	while (len > 0) {
+		struct iovec l = { local, len }, r = { (void *)(uintptr_t)remote, len };
+		ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
+		                  : process_vm_readv(pid, &l, 1, &r, 1, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			if (errno == EPERM || errno == ENOSYS || errno == EACCES)
+				return SM_RMA_FALLBACK;
+			SM_LOG(CCI_LOG_RMA, "sm: %s of pid %d failed: %s",
+			       write ? "process_vm_writev" : "process_vm_readv", (int)pid,
+			       strerror(errno));
+			return errno == ESRCH ? CCI_ERR_DISCONNECTED : CCI_ERR_RMA_OP;
+		}
+		if (n == 0)
+			return CCI_ERR_RMA_OP;
+		local += n;
+		remote += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	return CCI_SUCCESS;
+}
+
+/* A descriptor even when the pool is dry: the data has already moved. */
+static struct sm_pend *pend_get_any(struct sm_ep *sep, uint32_t len)
+{
+	struct sm_pend *p = sm_pend_get(sep);
+
+	if (!p && (p = calloc(1, sizeof(*p) + len)) != NULL)
+		p->buf = (char *)(p + 1);
+	return p;
+}
+
+/* The data moved: deliver the completion message, then complete. */
+static int cma_finish(struct sm_conn *sc, const void *msg, uint32_t msg_len, void *context,
+                      int flags)
+{
+	struct iovec iov = { (void *)msg, msg_len };
+	struct sm_pend *p;
+
+	pthread_mutex_lock(&sc->tx_lock);
+	if (sc->state != SM_CONN_OPEN) {
+		int rc = sc->tx_err;
+		pthread_mutex_unlock(&sc->tx_lock);
+		return rc;
+	}
+	if (!sc->txq && (msg_len == 0 || sm_tx_place(sc, SM_REC_MSG, 0, &iov, 1, msg_len) ==
+	                                         CCI_SUCCESS)) {
+		pthread_mutex_unlock(&sc->tx_lock);
+		sm_core->send_done(sc->conn, context, flags, CCI_SUCCESS);
+		return CCI_SUCCESS;
+	}
+	p = pend_get_any(sc->sep, msg_len);
+	if (!p) {
+		pthread_mutex_unlock(&sc->tx_lock);
+		return CCI_ENOMEM;
+	}
+	p->kind = SM_PEND_DONE;
+	p->context = context;
+	p->flags = flags;
+	p->len = msg_len;
+	p->queued_ns = sm_now_ns();
+	if (msg_len)
+		memcpy(p->buf, msg, msg_len);
+	sm_txq_push(sc, p);
+	sm_txq_flush_locked(sc);
+	pthread_mutex_unlock(&sc->tx_lock);
+	return CCI_SUCCESS;
+}
+
+/* Single copy by the kernel; SM_RMA_FALLBACK when it refuses. */
+static int rma_cma(struct sm_conn *sc, char *local, const struct cci_rma_handle *remote,
+                   uint64_t roff, uint64_t len, int flags)
+{
+	int write = (flags & CCI_FLAG_WRITE) != 0, rc;
+	uint64_t raddr = 0;
+	pid_t pid;
+
+	pthread_mutex_lock(&sc->tx_lock);
+	rc = sc->state == SM_CONN_OPEN ? CCI_SUCCESS : sc->tx_err;
+	if (rc == CCI_SUCCESS)
+		rc = peer_lookup(sc->peer_page, cci__handle_key(remote), roff, len,
+		                 write ? CCI_FLAG_WRITE : CCI_FLAG_READ, &raddr);
+	pid = sc->peer_pid;
+	pthread_mutex_unlock(&sc->tx_lock);
+	if (rc != CCI_SUCCESS)
+		return rc;
+	if (flags & CCI_FLAG_FENCE)
+		while (atomic_load(&sc->cma_busy) > 0)
+			sched_yield();
+	atomic_fetch_add(&sc->cma_busy, 1);
+	rc = cma_move(pid, local, raddr, len, write);
+	atomic_fetch_sub(&sc->cma_busy, 1);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Copy fallback: initiator                                                  */
+/* ------------------------------------------------------------------------ */
+
+static int rma_copy_start(struct sm_conn *sc, const void *msg, uint32_t msg_len, char *local,
+                          const struct cci_rma_handle *remote, uint64_t roff, uint64_t len,
+                          void *context, int flags)
+{
+	struct sm_pend *p;
+
+	pthread_mutex_lock(&sc->tx_lock);
+	if (sc->state != SM_CONN_OPEN) {
+		int rc = sc->tx_err;
+		pthread_mutex_unlock(&sc->tx_lock);
+		return rc;
+	}
+	p = sm_pend_get(sc->sep);
+	if (!p) {
+		pthread_mutex_unlock(&sc->tx_lock);
+		return CCI_ENOBUFS;
+	}
+	p->kind = (flags & CCI_FLAG_WRITE) ? SM_PEND_WRITE : SM_PEND_READ;
+	p->want_fence = (flags & CCI_FLAG_FENCE) != 0;
+	p->context = context;
+	p->flags = flags;
+	p->len = msg_len;
+	if (msg_len)
+		memcpy(p->buf, msg, msg_len);
+	p->op_id = ++sc->next_op_id;
+	p->key = cci__handle_key(remote);
+	p->roff = roff;
+	p->laddr = local;
+	p->total = len;
+	p->queued_ns = sm_now_ns();
+	sm_txq_push(sc, p);
+	sm_txq_flush_locked(sc);
+	pthread_mutex_unlock(&sc->tx_lock);
+	return CCI_SUCCESS;
+}
+
+int sm_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_reg_t *local,
+           uint64_t local_offset, const struct cci_rma_handle *remote, uint64_t remote_offset,
+           uint64_t data_len, void *context, int flags)
+{
+	struct sm_conn *sc = sm_conn_of(conn);
+	char *laddr = (char *)local->start + local_offset;
+	int rc = SM_RMA_FALLBACK;
+
+	if (conn->pub.attribute == CCI_CONN_ATTR_UU)
+		return CCI_EINVAL;
+	if (!sc->rma_copy) {
+		rc = rma_cma(sc, laddr, remote, remote_offset, data_len, flags);
+		if (rc == CCI_SUCCESS)
+			return cma_finish(sc, msg_ptr, msg_len, context, flags);
+		if (rc != SM_RMA_FALLBACK)
+			return rc;
+		SM_WARN("sm: the kernel refuses cross-memory attach to pid %d (%s); RMA on this "
+		        "connection goes through the rings", (int)sc->peer_pid, strerror(errno));
+		sc->rma_copy = 1;
+	}
+	return rma_copy_start(sc, msg_ptr, msg_len, laddr, remote, remote_offset, data_len,
+	                      context, flags);
+}
+
+/* Fragments of a write or of read data, as many as fit; tx_lock held. */
+static int frags_place(struct sm_conn *sc, struct sm_pend *p, uint16_t type)
+{
+	uint64_t max = sc->conn->pub.max_send_size - SM_FRAG_HDR;
+	int placed = 0;
+
+	while (p->done < p->total) {
+		uint64_t chunk = p->total - p->done < max ? p->total - p->done : max;
+		struct sm_rec *rec = sm_ring_reserve(&sc->tx, (uint32_t)(SM_FRAG_HDR + chunk));
+		uint64_t *h;
+		if (!rec)
+			break;
+		h = sm_rec_payload(rec);
+		h[0] = type == SM_REC_WR_FRAG ? p->key : p->done;
+		h[1] = type == SM_REC_WR_FRAG ? p->roff + p->done : 0;
+		memcpy(h + 2, p->laddr + p->done, chunk);
+		sm_ring_commit(&sc->tx, rec, type, (uint32_t)(SM_FRAG_HDR + chunk), p->op_id);
+		p->done += chunk;
+		placed = 1;
+	}
+	if (placed)
+		sm_ring_bell(sc);
+	return p->done == p->total ? CCI_SUCCESS : CCI_EAGAIN;
+}
+
+static int ack_place(struct sm_conn *sc, uint32_t op_id, int status)
+{
+	int32_t st = status;
+	struct iovec iov = { &st, sizeof(st) };
+
+	return sm_tx_place(sc, SM_REC_RMA_ACK, op_id, &iov, 1, sizeof(st));
+}
+
+/* Copy-RMA steps at the head of the queue (sm_msg.c's pend_place). */
+int sm_rma_place(struct sm_conn *sc, struct sm_pend *p)
+{
+	struct iovec iov = { p->buf, p->len };
+	uint64_t rq[3];
+
+	if ((p->kind == SM_PEND_WRITE || p->kind == SM_PEND_READ) && p->want_fence && sc->rma_wait)
+		return CCI_EAGAIN;
+	switch (p->kind) {
+	case SM_PEND_WRITE:
+		if (frags_place(sc, p, SM_REC_WR_FRAG) != CCI_SUCCESS ||
+		    sm_tx_place(sc, SM_REC_WR_END, p->op_id, &iov, p->len ? 1 : 0, p->len) !=
+		            CCI_SUCCESS)
+			return CCI_EAGAIN;
+		return 1; /* the caller moves it to rma_wait: it completes at its ACK */
+	case SM_PEND_READ:
+		if (p->req_sent)
+			return CCI_EAGAIN; /* until its ACK turns it into a DONE */
+		rq[0] = p->key;
+		rq[1] = p->roff;
+		rq[2] = p->total;
+		iov = (struct iovec){ rq, sizeof(rq) };
+		if (sm_tx_place(sc, SM_REC_RD_REQ, p->op_id, &iov, 1, sizeof(rq)) != CCI_SUCCESS)
+			return CCI_EAGAIN;
+		p->req_sent = 1;
+		return CCI_EAGAIN;
+	case SM_PEND_RDRESP:
+		if (frags_place(sc, p, SM_REC_RD_FRAG) != CCI_SUCCESS)
+			return CCI_EAGAIN;
+		return ack_place(sc, p->op_id, CCI_SUCCESS);
+	case SM_PEND_ACK:
+		return ack_place(sc, p->op_id, p->status);
+	}
+	return CCI_SUCCESS;
+}
+
+/* Copy RMAs waiting for an ACK fail (notify) or vanish; tx_lock held. */
+void sm_rma_fail_waiting(struct sm_conn *sc, int notify)
+{
+	while (sc->rma_wait) {
+		struct sm_pend *p = sc->rma_wait;
+		sc->rma_wait = p->next;
+		if (notify && sc->conn)
+			sm_core->send_done(sc->conn, p->context, p->flags, CCI_ERR_DISCONNECTED);
+		sm_pend_put(sc->sep, p);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Copy fallback: records arriving (progress, rx_lock held)                  */
+/* ------------------------------------------------------------------------ */
+
+/* Queue a reply (read data or ACK) to the initiator. */
+static void reply_queue(struct sm_conn *sc, int kind, uint32_t op_id, int status, void *addr,
+                        uint64_t len)
+{
+	struct sm_pend *p = calloc(1, sizeof(*p));
+
+	if (!p) {
+		sm_rx_fault(sc);
+		return;
+	}
+	p->kind = (uint8_t)kind;
+	p->op_id = op_id;
+	p->status = status;
+	p->laddr = addr;
+	p->total = len;
+	p->queued_ns = sm_now_ns();
+	pthread_mutex_lock(&sc->tx_lock);
+	if (sc->state == SM_CONN_OPEN) {
+		sm_txq_push(sc, p);
+		sm_txq_flush_locked(sc);
+		p = NULL;
+	}
+	pthread_mutex_unlock(&sc->tx_lock);
+	free(p);
+}
+
+static void on_wr_frag(struct sm_conn *sc, struct sm_rec *rec)
+{
+	const uint64_t *h = sm_rec_payload(rec);
+	uint64_t dlen = rec->len - SM_FRAG_HDR;
+	void *addr;
+
+	if (rec->aux != sc->wr_op) {
+		sc->wr_op = rec->aux;
+		sc->wr_status = CCI_SUCCESS;
+	}
+	if (sc->wr_status != CCI_SUCCESS)
+		return;
+	sc->wr_status = sm_core->rma_lookup(sc->sep->ep, h[0], h[1], dlen, CCI_FLAG_WRITE, &addr);
+	if (sc->wr_status == CCI_SUCCESS)
+		memcpy(addr, h + 2, dlen);
+}
+
+/* The end of a write: deliver its message (it follows the data), then ACK. */
+static int on_wr_end(struct sm_conn *sc, struct sm_rec *rec)
+{
+	uint32_t op = rec->aux;
+	int status = op == sc->wr_op ? sc->wr_status : CCI_ERR_RMA_OP;
+
+	if (status == CCI_SUCCESS && rec->len > 0) {
+		if (!sm_rx_post(sc->sep, sc, rec))
+			return 0;
+	} else {
+		sm_rx_consume_release(sc, rec);
+	}
+	reply_queue(sc, SM_PEND_ACK, op, status, NULL, 0);
+	return 1;
+}
+
+static void on_rd_req(struct sm_conn *sc, struct sm_rec *rec)
+{
+	const uint64_t *rq = sm_rec_payload(rec);
+	void *addr = NULL;
+	int rc = sm_core->rma_lookup(sc->sep->ep, rq[0], rq[1], rq[2], CCI_FLAG_READ, &addr);
+
+	if (rc == CCI_SUCCESS)
+		reply_queue(sc, SM_PEND_RDRESP, rec->aux, CCI_SUCCESS, addr, rq[2]);
+	else
+		reply_queue(sc, SM_PEND_ACK, rec->aux, rc, NULL, 0);
+}
+
+/* Read data for the read at the head of our queue. */
+static void on_rd_frag(struct sm_conn *sc, struct sm_rec *rec)
+{
+	const uint64_t *h = sm_rec_payload(rec);
+	uint64_t dlen = rec->len - SM_FRAG_HDR;
+	struct sm_pend *p;
+
+	pthread_mutex_lock(&sc->tx_lock);
+	p = sc->txq;
+	if (p && p->kind == SM_PEND_READ && p->op_id == rec->aux && h[0] <= p->total &&
+	    dlen <= p->total - h[0])
+		memcpy(p->laddr + h[0], h + 2, dlen);
+	pthread_mutex_unlock(&sc->tx_lock);
+}
+
+static void on_ack(struct sm_conn *sc, struct sm_rec *rec)
+{
+	int32_t status;
+	struct sm_pend *p, **pp;
+
+	memcpy(&status, sm_rec_payload(rec), sizeof(status));
+	pthread_mutex_lock(&sc->tx_lock);
+	p = sc->txq;
+	if (p && p->kind == SM_PEND_READ && p->op_id == rec->aux) {
+		/* Now just its completion message and completion, in queue order. */
+		p->kind = SM_PEND_DONE;
+		p->status = status;
+		if (status != CCI_SUCCESS)
+			p->len = 0;
+		sm_txq_flush_locked(sc);
+	} else {
+		for (pp = &sc->rma_wait; (p = *pp) != NULL; pp = &p->next) {
+			if (p->op_id == rec->aux) {
+				*pp = p->next;
+				sm_core->send_done(sc->conn, p->context, p->flags, status);
+				sm_pend_put(sc->sep, p);
+				break;
+			}
+		}
+		sm_txq_flush_locked(sc); /* a FENCE may have waited for this */
+	}
+	pthread_mutex_unlock(&sc->tx_lock);
+}
+
+/* A copy-RMA record; consumes it.  0 if it must be retried later. */
+int sm_rma_on_record(struct sm_conn *sc, struct sm_rec *rec)
+{
+	uint32_t min = rec->type == SM_REC_RD_REQ ? 24u : rec->type == SM_REC_RMA_ACK ? 4u : 0u;
+
+	if (rec->type == SM_REC_WR_FRAG || rec->type == SM_REC_RD_FRAG)
+		min = SM_FRAG_HDR;
+	if (rec->len < min || rec->type > SM_REC_RMA_ACK || rec->type < SM_REC_WR_FRAG) {
+		sm_rx_fault(sc);
+		return 0;
+	}
+	switch (rec->type) {
+	case SM_REC_WR_END:
+		return on_wr_end(sc, rec);
+	case SM_REC_WR_FRAG:
+		on_wr_frag(sc, rec);
+		break;
+	case SM_REC_RD_REQ:
+		on_rd_req(sc, rec);
+		break;
+	case SM_REC_RD_FRAG:
+		on_rd_frag(sc, rec);
+		break;
+	case SM_REC_RMA_ACK:
+		on_ack(sc, rec);
+		break;
+	}
+	sm_rx_consume_release(sc, rec);
+	return 1;
+}
