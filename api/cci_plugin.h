@@ -148,9 +148,11 @@ struct cci__ep {
 	int os_epfd;                 /* the OS handle (epoll), -1 if none */
 	int os_evfd;                 /* eventfd the core rings, -1 if none */
 	int armed;                   /* OS handle armed: ring os_evfd on post */
+	int rung;                    /* os_evfd was rung and not drained yet */
 	int closing;
 	pthread_mutex_t rma_lock;
 	cci__rma_reg_t **rma_table;  /* hash of registrations by key */
+	cci__rma_reg_t **rma_by_ptr; /* the same, by handle address */
 	uint32_t rma_buckets;
 	cci__ep_t *next_ep;          /* the core's list of endpoints */
 
@@ -186,7 +188,8 @@ struct cci__rma_reg {
 	void *start;
 	uint64_t length;
 	int flags;                    /* CCI_FLAG_READ | CCI_FLAG_WRITE */
-	cci__rma_reg_t *hnext;        /* core: hash chain */
+	cci__rma_reg_t *hnext;        /* core: hash chain by key */
+	cci__rma_reg_t *pnext;        /* core: hash chain by handle address */
 	void *priv;                   /* the plugin's (e.g. a memory region) */
 };
 

@@ -112,8 +112,10 @@ void cci__evt_post(cci__ep_t *ep, cci__evt_t *e)
 	ep->evq_len++;
 	/* Only a waiter who armed the handle pays for the system call. */
 	ring = ep->armed && ep->os_evfd >= 0;
-	if (ring)
+	if (ring) {
 		ep->armed = 0;
+		ep->rung = 1;
+	}
 	cci__spin_unlock(&ep->lock);
 	if (ring)
 		os_handle_ring(ep);
@@ -173,24 +175,6 @@ void cci__evt_purge_conn(cci__ep_t *ep, cci__conn_t *conn)
 	}
 }
 
-/* Pop the next queued event and lend it; NULL if none. */
-static cci__evt_t *evq_pop(cci__ep_t *ep)
-{
-	cci__evt_t *e;
-
-	cci__spin_lock(&ep->lock);
-	e = ep->evq_head;
-	if (e) {
-		__atomic_store_n(&ep->evq_head, e->next, __ATOMIC_RELAXED);
-		if (!e->next)
-			ep->evq_tail = NULL;
-		ep->evq_len--;
-		e->lent = 1;
-	}
-	cci__spin_unlock(&ep->lock);
-	return e;
-}
-
 static void os_handle_drain(cci__ep_t *ep)
 {
 	uint64_t v;
@@ -199,6 +183,31 @@ static void os_handle_drain(cci__ep_t *ep)
 	do
 		n = read(ep->os_evfd, &v, sizeof(v));
 	while (n < 0 && errno == EINTR);
+}
+
+/* Pop the next queued event and lend it; NULL if none.  Taking the last
+ * event quiets the OS handle again if posting rang it (under the lock, so
+ * a ring for a later arming is never eaten; only when rung, so polling
+ * endpoints pay no system call). */
+static cci__evt_t *evq_pop(cci__ep_t *ep)
+{
+	cci__evt_t *e;
+
+	cci__spin_lock(&ep->lock);
+	e = ep->evq_head;
+	if (e) {
+		__atomic_store_n(&ep->evq_head, e->next, __ATOMIC_RELAXED);
+		if (!e->next) {
+			ep->evq_tail = NULL;
+			if (ep->rung)
+				os_handle_drain(ep);
+			ep->rung = 0;
+		}
+		ep->evq_len--;
+		e->lent = 1;
+	}
+	cci__spin_unlock(&ep->lock);
+	return e;
 }
 
 /*
@@ -211,6 +220,7 @@ int cci__ep_arm(cci__ep_t *ep)
 
 	os_handle_drain(ep);
 	cci__spin_lock(&ep->lock);
+	ep->rung = 0;
 	ep->armed = 1;
 	rc = ep->evq_head ? CCI_EAGAIN : CCI_SUCCESS;
 	cci__spin_unlock(&ep->lock);

@@ -37,6 +37,13 @@ static uint32_t bucket_of(uint64_t key)
 	return (uint32_t)((key ^ (key >> 29)) * 0x9e3779b97f4a7c15ull >> 32) & (RMA_BUCKETS - 1);
 }
 
+/* Bucket of a handle's address: the handle itself is never read, since
+ * an application may pass one it already deregistered (and we freed). */
+static uint32_t bucket_of_ptr(const struct cci_rma_handle *h)
+{
+	return bucket_of((uint64_t)(uintptr_t)h >> 5);
+}
+
 /* With rma_lock held. */
 static cci__rma_reg_t *reg_find(cci__ep_t *ep, uint64_t key)
 {
@@ -56,6 +63,8 @@ static int reg_insert(cci__ep_t *ep, cci__rma_reg_t *reg)
 
 	if (!ep->rma_table && !(ep->rma_table = calloc(RMA_BUCKETS, sizeof(*ep->rma_table))))
 		return CCI_ENOMEM;
+	if (!ep->rma_by_ptr && !(ep->rma_by_ptr = calloc(RMA_BUCKETS, sizeof(*ep->rma_by_ptr))))
+		return CCI_ENOMEM;
 	do {
 		if (cci__random_bytes(&key, sizeof(key)) != CCI_SUCCESS)
 			return CCI_ERROR;
@@ -64,6 +73,9 @@ static int reg_insert(cci__ep_t *ep, cci__rma_reg_t *reg)
 	b = bucket_of(key);
 	reg->hnext = ep->rma_table[b];
 	ep->rma_table[b] = reg;
+	b = bucket_of_ptr(&reg->handle);
+	reg->pnext = ep->rma_by_ptr[b];
+	ep->rma_by_ptr[b] = reg;
 	return CCI_SUCCESS;
 }
 
@@ -74,9 +86,26 @@ static void reg_unlink(cci__ep_t *ep, cci__rma_reg_t *reg)
 	for (; *pp; pp = &(*pp)->hnext) {
 		if (*pp == reg) {
 			*pp = reg->hnext;
-			return;
+			break;
 		}
 	}
+	for (pp = &ep->rma_by_ptr[bucket_of_ptr(&reg->handle)]; *pp; pp = &(*pp)->pnext) {
+		if (*pp == reg) {
+			*pp = reg->pnext;
+			break;
+		}
+	}
+}
+
+/* The live registration whose handle is at h, or NULL; rma_lock held. */
+static cci__rma_reg_t *reg_find_ptr(cci__ep_t *ep, const struct cci_rma_handle *h)
+{
+	if (!ep->rma_by_ptr)
+		return NULL;
+	for (cci__rma_reg_t *r = ep->rma_by_ptr[bucket_of_ptr(h)]; r; r = r->pnext)
+		if (&r->handle == h)
+			return r;
+	return NULL;
 }
 
 CCI_API int cci_rma_register(cci_endpoint_t *endpoint, void *start, uint64_t length, int flags,
@@ -122,9 +151,9 @@ static cci__rma_reg_t *local_reg(cci__ep_t *ep, const struct cci_rma_handle *h)
 	cci__rma_reg_t *r;
 
 	pthread_mutex_lock(&ep->rma_lock);
-	r = reg_find(ep, cci__handle_key(h));
+	r = reg_find_ptr(ep, h);
 	pthread_mutex_unlock(&ep->rma_lock);
-	return (r && &r->handle == h) ? r : NULL;
+	return r;
 }
 
 CCI_API int cci_rma_deregister(cci_endpoint_t *endpoint, cci_rma_handle_t *rma_handle)
@@ -135,11 +164,9 @@ CCI_API int cci_rma_deregister(cci_endpoint_t *endpoint, cci_rma_handle_t *rma_h
 	if (!ep || !rma_handle)
 		return CCI_EINVAL;
 	pthread_mutex_lock(&ep->rma_lock);
-	r = reg_find(ep, cci__handle_key(rma_handle));
-	if (r && &r->handle == rma_handle)
+	r = reg_find_ptr(ep, rma_handle);
+	if (r)
 		reg_unlink(ep, r);
-	else
-		r = NULL;
 	pthread_mutex_unlock(&ep->rma_lock);
 	if (!r)
 		return CCI_EINVAL;
@@ -184,7 +211,9 @@ void cci__rma_table_free(cci__ep_t *ep)
 		}
 	}
 	free(ep->rma_table);
+	free(ep->rma_by_ptr);
 	ep->rma_table = NULL;
+	ep->rma_by_ptr = NULL;
 }
 
 /* The initiator's checks of cci_rma; the target checks again. */
