@@ -360,11 +360,16 @@ int sm_progress(cci__ep_t *ep)
 	struct sm_ep *sep = sm_ep_of(ep);
 	int got = 0, starved = 0;
 
-	/* The application is awake: peers need not ring any more.  The
-	 * doorbell itself is drained by the next arm(), which always comes
-	 * before the application waits again, so this costs no system call. */
-	if (atomic_load_explicit(&sep->page->armed, memory_order_relaxed))
+	/* The application is awake: peers need not ring any more, and a ring
+	 * that came is drained now, so the OS handle is readable only while
+	 * there is work.  Only endpoints that armed (waited on their OS
+	 * handle) pay this system call; polling ones never arm. */
+	if (atomic_load_explicit(&sep->page->armed, memory_order_relaxed)) {
+		uint64_t v;
 		atomic_store_explicit(&sep->page->armed, 0, memory_order_relaxed);
+		if (read(sep->bell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			SM_LOG(CCI_LOG_EP, "sm: doorbell read: %s", strerror(errno));
+	}
 	if (pthread_mutex_trylock(&sep->rx_lock) != 0)
 		return CCI_SUCCESS; /* another thread is receiving for us */
 	for (uint32_t i = 0; i < sep->rx_n; i++) {
