@@ -71,7 +71,7 @@ typedef struct cci__conn cci__conn_t;
 typedef struct cci__evt cci__evt_t;
 typedef struct cci__rma_reg cci__rma_reg_t;
 
-/* The core's lock of an endpoint's event queue (core internal). */
+/* A spinlock (plugins/common/spin.h): the core's event queue lock. */
 typedef struct {
 	int locked;
 } cci__spinlock_t;

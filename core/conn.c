@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core.h"
-#include "lock.h"
+#include "spin.h"
 #include "uri.h"
 
 #define CONN_ALIGN 64

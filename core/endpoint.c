@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "core.h"
-#include "lock.h"
+#include "spin.h"
 
 #define EP_ALIGN 64
 

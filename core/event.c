@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "core.h"
-#include "lock.h"
+#include "spin.h"
 
 #define EVT_CHUNK 64
 
@@ -243,7 +243,7 @@ CCI_API int cci_get_event(cci_endpoint_t *endpoint, cci_event_t **event)
 	e = cci__evq_nonempty(ep) ? evq_pop(ep) : NULL;
 	if (!e) {
 		prc = ep->plugin->progress(ep);
-		e = evq_pop(ep);
+		e = cci__evq_nonempty(ep) ? evq_pop(ep) : NULL;
 	}
 	if (!e) {
 		if (ep->os_evfd >= 0 && cci__ep_arm(ep) == CCI_EAGAIN)

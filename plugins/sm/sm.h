@@ -36,6 +36,7 @@
 #include <sys/un.h>
 
 #include "cci_plugin.h"
+#include "spin.h"
 #include "sm_ring.h"
 
 extern const struct cci_core *sm_core;
@@ -251,7 +252,7 @@ struct sm_ep {
 	uint64_t gen;               /* bumped when an epoll-registered object is freed */
 	int stopping;
 
-	pthread_mutex_t rx_lock;
+	cci__spinlock_t rx_lock;   /* spin.h: progress only ever try-locks it */
 	struct sm_conn **rx_set;    /* open connections, scanned by progress */
 	uint32_t rx_n, rx_cap;
 	struct sm_conn *zombies;    /* disconnected, RECV events still lent */

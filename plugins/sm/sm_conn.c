@@ -314,12 +314,12 @@ static void conns_unlink(struct sm_ep *sep, struct sm_conn *sc)
 
 void sm_rxset_add(struct sm_ep *sep, struct sm_conn *sc)
 {
-	pthread_mutex_lock(&sep->rx_lock);
+	cci__spin_lock(&sep->rx_lock);
 	if (sep->rx_n == sep->rx_cap) {
 		uint32_t cap = sep->rx_cap ? sep->rx_cap * 2 : 8;
 		struct sm_conn **grown = realloc(sep->rx_set, sizeof(*grown) * cap);
 		if (!grown) {
-			pthread_mutex_unlock(&sep->rx_lock);
+			cci__spin_unlock(&sep->rx_lock);
 			SM_ERR("sm: out of memory: connection to pid %d will not receive",
 			       (int)sc->peer_pid);
 			return;
@@ -328,7 +328,7 @@ void sm_rxset_add(struct sm_ep *sep, struct sm_conn *sc)
 		sep->rx_cap = cap;
 	}
 	sep->rx_set[sep->rx_n++] = sc;
-	pthread_mutex_unlock(&sep->rx_lock);
+	cci__spin_unlock(&sep->rx_lock);
 }
 
 /* With rx_lock held. */
@@ -717,7 +717,7 @@ int sm_disconnect(cci__conn_t *conn)
 		sm_ctl_send(sc->sock, SM_CTL_DISCONNECT, NULL, 0, NULL, 0);
 	conn_close_sock(sc);
 	conns_unlink(sep, sc);
-	pthread_mutex_lock(&sep->rx_lock);
+	cci__spin_lock(&sep->rx_lock);
 	rxset_remove(sep, sc);
 	pthread_mutex_lock(&sc->tx_lock);
 	sc->state = SM_CONN_CLOSED;
@@ -734,7 +734,7 @@ int sm_disconnect(cci__conn_t *conn)
 		sc->next = sep->zombies;
 		sep->zombies = sc;
 	}
-	pthread_mutex_unlock(&sep->rx_lock);
+	cci__spin_unlock(&sep->rx_lock);
 	pthread_mutex_unlock(&sep->lock);
 	SM_LOG(CCI_LOG_CONN, "sm: disconnected from pid %d", (int)sc->peer_pid);
 	sm_core->conn_release(conn);

@@ -370,7 +370,7 @@ int sm_progress(cci__ep_t *ep)
 		if (read(sep->bell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 			SM_LOG(CCI_LOG_EP, "sm: doorbell read: %s", strerror(errno));
 	}
-	if (pthread_mutex_trylock(&sep->rx_lock) != 0)
+	if (!cci__spin_trylock(&sep->rx_lock))
 		return CCI_SUCCESS; /* another thread is receiving for us */
 	for (uint32_t i = 0; i < sep->rx_n; i++) {
 		struct sm_conn *sc = sep->rx_set[i];
@@ -382,7 +382,7 @@ int sm_progress(cci__ep_t *ep)
 	if (atomic_load_explicit(&sep->txq_busy, memory_order_relaxed))
 		for (uint32_t i = 0; i < sep->rx_n; i++)
 			sm_txq_flush(sep->rx_set[i]);
-	pthread_mutex_unlock(&sep->rx_lock);
+	cci__spin_unlock(&sep->rx_lock);
 	return (got == 0 && starved) ? CCI_ENOBUFS : CCI_SUCCESS;
 }
 
@@ -391,13 +391,13 @@ int sm_rx_pending(struct sm_ep *sep)
 {
 	int pending = 0;
 
-	pthread_mutex_lock(&sep->rx_lock);
+	cci__spin_lock(&sep->rx_lock);
 	for (uint32_t i = 0; i < sep->rx_n && !pending; i++) {
 		int bad = 0;
 		struct sm_conn *sc = sep->rx_set[i];
 		pending = !sc->rx_dead && (sm_ring_peek(&sc->rx, &bad) != NULL || bad);
 	}
-	pthread_mutex_unlock(&sep->rx_lock);
+	cci__spin_unlock(&sep->rx_lock);
 	return pending;
 }
 
@@ -444,7 +444,7 @@ void sm_return_event(cci__evt_t *evt)
 	struct sm_ep *sep = sc->sep;
 	int dead = 0;
 
-	pthread_mutex_lock(&sep->rx_lock);
+	cci__spin_lock(&sep->rx_lock);
 	sc->lent--;
 	if (sc->rx_closed) {
 		dead = sc->lent == 0;
@@ -453,7 +453,7 @@ void sm_return_event(cci__evt_t *evt)
 	} else {
 		rx_release(sc, evt->rx_buf);
 	}
-	pthread_mutex_unlock(&sep->rx_lock);
+	cci__spin_unlock(&sep->rx_lock);
 	if (dead)
 		sm_conn_destroy(sc);
 }

@@ -187,7 +187,6 @@ static void ep_init_fields(struct sm_ep *sep, cci__ep_t *ep)
 	sep->listen_fd = sep->epfd = sep->wake_fd = sep->timer_fd = -1;
 	sep->bell_fd = sep->page_fd = -1;
 	pthread_mutex_init(&sep->lock, NULL);
-	pthread_mutex_init(&sep->rx_lock, NULL);
 	pthread_mutex_init(&sep->reg_lock, NULL);
 	pthread_mutex_init(&sep->pool_lock, NULL);
 	ep->recv_buf_count = SM_BUF_COUNT_DEFAULT;
@@ -208,7 +207,6 @@ static void ep_release(struct sm_ep *sep)
 	sm_pool_fini(sep);
 	free(sep->rx_set);
 	pthread_mutex_destroy(&sep->lock);
-	pthread_mutex_destroy(&sep->rx_lock);
 	pthread_mutex_destroy(&sep->reg_lock);
 	pthread_mutex_destroy(&sep->pool_lock);
 }
