@@ -66,7 +66,7 @@ struct pp_ctl {
 };
 
 struct pp_opts {
-	bool server, blocking, nocopy, json, verify, nomsg;
+	bool server, blocking, nocopy, json, verify, nomsg, mean;
 	const char *uri, *outfile, *device;
 	cci_conn_attribute_t attr;
 	uint32_t rma_op;
@@ -606,21 +606,47 @@ static uint32_t scaled(uint32_t n, uint64_t size)
 	return n;
 }
 
-/* Microseconds per round trip for one size. */
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Microseconds per round trip for one size.  The iterations are timed in
+ * batches of PP_BATCH and the median batch is reported: on a shared
+ * machine one preempted round trip would otherwise weigh on the mean of a
+ * whole run (-A reports the plain mean instead).
+ */
+#define PP_BATCH 100
 static double time_size(struct pp *pp, uint32_t size, uint32_t iters, uint32_t warmup)
 {
-	uint64_t t0 = now_ns();
+	uint32_t nb = pp->o.mean || iters < 10 * PP_BATCH ? 0 : iters / PP_BATCH;
+	uint64_t *batch = nb ? calloc(nb, sizeof(*batch)) : NULL;
+	uint64_t t0 = now_ns(), tb = 0;
+	double us;
 
 	for (uint32_t i = 0; i < warmup + iters; i++) {
 		if (i == warmup)
-			t0 = now_ns();
+			t0 = tb = now_ns();
+		else if (batch && i > warmup && (i - warmup) % PP_BATCH == 0 &&
+		         (i - warmup) / PP_BATCH <= nb) {
+			uint64_t t = now_ns();
+			batch[(i - warmup) / PP_BATCH - 1] = t - tb;
+			tb = t;
+		}
 		if (pp->o.rma_op)
 			rma_once(pp, size, i);
 		else
 			ping_once(pp, size, i);
 	}
-	double us = (double)(now_ns() - t0) / 1e3 / iters;
-
+	us = (double)(now_ns() - t0) / 1e3 / iters;
+	if (batch) {
+		qsort(batch, nb, sizeof(*batch), cmp_u64);
+		us = (double)batch[nb / 2] / 1e3 / PP_BATCH;
+		free(batch);
+	}
 	wait_idle(pp);
 	return us;
 }
@@ -634,6 +660,8 @@ static void print_header(struct pp *pp, uint64_t max)
 	       pp->ep->device->transport, pp->ep->device->name, attr_name(pp->o.attr),
 	       mode_name(pp->o.rma_op), pp->o.blocking ? ", blocking" : "",
 	       pp->o.nocopy ? ", no-copy" : "", max, pp->o.iters);
+	printf("# latency: %s\n", pp->o.mean || pp->o.iters < 10 * PP_BATCH
+	       ? "mean of all round trips" : "median of batches of 100 round trips");
 	printf("%8s %12s %16s\n", "Bytes",
 	       pp->o.rma_op ? "Latency (round-trip)" : "Latency (one-way)", "Throughput");
 }
@@ -735,6 +763,8 @@ static void usage(FILE *f)
 		"  -n          send with CCI_FLAG_NO_COPY (both sides)\n"
 		"  -N          RMA without a completion message\n"
 		"  -V          check every payload (slower)\n"
+		"  -A          report the mean round trip instead of the median of\n"
+		"              batches of 100 (the default from 1000 iterations)\n"
 		"  -D NAME     use device NAME instead of the default\n"
 		"  -t SECS     give up after SECS without any event (default 30, 0: never)\n"
 		"  --json      one JSON object per row on stdout (Opened goes to stderr)\n");
@@ -795,6 +825,7 @@ static void parse_one(struct pp_opts *o, int c, const char *arg)
 	case 'b': o->blocking = true; break;
 	case 'n': o->nocopy = true; break;
 	case 'N': o->nomsg = true; break;
+	case 'A': o->mean = true; break;
 	case 'V': o->verify = true; break;
 	case 't': o->timeout_s = parse_count(arg, 0); break;
 	case 'j': o->json = true; break;
@@ -814,7 +845,7 @@ static void parse_opts(struct pp_opts *o, int argc, char **argv)
 
 	*o = (struct pp_opts){ .rma_max = 4u << 20, .iters = 10000, .warmup = 100,
 			       .timeout_s = 30 };
-	while ((c = getopt_long(argc, argv, "sh:o:D:c:wrm:i:W:bnNVt:", longs, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "sh:o:D:c:wrm:i:W:bnNAVt:", longs, NULL)) != -1)
 		parse_one(o, c, optarg);
 	if (optind != argc || o->server == !!o->uri)
 		die("give either -s or -h URI (--help for usage)");
