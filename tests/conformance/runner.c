@@ -1,0 +1,292 @@
+/*
+ * runner.c - runs each registered test in its own process under CUnit.
+ *
+ * The runner never initialises the library.  For each test it forks a
+ * process (a new process group) that runs the body; the body's checks come
+ * back over a pipe as lines ("F file:line: message", "P count",
+ * "S reason") and become CUnit assertions of the current test.  A test that
+ * crashes, exits with a failure or outlives its timeout fails; its whole
+ * process group (peers included) is killed afterwards.
+ */
+#include "harness.h"
+
+#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_SUITES 32
+#define MAX_TESTS 512
+
+struct suite_reg {
+	const char *name;
+	const struct h_test *tests;
+	size_t n;
+};
+
+struct test_reg {
+	CU_pTest cu;
+	const struct h_test *t;
+};
+
+static struct suite_reg suites[MAX_SUITES];
+static size_t nsuites;
+static struct test_reg regs[MAX_TESTS];
+static size_t nregs;
+static const char *skipped[MAX_TESTS];
+static size_t nskipped;
+
+void h_add_suite(const char *name, const struct h_test *tests, size_t n)
+{
+	if (nsuites < MAX_SUITES)
+		suites[nsuites++] = (struct suite_reg){ name, tests, n };
+}
+
+/* What one test process reported. */
+struct outcome {
+	const struct h_test *t;
+	unsigned failures;       /* "F" lines */
+	int skipped;
+	char buf[4096];          /* partial line */
+	size_t len;
+};
+
+static void handle_line(struct outcome *o, char *line)
+{
+	if (line[0] == 'F' && line[1] == ' ') {
+		char *file = line + 2, *colon = strchr(file, ':');
+		unsigned ln = 0;
+		char *msg = file;
+
+		if (colon) {
+			*colon = '\0';
+			ln = (unsigned)strtoul(colon + 1, &msg, 10);
+			if (*msg == ':')
+				msg++;
+			while (*msg == ' ')
+				msg++;
+		}
+		o->failures++;
+		CU_assertImplementation(CU_FALSE, ln, msg, file, "", CU_FALSE);
+	} else if (line[0] == 'P' && line[1] == ' ') {
+		unsigned long n = strtoul(line + 2, NULL, 10);
+
+		for (unsigned long i = 0; i < n; i++)
+			CU_assertImplementation(CU_TRUE, 0, "", "", "", CU_FALSE);
+	} else if (line[0] == 'S' && line[1] == ' ') {
+		printf("\nSKIP %s: %s\n", o->t->name, line + 2);
+		if (!o->skipped && nskipped < MAX_TESTS)
+			skipped[nskipped++] = o->t->name;
+		o->skipped = 1;
+	} else {
+		printf("%s\n", line);
+	}
+}
+
+static void feed(struct outcome *o, const char *data, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (data[i] == '\n' || o->len == sizeof(o->buf) - 1) {
+			o->buf[o->len] = '\0';
+			handle_line(o, o->buf);
+			o->len = 0;
+			if (data[i] == '\n')
+				continue;
+		}
+		o->buf[o->len++] = data[i];
+	}
+}
+
+static void fail_with(const struct h_test *t, const char *msg)
+{
+	CU_assertImplementation(CU_FALSE, 0, msg, t->name, "", CU_FALSE);
+}
+
+/* Read the test's lines until it and its peers are gone or time is up. */
+static void collect(int fd, pid_t pid, struct outcome *o)
+{
+	int tmo = o->t->timeout_s ? o->t->timeout_s : H_DEFAULT_TIMEOUT_S;
+	uint64_t deadline = h_now_ms() + (uint64_t)tmo * 1000u, grace = 0;
+	int status = 0, exited = 0, eof = 0, timed_out = 0;
+	char msg[256] = "";
+
+	while (!(eof && exited) && !(exited && h_now_ms() > grace)) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		char data[4096];
+
+		if (!eof && poll(&pfd, 1, 20) > 0) {
+			ssize_t n = read(fd, data, sizeof(data));
+
+			if (n > 0)
+				feed(o, data, (size_t)n);
+			else if (n == 0 || errno != EINTR)
+				eof = 1;
+		} else if (eof) {
+			h_sleep_ms(5);
+		}
+		if (!exited && waitpid(pid, &status, WNOHANG) == pid)
+			exited = 1;
+		else if (!exited && h_now_ms() > deadline) {
+			timed_out = exited = 1;
+			kill(-pid, SIGKILL);
+			waitpid(pid, &status, 0);
+		}
+		if (exited && !grace) {
+			kill(-pid, SIGKILL); /* peers left behind */
+			grace = h_now_ms() + 2000;
+		}
+	}
+	if (timed_out)
+		snprintf(msg, sizeof(msg), "test timed out after %d s", tmo);
+	else if (WIFSIGNALED(status))
+		snprintf(msg, sizeof(msg), "test process killed by signal %d (%s)",
+		         WTERMSIG(status), strsignal(WTERMSIG(status)));
+	else if (WEXITSTATUS(status) != 0 && !o->failures)
+		snprintf(msg, sizeof(msg), "test process exited with status %d",
+		         WEXITSTATUS(status));
+	if (msg[0])
+		fail_with(o->t, msg);
+}
+
+static void run_one(const struct h_test *t)
+{
+	static struct outcome o;
+	int fds[2];
+	pid_t pid;
+
+	o = (struct outcome){ .t = t };
+	if (pipe(fds) < 0) {
+		CU_FAIL("pipe() failed");
+		return;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0);
+		signal(SIGPIPE, SIG_IGN); /* a dead peer's pipe fails a check instead */
+		close(fds[0]);
+		h_result_fd = fds[1];
+		t->body();
+		h_exit();
+	}
+	close(fds[1]);
+	if (pid < 0) {
+		close(fds[0]);
+		CU_FAIL("fork() failed");
+		return;
+	}
+	setpgid(pid, pid);
+	collect(fds[0], pid, &o);
+	close(fds[0]);
+}
+
+static void trampoline(void)
+{
+	CU_pTest cur = CU_get_current_test();
+
+	for (size_t i = 0; i < nregs; i++)
+		if (regs[i].cu == cur) {
+			run_one(regs[i].t);
+			return;
+		}
+	CU_FAIL("test not registered");
+}
+
+/* In a child: is there a device of the transport?  Returns NULL when
+ * there is, else the reason to skip device tests. */
+static const char *probe_device(void)
+{
+	static char reason[256];
+	int fds[2];
+	char c = 0;
+	pid_t pid;
+
+	if (pipe(fds) < 0)
+		return NULL;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		c = cci_init(CCI_ABI_VERSION, 0, NULL) != CCI_SUCCESS ? 'i'
+		    : h_find_device() ? 'y' : 'n';
+		if (write(fds[1], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	if (pid > 0) {
+		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+
+		if (poll(&pfd, 1, 10000) <= 0 || read(fds[0], &c, 1) != 1)
+			c = 0;
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	close(fds[0]);
+	if (c != 'n')
+		return NULL;
+	snprintf(reason, sizeof(reason), "no device of transport %s (check CCI_CTP "
+	         "and CCI_CONFIG)", h_transport_name());
+	return reason;
+}
+
+static int register_all(const char *filter, const char *no_device)
+{
+	for (size_t s = 0; s < nsuites; s++) {
+		CU_pSuite cs = CU_add_suite(suites[s].name, NULL, NULL);
+
+		if (!cs)
+			return -1;
+		for (size_t i = 0; i < suites[s].n && nregs < MAX_TESTS; i++) {
+			const struct h_test *t = &suites[s].tests[i];
+			CU_pTest ct;
+
+			if (filter && !strstr(t->name, filter))
+				continue;
+			ct = CU_add_test(cs, t->name, trampoline);
+			if (!ct)
+				return -1;
+			regs[nregs++] = (struct test_reg){ ct, t };
+			if ((t->needs & H_NEEDS_DEVICE) && no_device) {
+				printf("SKIP %s: %s\n", t->name, no_device);
+				CU_set_test_active(ct, CU_FALSE);
+			}
+		}
+	}
+	return 0;
+}
+
+int h_run(const char *filter)
+{
+	const char *no_device = probe_device();
+	unsigned failures;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	CU_set_fail_on_inactive(CU_FALSE);
+	if (register_all(filter, no_device) < 0) {
+		fprintf(stderr, "conformance: %s\n", CU_get_error_msg());
+		CU_cleanup_registry();
+		return 2;
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	if (nskipped) {
+		printf("\n%zu test(s) skipped at run time:\n", nskipped);
+		for (size_t i = 0; i < nskipped; i++)
+			printf("  SKIP %s\n", skipped[i]);
+	}
+	failures = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+	if (CU_get_error() != CUE_SUCCESS)
+		failures++;
+	printf("\n");
+	CU_cleanup_registry();
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,67 @@
+/*
+ * server.h - the peer most tests talk to: a server process that publishes
+ * its URI, answers connection requests as told, verifies every message it
+ * receives (content, order on RO, duplicates, alignment), optionally
+ * offers a registered RMA region surrounded by canaries and checks RMA
+ * data when the completion message arrives, and obeys commands from the
+ * test over a pipe.
+ */
+#ifndef CONFORMANCE_SERVER_H
+#define CONFORMANCE_SERVER_H
+
+#include "harness.h"
+
+enum srv_action {
+	SRV_ACCEPT = 0,
+	SRV_REJECT,
+	SRV_IGNORE          /* hold the request, neither accept nor reject */
+};
+
+struct srv_opts {
+	enum srv_action action;
+	int check_payload;        /* request payloads must follow the pattern */
+	int decide_twice;         /* check a second accept/reject gives EINVAL */
+	int echo;                 /* send every message back on its connection */
+	int greet;                /* send one message on each new connection */
+	unsigned accept_delay_ms; /* wait before answering a request */
+	uint32_t recv_buf_count;  /* set CCI_OPT_ENDPT_RECV_BUF_COUNT if non-zero */
+	uint32_t hold;            /* keep up to this many RECV events until 'r' */
+	uint64_t rma_len;         /* register a target region of this size */
+	int rma_flags;            /* its access flags */
+};
+
+struct srv_stats {
+	uint64_t requests, accepts, recvs, bytes, tiny;
+	uint64_t order_errors, dups, corrupt, misaligned, bad_conn;
+	uint64_t rma_notes, rma_bad, canary_bad;
+	uint64_t sends_ok, sends_err, keepalives, enobufs, max_held;
+	uint32_t last_req_len, last_req_attr, payload_bad;
+	uint32_t conn_mss, dev_mss, conn_attr; /* of the last accepted connection */
+};
+
+/* The test's view of a running server. */
+struct srv {
+	struct h_peer peer;
+	char uri[512];
+	struct cci_rma_handle handle;  /* the region's handle, when rma_len */
+};
+
+/* Commands (srv_cmd) and what the server does. */
+#define SRV_CMD_SEND 's'        /* send arg 64-byte messages on connection 0 */
+#define SRV_CMD_DISCONNECT 'd'  /* cci_disconnect() every connection */
+#define SRV_CMD_DESTROY 'e'     /* cci_destroy_endpoint() */
+#define SRV_CMD_DEREGISTER 'u'  /* cci_rma_deregister() the region */
+#define SRV_CMD_RELEASE 'r'     /* return held RECV events, stop holding */
+
+/* Fork the server (before the test's own cci_init) and read its URI (and
+ * RMA handle).  REQUIREs that it starts. */
+void srv_start(struct srv *s, const struct srv_opts *o);
+/* Send a command and wait (10 s) for its acknowledgement. */
+void srv_cmd(struct srv *s, char cmd, uint32_t arg);
+/* The server's counters now. */
+void srv_snapshot(struct srv *s, struct srv_stats *st);
+/* Stop the server (it drains its events, checks its memory, cleans up),
+ * get its final counters and reap it. */
+void srv_stop(struct srv *s, struct srv_stats *st);
+
+#endif /* CONFORMANCE_SERVER_H */
