@@ -316,7 +316,7 @@ void sm_req_drop(struct sm_ep *sep, struct sm_req *req);
 void sm_connect_failed(struct sm_conn *sc, int status, int listed);
 int sm_peer_pid(int sock, pid_t *pid);
 int sm_ep_attach_peer(struct sm_conn *sc, const struct sm_ctl_hello *h, int *fds);
-void sm_rxset_add(struct sm_ep *sep, struct sm_conn *sc);
+void sm_rxset_add(struct sm_ep *sep, struct sm_conn *sc, cci_event_type_t type, void *context);
 void sm_wake(struct sm_ep *sep);
 int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
                cci_conn_attribute_t attr, void *context, const struct timeval *timeout);

@@ -312,7 +312,16 @@ static void conns_unlink(struct sm_ep *sep, struct sm_conn *sc)
 	}
 }
 
-void sm_rxset_add(struct sm_ep *sep, struct sm_conn *sc)
+static void post_conn_event(struct sm_ep *sep, cci_event_type_t type, int status,
+                            void *context, cci__conn_t *conn);
+
+/*
+ * Start scanning sc's receive ring, and post the event that announces the
+ * connection (CONNECT or ACCEPT) under the same rx_lock hold: a message
+ * the peer sent at once is then seen by the arm() that follows the event,
+ * yet its RECV event can never be posted ahead of the announcement.
+ */
+void sm_rxset_add(struct sm_ep *sep, struct sm_conn *sc, cci_event_type_t type, void *context)
 {
 	cci__spin_lock(&sep->rx_lock);
 	if (sep->rx_n == sep->rx_cap) {
@@ -322,12 +331,14 @@ void sm_rxset_add(struct sm_ep *sep, struct sm_conn *sc)
 			cci__spin_unlock(&sep->rx_lock);
 			SM_ERR("sm: out of memory: connection to pid %d will not receive",
 			       (int)sc->peer_pid);
+			post_conn_event(sep, type, CCI_ENOMEM, context, NULL);
 			return;
 		}
 		sep->rx_set = grown;
 		sep->rx_cap = cap;
 	}
 	sep->rx_set[sep->rx_n++] = sc;
+	post_conn_event(sep, type, CCI_SUCCESS, context, sc->conn);
 	cci__spin_unlock(&sep->rx_lock);
 }
 
@@ -443,8 +454,7 @@ static void client_on_answer(struct sm_conn *sc, const struct sm_ctl_hello *h, i
 		return;
 	}
 	conn_open(sc, h);
-	post_conn_event(sc->sep, CCI_EVENT_CONNECT, CCI_SUCCESS, sc->conn->pub.context, sc->conn);
-	sm_rxset_add(sc->sep, sc);
+	sm_rxset_add(sc->sep, sc, CCI_EVENT_CONNECT, sc->conn->pub.context);
 }
 
 /* The control socket of a connection is readable or hung up.  sep->lock held. */
@@ -572,8 +582,7 @@ static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 	sep->conns = sc;
 	ev.data.ptr = &sc->tag;
 	epoll_ctl(sep->epfd, EPOLL_CTL_ADD, sc->sock, &ev);
-	post_conn_event(sep, CCI_EVENT_ACCEPT, CCI_SUCCESS, context, sc->conn);
-	sm_rxset_add(sep, sc);
+	sm_rxset_add(sep, sc, CCI_EVENT_ACCEPT, context);
 	return CCI_SUCCESS;
 }
 
