@@ -216,7 +216,8 @@ CCI_DECLSPEC const char *cci_strerror(cci_endpoint_t *endpoint,
  *  RU  reliable and unordered: every message arrives once, in any order.
  *  UU  unreliable: each message arrives zero or one time (never twice,
  *      never corrupted).  No RMA.
- *  UU_MC_TX / UU_MC_RX  unreliable multicast send / receive.
+ *  UU_MC_TX / UU_MC_RX  unreliable multicast send / receive; no transport
+ *      of this release offers them (cci_connect gives CCI_EINVAL).
  */
 typedef enum cci_conn_attribute {
 	CCI_CONN_ATTR_RO = 0,

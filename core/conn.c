@@ -60,6 +60,11 @@ CCI_API int cci_connect(cci_endpoint_t *endpoint, const char *server_uri, const 
 	    (data_len > 0 && !data_ptr) || !timeout_valid(timeout) ||
 	    (unsigned)attribute > CCI_CONN_ATTR_UU_MC_RX)
 		return CCI_EINVAL;
+	if (attribute == CCI_CONN_ATTR_UU_MC_TX || attribute == CCI_CONN_ATTR_UU_MC_RX) {
+		LOG(CCI_LOG_CONN, "connect: transport %s has no multicast connections",
+		    ep->dev->pub.transport);
+		return CCI_EINVAL;
+	}
 	if (uri_split_scheme(server_uri, scheme, sizeof(scheme), &rest) != CCI_SUCCESS) {
 		LOG(CCI_LOG_CONN, "connect: cannot parse URI \"%s\"", server_uri);
 		return CCI_EINVAL;
