@@ -98,13 +98,22 @@ struct slot_view {
 	uint32_t flags;
 };
 
+/* A seqlock read.  The owner may die mid-update (odd seq forever): after
+ * SLOT_READ_TRIES yields the slot reads as empty, so that lookup fails
+ * instead of spinning on a dead peer. */
+#define SLOT_READ_TRIES 100000u
 static void slot_read(const struct sm_reg_slot *s, struct slot_view *v)
 {
-	uint32_t s1, s2;
+	uint32_t s1, s2, tries = 0;
 
 	do {
-		while ((s1 = atomic_load_explicit(&s->seq, memory_order_acquire)) & 1u)
+		while ((s1 = atomic_load_explicit(&s->seq, memory_order_acquire)) & 1u) {
+			if (++tries > SLOT_READ_TRIES) {
+				memset(v, 0, sizeof(*v));
+				return;
+			}
 			sched_yield(); /* the owner is mid-update */
+		}
 		v->key = __atomic_load_n(&s->key, __ATOMIC_RELAXED);
 		v->addr = __atomic_load_n(&s->addr, __ATOMIC_RELAXED);
 		v->len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
