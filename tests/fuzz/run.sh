@@ -18,9 +18,11 @@ clang $cflags -I"$top/api" -I"$top/config" \
 	"$here/ini_fuzz.c" "$top/config/ini.c" -o "$work/ini_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/common" \
 	"$here/uri_fuzz.c" "$top/plugins/common/uri.c" -o "$work/uri_fuzz"
+clang $cflags -I"$top/api" -I"$top/plugins/sockets" \
+	"$top/tests/sockets/sock_wire_fuzz.c" "$top/plugins/sockets/sock_wire.c" -o "$work/wire_fuzz"
 
 # Seed each corpus with real inputs so the fuzzer starts from valid syntax.
-mkdir -p "$work/ini_corpus" "$work/uri_corpus"
+mkdir -p "$work/ini_corpus" "$work/uri_corpus" "$work/wire_corpus"
 cp "$top/config/cci.ini.example" "$work/ini_corpus/"
 printf '[a]\r\nk = v # c\r\n[b]\nx=\n' > "$work/ini_corpus/crlf"
 i=0
@@ -31,7 +33,7 @@ for u in 'tcp://127.0.0.1:5000' 'sock://[::1]:1' 'verbs://[fe80::1%ib0]:65535' \
 done
 
 status=0
-for h in ini uri; do
+for h in ini uri wire; do
 	echo "fuzz: $h for ${secs}s"
 	if ! (cd "$work" && "./${h}_fuzz" -max_total_time="$secs" -max_len=8192 \
 		-print_final_stats=1 "${h}_corpus" > "$h.log" 2>&1); then

@@ -1,0 +1,349 @@
+/*
+ * sock_addr.c - interface discovery, device ini keys and URI parsing for
+ * the socket transports (see sock_addr.h).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sock_addr.h"
+#include "uri.h"
+
+static socklen_t sa_len(int family)
+{
+	return family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+static int is_v6_link_local(const struct sockaddr *sa)
+{
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+
+	return sa->sa_family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr);
+}
+
+/* The numeric host of sa, IPv6 in brackets. */
+static void host_str(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+
+	if (sa->sa_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, a, sizeof(a));
+		snprintf(buf, len, "[%s]", a);
+	} else {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, a, sizeof(a));
+		snprintf(buf, len, "%s", a);
+	}
+}
+
+void sock_addr_str(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char h[SOCK_HOST_LEN];
+	unsigned port;
+
+	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) {
+		snprintf(buf, len, "(unknown address)");
+		return;
+	}
+	host_str(sa, h, sizeof(h));
+	port = sa->sa_family == AF_INET6 ? ntohs(((const struct sockaddr_in6 *)sa)->sin6_port)
+	                                 : ntohs(((const struct sockaddr_in *)sa)->sin_port);
+	snprintf(buf, len, "%s:%u", h, port);
+}
+
+/* Megabits per second of an interface from sysfs, 0 when unknown. */
+static uint64_t if_rate(const char *ifname)
+{
+	char path[64 + IF_NAMESIZE];
+	long mbps = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/speed", ifname);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%ld", &mbps) != 1 || mbps <= 0)
+		mbps = 0;
+	fclose(f);
+	return (uint64_t)mbps * 1000000u;
+}
+
+static void dev_fill(struct sock_dev *d, const struct sockaddr *sa, const char *ifname,
+                     const struct sock_dev_limits *lim)
+{
+	memset(d, 0, sizeof(*d));
+	memcpy(&d->addr, sa, sa_len(sa->sa_family));
+	d->addrlen = sa_len(sa->sa_family);
+	((struct sockaddr_in *)&d->addr)->sin_port = 0; /* same offset in sin6 */
+	snprintf(d->ifname, sizeof(d->ifname), "%s", ifname);
+	host_str(sa, d->host, sizeof(d->host));
+	d->mss = lim->mss_default;
+	d->up = 1;
+	snprintf(d->info, sizeof(d->info), "TCP/IP on %s, address %s", ifname, d->host);
+}
+
+/* How many addresses of this family on this interface came before ifa. */
+static int addr_index(const struct ifaddrs *all, const struct ifaddrs *ifa)
+{
+	int n = 0;
+
+	for (const struct ifaddrs *p = all; p != ifa; p = p->ifa_next)
+		if (p->ifa_addr && p->ifa_addr->sa_family == ifa->ifa_addr->sa_family &&
+		    strcmp(p->ifa_name, ifa->ifa_name) == 0 && (p->ifa_flags & IFF_UP) &&
+		    !is_v6_link_local(p->ifa_addr))
+			n++;
+	return n;
+}
+
+int sock_discover(const char *prefix, const struct sock_dev_limits *lim,
+                  sock_dev_add_fn add, void *arg)
+{
+	struct ifaddrs *all, *ifa;
+	struct sock_dev d;
+	char name[64];
+	int rc = CCI_SUCCESS;
+
+	if (getifaddrs(&all) != 0)
+		return CCI_ERROR;
+	for (ifa = all; ifa && rc == CCI_SUCCESS; ifa = ifa->ifa_next) {
+		int fam = ifa->ifa_addr ? ifa->ifa_addr->sa_family : AF_UNSPEC;
+		int idx;
+
+		if ((fam != AF_INET && fam != AF_INET6) || !(ifa->ifa_flags & IFF_UP) ||
+		    is_v6_link_local(ifa->ifa_addr))
+			continue;
+		idx = addr_index(all, ifa);
+		if (idx == 0)
+			snprintf(name, sizeof(name), "%s%s-%s", prefix, fam == AF_INET6 ? "6" : "",
+			         ifa->ifa_name);
+		else
+			snprintf(name, sizeof(name), "%s%s-%s-%d", prefix,
+			         fam == AF_INET6 ? "6" : "", ifa->ifa_name, idx + 1);
+		dev_fill(&d, ifa->ifa_addr, ifa->ifa_name, lim);
+		rc = add(arg, name, &d, if_rate(ifa->ifa_name));
+	}
+	freeifaddrs(all);
+	return rc;
+}
+
+/* The first address of ifname (IPv4 preferred, family if not AF_UNSPEC). */
+static int if_first_addr(const char *ifname, int family, struct sockaddr_storage *ss)
+{
+	struct ifaddrs *all;
+	int found = 0;
+
+	if (getifaddrs(&all) != 0)
+		return 0;
+	for (int pass = 0; pass < 2 && !found; pass++) {
+		int want = family != AF_UNSPEC ? family : (pass == 0 ? AF_INET : AF_INET6);
+		for (struct ifaddrs *ifa = all; ifa && !found; ifa = ifa->ifa_next) {
+			if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != want ||
+			    strcmp(ifa->ifa_name, ifname) != 0 || !(ifa->ifa_flags & IFF_UP) ||
+			    is_v6_link_local(ifa->ifa_addr))
+				continue;
+			memcpy(ss, ifa->ifa_addr, sa_len(want));
+			found = 1;
+		}
+	}
+	freeifaddrs(all);
+	return found;
+}
+
+/* The host a wildcard endpoint advertises: the first non-loopback IPv4
+ * address that is up, else 127.0.0.1. */
+static void wildcard_host(char *buf, size_t len)
+{
+	struct ifaddrs *all;
+
+	snprintf(buf, len, "127.0.0.1");
+	if (getifaddrs(&all) != 0)
+		return;
+	for (struct ifaddrs *ifa = all; ifa; ifa = ifa->ifa_next) {
+		if (ifa->ifa_addr && ifa->ifa_addr->sa_family == AF_INET &&
+		    (ifa->ifa_flags & IFF_UP) && !(ifa->ifa_flags & IFF_LOOPBACK)) {
+			host_str(ifa->ifa_addr, buf, len);
+			break;
+		}
+	}
+	freeifaddrs(all);
+}
+
+static int parse_u32(const char *v, uint32_t min, uint32_t max, uint32_t *out)
+{
+	unsigned long long n = 0;
+
+	if (*v == '\0')
+		return -1;
+	for (; *v; v++) {
+		if (*v < '0' || *v > '9')
+			return -1;
+		n = n * 10 + (unsigned)(*v - '0');
+		if (n > max)
+			return -1;
+	}
+	if (n < min)
+		return -1;
+	*out = (uint32_t)n;
+	return 0;
+}
+
+static int parse_ip(const char *v, struct sockaddr_storage *ss)
+{
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, v, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, v, &s6->sin6_addr) == 1 && !IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr)) {
+		s6->sin6_family = AF_INET6;
+		return 0;
+	}
+	return -1;
+}
+
+/* One key of the section into d (ip/interface only recorded here). */
+static int conf_key(const struct cci_core *core, cci__dev_t *dev, int i,
+                    const struct sock_dev_limits *lim, struct sock_dev *d, int *ip_i, int *if_i)
+{
+	const char *k = dev->conf[i].key, *v = dev->conf[i].value;
+	uint32_t n;
+
+	if (!strcmp(k, "transport") || !strcmp(k, "priority") || !strcmp(k, "default"))
+		return CCI_SUCCESS;
+	if (!strcmp(k, "ip")) {
+		if (parse_ip(v, &d->addr) != 0) {
+			core->conf_error(dev, i, "\"%s\" is not a numeric IPv4 or IPv6 address "
+			                 "(IPv6 link-local addresses are not supported)", v);
+			return CCI_EINVAL;
+		}
+		*ip_i = i;
+	} else if (!strcmp(k, "interface")) {
+		if (strlen(v) == 0 || strlen(v) >= sizeof(d->ifname)) {
+			core->conf_error(dev, i, "\"%s\" is not an interface name", v);
+			return CCI_EINVAL;
+		}
+		snprintf(d->ifname, sizeof(d->ifname), "%s", v);
+		*if_i = i;
+	} else if (!strcmp(k, "port")) {
+		if (parse_u32(v, 0, 65535, &n) != 0) {
+			core->conf_error(dev, i, "\"%s\" is not a port (0..65535)", v);
+			return CCI_EINVAL;
+		}
+		d->port = (uint16_t)n;
+	} else if (!strcmp(k, "mss")) {
+		if (parse_u32(v, lim->mss_min, lim->mss_max, &d->mss) != 0) {
+			core->conf_error(dev, i, "\"%s\" is not a size in %u..%u", v, lim->mss_min,
+			                 lim->mss_max);
+			return CCI_EINVAL;
+		}
+	} else if (!strcmp(k, "bufsize")) {
+		if (parse_u32(v, 0, lim->bufsize_max, &d->bufsize) != 0) {
+			core->conf_error(dev, i, "\"%s\" is not a buffer size in 0..%u", v,
+			                 lim->bufsize_max);
+			return CCI_EINVAL;
+		}
+	} else {
+		core->conf_error(dev, i, "unknown key for transport %s (known: ip, interface, "
+		                 "port, mss, bufsize)", dev->pub.transport);
+		return CCI_EINVAL;
+	}
+	return CCI_SUCCESS;
+}
+
+/* Settle the bind address from ip= and interface=. */
+static int conf_address(const struct cci_core *core, cci__dev_t *dev, struct sock_dev *d,
+                        int ip_i, int if_i)
+{
+	struct sockaddr_storage ifaddr;
+
+	if (if_i >= 0 && !if_first_addr(d->ifname, ip_i >= 0 ? d->addr.ss_family : AF_UNSPEC,
+	                                 &ifaddr)) {
+		core->log(CCI_LOG_WARN, "device [%s]: interface %s has no usable address%s: "
+		          "device is down", dev->pub.name, d->ifname, ip_i >= 0 ? " of that family" : "");
+		d->up = 0;
+		snprintf(d->info, sizeof(d->info), "interface %s: no address", d->ifname);
+		return CCI_SUCCESS;
+	}
+	if (if_i >= 0 && ip_i < 0)
+		d->addr = ifaddr;
+	if (ip_i < 0 && if_i < 0) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&d->addr;
+		memset(&d->addr, 0, sizeof(d->addr));
+		s4->sin_family = AF_INET;
+		s4->sin_addr.s_addr = htonl(INADDR_ANY);
+		wildcard_host(d->host, sizeof(d->host));
+	} else {
+		host_str((struct sockaddr *)&d->addr, d->host, sizeof(d->host));
+	}
+	d->addrlen = sa_len(d->addr.ss_family);
+	snprintf(d->info, sizeof(d->info), "TCP/IP%s%s, address %s%s", d->ifname[0] ? " on " : "",
+	         d->ifname, d->host, ip_i < 0 && if_i < 0 ? " (bound to all addresses)" : "");
+	return CCI_SUCCESS;
+}
+
+int sock_dev_configure(const struct cci_core *core, cci__dev_t *dev,
+                       const struct sock_dev_limits *lim, struct sock_dev *d)
+{
+	int ip_i = -1, if_i = -1;
+
+	memset(d, 0, sizeof(*d));
+	d->mss = lim->mss_default;
+	d->up = 1;
+	for (int i = 0; i < dev->conf_count; i++)
+		if (conf_key(core, dev, i, lim, d, &ip_i, &if_i) != CCI_SUCCESS)
+			return CCI_EINVAL;
+	return conf_address(core, dev, d, ip_i, if_i);
+}
+
+int sock_parse_port(const char *service, uint16_t *port)
+{
+	uint32_t n;
+
+	if (!service || parse_u32(service, 0, 65535, &n) != 0)
+		return CCI_EINVAL;
+	*port = (uint16_t)n;
+	return CCI_SUCCESS;
+}
+
+int sock_uri_resolve(const char *uri, const char *scheme, struct sockaddr_storage *ss,
+                     socklen_t *len)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *res = NULL;
+	char sch[16], host[256], port_s[8];
+	const char *rest;
+	uint16_t port;
+
+	if (uri_split_scheme(uri, sch, sizeof(sch), &rest) != 0 || strcmp(sch, scheme) != 0 ||
+	    uri_parse_host_port(rest, host, sizeof(host), &port) != 0 || port == 0)
+		return CCI_EINVAL;
+	snprintf(port_s, sizeof(port_s), "%u", port);
+	if (getaddrinfo(host, port_s, &hints, &res) != 0 || !res)
+		return CCI_EADDRNOTAVAIL;
+	if (res->ai_addrlen > sizeof(*ss) ||
+	    (res->ai_family != AF_INET && res->ai_family != AF_INET6)) {
+		freeaddrinfo(res);
+		return CCI_EADDRNOTAVAIL;
+	}
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return CCI_SUCCESS;
+}
+
+char *sock_uri_make(const char *scheme, const struct sock_dev *d, uint16_t port)
+{
+	size_t n = strlen(scheme) + strlen(d->host) + 12;
+	char *s = malloc(n);
+
+	if (s)
+		snprintf(s, n, "%s://%s:%u", scheme, d->host, port);
+	return s;
+}

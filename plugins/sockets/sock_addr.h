@@ -1,0 +1,75 @@
+/*
+ * sock_addr.h - devices and addresses of the socket transports: interface
+ * discovery, the ini keys of a device section, URIs <-> socket addresses.
+ * Shared by the tcp transport and the UDP one.
+ */
+#ifndef CCI_SOCK_ADDR_H
+#define CCI_SOCK_ADDR_H
+
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "cci_plugin.h"
+
+#define SOCK_HOST_LEN (INET6_ADDRSTRLEN + IF_NAMESIZE + 4)
+
+/*
+ * A device: where endpoints bind and what their URI advertises.  Lives in
+ * dev->priv from discover()/dev_configure() to dev_free().
+ */
+struct sock_dev {
+	struct sockaddr_storage addr; /* bind address (port 0); AF_INET any = all */
+	socklen_t addrlen;
+	char ifname[IF_NAMESIZE];     /* "" when not tied to an interface */
+	char host[SOCK_HOST_LEN];     /* URI host: never a wildcard address */
+	uint16_t port;                /* port= : endpoints' default port, 0 = any */
+	uint32_t mss;                 /* mss= */
+	uint32_t bufsize;             /* bufsize= : SO_SNDBUF/SO_RCVBUF, 0 = kernel's */
+	int up;
+	char info[192];
+};
+
+/* Limits a transport gives to the ini parser. */
+struct sock_dev_limits {
+	uint32_t mss_default, mss_min, mss_max;
+	uint32_t bufsize_max;
+};
+
+/* Called once per discovered device; returns a cci_status_t. */
+typedef int (*sock_dev_add_fn)(void *arg, const char *name, const struct sock_dev *d,
+                               uint64_t rate);
+
+/*
+ * One device per address of every interface that is up, loopback included
+ * (IPv6 link-local addresses are skipped: their URIs would need a zone).
+ * Names: "<prefix>-<ifname>" for IPv4, "<prefix>6-<ifname>" for IPv6,
+ * with "-2", "-3", ... for further addresses of one interface.
+ */
+int sock_discover(const char *prefix, const struct sock_dev_limits *lim,
+                  sock_dev_add_fn add, void *arg);
+
+/*
+ * Read a config section (keys ip, interface, port, mss, bufsize; the core's
+ * transport, priority and default are skipped) into d.  An unknown key or
+ * a bad value is reported with core->conf_error and gives CCI_EINVAL.
+ */
+int sock_dev_configure(const struct cci_core *core, cci__dev_t *dev,
+                       const struct sock_dev_limits *lim, struct sock_dev *d);
+
+/* "port" of cci_create_endpoint_at: decimal 0..65535, nothing else. */
+int sock_parse_port(const char *service, uint16_t *port);
+
+/* "scheme://host:port" -> a socket address (port must not be 0).
+ * CCI_EINVAL if it does not parse, CCI_EADDRNOTAVAIL if host has no address. */
+int sock_uri_resolve(const char *uri, const char *scheme, struct sockaddr_storage *ss,
+                     socklen_t *len);
+
+/* "scheme://host:port" of an endpoint of d bound to port; malloc'd. */
+char *sock_uri_make(const char *scheme, const struct sock_dev *d, uint16_t port);
+
+/* "1.2.3.4:5" or "[::1]:5", for log lines naming a peer. */
+void sock_addr_str(const struct sockaddr *sa, char *buf, size_t len);
+
+#endif /* CCI_SOCK_ADDR_H */

@@ -1,0 +1,294 @@
+/*
+ * sock_plugin.c - the sockets plugin: its ops table, devices, and tcp
+ * endpoint creation and destruction.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "tcp.h"
+
+const struct cci_core *tcp_core;
+
+extern const struct cci_plugin cci_ctp_sockets_plugin;
+
+static const struct sock_dev_limits tcp_limits = {
+	.mss_default = TCP_AM_MSS_DEFAULT,
+	.mss_min = TCP_AM_MSS_MIN,
+	.mss_max = TCP_AM_MSS_MAX,
+	.bufsize_max = TCP_BUFSIZE_MAX,
+};
+
+static int sock_init(const struct cci_core *core)
+{
+	if (!core || core->size < sizeof(struct cci_core))
+		return CCI_EINVAL;
+	tcp_core = core;
+	return CCI_SUCCESS;
+}
+
+static void dev_publish(cci__dev_t *dev, struct sock_dev *d, uint64_t rate)
+{
+	dev->priv = d;
+	dev->pub.up = (unsigned)d->up;
+	dev->pub.max_send_size = d->mss;
+	dev->pub.rate = rate;
+	dev->pub.info = d->info;
+}
+
+static int discover_add(void *arg, const char *name, const struct sock_dev *d, uint64_t rate)
+{
+	struct sock_dev *copy = malloc(sizeof(*copy));
+	cci__dev_t *dev;
+
+	(void)arg;
+	if (!copy)
+		return CCI_ENOMEM;
+	*copy = *d;
+	dev = tcp_core->dev_add(&cci_ctp_sockets_plugin, name);
+	if (!dev) {
+		free(copy);
+		return CCI_ENOMEM;
+	}
+	dev_publish(dev, copy, rate);
+	return CCI_SUCCESS;
+}
+
+static int sock_discover_devs(void)
+{
+	return sock_discover("tcp", &tcp_limits, discover_add, NULL);
+}
+
+static int sock_dev_configure_one(cci__dev_t *dev)
+{
+	struct sock_dev *d = malloc(sizeof(*d));
+	int rc;
+
+	if (!d)
+		return CCI_ENOMEM;
+	rc = sock_dev_configure(tcp_core, dev, &tcp_limits, d);
+	if (rc != CCI_SUCCESS) {
+		free(d);
+		return rc;
+	}
+	dev_publish(dev, d, 0);
+	return CCI_SUCCESS;
+}
+
+static void sock_dev_free(cci__dev_t *dev)
+{
+	free(dev->priv);
+	dev->priv = NULL;
+}
+
+/* ---- endpoints ---------------------------------------------------------- */
+
+static int listen_open(struct tcp_ep *sep, uint16_t port)
+{
+	struct sockaddr_storage ss = sep->dev->addr;
+	socklen_t sl = sep->dev->addrlen;
+	int one = 1, fd;
+
+	((struct sockaddr_in *)&ss)->sin_port = htons(port); /* same place in sin6 */
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return sock_errno_status(errno);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (sep->dev->bufsize) {
+		int sz = (int)sep->dev->bufsize;
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	}
+	if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, SOMAXCONN) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
+		int rc = sock_errno_status(errno);
+		TCP_LOG(CCI_LOG_EP, "tcp: cannot listen on %s port %u: %s", sep->dev->host, port,
+		        strerror(errno));
+		close(fd);
+		return rc;
+	}
+	sep->listen_fd = fd;
+	sep->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	return CCI_SUCCESS;
+}
+
+static void ep_fields_init(struct tcp_ep *sep, cci__ep_t *ep)
+{
+	memset(sep, 0, sizeof(*sep));
+	sep->ep = ep;
+	sep->dev = ep->dev->priv;
+	sep->mss = sep->dev->mss;
+	sep->listen_fd = sep->rx_epfd = -1;
+	pthread_mutex_init(&sep->loop_lock, NULL);
+	pthread_mutex_init(&sep->lock, NULL);
+	pthread_mutex_init(&sep->pool_lock, NULL);
+	atomic_store(&sep->now_ns, sock_now_ns());
+	ep->recv_buf_count = TCP_RECV_COUNT_DEFAULT;
+	atomic_store(&sep->rb_limit, TCP_RECV_COUNT_DEFAULT);
+	ep->send_buf_count = TCP_SEND_COUNT_DEFAULT;
+	atomic_store(&sep->pool_limit, TCP_SEND_COUNT_DEFAULT);
+	memset(&ep->rma_align, 0, sizeof(ep->rma_align));
+}
+
+/* Free what ep_create built; no thread runs on the endpoint. */
+static void ep_release(struct tcp_ep *sep)
+{
+	if (sep->loop)
+		ev_loop_destroy(sep->loop);
+	sep->loop = NULL;
+	if (sep->listen_fd >= 0)
+		close(sep->listen_fd);
+	if (sep->rx_epfd >= 0)
+		close(sep->rx_epfd);
+	tcp_ops_free(sep);
+	tcp_rb_fini(sep);
+	free(sep->open);
+	pthread_mutex_destroy(&sep->loop_lock);
+	pthread_mutex_destroy(&sep->lock);
+	pthread_mutex_destroy(&sep->pool_lock);
+}
+
+/* The readable-connection set joins the OS handle: it turns readable as
+ * soon as a socket has bytes for cci_get_event. */
+static int rx_set_open(struct tcp_ep *sep)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	sep->rx_epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (sep->rx_epfd < 0)
+		return sock_errno_status(errno);
+	if (sep->ep->os_epfd >= 0 &&
+	    epoll_ctl(sep->ep->os_epfd, EPOLL_CTL_ADD, sep->rx_epfd, &ev) != 0)
+		return sock_errno_status(errno);
+	return CCI_SUCCESS;
+}
+
+static int sock_ep_create(cci__ep_t *ep, const char *service)
+{
+	struct tcp_ep *sep = tcp_ep_of(ep);
+	uint16_t port;
+	int rc;
+
+	ep_fields_init(sep, ep);
+	port = sep->dev->port;
+	if (service && sock_parse_port(service, &port) != CCI_SUCCESS)
+		rc = CCI_EINVAL;
+	else
+		rc = sock_random64(&sep->id);
+	if (rc == CCI_SUCCESS)
+		rc = tcp_ops_prealloc(sep, TCP_OPS_PREALLOC);
+	if (rc == CCI_SUCCESS)
+		rc = listen_open(sep, port);
+	if (rc == CCI_SUCCESS)
+		rc = rx_set_open(sep);
+	if (rc == CCI_SUCCESS && !(ep->uri = sock_uri_make("tcp", sep->dev, sep->port)))
+		rc = CCI_ENOMEM;
+	if (rc == CCI_SUCCESS)
+		rc = tcp_loop_start(sep);
+	if (rc != CCI_SUCCESS) {
+		free(ep->uri);
+		ep->uri = NULL;
+		ep_release(sep);
+		return rc;
+	}
+	TCP_LOG(CCI_LOG_EP, "tcp: endpoint %s (mss %u)", ep->uri, sep->mss);
+	return CCI_SUCCESS;
+}
+
+static void sock_ep_destroy(cci__ep_t *ep)
+{
+	struct tcp_ep *sep = tcp_ep_of(ep);
+
+	tcp_loop_stop(sep);
+	TCP_LOG(CCI_LOG_EP, "tcp: endpoint %s closing: %u receive buffers, %u ops in use",
+	        ep->uri, sep->rb_count, atomic_load(&sep->pool_out));
+	/* No other thread runs on this endpoint any more (API contract). */
+	while (sep->conns) {
+		struct tcp_conn *tc = sep->conns;
+		cci__conn_t *conn = tc->conn;
+		tcp_conn_destroy(tc);
+		/* Drop the plugin's reference; lent events keep theirs. */
+		tcp_core->conn_release(conn);
+	}
+	while (sep->reqs) {
+		struct tcp_req *req = sep->reqs;
+		sep->reqs = req->next;
+		tcp_req_free(req);
+	}
+	while (sep->posted) {
+		struct tcp_req *req = sep->posted;
+		sep->posted = req->next;
+		tcp_req_free(req);
+	}
+	ep_release(sep);
+}
+
+static int sock_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
+{
+	struct tcp_ep *sep = tcp_ep_of(ep);
+
+	if (value == 0 || value > TCP_BUF_COUNT_MAX)
+		return CCI_ERANGE;
+	if (name == CCI_OPT_ENDPT_RECV_BUF_COUNT) {
+		atomic_store(&sep->rb_limit, value);
+		if (atomic_load(&sep->rx_starved))
+			tcp_loop_cmd(sep, TCP_CMD_RX);
+	} else {
+		pthread_mutex_lock(&sep->pool_lock);
+		atomic_store(&sep->pool_limit, value);
+		pthread_mutex_unlock(&sep->pool_lock);
+	}
+	return CCI_SUCCESS;
+}
+
+/* About to sleep on the OS handle: socket bytes wake it by themselves
+ * (the readable set is in it); queued bytes need the thread. */
+static int sock_arm(cci__ep_t *ep)
+{
+	struct tcp_ep *sep = tcp_ep_of(ep);
+
+	if (atomic_load(&sep->tx_busy) && !atomic_load(&sep->thread_mode))
+		tcp_loop_cmd(sep, TCP_CMD_WAKE);
+	if (atomic_load(&sep->rx_starved)) {
+		int avail;
+		pthread_mutex_lock(&sep->lock);
+		avail = tcp_rb_available(sep);
+		pthread_mutex_unlock(&sep->lock);
+		if (avail)
+			return CCI_EAGAIN;
+	}
+	return CCI_SUCCESS;
+}
+
+static const char *const sock_transports[] = { "tcp", NULL };
+
+__attribute__((visibility("default"))) const struct cci_plugin cci_ctp_sockets_plugin = {
+	.size = sizeof(struct cci_plugin),
+	.abi_version = CCI_PLUGIN_ABI_VERSION,
+	.name = "sockets",
+	.transports = sock_transports,
+	.priority = 30,
+	.ep_priv_size = sizeof(struct tcp_ep),
+	.conn_priv_size = sizeof(struct tcp_conn),
+	.init = sock_init,
+	.discover = sock_discover_devs,
+	.dev_configure = sock_dev_configure_one,
+	.dev_free = sock_dev_free,
+	.ep_create = sock_ep_create,
+	.ep_destroy = sock_ep_destroy,
+	.progress = tcp_progress,
+	.arm = sock_arm,
+	.ep_set_buf_count = sock_ep_set_buf_count,
+	.conn_timeouts_changed = tcp_conn_timeouts_changed,
+	.connect = tcp_connect,
+	.accept = tcp_accept,
+	.reject = tcp_reject,
+	.disconnect = tcp_disconnect,
+	.send = tcp_send,
+	.rma = tcp_rma,
+	.return_event = tcp_return_event,
+};

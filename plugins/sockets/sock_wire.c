@@ -1,0 +1,278 @@
+/*
+ * sock_wire.c - encoding and checking of socket-transport frames (see
+ * sock_wire.h).  Everything a peer sends passes through a decoder here
+ * before any other code looks at it.
+ */
+#include "sock_wire.h"
+
+#include "cci.h"
+
+void sock_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+void sock_put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+void sock_put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+uint16_t sock_get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+uint32_t sock_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+uint64_t sock_get64(const uint8_t *p)
+{
+	return (uint64_t)sock_get32(p) | (uint64_t)sock_get32(p + 4) << 32;
+}
+
+void sock_hdr_encode(uint8_t *b, const struct sock_hdr *h)
+{
+	b[0] = SOCK_HDR_MARK;
+	b[1] = h->type;
+	b[2] = h->flags;
+	b[3] = 0;
+	sock_put32(b + 4, h->len);
+	sock_put64(b + 8, h->seq);
+	sock_put64(b + 16, h->ack);
+}
+
+int sock_type_sequenced(uint8_t type)
+{
+	return type == SOCK_F_MSG || type == SOCK_F_WR_END;
+}
+
+uint32_t sock_sub_len(uint8_t type)
+{
+	switch (type) {
+	case SOCK_F_WR_DATA:
+		return 24;
+	case SOCK_F_RD_REQ:
+		return 32;
+	case SOCK_F_RD_DATA:
+		return 16;
+	case SOCK_F_WR_END:
+	case SOCK_F_RD_END:
+	case SOCK_F_RMA_NACK:
+		return 8;
+	default:
+		return 0;
+	}
+}
+
+/* Is len a possible payload length for type under lim? */
+static int len_ok(uint8_t type, uint32_t len, const struct sock_limits *lim)
+{
+	uint32_t sub = sock_sub_len(type);
+
+	switch (type) {
+	case SOCK_F_HELLO:
+		return len >= SOCK_HELLO_LEN && len - SOCK_HELLO_LEN <= CCI_CONN_REQ_LEN;
+	case SOCK_F_ACCEPT:
+	case SOCK_F_REJECT:
+		return len == SOCK_REPLY_LEN;
+	case SOCK_F_MSG:
+		return len <= lim->mss;
+	case SOCK_F_ACK:
+	case SOCK_F_PING:
+	case SOCK_F_PONG:
+		return len == 0;
+	case SOCK_F_WR_DATA:
+	case SOCK_F_RD_DATA:
+		/* A fragment carries at least one byte. */
+		return len > sub && len - sub <= lim->frag_max;
+	case SOCK_F_WR_END:
+		return len >= sub && len - sub <= lim->mss;
+	default:
+		return len == sub;
+	}
+}
+
+int sock_hdr_decode(const uint8_t *b, const struct sock_limits *lim, struct sock_hdr *h,
+                    const char **why)
+{
+	struct sock_hdr d;
+
+	if (b[0] != SOCK_HDR_MARK || b[3] != 0) {
+		*why = "bad frame mark (garbage or lost framing)";
+		return -1;
+	}
+	d.type = b[1];
+	d.flags = b[2];
+	d.len = sock_get32(b + 4);
+	d.seq = sock_get64(b + 8);
+	d.ack = sock_get64(b + 16);
+	if (d.type == 0 || d.type >= SOCK_F_TYPE_END) {
+		*why = "unknown frame type";
+		return -1;
+	}
+	if (d.flags & ~SOCK_FL_ACK_NOW) {
+		*why = "unknown frame flags";
+		return -1;
+	}
+	if (!len_ok(d.type, d.len, lim)) {
+		*why = "frame length out of range for its type";
+		return -1;
+	}
+	if (!sock_type_sequenced(d.type) && d.seq != 0) {
+		*why = "sequence number on an unsequenced frame";
+		return -1;
+	}
+	*h = d;
+	return 0;
+}
+
+void sock_hello_encode(uint8_t *b, const struct sock_hello *h)
+{
+	sock_put32(b, SOCK_WIRE_MAGIC);
+	sock_put16(b + 4, SOCK_WIRE_VERSION);
+	sock_put16(b + 6, h->attr);
+	sock_put32(b + 8, h->mss);
+	sock_put32(b + 12, h->data_len);
+	sock_put64(b + 16, h->id);
+	sock_put64(b + 24, h->nonce);
+}
+
+static int magic_version_ok(const uint8_t *b, const char **why)
+{
+	if (sock_get32(b) != SOCK_WIRE_MAGIC) {
+		*why = "bad handshake magic (not a CCI peer)";
+		return 0;
+	}
+	if (sock_get16(b + 4) != SOCK_WIRE_VERSION) {
+		*why = "unsupported protocol version";
+		return 0;
+	}
+	return 1;
+}
+
+int sock_hello_decode(const uint8_t *b, uint32_t len, struct sock_hello *h, const char **why)
+{
+	struct sock_hello d;
+
+	if (len < SOCK_HELLO_LEN) {
+		*why = "short handshake";
+		return -1;
+	}
+	if (!magic_version_ok(b, why))
+		return -1;
+	d.attr = sock_get16(b + 6);
+	d.mss = sock_get32(b + 8);
+	d.data_len = sock_get32(b + 12);
+	d.id = sock_get64(b + 16);
+	d.nonce = sock_get64(b + 24);
+	if (d.attr > CCI_CONN_ATTR_UU) {
+		*why = "unknown connection attribute";
+		return -1;
+	}
+	if (d.data_len > CCI_CONN_REQ_LEN || d.data_len != len - SOCK_HELLO_LEN) {
+		*why = "connect payload length mismatch";
+		return -1;
+	}
+	if (d.mss == 0) {
+		*why = "zero max_send_size";
+		return -1;
+	}
+	*h = d;
+	return 0;
+}
+
+void sock_reply_encode(uint8_t *b, const struct sock_reply *r)
+{
+	sock_put32(b, SOCK_WIRE_MAGIC);
+	sock_put16(b + 4, SOCK_WIRE_VERSION);
+	sock_put16(b + 6, 0);
+	sock_put32(b + 8, r->mss);
+	sock_put32(b + 12, 0);
+	sock_put64(b + 16, r->id);
+	sock_put64(b + 24, r->nonce);
+}
+
+int sock_reply_decode(const uint8_t *b, uint32_t len, struct sock_reply *r, const char **why)
+{
+	if (len != SOCK_REPLY_LEN) {
+		*why = "handshake reply of the wrong size";
+		return -1;
+	}
+	if (!magic_version_ok(b, why))
+		return -1;
+	if (sock_get16(b + 6) != 0 || sock_get32(b + 12) != 0) {
+		*why = "reserved handshake fields set";
+		return -1;
+	}
+	r->mss = sock_get32(b + 8);
+	r->id = sock_get64(b + 16);
+	r->nonce = sock_get64(b + 24);
+	return 0;
+}
+
+void sock_sub_encode(uint8_t *b, uint8_t type, const struct sock_sub *s)
+{
+	sock_put32(b, s->op);
+	switch (type) {
+	case SOCK_F_WR_DATA:
+		sock_put32(b + 4, 0);
+		sock_put64(b + 8, s->key);
+		sock_put64(b + 16, s->off);
+		break;
+	case SOCK_F_RD_REQ:
+		sock_put32(b + 4, 0);
+		sock_put64(b + 8, s->key);
+		sock_put64(b + 16, s->off);
+		sock_put64(b + 24, s->len);
+		break;
+	case SOCK_F_RD_DATA:
+		sock_put32(b + 4, 0);
+		sock_put64(b + 8, s->off);
+		break;
+	default: /* WR_END, RD_END, RMA_NACK */
+		sock_put32(b + 4, s->status);
+		break;
+	}
+}
+
+int sock_sub_decode(const uint8_t *b, uint8_t type, struct sock_sub *s, const char **why)
+{
+	struct sock_sub d = { .op = sock_get32(b) };
+
+	switch (type) {
+	case SOCK_F_RD_REQ:
+		d.len = sock_get64(b + 24);
+		if (d.len == 0) {
+			*why = "RMA read of zero bytes";
+			return -1;
+		}
+		/* fall through - key and offset as for a write fragment */
+	case SOCK_F_WR_DATA:
+		d.key = sock_get64(b + 8);
+		d.off = sock_get64(b + 16);
+		break;
+	case SOCK_F_RD_DATA:
+		d.off = sock_get64(b + 8);
+		break;
+	default:
+		d.status = sock_get32(b + 4);
+		*s = d;
+		return 0;
+	}
+	if (sock_get32(b + 4) != 0) {
+		*why = "reserved RMA field set";
+		return -1;
+	}
+	*s = d;
+	return 0;
+}

@@ -1,0 +1,401 @@
+/*
+ * tcp.h - internal structures of the tcp transport of the sockets plugin.
+ *
+ * One TCP socket per connection, one listening socket per endpoint.  Frames
+ * (sock_wire.h) carry messages, acks and emulated RMA.  A reliable send
+ * completes when the peer acknowledged it: acks ride on every frame and a
+ * lone ACK frame goes out when nothing else does (at once when the sender
+ * asked for it, else at the next tick).
+ *
+ * Threads.  Each endpoint has a progress thread running a libev loop: the
+ * listening socket, handshakes, timers (one tick every TCP_TICK_S) and, when
+ * the application stops polling, the connections' sockets ("thread mode").
+ * While the application polls (cci_get_event calls progress()), the thread
+ * leaves the sockets alone and progress() reads them itself with
+ * recv(MSG_DONTWAIT) ("app mode"): no thread hop, no extra system call.
+ * The tick switches modes.
+ *
+ * Objects and owners:
+ *   struct tcp_ep    ep->priv, from ep_create to ep_destroy.
+ *   struct tcp_conn  conn->priv of the core's connection; the core frees it
+ *                    after core->conn_release() and the last lent event.
+ *   struct tcp_req   malloc'd: an accepted socket until its request is
+ *                    answered and the event returned (or the endpoint dies).
+ *   struct tcp_op    a send or RMA in flight; from the endpoint's op list,
+ *                    never freed before the endpoint.
+ *   struct tcp_rxbuf a receive buffer (mss bytes), lent with RECV events.
+ *
+ * Locks, always taken in this order:
+ *   sep->loop_lock  the libev loop and its watchers; held by the progress
+ *                   thread except while it sleeps.  Connection set-up and
+ *                   teardown (connect, accept, disconnect) take it.
+ *   sep->lock       the receive side of every connection, the connection
+ *                   lists and states; progress() takes it for a pass.
+ *   tc->tx_lock     one connection's transmit side: queues, sequence numbers.
+ *   sep->pool_lock  the op free list.
+ */
+#ifndef CCI_TCP_H
+#define CCI_TCP_H
+
+#include <ev.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "cci_plugin.h"
+#include "sock_addr.h"
+#include "sock_conn.h"
+#include "sock_wire.h"
+
+extern const struct cci_core *tcp_core;
+
+#define TCP_LOG(cat, ...) CCI__LOG(tcp_core, (cat), __VA_ARGS__)
+#define TCP_WARN(...) tcp_core->log(CCI_LOG_WARN, __VA_ARGS__)
+#define TCP_ERR(...) tcp_core->log(CCI_LOG_ERR, __VA_ARGS__)
+
+#define TCP_AM_MSS_DEFAULT 65536u
+#define TCP_AM_MSS_MIN 64u
+#define TCP_AM_MSS_MAX (16u << 20)
+#define TCP_BUFSIZE_MAX (256u << 20)
+#define TCP_RECV_COUNT_DEFAULT 64u    /* receive buffers (mss bytes each) */
+#define TCP_OPS_PREALLOC 16u          /* ops made with the endpoint */
+#define TCP_SEND_COUNT_DEFAULT 1024u  /* sends in flight: metadata, plus a copy only
+                                       * of what the socket did not take */
+#define TCP_BUF_COUNT_MAX 65536u
+#define TCP_STAGE_LEN 16384u          /* per-connection read staging */
+#define TCP_DIRECT_MIN 2048u          /* payloads this big are read in place */
+#define TCP_FRAG_LEN (1u << 20)       /* RMA data per frame we send */
+#define TCP_FRAG_MAX (4u << 20)       /* RMA data per frame we accept */
+#define TCP_TICK_S 0.01               /* timers and mode switches */
+#define TCP_HS_TIMEOUT_NS 5000000000ull /* an accepted socket must say HELLO by then */
+#define TCP_HS_MAX 256u               /* handshakes in progress; the oldest is dropped */
+#define TCP_ACK_EVERY 16u             /* ack at once after this many frames */
+#define TCP_ACK_BYTES (256u << 10)    /* ... or this many bytes */
+#define TCP_CTL_LEN 1024u             /* queued control frames of a connection */
+#define TCP_OP_IOV 8u                 /* payload pieces an op keeps */
+#define TCP_GATHER_IOV 64u            /* iovecs per sendmsg */
+#define TCP_ALONE_MIN (64u << 10)     /* frames this big are written one per call */
+#define TCP_COPY_SMALL 4096u          /* copies up to this stay with their op */
+#define TCP_COPY_QUEUED_MAX (8u << 20) /* copied bytes queued per endpoint before ENOBUFS */
+#define TCP_LINEAR_MAX 512u           /* frames this small go out by send() from one copy */
+#define TCP_READS_MAX 1024u           /* read requests a peer may have pending */
+#define TCP_RX_ROUNDS 64              /* reads per connection per pass */
+#define TCP_FULL_SKIP 8               /* polls without a write after a full socket */
+
+/* Commands for the progress thread (sep->cmd bits). */
+#define TCP_CMD_STOP 1u
+#define TCP_CMD_TX 2u     /* a connection has queued bytes (thread mode) */
+#define TCP_CMD_RX 4u     /* receive buffers came back: resume stalled reads */
+#define TCP_CMD_FAULT 8u  /* a connection must be broken */
+#define TCP_CMD_WAKE 16u  /* go to thread mode now */
+
+enum tcp_op_kind {
+	TCP_OP_MSG,     /* an active message (also a read's completion message) */
+	TCP_OP_WRITE,   /* RMA write: fragments, then WR_END with the message */
+	TCP_OP_READ,    /* RMA read: RD_REQ, then waits in tc->reads */
+	TCP_OP_RDRESP   /* target side of a read: fragments, then RD_END */
+};
+
+struct tcp_conn;
+
+/* A send, an RMA, or the answer to a peer's read.  Fields up to all_next
+ * are reset for every use; the rest is kept or valid only by its count. */
+struct tcp_op {
+	struct tcp_op *next;       /* txq, infl, reads or the free list */
+	struct tcp_conn *tc;
+	uint8_t kind;
+	uint8_t prepared;          /* the current frame is encoded */
+	uint8_t started;           /* RMA: counted in tc->rma_out */
+	uint8_t fence;
+	uint8_t reliable;
+	uint8_t msg_phase;         /* READ: the completion message is queued */
+	uint8_t in_txq;            /* linked in tc->txq */
+	uint8_t borrowed;          /* uiov points at the caller's bytes (copy before return) */
+	int flags;
+	void *context;
+	int status;
+	uint32_t hdr_len, piovcnt, uiovcnt;
+	uint32_t len;              /* message bytes */
+	uint32_t op_id;
+	uint64_t seq;              /* of the sequenced frame */
+	uint64_t t_ns;             /* queued at (coarse clock), for the send timeout */
+	uint64_t frame_len, frame_off, frame_data;
+	uint64_t key, roff, total, done;
+	char *laddr;
+	char *big;                 /* a copy buffer from the endpoint's cache, or NULL */
+	uint32_t big_len;          /* bytes of it counted in sep->copy_queued */
+	/* Kept across uses. */
+	struct tcp_op *all_next;   /* every op of the endpoint, for freeing */
+	char *buf;                 /* small copy buffer (TCP_COPY_SMALL bytes) */
+	/* The frame being written: header, sub-header and payload pieces. */
+	uint8_t hdr[SOCK_HDR_LEN + SOCK_SUB_MAX];
+	struct iovec piov[TCP_OP_IOV];
+	/* Message bytes: the caller's (borrowed, NO_COPY) or buf. */
+	struct iovec uiov[TCP_OP_IOV];
+};
+
+/* A big copy buffer; data follows the header. */
+struct tcp_cbuf {
+	struct tcp_cbuf *next;
+	struct tcp_cbuf *all_next;
+};
+
+/* A receive buffer; data follows the header (16-byte aligned). */
+struct tcp_rxbuf {
+	struct tcp_rxbuf *next;
+	struct tcp_rxbuf *all_next;
+};
+
+static inline char *tcp_rb_data(struct tcp_rxbuf *rb)
+{
+	return (char *)(rb + 1);
+}
+
+enum tcp_sink { TCP_SINK_NONE, TCP_SINK_BUF, TCP_SINK_MEM, TCP_SINK_DROP };
+
+struct tcp_ep;
+
+struct tcp_conn {
+	cci__conn_t *conn;
+	struct tcp_ep *sep;
+	struct tcp_conn *next, *prev;  /* sep->conns */
+	int fd;
+	_Atomic int state;             /* enum sock_conn_state */
+	_Atomic int fault;             /* status to break with (from a sender) */
+	int is_client;
+	int in_rx;                     /* in sep->open and rx_epfd */
+	char peer[64];
+	uint32_t mss;
+
+	/* Handshake (client), under loop_lock and sep->lock. */
+	ev_io hs_w;
+	uint8_t hs[SOCK_HDR_LEN + SOCK_HELLO_LEN + CCI_CONN_REQ_LEN];
+	uint32_t hs_len, hs_off;
+	uint64_t nonce;
+	uint64_t deadline_ns;
+	void *context;
+
+	/* Transmit side, under tx_lock. */
+	pthread_mutex_t tx_lock;
+	struct tcp_op *txq, *txq_tail;
+	struct tcp_op *infl, *infl_tail;
+	struct tcp_op *reads;
+	uint64_t tx_seq;               /* next sequence number */
+	uint64_t peer_acked;           /* highest ack the peer sent */
+	uint32_t rma_out;              /* started RMAs not complete */
+	uint32_t next_op;
+	uint32_t nrdresp;              /* read answers queued for the peer */
+	uint8_t ctl[TCP_CTL_LEN];      /* encoded control frames */
+	uint32_t ctl_len, ctl_off;
+	_Atomic int tx_queued;         /* bytes wait in txq/ctl (set under tx_lock) */
+	_Atomic int tx_full;           /* polls to skip after the socket was full */
+	ev_io w_w;                     /* writable watcher (thread mode) */
+	int w_on;
+
+	/* Receive side, under sep->lock. */
+	_Atomic uint64_t rx_seq;       /* sequenced frames received */
+	_Atomic uint64_t ack_sent;     /* the last ack value we sent */
+	uint64_t ack_bytes;            /* payload bytes since the last ack */
+	uint64_t ack_seen;             /* the peer's last ack value, as read */
+	uint64_t ack_done;             /* ... and as applied to our queues */
+	int ack_now;
+	uint8_t *stage;
+	uint32_t st_pos, st_end;
+	uint8_t fh[SOCK_HDR_LEN + SOCK_SUB_MAX];
+	uint32_t fh_have;
+	int fh_ready;                  /* fh decoded into h/sub, payload not begun */
+	int in_payload;
+	struct sock_hdr h;
+	struct sock_sub sub;
+	int sink;
+	char *dst;
+	uint64_t left;
+	struct tcp_rxbuf *rb;          /* the buffer being filled */
+	struct tcp_op *rd_op;          /* the read whose data is arriving */
+	int stalled;                   /* waits for a receive buffer */
+	int drained;                   /* the last read emptied the socket */
+	int big;                       /* the last read went straight to a payload */
+	int yield;                     /* a big message was posted: end the pass */
+	uint32_t wr_op;                /* target: write op that failed ... */
+	int wr_status;                 /* ... with this status */
+
+	/* Timers, under sep->lock. */
+	uint64_t last_heard_ns;
+	uint64_t last_ping_ns;
+	uint32_t ka_us;                /* keepalive armed for, 0 = off */
+};
+
+/* A connection request, server side. */
+enum tcp_req_state { TCP_REQ_READING, TCP_REQ_POSTED, TCP_REQ_DONE };
+struct tcp_req {
+	struct tcp_req *next, *prev;   /* sep->reqs (READING) or sep->posted */
+	struct tcp_ep *sep;
+	int fd;
+	int state;
+	ev_io w;
+	uint64_t deadline_ns;
+	char peer[64];
+	uint8_t buf[SOCK_HDR_LEN + SOCK_HELLO_LEN + CCI_CONN_REQ_LEN];
+	uint32_t have, need;
+	struct sock_hello hello;
+};
+
+struct tcp_ep {
+	cci__ep_t *ep;
+	const struct sock_dev *dev;
+	uint32_t mss;
+	uint64_t id;                   /* random per incarnation */
+	int listen_fd;
+	int rx_epfd;                   /* every open connection socket */
+	uint16_t port;
+
+	/* Progress thread. */
+	struct ev_loop *loop;
+	pthread_mutex_t loop_lock;
+	pthread_t thread;
+	int thread_started;
+	ev_async async_w;
+	ev_io listen_w, rx_w;
+	ev_timer tick_w;
+	_Atomic unsigned cmd;
+	_Atomic int thread_mode;
+	_Atomic int app_polled;
+	_Atomic int tick_due;          /* the tick could not lock: progress() runs it */
+	_Atomic uint64_t now_ns;       /* coarse clock, updated by the tick */
+
+	/* Connections, under lock. */
+	pthread_mutex_t lock;
+	struct tcp_conn *conns;        /* every connection with a socket */
+	struct tcp_conn **open;        /* the readable ones */
+	uint32_t nopen, open_cap;
+	struct tcp_req *reqs, *posted;
+	uint32_t nreqs;
+	_Atomic int nfaults;
+	_Atomic int tx_busy;           /* connections with tx_queued */
+	_Atomic int rx_starved;
+	int acks_pending;              /* some connection has acks not applied yet */
+
+	/* Op pool, and big copy buffers (mss bytes) lent to ops only until
+	 * their bytes are in the socket, so a few warm ones serve a stream. */
+	pthread_mutex_t pool_lock;
+	struct tcp_op *pool, *ops_all;
+	struct tcp_cbuf *cb_free, *cb_all;
+	_Atomic uint64_t copy_queued;
+	/* Changed under pool_lock; read without it by the ack heuristic. */
+	_Atomic uint32_t pool_out, pool_limit;
+
+	/* Receive buffers: rb_free, rb_all and rb_count under lock; returned
+	 * buffers land on rb_back from any thread. */
+	struct tcp_rxbuf *rb_free, *rb_all;
+	_Atomic(struct tcp_rxbuf *) rb_back;
+	uint32_t rb_count;
+	_Atomic uint32_t rb_limit;
+};
+
+static inline struct tcp_ep *tcp_ep_of(cci__ep_t *ep)
+{
+	return ep->priv;
+}
+
+static inline struct tcp_conn *tcp_conn_of(cci__conn_t *conn)
+{
+	return conn->priv;
+}
+
+/* The application is active on ep (polling or sending): the progress
+ * thread keeps off the sockets.  No store when it already knows, so the
+ * line stays shared. */
+static inline void tcp_app_active(struct tcp_ep *sep)
+{
+	if (!atomic_load_explicit(&sep->app_polled, memory_order_relaxed))
+		atomic_store_explicit(&sep->app_polled, 1, memory_order_relaxed);
+}
+
+static inline int tcp_state(struct tcp_conn *tc)
+{
+	return atomic_load_explicit(&tc->state, memory_order_acquire);
+}
+
+/* tcp_loop.c */
+int tcp_loop_start(struct tcp_ep *sep);
+void tcp_loop_stop(struct tcp_ep *sep);
+void tcp_loop_cmd(struct tcp_ep *sep, unsigned cmd);
+void tcp_ww_update(struct tcp_conn *tc);
+void tcp_timers_run(struct tcp_ep *sep, uint64_t now, int with_loop);
+void tcp_timers_in_app(struct tcp_ep *sep);
+
+/* tcp_hs.c */
+void tcp_listen_cb(struct ev_loop *loop, ev_io *w, int revents);
+int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
+                cci_conn_attribute_t attr, void *context, const struct timeval *timeout);
+int tcp_accept(cci__evt_t *evt, void *context);
+int tcp_reject(cci__evt_t *evt);
+void tcp_req_returned(cci__evt_t *evt);
+void tcp_req_free(struct tcp_req *req);
+void tcp_hs_timers(struct tcp_ep *sep, uint64_t now);
+void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why);
+
+/* tcp_conn.c */
+int tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, int fd);
+void tcp_conn_link(struct tcp_conn *tc);
+int tcp_conn_open(struct tcp_conn *tc);
+void tcp_conn_fault(struct tcp_conn *tc, int status);
+void tcp_conn_break(struct tcp_conn *tc, int status, const char *why);
+void tcp_faults_process(struct tcp_ep *sep);
+void tcp_conn_destroy(struct tcp_conn *tc);
+int tcp_disconnect(cci__conn_t *conn);
+void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop);
+void tcp_conn_timeouts_changed(cci__conn_t *conn);
+
+/* tcp_tx.c */
+struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force);
+void tcp_op_put(struct tcp_ep *sep, struct tcp_op *op);
+void tcp_ops_free(struct tcp_ep *sep);
+int tcp_ops_prealloc(struct tcp_ep *sep, uint32_t n);
+void tcp_op_copy_release(struct tcp_op *op);
+int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
+                   int nocopy);
+void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done);
+int tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done);
+void tcp_tx_flush_all(struct tcp_ep *sep);
+void tcp_ctl_push(struct tcp_conn *tc, uint8_t type, const struct sock_sub *sub);
+int tcp_tx_acked(struct tcp_conn *tc, uint64_t ack);
+void tcp_tx_send_ack(struct tcp_conn *tc);
+void tcp_ops_complete(struct tcp_ep *sep, struct tcp_op *done);
+void tcp_ops_drop(struct tcp_ep *sep, struct tcp_op *list, int status);
+int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
+             void *context, int flags);
+
+/* tcp_frame.c */
+void tcp_op_prepare(struct tcp_op *op);
+int tcp_op_frame_done(struct tcp_op *op);
+
+/* tcp_rx.c */
+struct tcp_rxbuf *tcp_rb_get(struct tcp_ep *sep);
+void tcp_rb_put(struct tcp_ep *sep, struct tcp_rxbuf *rb);
+int tcp_rb_available(struct tcp_ep *sep);
+void tcp_rx_fail(struct tcp_conn *tc, const char *why);
+void tcp_rx_deliver(struct tcp_conn *tc, struct tcp_rxbuf *rb, uint32_t len);
+void tcp_rx_stall(struct tcp_conn *tc);
+void tcp_rx_sink(struct tcp_conn *tc, int sink, char *dst, uint64_t len);
+void tcp_rb_fini(struct tcp_ep *sep);
+void tcp_rx_conn(struct tcp_conn *tc);
+void tcp_rx_poll(struct tcp_ep *sep);
+void tcp_rx_ready(struct tcp_ep *sep);
+void tcp_rx_apply_acks(struct tcp_conn *tc);
+void tcp_rx_acks_all(struct tcp_ep *sep);
+void tcp_rx_resume(struct tcp_ep *sep);
+void tcp_rx_release(struct tcp_conn *tc);
+void tcp_return_event(cci__evt_t *evt);
+int tcp_progress(cci__ep_t *ep);
+
+/* tcp_rma.c */
+int tcp_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_reg_t *local,
+            uint64_t local_offset, const struct cci_rma_handle *remote, uint64_t remote_offset,
+            uint64_t data_len, void *context, int flags);
+int tcp_rma_frame_begin(struct tcp_conn *tc);
+void tcp_rma_frame_end(struct tcp_conn *tc);
+
+#endif /* CCI_TCP_H */

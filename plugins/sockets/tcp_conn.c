@@ -1,0 +1,334 @@
+/*
+ * tcp_conn.c - connection lifetime: opening, breaking (the peer left, sent
+ * garbage, or a send timed out), closing, and the per-connection timers
+ * (send timeout, keepalive, delayed acks).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "tcp.h"
+
+int tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, int fd)
+{
+	memset(tc, 0, sizeof(*tc));
+	tc->conn = conn;
+	tc->sep = sep;
+	tc->fd = fd;
+	tc->mss = sep->mss;
+	atomic_store(&tc->state, SOCK_CONN_CONNECTING);
+	pthread_mutex_init(&tc->tx_lock, NULL);
+	snprintf(tc->peer, sizeof(tc->peer), "(unknown peer)");
+	return CCI_SUCCESS;
+}
+
+/* With sep->lock held. */
+void tcp_conn_link(struct tcp_conn *tc)
+{
+	struct tcp_ep *sep = tc->sep;
+
+	tc->prev = NULL;
+	tc->next = sep->conns;
+	if (sep->conns)
+		sep->conns->prev = tc;
+	sep->conns = tc;
+}
+
+static void conn_unlink(struct tcp_conn *tc)
+{
+	struct tcp_ep *sep = tc->sep;
+
+	if (tc->prev)
+		tc->prev->next = tc->next;
+	else if (sep->conns == tc)
+		sep->conns = tc->next;
+	if (tc->next)
+		tc->next->prev = tc->prev;
+	tc->next = tc->prev = NULL;
+}
+
+static void set_state(struct tcp_conn *tc, int to)
+{
+	int from = tcp_state(tc);
+
+	if (!sock_conn_can_move(from, to))
+		TCP_LOG(CCI_LOG_CTP, "tcp: connection %s: %s -> %s is not a legal move", tc->peer,
+		        sock_conn_state_name(from), sock_conn_state_name(to));
+	atomic_store_explicit(&tc->state, to, memory_order_release);
+}
+
+/* Handshake done: make the connection readable.  sep->lock held. */
+int tcp_conn_open(struct tcp_conn *tc)
+{
+	struct tcp_ep *sep = tc->sep;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tc };
+
+	tc->stage = malloc(TCP_STAGE_LEN);
+	if (!tc->stage)
+		return CCI_ENOMEM;
+	if (sep->nopen == sep->open_cap) {
+		uint32_t cap = sep->open_cap ? sep->open_cap * 2 : 16;
+		struct tcp_conn **n = realloc(sep->open, sizeof(*n) * cap);
+		if (!n)
+			return CCI_ENOMEM;
+		sep->open = n;
+		sep->open_cap = cap;
+	}
+	if (epoll_ctl(sep->rx_epfd, EPOLL_CTL_ADD, tc->fd, &ev) != 0)
+		return sock_errno_status(errno);
+	sep->open[sep->nopen++] = tc;
+	tc->in_rx = 1;
+	tc->last_heard_ns = atomic_load(&sep->now_ns);
+	tc->ka_us = tc->conn->keepalive_us;
+	set_state(tc, SOCK_CONN_OPEN);
+	return CCI_SUCCESS;
+}
+
+static void rx_unlist(struct tcp_conn *tc)
+{
+	struct tcp_ep *sep = tc->sep;
+
+	if (!tc->in_rx)
+		return;
+	epoll_ctl(sep->rx_epfd, EPOLL_CTL_DEL, tc->fd, NULL);
+	for (uint32_t i = 0; i < sep->nopen; i++) {
+		if (sep->open[i] == tc) {
+			sep->open[i] = sep->open[--sep->nopen];
+			break;
+		}
+	}
+	tc->in_rx = 0;
+}
+
+void tcp_conn_fault(struct tcp_conn *tc, int status)
+{
+	int zero = 0;
+
+	if (atomic_compare_exchange_strong(&tc->fault, &zero, status)) {
+		atomic_fetch_add(&tc->sep->nfaults, 1);
+		tcp_loop_cmd(tc->sep, TCP_CMD_FAULT);
+	}
+}
+
+/* Take every op off tc (tx_lock held); returns them oldest first. */
+static struct tcp_op *ops_detach(struct tcp_conn *tc)
+{
+	struct tcp_op *all = tc->infl, **tail = &all;
+
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = tc->txq;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = tc->reads;
+	tc->infl = tc->infl_tail = tc->txq = tc->txq_tail = tc->reads = NULL;
+	tc->rma_out = 0;
+	tc->nrdresp = 0;
+	tc->ctl_len = tc->ctl_off = 0;
+	if (atomic_load_explicit(&tc->tx_queued, memory_order_relaxed)) {
+		atomic_store_explicit(&tc->tx_queued, 0, memory_order_relaxed);
+		atomic_fetch_sub(&tc->sep->tx_busy, 1);
+	}
+	return all;
+}
+
+void tcp_conn_break(struct tcp_conn *tc, int status, const char *why)
+{
+	struct tcp_op *ops;
+
+	pthread_mutex_lock(&tc->tx_lock);
+	if (tcp_state(tc) != SOCK_CONN_OPEN) {
+		pthread_mutex_unlock(&tc->tx_lock);
+		return;
+	}
+	set_state(tc, SOCK_CONN_BROKEN);
+	ops = ops_detach(tc);
+	pthread_mutex_unlock(&tc->tx_lock);
+	TCP_LOG(CCI_LOG_CONN, "tcp: connection with %s broken (%s)", tc->peer, why);
+	rx_unlist(tc);
+	tcp_rx_release(tc);
+	/* The peer learns at once; the socket stays open for the watchers
+	 * until the application disconnects. */
+	shutdown(tc->fd, SHUT_RDWR);
+	tcp_ops_drop(tc->sep, ops, status);
+}
+
+void tcp_faults_process(struct tcp_ep *sep)
+{
+	for (struct tcp_conn *tc = sep->conns, *next; tc; tc = next) {
+		int st = atomic_exchange(&tc->fault, 0);
+		next = tc->next;
+		if (!st)
+			continue;
+		atomic_fetch_sub(&sep->nfaults, 1);
+		if (st != CCI_ENOMEM)
+			st = CCI_ERR_DISCONNECTED;
+		tcp_conn_break(tc, st, "send failed");
+	}
+}
+
+/* Closing an open connection: ack what we received, so the peer's sends
+ * to us complete, and read what is left so the close is a FIN, not a RST
+ * that could destroy that ack.  Only between frames. */
+static void close_gracefully(struct tcp_conn *tc)
+{
+	struct sock_hdr h = { .type = SOCK_F_ACK };
+	uint8_t b[SOCK_HDR_LEN];
+	char scratch[4096];
+
+	h.ack = atomic_load(&tc->rx_seq);
+	sock_hdr_encode(b, &h);
+	if (sock_send(tc->fd, b, sizeof(b), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(b))
+		return;
+	shutdown(tc->fd, SHUT_WR);
+	for (int i = 0; i < 64; i++)
+		if (sock_recv(tc->fd, scratch, sizeof(scratch), MSG_DONTWAIT) <= 0)
+			break;
+}
+
+/* Free everything of tc; loop_lock and sep->lock held (or no thread runs). */
+void tcp_conn_destroy(struct tcp_conn *tc)
+{
+	struct tcp_ep *sep = tc->sep;
+	struct tcp_op *ops;
+	int clean;
+
+	if (ev_is_active(&tc->hs_w))
+		ev_io_stop(sep->loop, &tc->hs_w);
+	if (tc->w_on)
+		ev_io_stop(sep->loop, &tc->w_w);
+	tc->w_on = 0;
+	pthread_mutex_lock(&tc->tx_lock);
+	clean = tcp_state(tc) == SOCK_CONN_OPEN && tc->ctl_off == 0 &&
+	        !(tc->txq && tc->txq->prepared && tc->txq->frame_off > 0);
+	ops = ops_detach(tc);
+	set_state(tc, SOCK_CONN_CLOSED);
+	pthread_mutex_unlock(&tc->tx_lock);
+	if (clean)
+		close_gracefully(tc);
+	rx_unlist(tc);
+	tcp_rx_release(tc);
+	tcp_ops_drop(sep, ops, CCI_SUCCESS);
+	if (atomic_exchange(&tc->fault, 0))
+		atomic_fetch_sub(&sep->nfaults, 1);
+	if (tc->fd >= 0)
+		close(tc->fd);
+	tc->fd = -1;
+	conn_unlink(tc);
+	free(tc->stage);
+	tc->stage = NULL;
+	pthread_mutex_destroy(&tc->tx_lock);
+}
+
+int tcp_disconnect(cci__conn_t *conn)
+{
+	struct tcp_conn *tc = tcp_conn_of(conn);
+	struct tcp_ep *sep = tc->sep;
+
+	pthread_mutex_lock(&sep->loop_lock);
+	pthread_mutex_lock(&sep->lock);
+	TCP_LOG(CCI_LOG_CONN, "tcp: disconnecting from %s", tc->peer);
+	tcp_conn_destroy(tc);
+	pthread_mutex_unlock(&sep->lock);
+	pthread_mutex_unlock(&sep->loop_lock);
+	tcp_core->conn_release(conn);
+	return CCI_SUCCESS;
+}
+
+void tcp_conn_timeouts_changed(cci__conn_t *conn)
+{
+	struct tcp_conn *tc = tcp_conn_of(conn);
+	struct tcp_ep *sep = tc->sep;
+
+	pthread_mutex_lock(&sep->lock);
+	tc->ka_us = conn->keepalive_us;
+	tc->last_heard_ns = sock_now_ns();
+	tc->last_ping_ns = 0;
+	pthread_mutex_unlock(&sep->lock);
+}
+
+/* Has the oldest unfinished send waited longer than the send timeout? */
+static int send_expired(struct tcp_conn *tc, uint64_t now)
+{
+	uint64_t limit = (uint64_t)tc->conn->send_timeout_us * 1000u;
+	struct tcp_op *op;
+	int expired = 0;
+
+	if (limit == 0)
+		return 0;
+	pthread_mutex_lock(&tc->tx_lock);
+	op = tc->infl ? tc->infl : tc->txq;
+	while (op && op->kind == TCP_OP_RDRESP)
+		op = op->next;
+	if (!op && tc->reads)
+		op = tc->reads;
+	if (op && now > op->t_ns && now - op->t_ns > limit)
+		expired = 1;
+	pthread_mutex_unlock(&tc->tx_lock);
+	return expired;
+}
+
+static void keepalive_fire(struct tcp_conn *tc)
+{
+	cci__evt_t *e = tcp_core->evt_get(tc->sep->ep);
+
+	tc->ka_us = 0; /* once, until the application sets it again */
+	if (!e)
+		return;
+	e->ev.keepalive.type = CCI_EVENT_KEEPALIVE_TIMEDOUT;
+	e->ev.keepalive.connection = &tc->conn->pub;
+	e->conn = tc->conn;
+	tcp_core->evt_post(tc->sep->ep, e);
+	TCP_LOG(CCI_LOG_CONN, "tcp: %s silent past the keepalive timeout", tc->peer);
+}
+
+static void keepalive_check(struct tcp_conn *tc, uint64_t now)
+{
+	uint64_t ka = (uint64_t)tc->ka_us * 1000u, idle;
+	struct tcp_op *done = NULL;
+
+	if (ka == 0)
+		return;
+	idle = now > tc->last_heard_ns ? now - tc->last_heard_ns : 0;
+	if (idle >= ka) {
+		keepalive_fire(tc);
+		return;
+	}
+	/* Probe a quiet peer a few times per period: its PONG is a sign of life. */
+	if (idle >= ka / 4 && now - tc->last_ping_ns >= ka / 4) {
+		tc->last_ping_ns = now;
+		pthread_mutex_lock(&tc->tx_lock);
+		tcp_ctl_push(tc, SOCK_F_PING, NULL);
+		tcp_tx_flush(tc, &done);
+		pthread_mutex_unlock(&tc->tx_lock);
+		tcp_ops_complete(tc->sep, done);
+	}
+}
+
+/* The tick: sep->lock held; with_loop when loop_lock is too (a failed
+ * connect stops its watcher). */
+void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop)
+{
+	for (struct tcp_conn *tc = sep->conns, *next; tc; tc = next) {
+		int st = tcp_state(tc);
+		next = tc->next;
+		if (st == SOCK_CONN_CONNECTING || st == SOCK_CONN_HELLO_SENT) {
+			if (with_loop && tc->deadline_ns && now >= tc->deadline_ns)
+				tcp_connect_fail(tc, CCI_ETIMEDOUT, "connect timeout");
+			continue;
+		}
+		if (st != SOCK_CONN_OPEN)
+			continue;
+		if (send_expired(tc, now)) {
+			TCP_LOG(CCI_LOG_CONN, "tcp: send to %s timed out", tc->peer);
+			tcp_conn_break(tc, CCI_ETIMEDOUT, "send timeout");
+			continue;
+		}
+		keepalive_check(tc, now);
+		if (atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent))
+			tcp_tx_send_ack(tc);
+	}
+}

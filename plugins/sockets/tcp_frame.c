@@ -1,0 +1,147 @@
+/*
+ * tcp_frame.c - turning a queued op into its frames, one at a time: a
+ * message is one MSG frame; an RMA write is WR_DATA fragments and a WR_END
+ * that carries the completion message; a read is an RD_REQ, later its
+ * completion message; the target's answer to a read is RD_DATA fragments
+ * and an RD_END.  Called with the connection's tx_lock held.
+ */
+#include <string.h>
+
+#include "tcp.h"
+
+/* Should the peer acknowledge this frame at once? */
+static int want_ack_now(const struct tcp_op *op)
+{
+	struct tcp_ep *sep = op->tc->sep;
+
+	if (op->flags & CCI_FLAG_BLOCKING)
+		return 1;
+	/* Running out of send buffers: completions free them. */
+	uint32_t out = atomic_load_explicit(&sep->pool_out, memory_order_relaxed);
+	uint32_t limit = atomic_load_explicit(&sep->pool_limit, memory_order_relaxed);
+
+	return limit > 0 && out * 2 >= limit;
+}
+
+static void frame_payload(struct tcp_op *op, const struct iovec *iov, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (iov[i].iov_len > 0)
+			op->piov[op->piovcnt++] = iov[i];
+}
+
+static void frame_data(struct tcp_op *op, char *addr, uint64_t len)
+{
+	op->piov[0].iov_base = addr;
+	op->piov[0].iov_len = len;
+	op->piovcnt = 1;
+	op->frame_data = len;
+}
+
+/* The next fragment of a read answer, checked again against the target's
+ * registration (it may have been dropped since the request). */
+static int rdresp_fragment(struct tcp_op *op, struct sock_hdr *h, struct sock_sub *s)
+{
+	uint64_t frag = op->total - op->done;
+	void *addr = NULL;
+	int rc;
+
+	if (frag > TCP_FRAG_LEN)
+		frag = TCP_FRAG_LEN;
+	rc = tcp_core->rma_lookup(op->tc->sep->ep, op->key, op->roff + op->done, frag,
+	                          CCI_FLAG_READ, &addr);
+	if (rc != CCI_SUCCESS) {
+		op->status = rc;
+		return 0;
+	}
+	h->type = SOCK_F_RD_DATA;
+	s->off = op->done;
+	frame_data(op, addr, frag);
+	return 1;
+}
+
+/* Fill h, s and the payload of op's current frame. */
+static void frame_fill(struct tcp_op *op, struct sock_hdr *h, struct sock_sub *s)
+{
+	uint64_t frag = op->total - op->done < TCP_FRAG_LEN ? op->total - op->done : TCP_FRAG_LEN;
+
+	switch (op->kind) {
+	case TCP_OP_MSG:
+		h->type = SOCK_F_MSG;
+		h->seq = op->seq;
+		frame_payload(op, op->uiov, op->uiovcnt);
+		break;
+	case TCP_OP_WRITE:
+		if (op->done < op->total) {
+			h->type = SOCK_F_WR_DATA;
+			s->key = op->key;
+			s->off = op->roff + op->done;
+			frame_data(op, op->laddr + op->done, frag);
+			break;
+		}
+		h->type = SOCK_F_WR_END;
+		h->seq = op->seq;
+		h->flags = SOCK_FL_ACK_NOW; /* the initiator waits for this ack */
+		frame_payload(op, op->uiov, op->uiovcnt);
+		break;
+	case TCP_OP_READ:
+		if (op->msg_phase) {
+			h->type = SOCK_F_MSG;
+			h->seq = op->seq;
+			h->flags = SOCK_FL_ACK_NOW;
+			frame_payload(op, op->uiov, op->uiovcnt);
+			break;
+		}
+		h->type = SOCK_F_RD_REQ;
+		s->key = op->key;
+		s->off = op->roff;
+		s->len = op->total;
+		break;
+	default: /* TCP_OP_RDRESP */
+		if (op->status == CCI_SUCCESS && op->done < op->total && rdresp_fragment(op, h, s))
+			break;
+		h->type = SOCK_F_RD_END;
+		s->status = (uint32_t)op->status;
+		break;
+	}
+}
+
+void tcp_op_prepare(struct tcp_op *op)
+{
+	struct tcp_conn *tc = op->tc;
+	struct sock_hdr h = { 0 };
+	struct sock_sub s = { .op = op->op_id };
+	uint64_t payload = 0;
+	uint32_t sub;
+
+	op->piovcnt = 0;
+	op->frame_data = 0;
+	frame_fill(op, &h, &s);
+	if (h.type == SOCK_F_MSG && want_ack_now(op))
+		h.flags |= SOCK_FL_ACK_NOW;
+	for (uint32_t i = 0; i < op->piovcnt; i++)
+		payload += op->piov[i].iov_len;
+	sub = sock_sub_len(h.type);
+	h.len = (uint32_t)(sub + payload);
+	h.ack = atomic_load_explicit(&tc->rx_seq, memory_order_relaxed);
+	atomic_store_explicit(&tc->ack_sent, h.ack, memory_order_relaxed);
+	sock_hdr_encode(op->hdr, &h);
+	if (sub)
+		sock_sub_encode(op->hdr + SOCK_HDR_LEN, h.type, &s);
+	op->hdr_len = SOCK_HDR_LEN + sub;
+	op->frame_len = op->hdr_len + payload;
+	op->frame_off = 0;
+	op->prepared = 1;
+}
+
+int tcp_op_frame_done(struct tcp_op *op)
+{
+	uint8_t type = op->hdr[1];
+
+	op->prepared = 0;
+	if (type == SOCK_F_WR_DATA || type == SOCK_F_RD_DATA) {
+		op->done += op->frame_data;
+		return 0;
+	}
+	return 1;
+}

@@ -1,0 +1,560 @@
+/*
+ * tcp_hs.c - the connection handshake.
+ *
+ * Client: non-blocking connect(), then HELLO (magic, version, attribute,
+ * mss, the endpoint's random incarnation id, a random nonce, the connect
+ * payload); the server answers ACCEPT or REJECT echoing the nonce.
+ * Server: the progress thread accepts without blocking, reads exactly one
+ * HELLO per socket, and posts a CONNECT_REQUEST; cci_accept/cci_reject
+ * answer it.  Sockets that do not finish their HELLO within
+ * TCP_HS_TIMEOUT_NS are closed, and at most TCP_HS_MAX wait at a time
+ * (the oldest is dropped), so half-open connections cannot crowd out
+ * legitimate ones.  Handshake sockets are read exactly to the end of their
+ * frame: bytes after it belong to the connection.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tcp.h"
+
+static void sock_opts(int fd, uint32_t bufsize)
+{
+	int one = 1, sz = (int)bufsize;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (bufsize) {
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	}
+}
+
+/* Read toward need bytes of a frame into buf: 1 when complete, 0 for
+ * later, -1 when the socket is done for. */
+static int read_exact(int fd, uint8_t *buf, uint32_t *have, uint32_t need)
+{
+	while (*have < need) {
+		ssize_t n = sock_recv(fd, buf + *have, need - *have, MSG_DONTWAIT);
+		if (n > 0) {
+			*have += (uint32_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		return -1;
+	}
+	return 1;
+}
+
+/* Read a handshake frame of the wanted type: 1 done, 0 later, -1 bad. */
+static int hs_frame(int fd, uint8_t *buf, uint32_t *have, uint32_t mss, const char **why)
+{
+	struct sock_limits lim = { mss, TCP_FRAG_MAX };
+	struct sock_hdr h;
+	int r = read_exact(fd, buf, have, SOCK_HDR_LEN);
+
+	if (r <= 0) {
+		*why = r < 0 ? "closed during the handshake" : NULL;
+		return r;
+	}
+	if (sock_hdr_decode(buf, &lim, &h, why) != 0)
+		return -1;
+	if (h.type != SOCK_F_HELLO && h.type != SOCK_F_ACCEPT && h.type != SOCK_F_REJECT) {
+		*why = "not a handshake frame";
+		return -1;
+	}
+	r = read_exact(fd, buf, have, SOCK_HDR_LEN + h.len);
+	if (r < 0)
+		*why = "closed during the handshake";
+	return r;
+}
+
+/* ---- server ------------------------------------------------------------- */
+
+static void req_unlink(struct tcp_req *req)
+{
+	struct tcp_ep *sep = req->sep;
+	struct tcp_req **head = req->state == TCP_REQ_READING ? &sep->reqs : &sep->posted;
+
+	if (req->prev)
+		req->prev->next = req->next;
+	else if (*head == req)
+		*head = req->next;
+	if (req->next)
+		req->next->prev = req->prev;
+	req->next = req->prev = NULL;
+	if (req->state == TCP_REQ_READING)
+		sep->nreqs--;
+}
+
+static void req_link(struct tcp_req *req, struct tcp_req **head)
+{
+	req->prev = NULL;
+	req->next = *head;
+	if (*head)
+		(*head)->prev = req;
+	*head = req;
+}
+
+void tcp_req_free(struct tcp_req *req)
+{
+	if (ev_is_active(&req->w))
+		ev_io_stop(req->sep->loop, &req->w);
+	if (req->fd >= 0)
+		close(req->fd);
+	free(req);
+}
+
+static void req_drop(struct tcp_req *req, const char *why)
+{
+	TCP_LOG(CCI_LOG_CONN, "tcp: handshake from %s dropped: %s", req->peer, why);
+	req_unlink(req);
+	tcp_req_free(req);
+}
+
+static void req_post(struct tcp_req *req)
+{
+	struct tcp_ep *sep = req->sep;
+	cci__evt_t *e = tcp_core->evt_get(sep->ep);
+
+	if (!e) {
+		req_drop(req, "out of memory");
+		return;
+	}
+	ev_io_stop(sep->loop, &req->w);
+	req_unlink(req);
+	req->state = TCP_REQ_POSTED;
+	req_link(req, &sep->posted);
+	memcpy(e->req_data, req->buf + SOCK_HDR_LEN + SOCK_HELLO_LEN, req->hello.data_len);
+	e->ev.request.type = CCI_EVENT_CONNECT_REQUEST;
+	e->ev.request.data_len = req->hello.data_len;
+	e->ev.request.data_ptr = req->hello.data_len ? e->req_data : NULL;
+	e->ev.request.attribute = (cci_conn_attribute_t)req->hello.attr;
+	e->req_state = req;
+	tcp_core->evt_post(sep->ep, e);
+}
+
+static void req_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct tcp_req *req = w->data;
+	struct tcp_ep *sep = req->sep;
+	const char *why = NULL;
+	int r;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&sep->lock);
+	r = hs_frame(req->fd, req->buf, &req->have, sep->mss, &why);
+	if (r == 1 && req->buf[1] != SOCK_F_HELLO) {
+		r = -1;
+		why = "a reply where a request belongs";
+	}
+	if (r == 1 && sock_hello_decode(req->buf + SOCK_HDR_LEN, req->have - SOCK_HDR_LEN,
+	                                &req->hello, &why) != 0)
+		r = -1;
+	if (r < 0 && why && strncmp(why, "closed", 6) != 0)
+		TCP_WARN("tcp: refusing a connection from %s: %s", req->peer, why);
+	if (r < 0)
+		req_drop(req, why ? why : "socket error");
+	else if (r == 1)
+		req_post(req);
+	pthread_mutex_unlock(&sep->lock);
+}
+
+static void req_new(struct tcp_ep *sep, int fd, const struct sockaddr_storage *ss)
+{
+	struct tcp_req *req = calloc(1, sizeof(*req));
+
+	if (!req) {
+		close(fd);
+		return;
+	}
+	req->sep = sep;
+	req->fd = fd;
+	req->state = TCP_REQ_READING;
+	req->deadline_ns = sock_now_ns() + TCP_HS_TIMEOUT_NS;
+	sock_addr_str((const struct sockaddr *)ss, req->peer, sizeof(req->peer));
+	sock_opts(fd, sep->dev->bufsize);
+	pthread_mutex_lock(&sep->lock);
+	if (sep->nreqs >= TCP_HS_MAX) {
+		struct tcp_req *old = sep->reqs;
+		while (old->next)
+			old = old->next;
+		req_drop(old, "too many handshakes pending");
+	}
+	req_link(req, &sep->reqs);
+	sep->nreqs++;
+	ev_io_init(&req->w, req_cb, fd, EV_READ);
+	req->w.data = req;
+	ev_io_start(sep->loop, &req->w);
+	pthread_mutex_unlock(&sep->lock);
+}
+
+void tcp_listen_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct tcp_ep *sep = w->data;
+
+	(void)loop;
+	(void)revents;
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(sep->listen_fd, (struct sockaddr *)&ss, &sl,
+		                 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno == EMFILE || errno == ENFILE)
+				TCP_WARN("tcp: cannot accept a connection on %s: %s", sep->ep->uri,
+				         strerror(errno));
+			break;
+		}
+		req_new(sep, fd, &ss);
+	}
+}
+
+void tcp_hs_timers(struct tcp_ep *sep, uint64_t now)
+{
+	for (struct tcp_req *req = sep->reqs, *next; req; req = next) {
+		next = req->next;
+		if (now >= req->deadline_ns)
+			req_drop(req, "no request within the handshake timeout");
+	}
+}
+
+/* Send a short handshake frame on a fresh socket (it always fits). */
+static int reply_send(int fd, uint8_t type, const struct sock_reply *r)
+{
+	uint8_t b[SOCK_HDR_LEN + SOCK_REPLY_LEN];
+	struct sock_hdr h = { .type = type, .len = SOCK_REPLY_LEN };
+	ssize_t n;
+
+	sock_hdr_encode(b, &h);
+	sock_reply_encode(b + SOCK_HDR_LEN, r);
+	do
+		n = sock_send(fd, b, sizeof(b), MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)sizeof(b) ? CCI_SUCCESS : CCI_ERR_DISCONNECTED;
+}
+
+static void accept_post(struct tcp_ep *sep, cci__conn_t *conn, int status, void *context)
+{
+	cci__evt_t *e = tcp_core->evt_get(sep->ep);
+
+	if (!e)
+		return;
+	e->ev.accept.type = CCI_EVENT_ACCEPT;
+	e->ev.accept.status = (cci_status_t)status;
+	e->ev.accept.context = context;
+	e->ev.accept.connection = status == CCI_SUCCESS ? &conn->pub : NULL;
+	e->conn = status == CCI_SUCCESS ? conn : NULL;
+	tcp_core->evt_post(sep->ep, e);
+}
+
+/* With loop_lock and sep->lock held. */
+static int accept_locked(struct tcp_req *req, void *context)
+{
+	struct tcp_ep *sep = req->sep;
+	struct sock_reply r = { .mss = sep->mss, .id = sep->id, .nonce = req->hello.nonce };
+	cci__conn_t *conn = tcp_core->conn_alloc(sep->ep, (cci_conn_attribute_t)req->hello.attr,
+	                                         context);
+	struct tcp_conn *tc;
+	int rc;
+
+	if (!conn)
+		return CCI_ENOMEM;
+	tc = tcp_conn_of(conn);
+	tcp_conn_init(tc, sep, conn, req->fd);
+	req->fd = -1; /* the connection owns the socket now */
+	memcpy(tc->peer, req->peer, sizeof(tc->peer));
+	tc->mss = req->hello.mss < sep->mss ? req->hello.mss : sep->mss;
+	conn->pub.max_send_size = tc->mss;
+	atomic_store(&tc->state, SOCK_CONN_HELLO_SENT);
+	tcp_conn_link(tc);
+	rc = reply_send(tc->fd, SOCK_F_ACCEPT, &r);
+	if (rc == CCI_SUCCESS)
+		rc = tcp_conn_open(tc);
+	/* The event goes first: nothing can be read before the lock drops. */
+	accept_post(sep, conn, rc, context);
+	if (rc != CCI_SUCCESS) {
+		TCP_LOG(CCI_LOG_CONN, "tcp: accepting %s failed: %s", tc->peer,
+		        cci_strerror(NULL, (cci_status_t)rc));
+		tcp_conn_destroy(tc);
+		tcp_core->conn_release(conn);
+	} else {
+		TCP_LOG(CCI_LOG_CONN, "tcp: accepted %s (mss %u)", tc->peer, tc->mss);
+	}
+	return CCI_SUCCESS;
+}
+
+int tcp_accept(cci__evt_t *evt, void *context)
+{
+	struct tcp_req *req = evt->req_state;
+	struct tcp_ep *sep = req->sep;
+	int rc = CCI_EINVAL;
+
+	pthread_mutex_lock(&sep->loop_lock);
+	pthread_mutex_lock(&sep->lock);
+	if (req->state == TCP_REQ_POSTED) {
+		req->state = TCP_REQ_DONE;
+		rc = accept_locked(req, context);
+	}
+	pthread_mutex_unlock(&sep->lock);
+	pthread_mutex_unlock(&sep->loop_lock);
+	return rc;
+}
+
+static void reject_locked(struct tcp_req *req)
+{
+	struct sock_reply r = { .mss = req->sep->mss, .id = req->sep->id,
+	                        .nonce = req->hello.nonce };
+
+	reply_send(req->fd, SOCK_F_REJECT, &r);
+	close(req->fd);
+	req->fd = -1;
+	req->state = TCP_REQ_DONE;
+}
+
+int tcp_reject(cci__evt_t *evt)
+{
+	struct tcp_req *req = evt->req_state;
+	struct tcp_ep *sep = req->sep;
+	int rc = CCI_EINVAL;
+
+	pthread_mutex_lock(&sep->loop_lock);
+	pthread_mutex_lock(&sep->lock);
+	if (req->state == TCP_REQ_POSTED) {
+		reject_locked(req);
+		rc = CCI_SUCCESS;
+	}
+	pthread_mutex_unlock(&sep->lock);
+	pthread_mutex_unlock(&sep->loop_lock);
+	return rc;
+}
+
+void tcp_req_returned(cci__evt_t *evt)
+{
+	struct tcp_req *req = evt->req_state;
+	struct tcp_ep *sep = req->sep;
+
+	pthread_mutex_lock(&sep->loop_lock);
+	pthread_mutex_lock(&sep->lock);
+	if (req->state == TCP_REQ_POSTED)
+		reject_locked(req); /* returned unanswered: the client is told no */
+	req->state = TCP_REQ_DONE;
+	/* Posted and done requests live on sep->posted until now. */
+	if (req->prev)
+		req->prev->next = req->next;
+	else if (sep->posted == req)
+		sep->posted = req->next;
+	if (req->next)
+		req->next->prev = req->prev;
+	tcp_req_free(req);
+	pthread_mutex_unlock(&sep->lock);
+	pthread_mutex_unlock(&sep->loop_lock);
+}
+
+/* ---- client ------------------------------------------------------------- */
+
+static void connect_post(struct tcp_conn *tc, int status)
+{
+	cci__evt_t *e = tcp_core->evt_get(tc->sep->ep);
+
+	if (!e)
+		return;
+	e->ev.connect.type = CCI_EVENT_CONNECT;
+	e->ev.connect.status = (cci_status_t)status;
+	e->ev.connect.context = tc->context;
+	e->ev.connect.connection = status == CCI_SUCCESS ? &tc->conn->pub : NULL;
+	e->conn = status == CCI_SUCCESS ? tc->conn : NULL;
+	tcp_core->evt_post(tc->sep->ep, e);
+}
+
+/* loop_lock and sep->lock held. */
+void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why)
+{
+	cci__conn_t *conn = tc->conn;
+
+	TCP_LOG(CCI_LOG_CONN, "tcp: connecting to %s failed: %s", tc->peer, why);
+	atomic_store(&tc->state, SOCK_CONN_FAILED);
+	connect_post(tc, status);
+	tcp_conn_destroy(tc);
+	tcp_core->conn_release(conn);
+}
+
+static void hs_got_reply(struct tcp_conn *tc)
+{
+	struct sock_reply r;
+	const char *why = NULL;
+	int rc;
+
+	if (sock_reply_decode(tc->hs + SOCK_HDR_LEN, tc->hs_off - SOCK_HDR_LEN, &r, &why) != 0 ||
+	    r.nonce != tc->nonce || r.mss == 0) {
+		TCP_WARN("tcp: bad handshake reply from %s: %s", tc->peer,
+		         why ? why : "wrong nonce or mss");
+		tcp_connect_fail(tc, CCI_ERROR, why ? why : "bad reply");
+		return;
+	}
+	if (tc->hs[1] == SOCK_F_REJECT) {
+		tcp_connect_fail(tc, CCI_ECONNREFUSED, "rejected by the server");
+		return;
+	}
+	ev_io_stop(tc->sep->loop, &tc->hs_w);
+	tc->mss = r.mss < tc->sep->mss ? r.mss : tc->sep->mss;
+	tc->conn->pub.max_send_size = tc->mss;
+	rc = tcp_conn_open(tc);
+	if (rc != CCI_SUCCESS) {
+		tcp_connect_fail(tc, rc, "cannot open the connection");
+		return;
+	}
+	TCP_LOG(CCI_LOG_CONN, "tcp: connected to %s (mss %u)", tc->peer, tc->mss);
+	connect_post(tc, CCI_SUCCESS);
+}
+
+/* Connected: send HELLO (maybe over several writable events). */
+static void hs_send_hello(struct tcp_conn *tc)
+{
+	int err = 0;
+	socklen_t el = sizeof(err);
+
+	if (tcp_state(tc) == SOCK_CONN_CONNECTING) {
+		getsockopt(tc->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+		if (err) {
+			tcp_connect_fail(tc, sock_errno_status(err), strerror(err));
+			return;
+		}
+	}
+	while (tc->hs_off < tc->hs_len) {
+		ssize_t n = sock_send(tc->fd, tc->hs + tc->hs_off, tc->hs_len - tc->hs_off,
+		                 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n < 0) {
+			tcp_connect_fail(tc, sock_errno_status(errno), strerror(errno));
+			return;
+		}
+		tc->hs_off += (uint32_t)n;
+	}
+	atomic_store(&tc->state, SOCK_CONN_HELLO_SENT);
+	tc->hs_off = 0;
+	ev_io_stop(tc->sep->loop, &tc->hs_w);
+	ev_io_set(&tc->hs_w, tc->fd, EV_READ);
+	ev_io_start(tc->sep->loop, &tc->hs_w);
+}
+
+static void hs_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct tcp_conn *tc = w->data;
+	struct tcp_ep *sep = tc->sep;
+	const char *why = NULL;
+	int r;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&sep->lock);
+	if (tcp_state(tc) != SOCK_CONN_HELLO_SENT) {
+		hs_send_hello(tc);
+	} else {
+		r = hs_frame(tc->fd, tc->hs, &tc->hs_off, sep->mss, &why);
+		if (r == 1 && tc->hs[1] == SOCK_F_HELLO) {
+			r = -1;
+			why = "a request where a reply belongs";
+		}
+		if (r < 0)
+			tcp_connect_fail(tc, why && !strncmp(why, "closed", 6) ? CCI_ECONNREFUSED
+			                                                        : CCI_ERROR,
+			                 why ? why : "socket error");
+		else if (r == 1)
+			hs_got_reply(tc);
+	}
+	pthread_mutex_unlock(&sep->lock);
+}
+
+static int hello_build(struct tcp_conn *tc, cci_conn_attribute_t attr, const void *data,
+                       uint32_t len)
+{
+	struct sock_hello h = { .attr = (uint16_t)attr, .mss = tc->sep->mss, .data_len = len,
+	                        .id = tc->sep->id };
+	struct sock_hdr fh = { .type = SOCK_F_HELLO, .len = SOCK_HELLO_LEN + len };
+
+	if (sock_random64(&tc->nonce) != CCI_SUCCESS)
+		return CCI_ERROR;
+	h.nonce = tc->nonce;
+	sock_hdr_encode(tc->hs, &fh);
+	sock_hello_encode(tc->hs + SOCK_HDR_LEN, &h);
+	if (len)
+		memcpy(tc->hs + SOCK_HDR_LEN + SOCK_HELLO_LEN, data, len);
+	tc->hs_len = SOCK_HDR_LEN + SOCK_HELLO_LEN + len;
+	tc->hs_off = 0;
+	return CCI_SUCCESS;
+}
+
+static int connect_socket(const struct sockaddr_storage *ss, socklen_t sl, uint32_t bufsize,
+                          int *fd_p)
+{
+	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return sock_errno_status(errno);
+	sock_opts(fd, bufsize);
+	if (connect(fd, (const struct sockaddr *)ss, sl) != 0 && errno != EINPROGRESS) {
+		int rc = sock_errno_status(errno);
+		close(fd);
+		return rc;
+	}
+	*fd_p = fd;
+	return CCI_SUCCESS;
+}
+
+int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
+                cci_conn_attribute_t attr, void *context, const struct timeval *timeout)
+{
+	struct tcp_ep *sep = tcp_ep_of(ep);
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	cci__conn_t *conn;
+	struct tcp_conn *tc;
+	int fd = -1, rc;
+
+	if (attr > CCI_CONN_ATTR_UU)
+		return CCI_ERR_NOT_IMPLEMENTED; /* no multicast over TCP */
+	rc = sock_uri_resolve(uri, "tcp", &ss, &sl);
+	if (rc != CCI_SUCCESS)
+		return rc;
+	rc = connect_socket(&ss, sl, sep->dev->bufsize, &fd);
+	if (rc != CCI_SUCCESS)
+		return rc;
+	conn = tcp_core->conn_alloc(ep, attr, context);
+	if (!conn) {
+		close(fd);
+		return CCI_ENOMEM;
+	}
+	tc = tcp_conn_of(conn);
+	tcp_conn_init(tc, sep, conn, fd);
+	tc->is_client = 1;
+	tc->context = context;
+	sock_addr_str((struct sockaddr *)&ss, tc->peer, sizeof(tc->peer));
+	if (hello_build(tc, attr, data, data_len) != CCI_SUCCESS) {
+		tcp_conn_destroy(tc);
+		tcp_core->conn_release(conn);
+		return CCI_ERROR;
+	}
+	tc->deadline_ns = timeout ? sock_now_ns() + sock_tv_ns(timeout) : 0;
+	pthread_mutex_lock(&sep->loop_lock);
+	pthread_mutex_lock(&sep->lock);
+	tcp_conn_link(tc);
+	ev_io_init(&tc->hs_w, hs_cb, fd, EV_WRITE);
+	tc->hs_w.data = tc;
+	ev_io_start(sep->loop, &tc->hs_w);
+	pthread_mutex_unlock(&sep->lock);
+	tcp_loop_cmd(sep, 0); /* the loop picks the new watcher up */
+	pthread_mutex_unlock(&sep->loop_lock);
+	return CCI_SUCCESS;
+}

@@ -1,0 +1,296 @@
+/*
+ * tcp_rma.c - RMA emulated over the stream.
+ *
+ * Write: the initiator streams WR_DATA fragments from its registration,
+ * then a sequenced WR_END carrying the completion message; the target
+ * checks every fragment with core->rma_lookup() (key, bounds, access)
+ * and reads it straight into place, or discards it and answers RMA_NACK.
+ * TCP keeps order, so the data is in place when WR_END arrives: the
+ * completion message is delivered then, and the ack of WR_END completes
+ * the write at the initiator.
+ *
+ * Read: the initiator sends RD_REQ; the target checks it (and each
+ * fragment again as it sends it) and streams RD_DATA then RD_END; the
+ * initiator reads the data straight into its registration, only at the
+ * offsets it asked for.  The completion message goes out after RD_END.
+ *
+ * FENCE holds an RMA in the queue until every earlier one completed.
+ */
+#include <string.h>
+
+#include "tcp.h"
+
+/* A status from the wire, reduced to the ones an RMA may end with. */
+static int peer_status(uint32_t st)
+{
+	switch (st) {
+	case CCI_ERR_RMA_HANDLE:
+	case CCI_EINVAL:
+	case CCI_ERR_RMA_OP:
+	case CCI_ENOMEM:
+		return (int)st;
+	default:
+		return CCI_ERR_RMA_OP;
+	}
+}
+
+int tcp_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_reg_t *local,
+            uint64_t local_offset, const struct cci_rma_handle *remote, uint64_t remote_offset,
+            uint64_t data_len, void *context, int flags)
+{
+	struct tcp_conn *tc = tcp_conn_of(conn);
+	struct tcp_ep *sep = tc->sep;
+	struct tcp_op *op = tcp_op_get(sep, 0), *done = NULL;
+	struct iovec iov = { (void *)msg_ptr, msg_len };
+
+	tcp_app_active(sep);
+	if (!op)
+		return CCI_ENOBUFS;
+	op->tc = tc;
+	op->kind = (flags & CCI_FLAG_WRITE) ? TCP_OP_WRITE : TCP_OP_READ;
+	op->flags = flags;
+	op->context = context;
+	op->reliable = 1;
+	op->fence = (flags & CCI_FLAG_FENCE) != 0;
+	op->t_ns = atomic_load_explicit(&sep->now_ns, memory_order_relaxed);
+	op->laddr = (char *)local->start + local_offset;
+	op->key = cci__handle_key(remote);
+	op->roff = remote_offset;
+	op->total = data_len;
+	if (tcp_op_copy_in(op, &iov, msg_len ? 1 : 0, msg_len, 0) != CCI_SUCCESS) {
+		tcp_op_put(sep, op);
+		return CCI_ENOMEM;
+	}
+	pthread_mutex_lock(&tc->tx_lock);
+	if (tcp_state(tc) != SOCK_CONN_OPEN) {
+		pthread_mutex_unlock(&tc->tx_lock);
+		tcp_op_put(sep, op);
+		return CCI_ERR_DISCONNECTED;
+	}
+	op->op_id = ++tc->next_op;
+	if (op->kind == TCP_OP_WRITE)
+		op->seq = tc->tx_seq++;
+	tcp_txq_push(tc, op, &done);
+	pthread_mutex_unlock(&tc->tx_lock);
+	tcp_ops_complete(sep, done);
+	return CCI_SUCCESS;
+}
+
+/* ---- target side -------------------------------------------------------- */
+
+static void refuse(struct tcp_conn *tc, const char *what, int rc)
+{
+	TCP_WARN("tcp: %s from %s refused (%s): key %#llx offset %llu", what, tc->peer,
+	         rc == CCI_ERR_RMA_HANDLE ? "unknown or stale handle, or no access"
+	                                  : "outside the registration",
+	         (unsigned long long)tc->sub.key, (unsigned long long)tc->sub.off);
+}
+
+static void wr_data_begin(struct tcp_conn *tc, uint64_t dlen)
+{
+	struct tcp_op *done = NULL;
+	struct sock_sub nack = { .op = tc->sub.op };
+	void *addr = NULL;
+	int rc;
+
+	if (tc->wr_op != tc->sub.op)
+		tc->wr_status = CCI_SUCCESS;
+	tc->wr_op = tc->sub.op;
+	if (tc->wr_status != CCI_SUCCESS) {
+		tcp_rx_sink(tc, TCP_SINK_DROP, NULL, dlen);
+		return;
+	}
+	rc = tcp_core->rma_lookup(tc->sep->ep, tc->sub.key, tc->sub.off, dlen, CCI_FLAG_WRITE,
+	                          &addr);
+	if (rc == CCI_SUCCESS) {
+		tcp_rx_sink(tc, TCP_SINK_MEM, addr, dlen);
+		return;
+	}
+	refuse(tc, "RMA write", rc);
+	tc->wr_status = rc;
+	nack.status = (uint32_t)rc;
+	pthread_mutex_lock(&tc->tx_lock);
+	tcp_ctl_push(tc, SOCK_F_RMA_NACK, &nack);
+	tcp_tx_flush(tc, &done);
+	pthread_mutex_unlock(&tc->tx_lock);
+	tcp_ops_complete(tc->sep, done);
+	tcp_rx_sink(tc, TCP_SINK_DROP, NULL, dlen);
+}
+
+static int wr_end_begin(struct tcp_conn *tc, uint64_t mlen)
+{
+	if (tc->wr_op == tc->sub.op && tc->wr_status != CCI_SUCCESS) {
+		/* The data did not land: no completion message either. */
+		tcp_rx_sink(tc, TCP_SINK_DROP, NULL, mlen);
+		return 0;
+	}
+	if (mlen == 0) {
+		tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
+		return 0;
+	}
+	tc->rb = tcp_rb_get(tc->sep);
+	if (!tc->rb) {
+		tcp_rx_stall(tc);
+		return 1;
+	}
+	tcp_rx_sink(tc, TCP_SINK_BUF, tcp_rb_data(tc->rb), mlen);
+	return 0;
+}
+
+static int rd_req(struct tcp_conn *tc)
+{
+	struct tcp_op *op, *done = NULL;
+	void *addr = NULL;
+	int rc;
+
+	rc = tcp_core->rma_lookup(tc->sep->ep, tc->sub.key, tc->sub.off, tc->sub.len,
+	                          CCI_FLAG_READ, &addr);
+	if (rc != CCI_SUCCESS)
+		refuse(tc, "RMA read", rc);
+	op = tc->nrdresp < TCP_READS_MAX ? tcp_op_get(tc->sep, 1) : NULL;
+	if (!op) {
+		tcp_rx_fail(tc, "too many RMA read requests pending");
+		return -1;
+	}
+	op->tc = tc;
+	op->kind = TCP_OP_RDRESP;
+	op->op_id = tc->sub.op;
+	op->key = tc->sub.key;
+	op->roff = tc->sub.off;
+	op->total = tc->sub.len;
+	op->status = rc;
+	pthread_mutex_lock(&tc->tx_lock);
+	tc->nrdresp++;
+	tcp_txq_push(tc, op, &done);
+	pthread_mutex_unlock(&tc->tx_lock);
+	tcp_ops_complete(tc->sep, done);
+	tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
+	return 0;
+}
+
+/* ---- initiator side ----------------------------------------------------- */
+
+/* The read op of id, under tx_lock; unlinked when unlink is set. */
+static struct tcp_op *read_find(struct tcp_conn *tc, uint32_t id, int unlink)
+{
+	for (struct tcp_op **pp = &tc->reads; *pp; pp = &(*pp)->next) {
+		struct tcp_op *op = *pp;
+		if (op->op_id != id)
+			continue;
+		if (unlink)
+			*pp = op->next;
+		return op;
+	}
+	return NULL;
+}
+
+static int rd_data_begin(struct tcp_conn *tc, uint64_t dlen)
+{
+	struct tcp_op *op;
+
+	pthread_mutex_lock(&tc->tx_lock);
+	op = read_find(tc, tc->sub.op, 0);
+	pthread_mutex_unlock(&tc->tx_lock);
+	/* Only the next bytes of a read we asked for, nowhere else. */
+	if (!op || tc->sub.off != op->done || dlen > op->total - op->done) {
+		tcp_rx_fail(tc, "RMA read data that was not asked for");
+		return -1;
+	}
+	tc->rd_op = op;
+	tcp_rx_sink(tc, TCP_SINK_MEM, op->laddr + op->done, dlen);
+	return 0;
+}
+
+static int rd_end(struct tcp_conn *tc)
+{
+	struct tcp_op *op, *done = NULL;
+
+	pthread_mutex_lock(&tc->tx_lock);
+	op = read_find(tc, tc->sub.op, 0);
+	if (!op || (tc->sub.status == CCI_SUCCESS && op->done != op->total)) {
+		pthread_mutex_unlock(&tc->tx_lock);
+		tcp_rx_fail(tc, "RMA read end that does not match a request");
+		return -1;
+	}
+	read_find(tc, tc->sub.op, 1);
+	op->started = 0;
+	tc->rma_out--;
+	if (tc->sub.status != CCI_SUCCESS) {
+		op->status = peer_status(tc->sub.status);
+		op->next = done;
+		done = op;
+	} else if (op->len > 0) {
+		/* The data is here: now the completion message, in order. */
+		op->msg_phase = 1;
+		op->seq = tc->tx_seq++;
+		tcp_txq_push(tc, op, &done);
+	} else {
+		op->next = done;
+		done = op;
+	}
+	if (tc->txq)
+		tcp_tx_flush(tc, &done);
+	pthread_mutex_unlock(&tc->tx_lock);
+	tcp_ops_complete(tc->sep, done);
+	tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
+	return 0;
+}
+
+static void rma_nack(struct tcp_conn *tc)
+{
+	pthread_mutex_lock(&tc->tx_lock);
+	for (struct tcp_op *op = tc->txq; op; op = op->next)
+		if (op->kind == TCP_OP_WRITE && op->op_id == tc->sub.op)
+			op->status = peer_status(tc->sub.status);
+	for (struct tcp_op *op = tc->infl; op; op = op->next)
+		if (op->kind == TCP_OP_WRITE && op->op_id == tc->sub.op)
+			op->status = peer_status(tc->sub.status);
+	pthread_mutex_unlock(&tc->tx_lock);
+	tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
+}
+
+int tcp_rma_frame_begin(struct tcp_conn *tc)
+{
+	uint64_t plen = tc->h.len - sock_sub_len(tc->h.type);
+
+	switch (tc->h.type) {
+	case SOCK_F_WR_DATA:
+		wr_data_begin(tc, plen);
+		return 0;
+	case SOCK_F_WR_END:
+		return wr_end_begin(tc, plen);
+	case SOCK_F_RD_REQ:
+		return rd_req(tc);
+	case SOCK_F_RD_DATA:
+		return rd_data_begin(tc, plen);
+	case SOCK_F_RD_END:
+		return rd_end(tc);
+	default: /* SOCK_F_RMA_NACK */
+		rma_nack(tc);
+		return 0;
+	}
+}
+
+void tcp_rma_frame_end(struct tcp_conn *tc)
+{
+	switch (tc->h.type) {
+	case SOCK_F_WR_END:
+		atomic_store_explicit(&tc->rx_seq, tc->h.seq + 1, memory_order_relaxed);
+		if (tc->rb) {
+			tcp_rx_deliver(tc, tc->rb, tc->h.len - sock_sub_len(SOCK_F_WR_END));
+			tc->rb = NULL;
+		}
+		if (tc->wr_op == tc->sub.op)
+			tc->wr_status = CCI_SUCCESS;
+		break;
+	case SOCK_F_RD_DATA:
+		/* Under tx_lock: rd_end reads done under it. */
+		pthread_mutex_lock(&tc->tx_lock);
+		tc->rd_op->done += tc->h.len - sock_sub_len(SOCK_F_RD_DATA);
+		pthread_mutex_unlock(&tc->tx_lock);
+		tc->rd_op = NULL;
+		break;
+	default:
+		break;
+	}
+}

@@ -1,0 +1,472 @@
+/*
+ * tcp_rx.c - the receive side: reading sockets, cutting the stream into
+ * frames, lending receive buffers with RECV events, progress().
+ *
+ * Small frames are read in batches into a per-connection staging buffer
+ * and copied out; a payload of TCP_DIRECT_MIN bytes or more is read
+ * straight into its final place (a receive buffer, or registered memory
+ * for RMA), so large transfers cost the kernel's copy only.  Called with
+ * sep->lock held.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "tcp.h"
+
+/* ---- receive buffers ---------------------------------------------------- */
+
+/*
+ * Buffers are taken only by the receive side (sep->lock held) from its
+ * private list; they come back from any thread onto a lock-free stack
+ * that the receive side takes whole when its list runs dry (one consumer
+ * taking everything: no ABA).
+ */
+struct tcp_rxbuf *tcp_rb_get(struct tcp_ep *sep)
+{
+	struct tcp_rxbuf *rb = sep->rb_free;
+
+	if (!rb)
+		rb = atomic_exchange_explicit(&sep->rb_back, NULL, memory_order_acquire);
+	if (rb) {
+		sep->rb_free = rb->next;
+		return rb;
+	}
+	if (sep->rb_count >= atomic_load_explicit(&sep->rb_limit, memory_order_relaxed))
+		return NULL;
+	/* Made on first need and kept: no malloc once warm. */
+	rb = malloc(sizeof(*rb) + sep->mss);
+	if (rb) {
+		rb->all_next = sep->rb_all;
+		sep->rb_all = rb;
+		sep->rb_count++;
+	}
+	return rb;
+}
+
+void tcp_rb_put(struct tcp_ep *sep, struct tcp_rxbuf *rb)
+{
+	struct tcp_rxbuf *head = atomic_load_explicit(&sep->rb_back, memory_order_relaxed);
+
+	do
+		rb->next = head;
+	while (!atomic_compare_exchange_weak_explicit(&sep->rb_back, &head, rb,
+	                                              memory_order_release,
+	                                              memory_order_relaxed));
+	if (atomic_load_explicit(&sep->rx_starved, memory_order_relaxed))
+		tcp_loop_cmd(sep, TCP_CMD_RX);
+}
+
+void tcp_rb_fini(struct tcp_ep *sep)
+{
+	struct tcp_rxbuf *rb = sep->rb_all, *next;
+
+	for (; rb; rb = next) {
+		next = rb->all_next;
+		free(rb);
+	}
+	sep->rb_all = sep->rb_free = NULL;
+	atomic_store(&sep->rb_back, NULL);
+	sep->rb_count = 0;
+}
+
+/* Could tcp_rb_get() succeed now?  sep->lock held. */
+int tcp_rb_available(struct tcp_ep *sep)
+{
+	return sep->rb_free != NULL || atomic_load(&sep->rb_back) != NULL ||
+	       sep->rb_count < atomic_load(&sep->rb_limit);
+}
+
+void tcp_return_event(cci__evt_t *evt)
+{
+	if (evt->req_state)
+		tcp_req_returned(evt);
+	else if (evt->rx_buf)
+		tcp_rb_put(tcp_ep_of(evt->ep), evt->rx_buf);
+}
+
+/* ---- frames ------------------------------------------------------------- */
+
+void tcp_rx_fail(struct tcp_conn *tc, const char *why)
+{
+	TCP_WARN("tcp: closing the connection with %s: %s", tc->peer, why);
+	tcp_conn_break(tc, CCI_ERR_DISCONNECTED, why);
+}
+
+void tcp_rx_deliver(struct tcp_conn *tc, struct tcp_rxbuf *rb, uint32_t len)
+{
+	cci__evt_t *e = tcp_core->evt_get(tc->sep->ep);
+
+	/* A big message ends this pass (when nothing is left staged, so no
+	 * byte waits in user space): the application returns its buffer
+	 * before we fill the next one, which is then that same, cached one. */
+	if (len >= TCP_ALONE_MIN && tc->st_pos == tc->st_end)
+		tc->yield = 1;
+
+	if (!e) {
+		TCP_ERR("tcp: out of memory: a message from %s is lost", tc->peer);
+		tcp_rb_put(tc->sep, rb);
+		return;
+	}
+	e->ev.recv.type = CCI_EVENT_RECV;
+	e->ev.recv.len = len;
+	e->ev.recv.ptr = tcp_rb_data(rb);
+	e->ev.recv.connection = &tc->conn->pub;
+	e->conn = tc->conn;
+	e->rx_buf = rb;
+	tcp_core->evt_post(tc->sep->ep, e);
+}
+
+/* No receive buffer: stop reading this socket until one comes back. */
+void tcp_rx_stall(struct tcp_conn *tc)
+{
+	struct epoll_event ev = { .events = 0, .data.ptr = tc };
+
+	tc->stalled = 1;
+	atomic_store(&tc->sep->rx_starved, 1);
+	epoll_ctl(tc->sep->rx_epfd, EPOLL_CTL_MOD, tc->fd, &ev);
+}
+
+void tcp_rx_sink(struct tcp_conn *tc, int sink, char *dst, uint64_t len)
+{
+	tc->sink = sink;
+	tc->dst = dst;
+	tc->left = len;
+	tc->in_payload = 1;
+}
+
+static void frame_end(struct tcp_conn *tc)
+{
+	tc->in_payload = 0;
+	tc->fh_ready = 0;
+	tc->sink = TCP_SINK_NONE;
+	if (tc->h.type == SOCK_F_MSG) {
+		atomic_store_explicit(&tc->rx_seq, tc->h.seq + 1, memory_order_relaxed);
+		tcp_rx_deliver(tc, tc->rb, tc->h.len);
+		tc->rb = NULL;
+	} else {
+		tcp_rma_frame_end(tc);
+	}
+}
+
+static void on_ping(struct tcp_conn *tc)
+{
+	struct tcp_op *done = NULL;
+
+	pthread_mutex_lock(&tc->tx_lock);
+	tcp_ctl_push(tc, SOCK_F_PONG, NULL);
+	tcp_tx_flush(tc, &done);
+	pthread_mutex_unlock(&tc->tx_lock);
+	tcp_ops_complete(tc->sep, done);
+}
+
+/* A decoded header: check it in context, set the payload's sink.
+ * Returns 0 to go on, 1 when stalled, -1 when the connection broke. */
+static int frame_begin(struct tcp_conn *tc)
+{
+	const struct sock_hdr *h = &tc->h;
+
+	if (sock_type_sequenced(h->type) &&
+	    h->seq != atomic_load_explicit(&tc->rx_seq, memory_order_relaxed)) {
+		tcp_rx_fail(tc, "frame out of sequence");
+		return -1;
+	}
+	/* Acks are applied once per pass, after the messages are posted: the
+	 * application sees a reply before the completion it implies. */
+	if (h->ack < tc->ack_seen) {
+		tcp_rx_fail(tc, "acknowledgement going backwards");
+		return -1;
+	}
+	tc->ack_seen = h->ack;
+	if (h->flags & SOCK_FL_ACK_NOW)
+		tc->ack_now = 1;
+	tc->ack_bytes += h->len;
+	switch (h->type) {
+	case SOCK_F_ACK:
+	case SOCK_F_PONG:
+		tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
+		break;
+	case SOCK_F_PING:
+		on_ping(tc);
+		tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
+		break;
+	case SOCK_F_MSG:
+		tc->rb = tcp_rb_get(tc->sep);
+		if (!tc->rb) {
+			tcp_rx_stall(tc);
+			return 1;
+		}
+		tcp_rx_sink(tc, TCP_SINK_BUF, tcp_rb_data(tc->rb), h->len);
+		break;
+	case SOCK_F_HELLO:
+	case SOCK_F_ACCEPT:
+	case SOCK_F_REJECT:
+		tcp_rx_fail(tc, "handshake frame on an open connection");
+		return -1;
+	default: {
+		int rc = tcp_rma_frame_begin(tc);
+		if (rc != 0)
+			return rc;
+		break;
+	}
+	}
+	if (tc->left == 0)
+		frame_end(tc);
+	return 0;
+}
+
+/* Header bytes from the stage; 1 when a header is decoded, 0 for more
+ * bytes, -1 when the connection broke. */
+static int rx_header(struct tcp_conn *tc)
+{
+	const char *why = NULL;
+	uint32_t need;
+
+	for (;;) {
+		uint32_t k, avail = tc->st_end - tc->st_pos;
+		need = SOCK_HDR_LEN + (tc->fh_have >= SOCK_HDR_LEN ? sock_sub_len(tc->h.type) : 0);
+		if (tc->fh_have == need)
+			break;
+		if (avail == 0)
+			return 0;
+		k = need - tc->fh_have < avail ? need - tc->fh_have : avail;
+		memcpy(tc->fh + tc->fh_have, tc->stage + tc->st_pos, k);
+		tc->st_pos += k;
+		tc->fh_have += k;
+		if (tc->fh_have == SOCK_HDR_LEN) {
+			struct sock_limits lim = { tc->mss, TCP_FRAG_MAX };
+			if (sock_hdr_decode(tc->fh, &lim, &tc->h, &why) != 0) {
+				tcp_rx_fail(tc, why);
+				return -1;
+			}
+		}
+	}
+	if (need > SOCK_HDR_LEN &&
+	    sock_sub_decode(tc->fh + SOCK_HDR_LEN, tc->h.type, &tc->sub, &why) != 0) {
+		tcp_rx_fail(tc, why);
+		return -1;
+	}
+	tc->fh_have = 0;
+	tc->fh_ready = 1;
+	return 1;
+}
+
+/* Consume the staged bytes.  0 when they are used up, else stalled/broken. */
+static int rx_parse(struct tcp_conn *tc)
+{
+	while (tcp_state(tc) == SOCK_CONN_OPEN && !tc->stalled && !tc->yield) {
+		if (tc->in_payload) {
+			uint64_t k = tc->st_end - tc->st_pos;
+			if (k == 0)
+				return 0;
+			if (k > tc->left)
+				k = tc->left;
+			if (tc->sink == TCP_SINK_BUF || tc->sink == TCP_SINK_MEM) {
+				memcpy(tc->dst, tc->stage + tc->st_pos, k);
+				tc->dst += k;
+			}
+			tc->st_pos += (uint32_t)k;
+			tc->left -= k;
+			if (tc->left == 0)
+				frame_end(tc);
+			continue;
+		}
+		if (!tc->fh_ready) {
+			int r = rx_header(tc);
+			if (r <= 0)
+				return r;
+		}
+		if (frame_begin(tc) != 0)
+			return 1;
+	}
+	return 1;
+}
+
+/* recv gave 0 (end of stream) or an error. */
+static void rx_closed(struct tcp_conn *tc, ssize_t n)
+{
+	if (n == 0 && !tc->in_payload && !tc->fh_ready && tc->fh_have == 0) {
+		TCP_LOG(CCI_LOG_CONN, "tcp: %s closed the connection", tc->peer);
+		tcp_conn_break(tc, CCI_ERR_DISCONNECTED, "closed by the peer");
+	} else if (n == 0) {
+		tcp_rx_fail(tc, "truncated frame (the peer closed mid-frame)");
+	} else {
+		TCP_LOG(CCI_LOG_CONN, "tcp: connection with %s: %s", tc->peer, strerror(errno));
+		tcp_conn_break(tc, CCI_ERR_DISCONNECTED, "socket error");
+	}
+}
+
+/* One recv: into the payload's place when big, else into the stage.
+ * Returns 1 if the socket may hold more, 0 when it is empty or gone: a
+ * short read means the kernel had no more, so we do not ask again (that
+ * would be a system call for nothing on every message). */
+static int rx_read(struct tcp_conn *tc)
+{
+	int direct = tc->in_payload && tc->sink != TCP_SINK_DROP && tc->left >= TCP_DIRECT_MIN;
+	size_t want = direct ? (tc->left < (1u << 30) ? tc->left : (1u << 30)) : TCP_STAGE_LEN;
+	ssize_t n;
+
+	/* After a big payload, expect another: stage only its header, so its
+	 * data is not copied twice. */
+	if (!direct && tc->big)
+		want = SOCK_HDR_LEN + SOCK_SUB_MAX;
+	tc->big = direct;
+
+	do
+		n = sock_recv(tc->fd, direct ? tc->dst : (char *)tc->stage, want, MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		tc->last_heard_ns = atomic_load_explicit(&tc->sep->now_ns, memory_order_relaxed);
+		if (!direct) {
+			tc->st_pos = 0;
+			tc->st_end = (uint32_t)n;
+		} else {
+			tc->dst += n;
+			tc->left -= (uint64_t)n;
+			if (tc->left == 0)
+				frame_end(tc);
+		}
+		tc->drained = (size_t)n < want;
+		return 1;
+	}
+	tc->drained = 1;
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	rx_closed(tc, n);
+	return 0;
+}
+
+void tcp_rx_apply_acks(struct tcp_conn *tc)
+{
+	if (tc->ack_seen == tc->ack_done || tcp_state(tc) != SOCK_CONN_OPEN)
+		return;
+	if (tcp_tx_acked(tc, tc->ack_seen) != 0) {
+		tcp_rx_fail(tc, "acknowledgement of frames never sent");
+		return;
+	}
+	tc->ack_done = tc->ack_seen;
+}
+
+static void rx_ack_policy(struct tcp_conn *tc)
+{
+	uint64_t owed = atomic_load_explicit(&tc->rx_seq, memory_order_relaxed) -
+	                atomic_load_explicit(&tc->ack_sent, memory_order_relaxed);
+
+	if (owed == 0 || tcp_state(tc) != SOCK_CONN_OPEN) {
+		tc->ack_now = 0;
+		return;
+	}
+	if (tc->ack_now || owed >= TCP_ACK_EVERY || tc->ack_bytes >= TCP_ACK_BYTES) {
+		tc->ack_now = 0;
+		tc->ack_bytes = 0;
+		tcp_tx_send_ack(tc);
+	}
+}
+
+void tcp_rx_conn(struct tcp_conn *tc)
+{
+	/* Parse after every read, so nothing is left staged when we stop. */
+	/* The completions the peer's last acks imply are handled one pass
+	 * late when the application polls: the message it waits for is
+	 * handed out first, the completions while it waits for the next. */
+	tcp_rx_apply_acks(tc);
+	tc->drained = 0;
+	tc->yield = 0;
+	for (int round = 0;; round++) {
+		if (rx_parse(tc) != 0 || round == TCP_RX_ROUNDS || tc->drained || !rx_read(tc))
+			break;
+	}
+	if (atomic_load_explicit(&tc->sep->thread_mode, memory_order_relaxed))
+		tcp_rx_apply_acks(tc);
+	else if (tc->ack_seen != tc->ack_done)
+		tc->sep->acks_pending = 1;
+	rx_ack_policy(tc);
+}
+
+void tcp_rx_poll(struct tcp_ep *sep)
+{
+	if (sep->nopen > 4) {
+		tcp_rx_ready(sep);
+		return;
+	}
+	/* Few sockets: one recv each beats epoll_wait plus recv. */
+	for (uint32_t i = sep->nopen; i-- > 0;)
+		if (i < sep->nopen && !sep->open[i]->stalled)
+			tcp_rx_conn(sep->open[i]);
+}
+
+void tcp_rx_ready(struct tcp_ep *sep)
+{
+	struct epoll_event evs[64];
+	int n;
+
+	n = epoll_wait(sep->rx_epfd, evs, 64, 0);
+	for (int i = 0; i < n; i++) {
+		struct tcp_conn *tc = evs[i].data.ptr;
+		if (tc->in_rx && !tc->stalled)
+			tcp_rx_conn(tc);
+	}
+}
+
+/* Apply the acks left from earlier passes; sep->lock held. */
+void tcp_rx_acks_all(struct tcp_ep *sep)
+{
+	sep->acks_pending = 0;
+	for (uint32_t i = sep->nopen; i-- > 0;)
+		if (i < sep->nopen)
+			tcp_rx_apply_acks(sep->open[i]);
+}
+
+void tcp_rx_resume(struct tcp_ep *sep)
+{
+	if (!tcp_rb_available(sep))
+		return;
+	atomic_store(&sep->rx_starved, 0);
+	for (uint32_t i = sep->nopen; i-- > 0;) {
+		struct tcp_conn *tc;
+		struct epoll_event ev = { .events = EPOLLIN };
+		if (i >= sep->nopen || !sep->open[i]->stalled)
+			continue;
+		tc = sep->open[i];
+		tc->stalled = 0;
+		ev.data.ptr = tc;
+		epoll_ctl(sep->rx_epfd, EPOLL_CTL_MOD, tc->fd, &ev);
+		tcp_rx_conn(tc);
+	}
+}
+
+void tcp_rx_release(struct tcp_conn *tc)
+{
+	if (tc->rb) {
+		tcp_rb_put(tc->sep, tc->rb);
+		tc->rb = NULL;
+	}
+	tc->in_payload = tc->fh_ready = 0;
+	tc->stalled = 0;
+}
+
+int tcp_progress(cci__ep_t *ep)
+{
+	struct tcp_ep *sep = tcp_ep_of(ep);
+	int starved;
+
+	tcp_app_active(sep);
+	/* Wait for the progress thread if it holds the lock: it is reading
+	 * or posting, and what it posts is what the caller wants next. */
+	pthread_mutex_lock(&sep->lock);
+	if (atomic_load_explicit(&sep->tick_due, memory_order_relaxed))
+		tcp_timers_in_app(sep);
+	if (atomic_load_explicit(&sep->nfaults, memory_order_relaxed))
+		tcp_faults_process(sep);
+	if (atomic_load_explicit(&sep->rx_starved, memory_order_relaxed))
+		tcp_rx_resume(sep);
+	if (atomic_load_explicit(&sep->tx_busy, memory_order_relaxed))
+		tcp_tx_flush_all(sep);
+	if (sep->acks_pending)
+		tcp_rx_acks_all(sep);
+	tcp_rx_poll(sep);
+	starved = atomic_load_explicit(&sep->rx_starved, memory_order_relaxed);
+	pthread_mutex_unlock(&sep->lock);
+	return starved ? CCI_ENOBUFS : CCI_SUCCESS;
+}

@@ -1,0 +1,573 @@
+/*
+ * tcp_tx.c - the transmit side: the op pool, per-connection queues, one
+ * sendmsg for as many frames as fit, completions on the peer's acks.
+ *
+ * A message goes out straight from the caller's buffers when the queue is
+ * empty (one system call, no copy); only what the socket did not take is
+ * copied before cci_send returns.  Written reliable frames wait in
+ * tc->infl until the peer's cumulative ack covers their sequence number.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tcp.h"
+
+struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force)
+{
+	struct tcp_op *op;
+
+	pthread_mutex_lock(&sep->pool_lock);
+	if (!force && atomic_load_explicit(&sep->pool_out, memory_order_relaxed) >=
+	              atomic_load_explicit(&sep->pool_limit, memory_order_relaxed)) {
+		pthread_mutex_unlock(&sep->pool_lock);
+		return NULL;
+	}
+	op = sep->pool;
+	if (op) {
+		sep->pool = op->next;
+	} else {
+		/* The pool only grows while warming up; ops are kept until the
+		 * endpoint dies. */
+		op = calloc(1, sizeof(*op));
+		if (!op) {
+			pthread_mutex_unlock(&sep->pool_lock);
+			return NULL;
+		}
+		op->all_next = sep->ops_all;
+		sep->ops_all = op;
+	}
+	atomic_fetch_add_explicit(&sep->pool_out, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&sep->pool_lock);
+	memset(op, 0, offsetof(struct tcp_op, all_next));
+	return op;
+}
+
+/* Make n ops (with their small copy buffers) now, so that a warm-up of
+ * the data path allocates nothing for the usual number in flight. */
+int tcp_ops_prealloc(struct tcp_ep *sep, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct tcp_op *op = calloc(1, sizeof(*op));
+		if (!op || !(op->buf = malloc(TCP_COPY_SMALL))) {
+			free(op);
+			return CCI_ENOMEM;
+		}
+		op->all_next = sep->ops_all;
+		sep->ops_all = op;
+		op->next = sep->pool;
+		sep->pool = op;
+	}
+	return CCI_SUCCESS;
+}
+
+void tcp_op_put(struct tcp_ep *sep, struct tcp_op *op)
+{
+	tcp_op_copy_release(op);
+	pthread_mutex_lock(&sep->pool_lock);
+	op->next = sep->pool;
+	sep->pool = op;
+	atomic_fetch_sub_explicit(&sep->pool_out, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&sep->pool_lock);
+}
+
+void tcp_ops_free(struct tcp_ep *sep)
+{
+	struct tcp_op *op = sep->ops_all, *next;
+	struct tcp_cbuf *cb = sep->cb_all, *cnext;
+
+	for (; op; op = next) {
+		next = op->all_next;
+		free(op->buf);
+		free(op);
+	}
+	sep->ops_all = sep->pool = NULL;
+	for (; cb; cb = cnext) {
+		cnext = cb->all_next;
+		free(cb);
+	}
+	sep->cb_all = sep->cb_free = NULL;
+}
+
+/* Give back op's big copy buffer: its bytes are in the socket (or dropped). */
+void tcp_op_copy_release(struct tcp_op *op)
+{
+	struct tcp_ep *sep;
+	struct tcp_cbuf *cb;
+
+	if (!op->big)
+		return;
+	sep = op->tc->sep;
+	cb = (struct tcp_cbuf *)op->big - 1;
+	atomic_fetch_sub_explicit(&sep->copy_queued, op->big_len, memory_order_relaxed);
+	op->big = NULL;
+	op->big_len = 0;
+	pthread_mutex_lock(&sep->pool_lock);
+	cb->next = sep->cb_free;
+	sep->cb_free = cb;
+	pthread_mutex_unlock(&sep->pool_lock);
+}
+
+/* Room for a len-byte copy: the op's own small buffer, or a big one from
+ * the endpoint's cache (the most recently returned, still in cache). */
+static char *op_copy_space(struct tcp_op *op, uint32_t len)
+{
+	struct tcp_ep *sep = op->tc->sep;
+	struct tcp_cbuf *cb;
+
+	if (len <= TCP_COPY_SMALL) {
+		if (!op->buf && !(op->buf = malloc(TCP_COPY_SMALL)))
+			return NULL;
+		return op->buf;
+	}
+	pthread_mutex_lock(&sep->pool_lock);
+	cb = sep->cb_free;
+	if (cb)
+		sep->cb_free = cb->next;
+	pthread_mutex_unlock(&sep->pool_lock);
+	if (!cb) {
+		cb = malloc(sizeof(*cb) + sep->mss);
+		if (!cb)
+			return NULL;
+		pthread_mutex_lock(&sep->pool_lock);
+		cb->all_next = sep->cb_all;
+		sep->cb_all = cb;
+		pthread_mutex_unlock(&sep->pool_lock);
+	}
+	op->big = (char *)(cb + 1);
+	op->big_len = len;
+	atomic_fetch_add_explicit(&sep->copy_queued, len, memory_order_relaxed);
+	return op->big;
+}
+
+int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
+                   int nocopy)
+{
+	uint32_t off = 0;
+	char *dst;
+
+	op->len = len;
+	op->uiovcnt = 0;
+	if (nocopy && iovcnt <= TCP_OP_IOV) {
+		if (iovcnt)
+			memcpy(op->uiov, iov, sizeof(*iov) * iovcnt);
+		op->uiovcnt = iovcnt;
+		return CCI_SUCCESS;
+	}
+	if (len == 0)
+		return CCI_SUCCESS;
+	dst = op_copy_space(op, len);
+	if (!dst)
+		return CCI_ENOMEM;
+	for (uint32_t i = 0; i < iovcnt; i++) {
+		memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);
+		off += (uint32_t)iov[i].iov_len;
+	}
+	op->uiov[0].iov_base = dst;
+	op->uiov[0].iov_len = len;
+	op->uiovcnt = 1;
+	return CCI_SUCCESS;
+}
+
+/* The caller's buffers are about to be reused: copy what op still needs. */
+static int op_detach(struct tcp_op *op)
+{
+	struct iovec tmp[TCP_OP_IOV];
+	uint32_t n = op->uiovcnt;
+
+	if (n)
+		memcpy(tmp, op->uiov, sizeof(*tmp) * n);
+	if (tcp_op_copy_in(op, tmp, n, op->len, 0) != CCI_SUCCESS)
+		return CCI_ENOMEM;
+	op->borrowed = 0;
+	if (op->prepared) {
+		/* Same bytes, new place: the frame offset stays valid. */
+		op->piovcnt = 0;
+		if (op->len > 0) {
+			op->piov[0] = op->uiov[0];
+			op->piovcnt = 1;
+		}
+	}
+	return CCI_SUCCESS;
+}
+
+/* Keep sep->tx_busy and the progress thread in step with tc's queue. */
+static void tx_mark(struct tcp_conn *tc)
+{
+	struct tcp_ep *sep = tc->sep;
+	int q = tc->txq != NULL || tc->ctl_off < tc->ctl_len;
+
+	if (q == atomic_load_explicit(&tc->tx_queued, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&tc->tx_queued, q, memory_order_relaxed);
+	atomic_fetch_add(&sep->tx_busy, q ? 1 : -1);
+	if (q && atomic_load(&sep->thread_mode))
+		tcp_loop_cmd(sep, TCP_CMD_TX);
+}
+
+/* The iovecs of what remains of op's current frame. */
+static uint32_t op_iov(const struct tcp_op *op, struct iovec *iov)
+{
+	uint64_t skip = op->frame_off;
+	uint32_t n = 0;
+
+	if (skip < op->hdr_len) {
+		iov[n].iov_base = (char *)op->hdr + skip;
+		iov[n++].iov_len = op->hdr_len - skip;
+		skip = 0;
+	} else {
+		skip -= op->hdr_len;
+	}
+	for (uint32_t i = 0; i < op->piovcnt; i++) {
+		if (skip >= op->piov[i].iov_len) {
+			skip -= op->piov[i].iov_len;
+			continue;
+		}
+		iov[n].iov_base = (char *)op->piov[i].iov_base + skip;
+		iov[n++].iov_len = op->piov[i].iov_len - skip;
+		skip = 0;
+	}
+	return n;
+}
+
+/* Encode op's next frame unless a fence holds it back. */
+static int op_ready(struct tcp_conn *tc, struct tcp_op *op)
+{
+	if (op->prepared)
+		return 1;
+	if (op->fence && !op->started && tc->rma_out > 0)
+		return 0;
+	if (!op->started && (op->kind == TCP_OP_WRITE || (op->kind == TCP_OP_READ && !op->msg_phase))) {
+		op->started = 1;
+		tc->rma_out++;
+	}
+	tcp_op_prepare(op);
+	return 1;
+}
+
+/* Gather control bytes and the frames of the queue head onwards. */
+static uint32_t gather(struct tcp_conn *tc, struct iovec *iov, uint64_t *total, int *with_ctl)
+{
+	struct tcp_op *op = tc->txq;
+	uint32_t n = 0;
+
+	*with_ctl = 0;
+	if (!(op && op->prepared && op->frame_off > 0) && tc->ctl_off < tc->ctl_len) {
+		iov[n].iov_base = tc->ctl + tc->ctl_off;
+		iov[n++].iov_len = tc->ctl_len - tc->ctl_off;
+		*with_ctl = 1;
+	}
+	for (; op && n + TCP_OP_IOV + 1 <= TCP_GATHER_IOV; op = op->next) {
+		uint8_t type;
+		if (!op_ready(tc, op))
+			break;
+		n += op_iov(op, iov + n);
+		type = op->hdr[1];
+		/* An op's frames stay together: stop after one that has more.
+		 * A big frame fills the socket on its own. */
+		if (type == SOCK_F_WR_DATA || type == SOCK_F_RD_DATA ||
+		    op->frame_len - op->frame_off >= TCP_ALONE_MIN)
+			break;
+	}
+	*total = 0;
+	for (uint32_t i = 0; i < n; i++)
+		*total += iov[i].iov_len;
+	return n;
+}
+
+static void list_append(struct tcp_op **head, struct tcp_op **tail, struct tcp_op *op)
+{
+	op->next = NULL;
+	if (*tail)
+		(*tail)->next = op;
+	else
+		*head = op;
+	*tail = op;
+}
+
+/* op's last frame left: it waits for an ack, a read answer, or is done. */
+static void op_route(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done)
+{
+	/* The message bytes are in the socket: the copy is no longer needed
+	 * (a read still needs its completion message until it is sent). */
+	if (op->kind != TCP_OP_READ || op->msg_phase)
+		tcp_op_copy_release(op);
+	switch (op->kind) {
+	case TCP_OP_MSG:
+		if (!op->reliable)
+			break;
+		/* fall through */
+	case TCP_OP_WRITE:
+		list_append(&tc->infl, &tc->infl_tail, op);
+		return;
+	case TCP_OP_READ:
+		if (op->msg_phase) {
+			list_append(&tc->infl, &tc->infl_tail, op);
+		} else {
+			op->next = tc->reads;
+			tc->reads = op;
+		}
+		return;
+	default: /* TCP_OP_RDRESP */
+		tc->nrdresp--;
+		break;
+	}
+	op->next = *done;
+	*done = op;
+}
+
+/* n bytes of the gathered frames left. */
+static void advance(struct tcp_conn *tc, uint64_t n, int with_ctl, struct tcp_op **done)
+{
+	if (with_ctl) {
+		uint64_t k = tc->ctl_len - tc->ctl_off;
+		if (k > n)
+			k = n;
+		tc->ctl_off += (uint32_t)k;
+		n -= k;
+		if (tc->ctl_off == tc->ctl_len)
+			tc->ctl_off = tc->ctl_len = 0;
+	}
+	while (n > 0 && tc->txq) {
+		struct tcp_op *op = tc->txq;
+		uint64_t rem = op->frame_len - op->frame_off;
+		if (n < rem) {
+			op->frame_off += n;
+			return;
+		}
+		n -= rem;
+		if (!tcp_op_frame_done(op))
+			continue;
+		tc->txq = op->next;
+		if (!tc->txq)
+			tc->txq_tail = NULL;
+		op->in_txq = 0;
+		op_route(tc, op, done);
+	}
+}
+
+/* Write the gathered bytes: a small batch from one contiguous copy with
+ * send() (cheaper in the kernel than importing an iovec array). */
+static ssize_t tx_write(int fd, struct msghdr *mh, uint64_t total)
+{
+	char lin[TCP_LINEAR_MAX];
+	size_t off = 0;
+
+	if (mh->msg_iovlen == 1)
+		return sock_send(fd, mh->msg_iov[0].iov_base, mh->msg_iov[0].iov_len,
+		                 MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (total > sizeof(lin))
+		return sock_sendmsg(fd, mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	for (size_t i = 0; i < mh->msg_iovlen; i++) {
+		memcpy(lin + off, mh->msg_iov[i].iov_base, mh->msg_iov[i].iov_len);
+		off += mh->msg_iov[i].iov_len;
+	}
+	return sock_send(fd, lin, off, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+int tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done)
+{
+	struct iovec iov[TCP_GATHER_IOV];
+	struct msghdr mh = { .msg_iov = iov };
+	int rc = CCI_SUCCESS;
+
+	while (tcp_state(tc) == SOCK_CONN_OPEN) {
+		uint64_t total;
+		int with_ctl;
+		ssize_t n;
+
+		mh.msg_iovlen = gather(tc, iov, &total, &with_ctl);
+		if (mh.msg_iovlen == 0)
+			break;
+		n = tx_write(tc->fd, &mh, total);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				atomic_store_explicit(&tc->tx_full, TCP_FULL_SKIP,
+				                      memory_order_relaxed);
+			} else {
+				rc = sock_errno_status(errno);
+				tcp_conn_fault(tc, CCI_ERR_DISCONNECTED);
+			}
+			break;
+		}
+		advance(tc, (uint64_t)n, with_ctl, done);
+		if ((uint64_t)n < total)
+			break;
+	}
+	tx_mark(tc);
+	return rc;
+}
+
+void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done)
+{
+	op->in_txq = 1;
+	list_append(&tc->txq, &tc->txq_tail, op);
+	tcp_tx_flush(tc, done);
+}
+
+void tcp_ctl_push(struct tcp_conn *tc, uint8_t type, const struct sock_sub *sub)
+{
+	struct sock_hdr h = { .type = type };
+	uint32_t sl = sock_sub_len(type);
+
+	if (tc->ctl_len + SOCK_HDR_LEN + sl > TCP_CTL_LEN) {
+		/* Acks and probes are repeated later; a lost refusal is not. */
+		if (type == SOCK_F_RMA_NACK)
+			tcp_conn_fault(tc, CCI_ERR_DISCONNECTED);
+		return;
+	}
+	h.len = sl;
+	h.ack = atomic_load_explicit(&tc->rx_seq, memory_order_relaxed);
+	atomic_store_explicit(&tc->ack_sent, h.ack, memory_order_relaxed);
+	sock_hdr_encode(tc->ctl + tc->ctl_len, &h);
+	if (sl)
+		sock_sub_encode(tc->ctl + tc->ctl_len + SOCK_HDR_LEN, type, sub);
+	tc->ctl_len += SOCK_HDR_LEN + sl;
+}
+
+void tcp_tx_send_ack(struct tcp_conn *tc)
+{
+	struct tcp_op *done = NULL;
+
+	pthread_mutex_lock(&tc->tx_lock);
+	if (atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent)) {
+		if (!tc->txq)
+			tcp_ctl_push(tc, SOCK_F_ACK, NULL);
+		tcp_tx_flush(tc, &done);
+	}
+	pthread_mutex_unlock(&tc->tx_lock);
+	tcp_ops_complete(tc->sep, done);
+}
+
+int tcp_tx_acked(struct tcp_conn *tc, uint64_t ack)
+{
+	struct tcp_op *done = NULL, **tail = &done;
+
+	pthread_mutex_lock(&tc->tx_lock);
+	if (ack < tc->peer_acked || ack > tc->tx_seq) {
+		pthread_mutex_unlock(&tc->tx_lock);
+		return -1;
+	}
+	tc->peer_acked = ack;
+	while (tc->infl && tc->infl->seq < ack) {
+		struct tcp_op *op = tc->infl;
+		tc->infl = op->next;
+		if (op->started) {
+			op->started = 0;
+			tc->rma_out--;
+		}
+		op->next = NULL;
+		*tail = op;
+		tail = &op->next;
+	}
+	if (!tc->infl)
+		tc->infl_tail = NULL;
+	if (tc->txq)
+		tcp_tx_flush(tc, tail);
+	pthread_mutex_unlock(&tc->tx_lock);
+	tcp_ops_complete(tc->sep, done);
+	return 0;
+}
+
+void tcp_ops_complete(struct tcp_ep *sep, struct tcp_op *done)
+{
+	while (done) {
+		struct tcp_op *op = done;
+		done = op->next;
+		if (op->kind != TCP_OP_RDRESP)
+			tcp_core->send_done(op->tc->conn, op->context, op->flags, op->status);
+		tcp_op_put(sep, op);
+	}
+}
+
+void tcp_ops_drop(struct tcp_ep *sep, struct tcp_op *list, int status)
+{
+	while (list) {
+		struct tcp_op *op = list;
+		list = op->next;
+		if (status != CCI_SUCCESS && op->kind != TCP_OP_RDRESP)
+			tcp_core->send_done(op->tc->conn, op->context, op->flags, status);
+		tcp_op_put(sep, op);
+	}
+}
+
+void tcp_tx_flush_all(struct tcp_ep *sep)
+{
+	for (uint32_t i = 0; i < sep->nopen; i++) {
+		struct tcp_conn *tc = sep->open[i];
+		struct tcp_op *done = NULL;
+		if (!atomic_load_explicit(&tc->tx_queued, memory_order_relaxed))
+			continue;
+		/* The socket was full a moment ago: retrying at every poll only
+		 * fights the kernel for the socket lock while it drains. */
+		if (atomic_load_explicit(&tc->tx_full, memory_order_relaxed) > 0) {
+			atomic_fetch_sub_explicit(&tc->tx_full, 1, memory_order_relaxed);
+			continue;
+		}
+		pthread_mutex_lock(&tc->tx_lock);
+		tcp_tx_flush(tc, &done);
+		pthread_mutex_unlock(&tc->tx_lock);
+		tcp_ops_complete(sep, done);
+	}
+}
+
+/* Would queueing op copy a big message while the endpoint already holds
+ * TCP_COPY_QUEUED_MAX copied bytes?  Then the sender waits (ENOBUFS)
+ * rather than the library's memory growing with the backlog. */
+static int copy_would_overflow(const struct tcp_conn *tc, struct tcp_op *op)
+{
+	return tc->txq && op->borrowed && op->len > TCP_COPY_SMALL &&
+	       atomic_load_explicit(&tc->sep->copy_queued, memory_order_relaxed) >=
+	       TCP_COPY_QUEUED_MAX;
+}
+
+int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
+             void *context, int flags)
+{
+	struct tcp_conn *tc = tcp_conn_of(conn);
+	struct tcp_ep *sep = tc->sep;
+	struct tcp_op *op = tcp_op_get(sep, 0), *done = NULL;
+	int rc = CCI_SUCCESS;
+
+	tcp_app_active(sep);
+	if (!op)
+		return CCI_ENOBUFS;
+	op->kind = TCP_OP_MSG;
+	op->tc = tc;
+	op->flags = flags;
+	op->context = context;
+	op->reliable = conn->pub.attribute != CCI_CONN_ATTR_UU;
+	op->t_ns = atomic_load_explicit(&sep->now_ns, memory_order_relaxed);
+	if (iovcnt <= TCP_OP_IOV) {
+		/* Borrow the caller's bytes; copied below only if not all left. */
+		if (iovcnt)
+			memcpy(op->uiov, iov, sizeof(*iov) * iovcnt);
+		op->uiovcnt = iovcnt;
+		op->len = len;
+		op->borrowed = !(flags & CCI_FLAG_NO_COPY);
+	} else if (tcp_op_copy_in(op, iov, iovcnt, len, 0) != CCI_SUCCESS) {
+		tcp_op_put(sep, op);
+		return CCI_ENOMEM;
+	}
+	pthread_mutex_lock(&tc->tx_lock);
+	if (tcp_state(tc) != SOCK_CONN_OPEN) {
+		pthread_mutex_unlock(&tc->tx_lock);
+		tcp_op_put(sep, op);
+		return CCI_ERR_DISCONNECTED;
+	}
+	if (copy_would_overflow(tc, op)) {
+		pthread_mutex_unlock(&tc->tx_lock);
+		tcp_op_put(sep, op);
+		return CCI_ENOBUFS;
+	}
+	op->seq = tc->tx_seq++;
+	tcp_txq_push(tc, op, &done);
+	if (op->in_txq && op->borrowed && op_detach(op) != CCI_SUCCESS)
+		tcp_conn_fault(tc, CCI_ENOMEM);
+	pthread_mutex_unlock(&tc->tx_lock);
+	tcp_ops_complete(sep, done);
+	return rc;
+}

@@ -1,0 +1,340 @@
+/*
+ * sockets_test.c - transport tests of the tcp transport: the harness, the
+ * wire decoder unit tests, and main().
+ *
+ * usage: sockets_test [substring]   (runs the tests whose name contains it)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <CUnit/Basic.h>
+
+#include "sock_wire.h"
+#include "sockets_test.h"
+
+uint64_t st_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void st_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+cci_device_t *st_init(const char *ip)
+{
+	char path[64], text[128];
+	cci_device_t *const *devs;
+	uint32_t caps;
+	FILE *f;
+	int rc;
+
+	snprintf(path, sizeof(path), "/tmp/cci-socktest-%d.ini", (int)getpid());
+	snprintf(text, sizeof(text), "[t]\ntransport = tcp\nip = %s\n", ip);
+	f = fopen(path, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+		return NULL;
+	setenv("CCI_CONFIG", path, 1);
+	setenv("CCI_CTP", "sockets", 1);
+	rc = cci_init(CCI_ABI_VERSION, 0, &caps);
+	unlink(path);
+	CU_ASSERT_EQUAL(rc, CCI_SUCCESS);
+	if (rc != CCI_SUCCESS || cci_get_devices(&devs) != CCI_SUCCESS || !devs[0])
+		return NULL;
+	return devs[0];
+}
+
+void st_fini(cci_endpoint_t *ep)
+{
+	if (ep)
+		CU_ASSERT_EQUAL(cci_destroy_endpoint(ep), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(cci_finalize(), CCI_SUCCESS);
+}
+
+cci_endpoint_t *st_endpoint(cci_device_t *dev)
+{
+	cci_endpoint_t *ep = NULL;
+
+	CU_ASSERT_EQUAL(cci_create_endpoint(dev, 0, &ep, NULL), CCI_SUCCESS);
+	return ep;
+}
+
+char *st_uri(cci_endpoint_t *ep)
+{
+	char *uri = NULL;
+
+	CU_ASSERT_EQUAL(cci_get_opt(ep, CCI_OPT_ENDPT_URI, &uri), CCI_SUCCESS);
+	return uri;
+}
+
+uint16_t st_uri_port(const char *uri)
+{
+	const char *colon = strrchr(uri, ':');
+
+	return colon ? (uint16_t)atoi(colon + 1) : 0;
+}
+
+cci_event_t *st_wait(cci_endpoint_t *ep, cci_event_type_t type, unsigned ms, int *others)
+{
+	uint64_t stop = st_now_ms() + ms;
+
+	while (st_now_ms() < stop) {
+		cci_event_t *ev;
+		if (cci_get_event(ep, &ev) != CCI_SUCCESS)
+			continue;
+		if (ev->type == type)
+			return ev;
+		if (others)
+			(*others)++;
+		cci_return_event(ev);
+	}
+	return NULL;
+}
+
+cci_connection_t *st_accept(cci_endpoint_t *ep, unsigned ms)
+{
+	cci_event_t *ev = st_wait(ep, CCI_EVENT_CONNECT_REQUEST, ms, NULL);
+	cci_connection_t *c = NULL;
+
+	if (!ev)
+		return NULL;
+	cci_accept(ev, NULL);
+	cci_return_event(ev);
+	ev = st_wait(ep, CCI_EVENT_ACCEPT, ms, NULL);
+	if (ev) {
+		c = ev->accept.status == CCI_SUCCESS ? ev->accept.connection : NULL;
+		cci_return_event(ev);
+	}
+	return c;
+}
+
+cci_connection_t *st_connect(cci_endpoint_t *ep, const char *uri, cci_conn_attribute_t attr,
+                             unsigned ms, int *status)
+{
+	cci_connection_t *c = NULL;
+	cci_event_t *ev;
+	int rc = cci_connect(ep, uri, NULL, 0, attr, NULL, 0, NULL);
+
+	*status = rc;
+	if (rc != CCI_SUCCESS)
+		return NULL;
+	ev = st_wait(ep, CCI_EVENT_CONNECT, ms, NULL);
+	*status = ev ? (int)ev->connect.status : CCI_ETIMEDOUT;
+	if (ev) {
+		c = ev->connect.connection;
+		cci_return_event(ev);
+	}
+	return c;
+}
+
+void st_teardown(void)
+{
+	for (int i = 0; i < 8 && cci_finalize() == CCI_SUCCESS; i++)
+		;
+}
+
+/* ---- peer processes ------------------------------------------------------ */
+
+void st_spawn(struct st_child *c, int (*fn)(int rfd, int wfd, void *arg), void *arg)
+{
+	int up[2], down[2];
+
+	c->pid = -1;
+	if (pipe(up) != 0 || pipe(down) != 0)
+		return;
+	fflush(stdout);
+	c->pid = fork();
+	if (c->pid == 0) {
+		close(up[0]);
+		close(down[1]);
+		alarm(60); /* a peer never outlives a hung test */
+		_exit(fn(down[0], up[1], arg));
+	}
+	close(up[1]);
+	close(down[0]);
+	c->rfd = up[0];
+	c->wfd = down[1];
+}
+
+int st_reap(struct st_child *c, unsigned ms)
+{
+	uint64_t stop = st_now_ms() + ms;
+	int status;
+
+	if (c->pid <= 0)
+		return -1;
+	while (st_now_ms() < stop) {
+		pid_t r = waitpid(c->pid, &status, WNOHANG);
+		if (r == c->pid) {
+			close(c->rfd);
+			close(c->wfd);
+			c->pid = -1;
+			return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		}
+		st_sleep_ms(5);
+	}
+	kill(c->pid, SIGKILL);
+	waitpid(c->pid, &status, 0);
+	close(c->rfd);
+	close(c->wfd);
+	c->pid = -1;
+	return -1;
+}
+
+int st_write_line(int fd, const char *s)
+{
+	size_t n = strlen(s);
+
+	return write(fd, s, n) == (ssize_t)n && write(fd, "\n", 1) == 1 ? 0 : -1;
+}
+
+int st_read_line(int fd, char *buf, size_t len, unsigned ms)
+{
+	uint64_t stop = st_now_ms() + ms;
+	size_t got = 0;
+
+	while (got + 1 < len && st_now_ms() < stop) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		if (read(fd, buf + got, 1) != 1)
+			return -1;
+		if (buf[got] == '\n') {
+			buf[got] = '\0';
+			return 0;
+		}
+		got++;
+	}
+	return -1;
+}
+
+/* ---- wire decoder -------------------------------------------------------- */
+
+static const struct sock_limits lim = { 65536, 1u << 20 };
+
+static void wire_header_roundtrip(void)
+{
+	struct sock_hdr h = { SOCK_F_MSG, SOCK_FL_ACK_NOW, 100, 7, 9 }, d;
+	const char *why = NULL;
+	uint8_t b[SOCK_HDR_LEN];
+
+	sock_hdr_encode(b, &h);
+	CU_ASSERT_EQUAL(sock_hdr_decode(b, &lim, &d, &why), 0);
+	CU_ASSERT(d.type == h.type && d.flags == h.flags && d.len == h.len && d.seq == h.seq &&
+	          d.ack == h.ack);
+}
+
+static void wire_header_rejects_bad_fields(void)
+{
+	struct sock_hdr h = { SOCK_F_MSG, 0, 65537, 0, 0 }, d;
+	const char *why = NULL;
+	uint8_t b[SOCK_HDR_LEN];
+
+	sock_hdr_encode(b, &h); /* longer than mss */
+	CU_ASSERT_EQUAL(sock_hdr_decode(b, &lim, &d, &why), -1);
+	h = (struct sock_hdr){ SOCK_F_ACK, 0, 1, 0, 0 }; /* an ACK with payload */
+	sock_hdr_encode(b, &h);
+	CU_ASSERT_EQUAL(sock_hdr_decode(b, &lim, &d, &why), -1);
+	h = (struct sock_hdr){ SOCK_F_PING, 0, 0, 5, 0 }; /* seq on unsequenced */
+	sock_hdr_encode(b, &h);
+	CU_ASSERT_EQUAL(sock_hdr_decode(b, &lim, &d, &why), -1);
+	h = (struct sock_hdr){ SOCK_F_WR_DATA, 0, 24, 0, 0 }; /* fragment without data */
+	sock_hdr_encode(b, &h);
+	CU_ASSERT_EQUAL(sock_hdr_decode(b, &lim, &d, &why), -1);
+	h = (struct sock_hdr){ SOCK_F_MSG, 0x80, 1, 0, 0 }; /* unknown flag */
+	sock_hdr_encode(b, &h);
+	CU_ASSERT_EQUAL(sock_hdr_decode(b, &lim, &d, &why), -1);
+	b[0] = 0; /* no mark */
+	CU_ASSERT_EQUAL(sock_hdr_decode(b, &lim, &d, &why), -1);
+	CU_ASSERT_PTR_NOT_NULL(why);
+}
+
+static void wire_random_bytes_never_decode_out_of_limits(void)
+{
+	uint8_t b[SOCK_HDR_LEN];
+	struct sock_hdr d;
+	const char *why;
+	unsigned seed = 12345;
+
+	for (int i = 0; i < 200000; i++) {
+		for (unsigned k = 0; k < sizeof(b); k++)
+			b[k] = (uint8_t)rand_r(&seed);
+		if (i & 1)
+			b[0] = SOCK_HDR_MARK, b[3] = 0;
+		if (sock_hdr_decode(b, &lim, &d, &why) == 0) {
+			CU_ASSERT(d.type > 0 && d.type < SOCK_F_TYPE_END);
+			CU_ASSERT(d.len <= lim.frag_max + SOCK_SUB_MAX);
+		}
+	}
+}
+
+static void wire_hello_checks_magic_and_payload(void)
+{
+	struct sock_hello h = { CCI_CONN_ATTR_RU, 4096, 10, 1, 2 }, d;
+	uint8_t b[SOCK_HELLO_LEN + 10] = { 0 };
+	const char *why;
+
+	sock_hello_encode(b, &h);
+	CU_ASSERT_EQUAL(sock_hello_decode(b, sizeof(b), &d, &why), 0);
+	CU_ASSERT(d.attr == h.attr && d.mss == h.mss && d.nonce == h.nonce);
+	CU_ASSERT_EQUAL(sock_hello_decode(b, sizeof(b) - 1, &d, &why), -1);
+	b[0] ^= 1;
+	CU_ASSERT_EQUAL(sock_hello_decode(b, sizeof(b), &d, &why), -1);
+	b[0] ^= 1;
+	b[6] = 9; /* attribute */
+	CU_ASSERT_EQUAL(sock_hello_decode(b, sizeof(b), &d, &why), -1);
+}
+
+int st_add_wire_tests(void)
+{
+	CU_pSuite s = CU_add_suite("wire format", NULL, NULL);
+
+	return !s || !CU_add_test(s, "a frame header survives encode and decode",
+	                          wire_header_roundtrip) ||
+	       !CU_add_test(s, "headers with bad lengths, flags, sequence or mark are refused",
+	                    wire_header_rejects_bad_fields) ||
+	       !CU_add_test(s, "random bytes never decode to a frame beyond the limits",
+	                    wire_random_bytes_never_decode_out_of_limits) ||
+	       !CU_add_test(s, "a HELLO needs the magic, a known attribute and its payload",
+	                    wire_hello_checks_magic_and_payload);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned failed;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	CU_set_fail_on_inactive(CU_FALSE);
+	if (st_add_wire_tests() || st_add_raw_tests() || st_add_peer_tests()) {
+		CU_cleanup_registry();
+		return 1;
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	if (argc > 1) {
+		/* Only the tests whose name contains argv[1]. */
+		for (CU_pSuite s = CU_get_registry()->pSuite; s; s = s->pNext)
+			for (CU_pTest t = s->pTest; t; t = t->pNext)
+				CU_set_test_active(t, strstr(t->pName, argv[1]) ? CU_TRUE : CU_FALSE);
+	}
+	CU_basic_run_tests();
+	failed = CU_get_number_of_tests_failed() + CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return failed ? 1 : 0;
+}

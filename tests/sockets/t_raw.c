@@ -1,0 +1,412 @@
+/*
+ * t_raw.c - a raw TCP client on 127.0.0.1 against a tcp endpoint: garbage,
+ * oversized and truncated frames, forged and out-of-bounds RMA, a flood of
+ * half-open connections, and a connect to a port that never answers.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "sock_wire.h"
+#include "sockets_test.h"
+
+int raw_connect(uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct timeval tv = { 3, 0 };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int raw_send(int fd, const void *buf, size_t len)
+{
+	return send(fd, buf, len, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+}
+
+void raw_hdr(uint8_t *b, uint8_t type, uint32_t len, uint64_t seq, uint64_t ack)
+{
+	struct sock_hdr h = { .type = type, .len = len, .seq = seq, .ack = ack };
+
+	sock_hdr_encode(b, &h);
+}
+
+int raw_hello(int fd, uint16_t attr, uint32_t mss)
+{
+	uint8_t b[SOCK_HDR_LEN + SOCK_HELLO_LEN];
+	struct sock_hello h = { .attr = attr, .mss = mss, .id = 1, .nonce = 42 };
+
+	raw_hdr(b, SOCK_F_HELLO, SOCK_HELLO_LEN, 0, 0);
+	sock_hello_encode(b + SOCK_HDR_LEN, &h);
+	return raw_send(fd, b, sizeof(b));
+}
+
+static int read_full(int fd, uint8_t *buf, size_t len, uint64_t stop)
+{
+	size_t got = 0;
+
+	while (got < len && st_now_ms() < stop) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		n = recv(fd, buf + got, len - got, 0);
+		if (n <= 0)
+			return -1;
+		got += (size_t)n;
+	}
+	return got == len ? 0 : -1;
+}
+
+int raw_frame(int fd, uint8_t *buf, size_t cap, unsigned ms)
+{
+	uint64_t stop = st_now_ms() + ms;
+	uint32_t len;
+
+	if (read_full(fd, buf, SOCK_HDR_LEN, stop) != 0)
+		return -1;
+	len = sock_get32(buf + 4);
+	if (len > cap - SOCK_HDR_LEN || read_full(fd, buf + SOCK_HDR_LEN, len, stop) != 0)
+		return -1;
+	return (int)len;
+}
+
+int raw_closed(int fd, unsigned ms)
+{
+	uint64_t stop = st_now_ms() + ms;
+	char b[4096];
+
+	while (st_now_ms() < stop) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		n = recv(fd, b, sizeof(b), 0);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return 1;
+	}
+	return 0;
+}
+
+/* A raw client through the handshake, accepted by ep. */
+static int raw_open(cci_endpoint_t *ep, uint16_t port, cci_connection_t **c)
+{
+	uint8_t b[128];
+	int fd = raw_connect(port);
+
+	if (fd < 0 || raw_hello(fd, CCI_CONN_ATTR_RO, 65536) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*c = st_accept(ep, 3000);
+	if (!*c || raw_frame(fd, b, sizeof(b), 3000) != SOCK_REPLY_LEN || b[1] != SOCK_F_ACCEPT) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The endpoint still takes a legitimate client and its message. */
+static void still_serves(cci_endpoint_t *ep, const char *uri)
+{
+	cci_connection_t *c, *s;
+	cci_event_t *ev;
+	int st;
+
+	CU_ASSERT_EQUAL(cci_connect(ep, uri, "hi", 2, CCI_CONN_ATTR_RO, NULL, 0, NULL), CCI_SUCCESS);
+	s = st_accept(ep, 3000);
+	ev = st_wait(ep, CCI_EVENT_CONNECT, 3000, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+	st = ev->connect.status;
+	c = ev->connect.connection;
+	cci_return_event(ev);
+	CU_ASSERT_EQUAL(st, CCI_SUCCESS);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	CU_ASSERT_EQUAL(cci_send(c, "ping", 4, NULL, CCI_FLAG_BLOCKING), CCI_SUCCESS);
+	ev = st_wait(ep, CCI_EVENT_RECV, 3000, NULL);
+	CU_ASSERT_PTR_NOT_NULL(ev);
+	if (ev) {
+		CU_ASSERT(ev->recv.len == 4 && memcmp(ev->recv.ptr, "ping", 4) == 0);
+		cci_return_event(ev);
+	}
+	cci_disconnect(c);
+	cci_disconnect(s);
+}
+
+static void garbage_before_handshake_is_dropped(void)
+{
+	cci_device_t *dev = st_init("127.0.0.1");
+	cci_endpoint_t *ep = st_endpoint(dev);
+	char *uri = st_uri(ep);
+	uint8_t junk[256];
+	int fd, others = 0;
+
+	for (unsigned i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(i * 37 + 11);
+	fd = raw_connect(st_uri_port(uri));
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(raw_send(fd, junk, sizeof(junk)), 0);
+	CU_ASSERT(raw_closed(fd, 3000));
+	CU_ASSERT_PTR_NULL(st_wait(ep, CCI_EVENT_CONNECT_REQUEST, 200, &others));
+	close(fd);
+	still_serves(ep, uri);
+	free(uri);
+	st_fini(ep);
+}
+
+/* Send one mangled frame on an accepted raw connection: closed, and the
+ * endpoint goes on serving. */
+static void mangled_frame(const uint8_t *frame, size_t len, int close_after)
+{
+	cci_device_t *dev = st_init("127.0.0.1");
+	cci_endpoint_t *ep = st_endpoint(dev);
+	char *uri = st_uri(ep);
+	cci_connection_t *c = NULL;
+	int fd = raw_open(ep, st_uri_port(uri), &c);
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(raw_send(fd, frame, len), 0);
+	if (close_after)
+		shutdown(fd, SHUT_WR);
+	else
+		CU_ASSERT(raw_closed(fd, 3000));
+	/* Sends on the server's side of it fail once it is closed. */
+	for (uint64_t stop = st_now_ms() + 3000; st_now_ms() < stop;) {
+		cci_event_t *ev;
+		if (cci_send(c, "x", 1, NULL, 0) == CCI_ERR_DISCONNECTED)
+			break;
+		while (cci_get_event(ep, &ev) == CCI_SUCCESS)
+			cci_return_event(ev);
+		st_sleep_ms(10);
+	}
+	CU_ASSERT_EQUAL(cci_send(c, "x", 1, NULL, 0), CCI_ERR_DISCONNECTED);
+	close(fd);
+	cci_disconnect(c);
+	still_serves(ep, uri);
+	free(uri);
+	st_fini(ep);
+}
+
+static void oversized_length_closes_the_connection(void)
+{
+	uint8_t b[SOCK_HDR_LEN];
+
+	raw_hdr(b, SOCK_F_MSG, 0x7fffffffu, 0, 0);
+	mangled_frame(b, sizeof(b), 0);
+}
+
+static void garbage_after_handshake_closes_the_connection(void)
+{
+	uint8_t b[64];
+
+	memset(b, 0x5a, sizeof(b));
+	mangled_frame(b, sizeof(b), 0);
+}
+
+static void out_of_sequence_frame_closes_the_connection(void)
+{
+	uint8_t b[SOCK_HDR_LEN + 4];
+
+	raw_hdr(b, SOCK_F_MSG, 4, 5, 0); /* the first frame must be seq 0 */
+	memcpy(b + SOCK_HDR_LEN, "abcd", 4);
+	mangled_frame(b, sizeof(b), 0);
+}
+
+static void truncated_frame_breaks_only_that_connection(void)
+{
+	uint8_t b[SOCK_HDR_LEN + 100];
+
+	memset(b, 0x33, sizeof(b));
+	raw_hdr(b, SOCK_F_MSG, 1000, 0, 0); /* promises 1000 bytes, sends 100 */
+	mangled_frame(b, sizeof(b), 1);
+}
+
+/* Send an RMA frame; return the status of the refusal it draws (an
+ * RMA_NACK or RD_END), 0 if the frame was taken, -1 if nothing came. */
+static int rma_answer(int fd, uint8_t type, const struct sock_sub *s, const void *data,
+                      uint32_t dlen, uint8_t want)
+{
+	uint8_t b[SOCK_HDR_LEN + SOCK_SUB_MAX + 64];
+	uint32_t sl = sock_sub_len(type);
+
+	raw_hdr(b, type, sl + dlen, 0, 0);
+	sock_sub_encode(b + SOCK_HDR_LEN, type, s);
+	if (dlen)
+		memcpy(b + SOCK_HDR_LEN + sl, data, dlen);
+	if (raw_send(fd, b, SOCK_HDR_LEN + sl + dlen) != 0)
+		return -1;
+	for (int i = 0; i < 8; i++) {
+		int n = raw_frame(fd, b, sizeof(b), 1000);
+		if (n < 0)
+			return 0; /* no answer: the frame was taken */
+		if (b[1] == want)
+			return (int)sock_get32(b + SOCK_HDR_LEN + 4);
+	}
+	return -1;
+}
+
+/* A WR_END with sequence number seq carrying "ok". */
+static int rma_end(int fd, uint32_t op, uint64_t seq)
+{
+	uint8_t b[SOCK_HDR_LEN + 8 + 2];
+	struct sock_sub s = { .op = op };
+
+	raw_hdr(b, SOCK_F_WR_END, 8 + 2, seq, 0);
+	sock_sub_encode(b + SOCK_HDR_LEN, SOCK_F_WR_END, &s);
+	memcpy(b + SOCK_HDR_LEN + 8, "ok", 2);
+	return raw_send(fd, b, sizeof(b));
+}
+
+static void forged_rma_never_touches_memory(void)
+{
+	cci_device_t *dev = st_init("127.0.0.1");
+	cci_endpoint_t *ep = st_endpoint(dev);
+	char *uri = st_uri(ep);
+	static uint8_t mem[4096];
+	const uint8_t data[16] = "0123456789abcdef";
+	cci_rma_handle_t *h;
+	cci_connection_t *c = NULL;
+	struct sock_sub s = { .op = 1 };
+	cci_event_t *ev;
+	int fd;
+
+	memset(mem, 0xab, sizeof(mem));
+	CU_ASSERT_EQUAL_FATAL(cci_rma_register(ep, mem, sizeof(mem), CCI_FLAG_WRITE, &h),
+	                      CCI_SUCCESS);
+	fd = raw_open(ep, st_uri_port(uri), &c);
+	CU_ASSERT_FATAL(fd >= 0);
+	s.key = h->stuff[0] ^ 0x5555; /* forged key */
+	CU_ASSERT_EQUAL(rma_answer(fd, SOCK_F_WR_DATA, &s, data, 16, SOCK_F_RMA_NACK),
+	                CCI_ERR_RMA_HANDLE);
+	s.op = 2;
+	s.key = h->stuff[0];
+	s.off = sizeof(mem) - 8; /* runs past the end */
+	CU_ASSERT_EQUAL(rma_answer(fd, SOCK_F_WR_DATA, &s, data, 16, SOCK_F_RMA_NACK), CCI_EINVAL);
+	s.op = 3;
+	s.off = UINT64_MAX - 4; /* wraps around */
+	CU_ASSERT_EQUAL(rma_answer(fd, SOCK_F_WR_DATA, &s, data, 16, SOCK_F_RMA_NACK), CCI_EINVAL);
+	s = (struct sock_sub){ .op = 4, .key = h->stuff[0], .len = 16 }; /* no READ access */
+	CU_ASSERT_EQUAL(rma_answer(fd, SOCK_F_RD_REQ, &s, NULL, 0, SOCK_F_RD_END),
+	                CCI_ERR_RMA_HANDLE);
+	s = (struct sock_sub){ .op = 5, .key = h->stuff[0], .off = 100 };
+	CU_ASSERT_EQUAL(rma_answer(fd, SOCK_F_WR_DATA, &s, data, 16, SOCK_F_RMA_NACK), 0);
+	/* Its completion message says the data is in place. */
+	CU_ASSERT_EQUAL(rma_end(fd, 5, 0), 0);
+	ev = st_wait(ep, CCI_EVENT_RECV, 3000, NULL);
+	CU_ASSERT_PTR_NOT_NULL(ev);
+	if (ev) {
+		CU_ASSERT(ev->recv.len == 2 && memcmp(ev->recv.ptr, "ok", 2) == 0);
+		cci_return_event(ev);
+	}
+	/* Only the accepted write landed; every refused one left its canary. */
+	CU_ASSERT(memcmp(mem + 100, data, 16) == 0);
+	for (unsigned i = 0; i < sizeof(mem); i++)
+		if ((i < 100 || i >= 116) && mem[i] != 0xab) {
+			CU_FAIL("a refused RMA wrote into the registration");
+			break;
+		}
+	close(fd);
+	cci_disconnect(c);
+	cci_rma_deregister(ep, h);
+	free(uri);
+	st_fini(ep);
+}
+
+static void half_open_flood_does_not_stall_clients(void)
+{
+	cci_device_t *dev = st_init("127.0.0.1");
+	cci_endpoint_t *ep = st_endpoint(dev);
+	char *uri = st_uri(ep);
+	int fds[300], n = 0;
+	uint64_t t0;
+
+	/* Silent sockets, and sockets stuck half-way through a HELLO. */
+	for (int i = 0; i < 300; i++) {
+		fds[n] = raw_connect(st_uri_port(uri));
+		if (fds[n] < 0)
+			break;
+		if (i % 2)
+			raw_send(fds[n], "\xc5\x01\x00\x00", 4);
+		n++;
+	}
+	CU_ASSERT(n >= 200);
+	t0 = st_now_ms();
+	still_serves(ep, uri);
+	CU_ASSERT(st_now_ms() - t0 < 2000);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	free(uri);
+	st_fini(ep);
+}
+
+static void connect_to_silent_listener_times_out(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	struct timeval tv = { 0, 300000 };
+	cci_device_t *dev;
+	cci_endpoint_t *ep;
+	cci_event_t *ev;
+	char uri[64];
+	uint64_t t0;
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+
+	/* A listener that never accepts nor answers: the kernel completes the
+	 * TCP handshake, nobody ever replies to HELLO. */
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CU_ASSERT_FATAL(lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sl) == 0 &&
+	                listen(lfd, 4) == 0 && getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
+	snprintf(uri, sizeof(uri), "tcp://127.0.0.1:%u", ntohs(sa.sin_port));
+	dev = st_init("127.0.0.1");
+	ep = st_endpoint(dev);
+	t0 = st_now_ms();
+	CU_ASSERT_EQUAL(cci_connect(ep, uri, NULL, 0, CCI_CONN_ATTR_RO, (void *)7, 0, &tv),
+	                CCI_SUCCESS);
+	ev = st_wait(ep, CCI_EVENT_CONNECT, 5000, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+	CU_ASSERT_EQUAL(ev->connect.status, CCI_ETIMEDOUT);
+	CU_ASSERT(ev->connect.context == (void *)7 && ev->connect.connection == NULL);
+	CU_ASSERT(st_now_ms() - t0 >= 280 && st_now_ms() - t0 < 2000);
+	cci_return_event(ev);
+	close(lfd);
+	st_fini(ep);
+}
+
+int st_add_raw_tests(void)
+{
+	CU_pSuite s = CU_add_suite_with_setup_and_teardown("bad peers on the wire", NULL, NULL,
+	                                                   NULL, st_teardown);
+
+	return !s ||
+	       !CU_add_test(s, "garbage before the handshake is dropped, no request is posted",
+	                    garbage_before_handshake_is_dropped) ||
+	       !CU_add_test(s, "an oversized length closes that connection only",
+	                    oversized_length_closes_the_connection) ||
+	       !CU_add_test(s, "garbage after the handshake closes that connection only",
+	                    garbage_after_handshake_closes_the_connection) ||
+	       !CU_add_test(s, "a frame out of sequence closes that connection only",
+	                    out_of_sequence_frame_closes_the_connection) ||
+	       !CU_add_test(s, "a truncated frame breaks that connection only",
+	                    truncated_frame_breaks_only_that_connection) ||
+	       !CU_add_test(s, "forged, out-of-bounds and unauthorised RMA never touch memory",
+	                    forged_rma_never_touches_memory) ||
+	       !CU_add_test(s, "300 half-open connections do not stall a legitimate client",
+	                    half_open_flood_does_not_stall_clients) ||
+	       !CU_add_test(s, "a connect to a listener that never answers ends in CCI_ETIMEDOUT",
+	                    connect_to_silent_listener_times_out);
+}
