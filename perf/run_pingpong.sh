@@ -6,7 +6,7 @@
 # The server writes its URI to a file (atomically) and the client is started
 # with -h that URI and the given options.  The client's output is this
 # script's stdout; the server's output goes to stderr.  A client option -b
-# (blocking) is passed to the server too; PINGPONG_SERVER_ARGS adds more
+# (blocking) and -D DEVICE are passed to the server too; PINGPONG_SERVER_ARGS adds more
 # server options (e.g. "-D mydevice").  PINGPONG_WRAPPER, if set, prefixes
 # both commands (e.g. "env LD_PRELOAD=...").  Exit status: non-zero if
 # either side fails or the server does not publish its URI within 10 s.
@@ -39,9 +39,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# The server mirrors the client's -b (blocking) and -D DEVICE (transport).
 server_args=${PINGPONG_SERVER_ARGS:-}
+prev=
 for a in "$@"; do
 	[ "$a" = "-b" ] && server_args="$server_args -b"
+	[ "$prev" = "-D" ] && server_args="$server_args -D $a"
+	prev=$a
 done
 
 # shellcheck disable=SC2086 # word splitting of the option strings is wanted

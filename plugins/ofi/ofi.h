@@ -1,0 +1,578 @@
+/*
+ * ofi.h - internal structures of the libfabric transport.
+ *
+ * One CCI endpoint is one libfabric FI_EP_RDM endpoint with its own
+ * fabric, domain, address vector and completion queue.  CCI connections
+ * are a handshake of small messages on top of it; every message starts
+ * with struct ofi_hdr.
+ *
+ * Objects and who owns them:
+ *   struct ofi_dev    dev->priv, from dev_configure/discover to dev_free.
+ *   struct ofi_ep     ep->priv (core allocation), ep_create to ep_destroy.
+ *   struct ofi_conn   malloc'd, reference counted: the connection table
+ *                     holds one reference until cci_disconnect (or the
+ *                     endpoint's end); every operation the provider owns
+ *                     and every receive buffer lent to the application
+ *                     hold one more.  Reached from the core connection
+ *                     through *(struct ofi_conn **)conn->priv.
+ *   struct ofi_req    malloc'd; a connection request from its arrival
+ *                     until it is answered and its event returned.
+ *   struct ofi_op     one send, RMA or control message; from the
+ *                     endpoint's pool (slabs freed at ep_destroy).
+ *   struct ofi_rxbuf  a pre-posted receive buffer; from the endpoint's
+ *                     slabs, posted to the provider, or lent to the
+ *                     application as a RECV event, or held (out of
+ *                     order, or waiting for a free receive slot).
+ *
+ * Locks, always taken in this order:
+ *   sep->cq_lock    one reader of the completion queue at a time; also
+ *                   guards the connection table (slots) and the backlog.
+ *                   progress() only try-locks it.
+ *   sep->lock       connection list, requests, peers, pid watches,
+ *                   registrations, the progress thread's state.
+ *   oc->lock        one connection: credits, sequence numbers, queues,
+ *                   operations in flight, its receive state.
+ *   sep->pool_lock  the free list of operations and the control queue.
+ */
+#ifndef CCI_OFI_H
+#define CCI_OFI_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "cci_plugin.h"
+#include "spin.h"
+
+extern const struct cci_core *ofi_core;
+extern const struct cci_plugin cci_ctp_ofi_plugin;
+
+#define OFI_LOG(cat, ...) CCI__LOG(ofi_core, (cat) | CCI_LOG_CTP, __VA_ARGS__)
+#define OFI_WARN(...) ofi_core->log(CCI_LOG_WARN, __VA_ARGS__)
+#define OFI_ERR(...) ofi_core->log(CCI_LOG_ERR, __VA_ARGS__)
+
+#define OFI_API_VERSION FI_VERSION(1, 17)
+#define OFI_MSS_DEFAULT 65536u        /* payload bytes of one message */
+#define OFI_MSS_MIN 8192u
+#define OFI_MSS_MAX (1u << 20)
+#define OFI_RECV_COUNT_DEFAULT 64u    /* recv_buf_count */
+#define OFI_SEND_COUNT_DEFAULT 128u   /* send_buf_count: a window in flight and as many queued */
+#define OFI_BUF_COUNT_MAX 65536u
+#define OFI_RX_RESERVE 16u            /* receive buffers for control messages */
+#define OFI_WINDOW_MAX 64u            /* credits one connection is granted at most */
+#define OFI_PEER_IDLE_NS 2000000000ull /* an unused AV entry is removed after this */
+#define OFI_ADDR_MAX 256u             /* provider address bytes */
+#define OFI_TICK_NS 5000000ull        /* progress thread timer */
+#define OFI_MAX_CONNS 65535u          /* slots of the connection table */
+#define OFI_PROV_LEN 64
+
+/* ------------------------------------------------------------------------ */
+/* Wire                                                                      */
+/* ------------------------------------------------------------------------ */
+
+enum ofi_type {
+	OFI_T_MSG = 1,      /* application message; seq orders RO */
+	OFI_T_REQ = 2,      /* connection request (dst 0), struct ofi_hello */
+	OFI_T_ACCEPT = 3,   /* answer, struct ofi_hello */
+	OFI_T_REJECT = 4,
+	OFI_T_DISC = 5,     /* the sender closed the connection */
+	OFI_T_CANCEL = 6,   /* the client gave up waiting (dst 0), struct ofi_cancel */
+	OFI_T_CREDIT = 7,   /* only the credits field */
+	OFI_T_PING = 8,
+	OFI_T_PONG = 9,
+	OFI_T_MR_REQ = 10,  /* aux: request id; body: u64 core key */
+	OFI_T_MR_REP = 11,  /* aux: request id; struct ofi_mr_rep */
+	OFI_T_MR_INVAL = 12 /* body: u64 core key, deregistered */
+};
+
+/* Every message begins with this; the payload follows, 8-byte aligned. */
+struct ofi_hdr {
+	uint32_t dst;      /* the receiver's connection id, 0 for REQ/CANCEL */
+	uint32_t seq;      /* MSG: per-connection sequence number */
+	uint16_t credits;  /* receive buffers given back to the receiver of this */
+	uint8_t type;      /* enum ofi_type */
+	uint8_t version;
+	uint32_t aux;
+};
+#define OFI_HDR_LEN ((uint32_t)sizeof(struct ofi_hdr))
+#define OFI_WIRE_VERSION 1
+
+/* The identity of a process, to watch peers of this host for death. */
+struct ofi_proc {
+	uint64_t host;      /* hash of the boot id and host name */
+	uint64_t start;     /* start time of the process (clock ticks since boot) */
+	uint32_t pid;
+	uint32_t pad;
+};
+
+/*
+ * Application messages to a peer that takes remote CQ data carry no
+ * header in the payload: the 64-bit immediate datum holds it, so the
+ * payload alone meets the provider's inject and eager limits.
+ *   bits  0..15 slot, 16..27 low bits of the generation (of dst),
+ *        28..47 low 20 bits of seq, 48..59 credits, 60..63 type (MSG).
+ */
+#define OFI_IMM_CREDITS_MAX 0xfffu
+static inline uint64_t ofi_imm_pack(uint32_t dst, uint32_t seq, uint32_t credits)
+{
+	return (uint64_t)(dst & 0xffffu) | (uint64_t)((dst >> 16) & 0xfffu) << 16 |
+	       (uint64_t)(seq & 0xfffffu) << 28 | (uint64_t)(credits & 0xfffu) << 48 |
+	       (uint64_t)OFI_T_MSG << 60;
+}
+
+#define OFI_HELLO_IMM 1u    /* the sender takes headers as remote CQ data */
+
+/* REQ and ACCEPT.  REQ: addr then data follow; ACCEPT: nothing follows. */
+struct ofi_hello {
+	uint32_t id;        /* the sender's connection id */
+	uint32_t attr;
+	uint32_t mss;
+	uint32_t credits;   /* receive buffers granted to the peer */
+	uint64_t nonce;     /* random per connect attempt */
+	struct ofi_proc proc;
+	uint32_t addr_len;  /* REQ: the client's provider address */
+	uint32_t data_len;  /* REQ: the connect payload */
+	uint32_t flags;     /* OFI_HELLO_* */
+	uint32_t pad;
+};
+
+struct ofi_cancel {
+	uint32_t id;        /* the client's connection id */
+	uint32_t pad;
+	uint64_t nonce;
+};
+
+struct ofi_mr_rep {
+	int32_t status;     /* CCI_SUCCESS or CCI_ERR_RMA_HANDLE */
+	uint32_t flags;     /* CCI_FLAG_READ / CCI_FLAG_WRITE of the registration */
+	uint64_t key;       /* the core key asked about */
+	uint64_t prov_key;  /* fi_mr_key() */
+	uint64_t base;      /* address of offset 0 for fi_write (0 without FI_MR_VIRT_ADDR) */
+	uint64_t len;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Devices                                                                   */
+/* ------------------------------------------------------------------------ */
+
+struct ofi_dev {
+	struct fi_info *info;       /* the chosen fi_getinfo entry (our copy) */
+	char core_name[OFI_PROV_LEN]; /* provider before ';', the URI's provider */
+	char node[64];              /* iface=: bind to this address, or "" */
+	uint32_t mss;
+	char info_text[256];
+};
+
+/* ------------------------------------------------------------------------ */
+/* Operations and receive buffers                                            */
+/* ------------------------------------------------------------------------ */
+
+enum ofi_op_kind {
+	OFI_OP_MSG,   /* an application message */
+	OFI_OP_CTL,   /* a control message (ours, no event) */
+	OFI_OP_RMA    /* an RMA: data, then its completion message, then the event */
+};
+
+struct ofi_conn;
+
+/* What a completion's op_context points at (the byte after fctx). */
+enum ofi_obj { OFI_OBJ_OP = 1, OFI_OBJ_RX = 2 };
+
+struct ofi_op {
+	struct fi_context2 fctx;    /* first: libfabric's, FI_CONTEXT2 mode */
+	uint8_t obj;                /* OFI_OBJ_OP */
+	struct ofi_op *next;        /* pool, msgq, ctlq */
+	struct ofi_op *rnext;       /* rmaq */
+	struct ofi_op *inext, *iprev; /* the connection's operations in flight */
+	struct ofi_conn *oc;        /* holds a reference while set */
+	uint8_t kind;
+	uint8_t user;               /* counted against send_buf_count */
+	uint8_t in_msgq, in_rmaq;
+	uint8_t in_flight;          /* owned by the provider */
+	uint8_t on_list;            /* on oc->inflight */
+	uint8_t tracked;            /* counted in sep->ctl_out */
+	uint8_t reported;           /* the core was told (or never will be) */
+	uint8_t data_done;          /* RMA: the data moved (or failed) */
+	uint8_t nocopy;
+	uint8_t is_read, fence;
+	uint8_t ctl_type;           /* OFI_OP_CTL: enum ofi_type */
+	uint32_t aux;               /* OFI_OP_CTL: the header's aux */
+	int flags;                  /* the caller's CCI flags */
+	int status;
+	void *context;
+	uint32_t len;               /* payload bytes after the header */
+	uint64_t stamp_ns;          /* when queued, for the send timeout */
+	const void *ubuf;           /* NO_COPY: the caller's bytes */
+	fi_addr_t dest;             /* OFI_OP_CTL without a connection */
+	struct ofi_peer *peer;      /* its reference on dest, for those */
+	/* RMA */
+	void *laddr;
+	void *ldesc;
+	uint64_t key, roff, rlen;   /* remote core key, offset, length */
+	char *buf;                  /* OFI_HDR_LEN + mss bytes */
+	void *desc;                 /* buf's memory descriptor (FI_MR_LOCAL) */
+};
+
+struct ofi_rxbuf {
+	struct fi_context2 fctx;    /* first */
+	uint8_t obj;                /* OFI_OBJ_RX */
+	struct ofi_rxbuf *next;     /* free list, backlog, held list */
+	struct ofi_conn *oc;        /* while lent or held: a reference */
+	uint32_t len;               /* payload bytes */
+	uint32_t seq;
+	uint32_t off;               /* where the payload starts: OFI_HDR_LEN, or 0 */
+	char *data;                 /* header then payload (or payload alone) */
+	void *desc;
+};
+
+/* A slab of operations or receive buffers, freed with the endpoint. */
+struct ofi_slab {
+	struct ofi_slab *next;
+	void *mem;                  /* the objects */
+	void *bufs;                 /* their data buffers */
+	struct fid_mr *mr;          /* bufs registered (FI_MR_LOCAL) */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Connections                                                               */
+/* ------------------------------------------------------------------------ */
+
+enum ofi_conn_state {
+	OFI_CONN_CONNECTING,  /* client: REQ sent, no answer yet */
+	OFI_CONN_OPEN,
+	OFI_CONN_BROKEN,      /* peer gone, disconnected us or timed out */
+	OFI_CONN_CLOSED       /* cci_disconnect'ed (or the endpoint is closing) */
+};
+
+/* The initiator's cache of a peer's registration (see ofi_rma.c). */
+struct ofi_mrc {
+	struct ofi_mrc *next;
+	uint64_t key;               /* core key */
+	uint32_t req_id;
+	int state;                  /* 0 asked, 1 known, -1 refused */
+	int status;
+	int flags;
+	uint64_t prov_key, base, len;
+};
+
+struct ofi_peer;
+struct ofi_pidw;
+
+struct ofi_conn {
+	struct ofi_ep *sep;
+	cci__conn_t *conn;          /* the core's; NULL once released */
+	struct ofi_conn *next;      /* sep->conns */
+	int refs;                   /* atomic */
+	uint32_t id;                /* ours: slot | generation << 16 */
+	uint32_t peer_id;
+	struct ofi_peer *peer;
+	struct ofi_pidw *pidw;      /* the peer process, when on this host */
+	uint64_t nonce;
+	int is_client;
+	int attr;
+	int imm;                    /* headers of messages to the peer go as CQ data */
+
+	pthread_mutex_t lock;
+	int state;                  /* enum ofi_conn_state */
+	int tx_err;                 /* what senders get once broken */
+	uint32_t credits;           /* messages we may still send */
+	uint32_t window;            /* credits we granted the peer */
+	uint32_t tx_seq;
+	struct ofi_op *msgq, *msgq_tail;  /* messages in call order, not yet posted */
+	struct ofi_op *rmaq, *rmaq_tail;  /* RMAs not yet started */
+	struct ofi_op *inflight, *inflight_tail; /* owned by the provider, oldest first */
+	uint32_t rma_busy;          /* RMA data operations in flight (FENCE) */
+	struct ofi_mrc *mrc;        /* peer registrations known */
+	uint32_t rx_next;           /* RO: next sequence to deliver */
+	struct ofi_rxbuf *held;     /* arrived early (RO gap, or before CONNECT) */
+	uint32_t owed;              /* credits to give back to the peer */
+	uint32_t rx_count;          /* messages heard, for keepalive */
+
+	/* Timers, under oc->lock. */
+	uint64_t deadline_ns;       /* connect timeout, 0 = none */
+	uint64_t last_heard_ns;
+	uint64_t last_ping_ns;
+	uint32_t seen_rx;
+	uint32_t ka_armed_us;
+};
+
+/* A connection request at the server. */
+enum ofi_req_state { OFI_REQ_POSTED, OFI_REQ_DONE };
+struct ofi_req {
+	struct ofi_req *next;
+	int state;
+	int cancelled;
+	struct ofi_peer *peer;
+	struct ofi_hello hello;
+};
+
+/* A provider address in the AV, shared by the connections to it. */
+struct ofi_peer {
+	struct ofi_peer *next;
+	fi_addr_t fa;
+	int refs;                   /* 0: unused since idle_ns, removed later */
+	int cut;                    /* atomic: removed from the AV (ofi_live.c) */
+	uint64_t idle_ns;
+	size_t len;
+	uint8_t addr[OFI_ADDR_MAX];
+};
+
+/* What an epoll registration of the progress thread points at. */
+enum ofi_tag { OFI_TAG_WAKE = 1, OFI_TAG_CQ, OFI_TAG_PID };
+
+/* A peer process of this host, watched through a pidfd. */
+struct ofi_pidw {
+	int tag;                    /* first: OFI_TAG_PID, for the thread's epoll */
+	struct ofi_pidw *next;
+	uint32_t pid;
+	uint64_t start;
+	int fd;
+	int refs;                   /* 0: unused since idle_ns, closed later */
+	int dead;
+	uint64_t idle_ns;
+};
+
+/* A registration (reg->priv). */
+struct ofi_mr {
+	struct ofi_mr *next;        /* sep->mrs */
+	cci__rma_reg_t *reg;
+	struct fid_mr *mr;
+	uint64_t key;               /* the core key */
+	uint64_t prov_key;
+	void *desc;
+	int exported;               /* a peer asked for it */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Endpoints                                                                 */
+/* ------------------------------------------------------------------------ */
+
+struct ofi_ep {
+	cci__ep_t *ep;
+	struct ofi_ep *live_next;   /* ofi_live.c's list of this process */
+	const struct ofi_dev *dev;
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *fep;
+	int wait_fd;                /* the CQ's FI_WAIT_FD, or -1 */
+	uint32_t mss;
+	uint64_t mr_mode;
+	size_t inject_size;
+	size_t iov_limit;
+	uint64_t rma_flags;         /* op flags for fi_writemsg/fi_readmsg */
+	int imm;                    /* remote CQ data of 8 bytes: we take OFI_HELLO_IMM */
+	uint8_t addr[OFI_ADDR_MAX]; /* our name */
+	size_t addr_len;
+	struct ofi_proc self;
+
+	cci__spinlock_t cq_lock;
+	struct ofi_conn **slots;    /* OFI_MAX_CONNS + 1, index 0 unused */
+	uint16_t *slot_gen;
+	uint16_t gen_salt;          /* random: ids differ between endpoint lives */
+	uint32_t slot_hint;
+	struct ofi_rxbuf *backlog, *backlog_tail; /* delivered in order, waiting for a slot */
+	uint64_t cq_seen;           /* completions handled */
+
+	pthread_mutex_t lock;
+	struct ofi_conn *conns;
+	struct ofi_conn *gone;      /* out of service, freed at their last reference */
+	struct ofi_req *reqs;
+	struct ofi_peer *peers;
+	struct ofi_pidw *pidws;
+	pthread_mutex_t mr_lock;    /* mrs; taken last, nothing inside it */
+	struct ofi_mr *mrs;
+	uint32_t mr_req_next;       /* atomic */
+
+	/* Receive buffers. */
+	cci__spinlock_t rx_lock;
+	struct ofi_slab *rx_slabs;
+	struct ofi_rxbuf *rx_free;
+	uint32_t rx_posted;
+	uint32_t rx_lent;           /* atomic: RECV events the application holds */
+
+	/* Operations. */
+	cci__spinlock_t pool_lock;
+	struct ofi_slab *op_slabs;
+	struct ofi_op *pool;
+	struct ofi_op *ctlq, *ctlq_tail; /* control messages the provider refused */
+	uint32_t ctl_out;           /* atomic: tracked control messages alive */
+	uint32_t pool_user;         /* user operations out */
+	uint32_t pool_limit;        /* send_buf_count */
+
+	/* Progress thread. */
+	pthread_t thread;
+	int thread_started;
+	int stopping;
+	int epfd, wake_fd;
+	int tag_wake, tag_cq;       /* epoll tags: OFI_TAG_WAKE, OFI_TAG_CQ */
+	int cq_fd_on;               /* wait_fd is in epfd */
+	uint32_t activity;          /* atomic: bumped by every progress() */
+	int app_armed;              /* atomic: the application sleeps on its OS handle */
+	uint64_t now_ns;            /* atomic: coarse clock, updated by the thread */
+	uint64_t hot_ns;            /* atomic: last arm or completion the thread saw */
+	int tx_pending;             /* atomic: some connection has queued work */
+};
+
+static inline struct ofi_ep *ofi_ep_of(cci__ep_t *ep)
+{
+	return ep->priv;
+}
+
+static inline struct ofi_conn *ofi_conn_of(cci__conn_t *conn)
+{
+	return *(struct ofi_conn **)conn->priv;
+}
+
+/* Where an application message's payload goes in its op's buffer: after
+ * the header, or at the (cache-line aligned) start when the header
+ * travels as CQ data. */
+static inline char *ofi_op_payload(const struct ofi_conn *oc, const struct ofi_op *op)
+{
+	return op->buf + (oc->imm ? 0 : OFI_HDR_LEN);
+}
+
+/* ofi_lib.c: libfabric's exported functions, looked up at first use */
+struct ofi_lib {
+	int loaded;
+	int (*getinfo)(uint32_t version, const char *node, const char *service, uint64_t flags,
+	               const struct fi_info *hints, struct fi_info **info);
+	void (*freeinfo)(struct fi_info *info);
+	struct fi_info *(*dupinfo)(const struct fi_info *info);
+	int (*fabric)(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+	const char *(*strerror)(int errnum);
+	uint32_t (*version)(void);
+};
+extern struct ofi_lib ofi_lib;
+int ofi_lib_load(const char **why);
+
+/* ofi_plugin.c */
+uint64_t ofi_now_ns(void);
+int ofi_fi_status(int fi_err);
+
+/* ofi_dev.c */
+int ofi_discover(void);
+int ofi_dev_configure(cci__dev_t *dev);
+void ofi_dev_free(cci__dev_t *dev);
+struct fi_info *ofi_hints(const char *prov, const char *domain);
+
+/* ofi_addr.c */
+int ofi_uri_make(struct ofi_ep *sep, char **uri_p);
+int ofi_uri_parse(struct ofi_ep *sep, const char *uri, uint8_t *addr, size_t *len_p);
+int ofi_service_check(const struct fi_info *info, const char *service);
+struct ofi_peer *ofi_peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len);
+void ofi_peer_put(struct ofi_ep *sep, struct ofi_peer *peer);
+void ofi_peer_put_locked(struct ofi_ep *sep, struct ofi_peer *peer);
+void ofi_peers_free(struct ofi_ep *sep);
+void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now);
+
+/* ofi_live.c */
+void ofi_live_add(struct ofi_ep *sep);
+void ofi_live_del(struct ofi_ep *sep);
+int ofi_live_gone(const struct ofi_ep *sep, const uint8_t *addr, size_t len);
+void ofi_live_fini(void);
+int ofi_proc_self(struct ofi_proc *p);
+struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p);
+void ofi_pidw_put(struct ofi_ep *sep, struct ofi_pidw *w);
+void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now);
+
+/* ofi_ep.c */
+int ofi_ep_create(cci__ep_t *ep, const char *service);
+void ofi_ep_destroy(cci__ep_t *ep);
+int ofi_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);
+
+/* ofi_pool.c */
+int ofi_rx_init(struct ofi_ep *sep, uint32_t count);
+int ofi_rx_grow(struct ofi_ep *sep, uint32_t count);
+void ofi_rx_repost(struct ofi_ep *sep, struct ofi_rxbuf *rb);
+void ofi_rx_fini(struct ofi_ep *sep);
+struct ofi_op *ofi_op_get(struct ofi_ep *sep, int user);
+void ofi_op_put(struct ofi_ep *sep, struct ofi_op *op);
+void ofi_pool_fini(struct ofi_ep *sep);
+int ofi_mr_reg(struct ofi_ep *sep, void *buf, size_t len, uint64_t access, uint64_t key,
+               struct fid_mr **mr_p);
+
+/* ofi_conn.c */
+struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, void *context);
+void ofi_conn_ref(struct ofi_conn *oc);
+void ofi_conn_unref(struct ofi_conn *oc);
+struct ofi_conn *ofi_conn_lookup(struct ofi_ep *sep, uint32_t id);
+void ofi_conn_break(struct ofi_conn *oc, int status);
+void ofi_conn_drop(struct ofi_conn *oc);
+int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
+                cci_conn_attribute_t attr, void *context, const struct timeval *timeout);
+int ofi_accept(cci__evt_t *evt, void *context);
+int ofi_reject(cci__evt_t *evt);
+int ofi_disconnect(cci__conn_t *conn);
+void ofi_req_returned(cci__evt_t *evt);
+void ofi_on_conn_msg(struct ofi_ep *sep, const struct ofi_hdr *h, const void *body,
+                     uint32_t len);
+void ofi_connect_timeout(struct ofi_conn *oc);
+void ofi_connect_refused(struct ofi_conn *oc);
+void ofi_reqs_free(struct ofi_ep *sep);
+void ofi_conns_sweep(struct ofi_ep *sep);
+void ofi_conns_close_all(struct ofi_ep *sep);
+void ofi_conns_free_all(struct ofi_ep *sep);
+
+/* ofi_tx.c */
+void ofi_hdr_fill(struct ofi_conn *oc, struct ofi_hdr *h, uint8_t type, uint32_t seq,
+                  uint32_t aux);
+#define OFI_CTL_ORDERED 1u  /* keep its place behind the connection's queued messages */
+#define OFI_CTL_TRACKED 2u  /* with a completion (failure noticed, destroy waits for it) */
+int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *body,
+                 uint32_t len, unsigned flags);
+int ofi_ctl_to(struct ofi_ep *sep, struct ofi_peer *peer, uint32_t dst, uint8_t type,
+               const void *body, uint32_t len);
+void ofi_ctlq_flush(struct ofi_ep *sep);
+int ofi_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
+             void *context, int flags);
+void ofi_msgq_push(struct ofi_conn *oc, struct ofi_op *op);
+void ofi_msgq_flush(struct ofi_conn *oc);
+void ofi_op_report(struct ofi_op *op, int status);
+void ofi_op_done(struct ofi_ep *sep, struct ofi_op *op);
+void ofi_tx_flush_all(struct ofi_ep *sep);
+void ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int status);
+void ofi_tx_fail_all(struct ofi_conn *oc, int status, int notify);
+void ofi_flight_add(struct ofi_conn *oc, struct ofi_op *op);
+void ofi_flight_del(struct ofi_conn *oc, struct ofi_op *op);
+void ofi_credit_maybe(struct ofi_conn *oc, int force);
+
+/* ofi_rx.c */
+int ofi_progress(cci__ep_t *ep);
+int ofi_progress_locked(struct ofi_ep *sep);
+void ofi_return_event(cci__evt_t *evt);
+void ofi_backlog_drain(struct ofi_ep *sep);
+void ofi_conn_opened(struct ofi_conn *oc);
+void ofi_held_free(struct ofi_conn *oc);
+
+/* ofi_rma.c */
+int ofi_rma_register(cci__ep_t *ep, cci__rma_reg_t *reg);
+void ofi_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg);
+int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_reg_t *local,
+            uint64_t local_offset, const struct cci_rma_handle *remote, uint64_t remote_offset,
+            uint64_t data_len, void *context, int flags);
+void ofi_rmaq_flush(struct ofi_conn *oc);
+void ofi_rma_data_done(struct ofi_op *op, int status);
+void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_hdr *h, const void *body,
+                   uint32_t len);
+void ofi_mrc_free(struct ofi_conn *oc);
+void ofi_mrs_free(struct ofi_ep *sep);
+
+/* ofi_thread.c */
+int ofi_thread_start(struct ofi_ep *sep);
+void ofi_thread_stop(struct ofi_ep *sep);
+void ofi_thread_wake(struct ofi_ep *sep);
+int ofi_arm(cci__ep_t *ep);
+void ofi_conn_timeouts_changed(cci__conn_t *conn);
+int ofi_pidw_watch(struct ofi_ep *sep, struct ofi_pidw *w);
+
+#endif /* CCI_OFI_H */

@@ -1,0 +1,390 @@
+/*
+ * ofi_addr.c - addresses: the endpoint URI and its parsing, services of
+ * cci_create_endpoint_at, the address vector entries shared by
+ * connections to one peer, and the identity of peer processes of this
+ * host (watched for death through pidfds).
+ *
+ * URI: ofi://<provider>/<address>, <provider> the core provider name (tcp,
+ * shm, verbs, ...).  <address> is printed by address format:
+ *   FI_SOCKADDR_IN   a.b.c.d:port
+ *   FI_SOCKADDR_IN6  [v6]:port
+ *   FI_ADDR_STR      the provider's string (e.g. fi_shm://4242:0:0)
+ *   anything else    0x followed by the hex bytes of fi_getname()
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ofi.h"
+#include "uri.h"
+
+#define URI_SCHEME "ofi://"
+
+static int addr_hex(const uint8_t *a, size_t len, char *out, size_t cap)
+{
+	if (cap < 2 * len + 3)
+		return CCI_EINVAL;
+	out[0] = '0';
+	out[1] = 'x';
+	for (size_t i = 0; i < len; i++)
+		snprintf(out + 2 + 2 * i, 3, "%02x", a[i]);
+	return CCI_SUCCESS;
+}
+
+/* Printable and without characters that end a URI. */
+static int str_printable(const uint8_t *a, size_t len)
+{
+	if (len < 2 || a[len - 1] != '\0')
+		return 0;
+	for (size_t i = 0; i + 1 < len; i++)
+		if (!isgraph(a[i]))
+			return 0;
+	return 1;
+}
+
+static int addr_print(const struct ofi_ep *sep, char *out, size_t cap)
+{
+	const uint8_t *a = sep->addr;
+	char ip[INET6_ADDRSTRLEN];
+	int n = -1;
+
+	if (sep->info->addr_format == FI_SOCKADDR_IN && sep->addr_len >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *s = (const void *)a;
+		if (inet_ntop(AF_INET, &s->sin_addr, ip, sizeof(ip)))
+			n = snprintf(out, cap, "%s:%u", ip, ntohs(s->sin_port));
+	} else if (sep->info->addr_format == FI_SOCKADDR_IN6 &&
+	           sep->addr_len >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *s = (const void *)a;
+		if (inet_ntop(AF_INET6, &s->sin6_addr, ip, sizeof(ip)))
+			n = snprintf(out, cap, "[%s]:%u", ip, ntohs(s->sin6_port));
+	} else if (sep->info->addr_format == FI_ADDR_STR && str_printable(a, sep->addr_len)) {
+		n = snprintf(out, cap, "%s", (const char *)a);
+	}
+	if (n > 0 && (size_t)n < cap)
+		return CCI_SUCCESS;
+	return addr_hex(a, sep->addr_len, out, cap);
+}
+
+int ofi_uri_make(struct ofi_ep *sep, char **uri_p)
+{
+	char text[2 * OFI_ADDR_MAX + 8];
+	size_t len;
+	char *uri;
+
+	if (addr_print(sep, text, sizeof(text)) != CCI_SUCCESS)
+		return CCI_EINVAL;
+	len = strlen(URI_SCHEME) + strlen(sep->dev->core_name) + strlen(text) + 2;
+	uri = malloc(len);
+	if (!uri)
+		return CCI_ENOMEM;
+	snprintf(uri, len, "%s%s/%s", URI_SCHEME, sep->dev->core_name, text);
+	*uri_p = uri;
+	return CCI_SUCCESS;
+}
+
+static int hex_parse(const char *s, uint8_t *out, size_t *len_p)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n % 2 || n / 2 > OFI_ADDR_MAX)
+		return CCI_EINVAL;
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned v;
+		if (!isxdigit((unsigned char)s[2 * i]) || !isxdigit((unsigned char)s[2 * i + 1]) ||
+		    sscanf(s + 2 * i, "%2x", &v) != 1)
+			return CCI_EINVAL;
+		out[i] = (uint8_t)v;
+	}
+	*len_p = n / 2;
+	return CCI_SUCCESS;
+}
+
+/* host:port into a sockaddr of family fam. */
+static int sockaddr_parse(const char *s, int fam, uint8_t *out, size_t *len_p)
+{
+	struct addrinfo hints = { .ai_family = fam, .ai_socktype = SOCK_STREAM,
+	                          .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *res = NULL;
+	char host[256], port[8];
+	uint16_t p;
+
+	if (uri_parse_host_port(s, host, sizeof(host), &p) != 0 || p == 0)
+		return CCI_EINVAL;
+	snprintf(port, sizeof(port), "%u", p);
+	if (getaddrinfo(host, port, &hints, &res) != 0 || !res)
+		return CCI_EADDRNOTAVAIL;
+	if (res->ai_addrlen > OFI_ADDR_MAX) {
+		freeaddrinfo(res);
+		return CCI_EINVAL;
+	}
+	memcpy(out, res->ai_addr, res->ai_addrlen);
+	*len_p = res->ai_addrlen;
+	freeaddrinfo(res);
+	return CCI_SUCCESS;
+}
+
+int ofi_uri_parse(struct ofi_ep *sep, const char *uri, uint8_t *addr, size_t *len_p)
+{
+	const char *prov = uri + strlen(URI_SCHEME), *slash;
+	size_t plen;
+
+	if (strncmp(uri, URI_SCHEME, strlen(URI_SCHEME)) != 0 || !(slash = strchr(prov, '/')))
+		return CCI_EINVAL;
+	plen = (size_t)(slash - prov);
+	if (plen != strlen(sep->dev->core_name) || strncmp(prov, sep->dev->core_name, plen))
+		return plen == 0 ? CCI_EINVAL : CCI_EADDRNOTAVAIL;
+	slash++;
+	if (slash[0] == '0' && slash[1] == 'x')
+		return hex_parse(slash + 2, addr, len_p);
+	switch (sep->info->addr_format) {
+	case FI_SOCKADDR_IN:
+		return sockaddr_parse(slash, AF_INET, addr, len_p);
+	case FI_SOCKADDR_IN6:
+		return sockaddr_parse(slash, AF_INET6, addr, len_p);
+	case FI_ADDR_STR:
+		if (*slash == '\0' || strlen(slash) + 1 > OFI_ADDR_MAX)
+			return CCI_EINVAL;
+		memcpy(addr, slash, strlen(slash) + 1);
+		*len_p = strlen(slash) + 1;
+		return CCI_SUCCESS;
+	default:
+		return CCI_EINVAL;
+	}
+}
+
+/* A service of cci_create_endpoint_at: a port for IP providers, a short
+ * name for string-addressed ones (shm).  CCI_EINVAL otherwise. */
+int ofi_service_check(const struct fi_info *info, const char *service)
+{
+	size_t n = strlen(service);
+	char *end;
+	unsigned long port;
+
+	if (n == 0 || n > 32)
+		return CCI_EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)service[i]) && !strchr("_.-", service[i]))
+			return CCI_EINVAL;
+	if (info->addr_format == FI_ADDR_STR)
+		return CCI_SUCCESS;
+	if (info->addr_format != FI_SOCKADDR_IN && info->addr_format != FI_SOCKADDR_IN6 &&
+	    info->addr_format != FI_SOCKADDR)
+		return CCI_EINVAL;
+	port = strtoul(service, &end, 10);
+	return (*end != '\0' || port == 0 || port > 65535) ? CCI_EINVAL : CCI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Address vector entries                                                    */
+/* ------------------------------------------------------------------------ */
+
+static struct ofi_peer *peer_insert(struct ofi_ep *sep, const uint8_t *addr, size_t len)
+{
+	struct ofi_peer *p = calloc(1, sizeof(*p));
+	int rc;
+
+	if (!p)
+		return NULL;
+	memcpy(p->addr, addr, len);
+	p->len = len;
+	rc = fi_av_insert(sep->av, p->addr, 1, &p->fa, 0, NULL);
+	if (rc != 1) {
+		OFI_LOG(CCI_LOG_CONN, "ofi: fi_av_insert: %s", rc < 0 ? ofi_lib.strerror(-rc) : "refused");
+		free(p);
+		return NULL;
+	}
+	p->refs = 1;
+	p->next = sep->peers;
+	sep->peers = p;
+	return p;
+}
+
+/* The AV entry of addr, shared: a reference, or NULL when it cannot be
+ * reached (a closed endpoint of this process, or refused by the AV). */
+struct ofi_peer *ofi_peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len)
+{
+	struct ofi_peer *p;
+
+	if (ofi_live_gone(sep, addr, len))
+		return NULL;
+	pthread_mutex_lock(&sep->lock);
+	for (p = sep->peers; p; p = p->next)
+		if (!p->cut && p->len == len && memcmp(p->addr, addr, len) == 0)
+			break;
+	if (p)
+		p->refs++;
+	else
+		p = peer_insert(sep, addr, len);
+	pthread_mutex_unlock(&sep->lock);
+	return p;
+}
+
+/* Drop a reference.  An entry nobody uses is removed a while later
+ * (ofi_peers_sweep), so a peer reconnecting soon finds it (and whatever
+ * the provider holds for it, e.g. an rxm connection) still there.
+ * sep->lock held. */
+void ofi_peer_put_locked(struct ofi_ep *sep, struct ofi_peer *peer)
+{
+	(void)sep;
+	if (--peer->refs > 0)
+		return;
+	peer->idle_ns = ofi_now_ns();
+}
+
+void ofi_peer_put(struct ofi_ep *sep, struct ofi_peer *peer)
+{
+	if (!peer)
+		return;
+	pthread_mutex_lock(&sep->lock);
+	ofi_peer_put_locked(sep, peer);
+	pthread_mutex_unlock(&sep->lock);
+}
+
+/* Remove the entries unused for OFI_PEER_IDLE_NS (progress thread). */
+void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now)
+{
+	pthread_mutex_lock(&sep->lock);
+	for (struct ofi_peer **pp = &sep->peers; *pp;) {
+		struct ofi_peer *p = *pp;
+		if (p->refs > 0 || (int64_t)(now - p->idle_ns) < (int64_t)OFI_PEER_IDLE_NS) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		if (!__atomic_load_n(&p->cut, __ATOMIC_ACQUIRE))
+			fi_av_remove(sep->av, &p->fa, 1, 0);
+		free(p);
+	}
+	pthread_mutex_unlock(&sep->lock);
+}
+
+/* The address vector closes with the endpoint: just free. */
+void ofi_peers_free(struct ofi_ep *sep)
+{
+	while (sep->peers) {
+		struct ofi_peer *p = sep->peers;
+		sep->peers = p->next;
+		free(p);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Processes of this host                                                    */
+/* ------------------------------------------------------------------------ */
+
+static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* Start time of pid (field 22 of /proc/pid/stat), 0 if unknown. */
+static uint64_t proc_start(uint32_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+	                        "%*d %*d %*d %*d %llu", &start) != 1)
+		return 0;
+	return start;
+}
+
+int ofi_proc_self(struct ofi_proc *p)
+{
+	char boot[64] = "", host[256] = "";
+	ssize_t n = 0;
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		n = read(fd, boot, sizeof(boot) - 1);
+		close(fd);
+	}
+	gethostname(host, sizeof(host) - 1);
+	memset(p, 0, sizeof(*p));
+	p->host = fnv1a(fnv1a(0xcbf29ce484222325ull, boot, n > 0 ? (size_t)n : 0), host,
+	                strlen(host));
+	p->pid = (uint32_t)getpid();
+	p->start = proc_start(p->pid);
+	return CCI_SUCCESS;
+}
+
+/* A watch on the peer process p when it runs on this host, else NULL.
+ * The watch is marked dead when the process is already gone. */
+struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p)
+{
+	struct ofi_pidw *w;
+
+	if (p->host != sep->self.host || p->pid == sep->self.pid || p->start == 0)
+		return NULL;
+	pthread_mutex_lock(&sep->lock);
+	for (w = sep->pidws; w; w = w->next)
+		if (w->pid == p->pid && w->start == p->start)
+			break;
+	if (w) {
+		w->refs++;
+	} else if ((w = calloc(1, sizeof(*w))) != NULL) {
+		w->pid = p->pid;
+		w->start = p->start;
+		w->refs = 1;
+		w->fd = (int)syscall(SYS_pidfd_open, (pid_t)p->pid, 0);
+		/* Check the start time after opening: a reused pid is another process. */
+		if (w->fd < 0 || proc_start(p->pid) != p->start || ofi_pidw_watch(sep, w) != 0)
+			w->dead = w->fd < 0 || proc_start(p->pid) != p->start;
+		w->next = sep->pidws;
+		sep->pidws = w;
+	}
+	pthread_mutex_unlock(&sep->lock);
+	return w;
+}
+
+/* Drop a reference (sep->lock held).  Like address vector entries, a
+ * watch nobody uses stays a while for a peer that reconnects. */
+void ofi_pidw_put(struct ofi_ep *sep, struct ofi_pidw *w)
+{
+	(void)sep;
+	if (w && --w->refs == 0)
+		w->idle_ns = ofi_now_ns();
+}
+
+/* Close the watches unused for OFI_PEER_IDLE_NS (progress thread). */
+void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now)
+{
+	pthread_mutex_lock(&sep->lock);
+	for (struct ofi_pidw **pp = &sep->pidws; *pp;) {
+		struct ofi_pidw *w = *pp;
+		if (w->refs > 0 || (!w->dead && (int64_t)(now - w->idle_ns) < (int64_t)OFI_PEER_IDLE_NS)) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		if (w->fd >= 0) {
+			epoll_ctl(sep->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+			close(w->fd);
+		}
+		free(w);
+	}
+	pthread_mutex_unlock(&sep->lock);
+}

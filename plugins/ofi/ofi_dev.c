@@ -1,0 +1,349 @@
+/*
+ * ofi_dev.c - devices: which libfabric providers we can use, discovery
+ * without a config file, and the ini keys of a config section.
+ *
+ * A provider is usable when fi_getinfo offers it FI_EP_RDM endpoints with
+ * FI_MSG | FI_RMA under the mode and memory-registration bits we handle,
+ * with room for 8 KiB messages, AND the core provider (the name before
+ * any ';', e.g. tcp in "tcp;ofi_rxm") offers FI_RMA itself.  That last
+ * rule keeps RMA a transfer by the provider into the peer's memory: rxm
+ * hands RMA to the core provider's endpoints (tcp, verbs), while a
+ * utility layer over a datagram provider (udp;ofi_rxd) would emulate it,
+ * so "provider = udp" is refused with a message saying so.
+ */
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofi.h"
+
+#define OFI_MR_HANDLED (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | \
+                        FI_MR_ENDPOINT)
+#define OFI_MAX_DEVS 32
+
+/* Settings of a config section before resolution. */
+struct ofi_conf {
+	const char *provider, *domain, *iface;
+	uint32_t mss;
+	int kv_provider;  /* index of provider= for messages, -1 if absent */
+};
+
+struct fi_info *ofi_hints(const char *prov, const char *domain)
+{
+	struct fi_info *h = ofi_lib.dupinfo(NULL);
+
+	if (!h)
+		return NULL;
+	h->ep_attr->type = FI_EP_RDM;
+	h->caps = FI_MSG | FI_RMA;
+	h->mode = FI_CONTEXT | FI_CONTEXT2;
+	h->domain_attr->mr_mode = OFI_MR_HANDLED;
+	h->domain_attr->threading = FI_THREAD_SAFE;
+	h->addr_format = FI_FORMAT_UNSPEC;
+	if ((prov && !(h->fabric_attr->prov_name = strdup(prov))) ||
+	    (domain && !(h->domain_attr->name = strdup(domain)))) {
+		ofi_lib.freeinfo(h);
+		return NULL;
+	}
+	return h;
+}
+
+static void core_name_of(const char *prov, char *out, size_t len)
+{
+	size_t n = strcspn(prov, ";");
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, prov, n);
+	out[n] = '\0';
+}
+
+/* Does the core provider itself (no utility layer) offer FI_RMA? */
+static int core_has_rma(const char *core)
+{
+	struct fi_info *h = ofi_lib.dupinfo(NULL), *list = NULL;
+	int found = 0;
+
+	if (!h || !(h->fabric_attr->prov_name = strdup(core))) {
+		ofi_lib.freeinfo(h);
+		return 0;
+	}
+	h->caps = FI_RMA;
+	h->mode = ~0ull;
+	h->domain_attr->mr_mode = OFI_MR_HANDLED | FI_MR_RAW | FI_MR_RMA_EVENT | FI_MR_MMU_NOTIFY |
+	                          FI_MR_HMEM;
+	if (ofi_lib.getinfo(OFI_API_VERSION, NULL, NULL, 0, h, &list) == 0) {
+		for (struct fi_info *fi = list; fi && !found; fi = fi->next)
+			found = strcmp(fi->fabric_attr->prov_name, core) == 0 &&
+			        (fi->caps & FI_RMA);
+		ofi_lib.freeinfo(list);
+	}
+	ofi_lib.freeinfo(h);
+	return found;
+}
+
+/* NULL if fi can carry this transport, else why not. */
+static const char *info_unusable(const struct fi_info *fi)
+{
+	char core[OFI_PROV_LEN];
+
+	core_name_of(fi->fabric_attr->prov_name, core, sizeof(core));
+	if (!(fi->caps & FI_RMA) || !core_has_rma(core))
+		return "it lacks FI_RMA (RMA would be emulated over datagrams by a utility "
+		       "layer, not done by the provider)";
+	if (fi->ep_attr->max_msg_size < OFI_MSS_MIN + OFI_HDR_LEN)
+		return "its largest message is below 8 KiB";
+	if (fi->domain_attr->mr_mode & ~(int)OFI_MR_HANDLED & ~FI_MR_HMEM & ~FI_MR_BASIC)
+		return "it needs memory-registration modes this plugin does not handle";
+	if (fi->tx_attr->iov_limit < 1 || fi->rx_attr->iov_limit < 1)
+		return "it takes no I/O vectors";
+	return NULL;
+}
+
+static uint32_t mss_for(const struct fi_info *fi, uint32_t want)
+{
+	uint64_t max = fi->ep_attr->max_msg_size - OFI_HDR_LEN;
+
+	if (want == 0)
+		want = OFI_MSS_DEFAULT;
+	return max < want ? (uint32_t)max : want;
+}
+
+/* Fill dev from fi (copied); the device is up. */
+static int dev_publish(cci__dev_t *dev, const struct fi_info *fi, const char *node, uint32_t mss)
+{
+	struct ofi_dev *d = calloc(1, sizeof(*d));
+
+	if (!d || !(d->info = ofi_lib.dupinfo(fi))) {
+		free(d);
+		return CCI_ENOMEM;
+	}
+	core_name_of(fi->fabric_attr->prov_name, d->core_name, sizeof(d->core_name));
+	snprintf(d->node, sizeof(d->node), "%s", node ? node : "");
+	d->mss = mss_for(fi, mss);
+	snprintf(d->info_text, sizeof(d->info_text),
+	         "libfabric provider %s, domain %s, fabric %s (RDM endpoints)",
+	         fi->fabric_attr->prov_name, fi->domain_attr->name, fi->fabric_attr->name);
+	dev->priv = d;
+	dev->pub.up = 1;
+	dev->pub.max_send_size = d->mss;
+	dev->pub.info = d->info_text;
+	return CCI_SUCCESS;
+}
+
+static int name_seen(char seen[][OFI_PROV_LEN], int n, const char *core)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(seen[i], core) == 0)
+			return 1;
+	return 0;
+}
+
+/* Discovery: one device per usable provider, named ofi-<provider>. */
+int ofi_discover(void)
+{
+	struct fi_info *hints, *list = NULL;
+	char seen[OFI_MAX_DEVS][OFI_PROV_LEN], name[OFI_PROV_LEN + 8];
+	const char *why = NULL;
+	int nseen = 0, rc;
+
+	if (ofi_lib_load(&why) != CCI_SUCCESS) {
+		OFI_LOG(CCI_LOG_INIT, "ofi: no devices: %s", why);
+		return CCI_SUCCESS;
+	}
+	hints = ofi_hints(NULL, NULL);
+	if (!hints)
+		return CCI_ENOMEM;
+	rc = ofi_lib.getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &list);
+	ofi_lib.freeinfo(hints);
+	if (rc != 0) {
+		OFI_LOG(CCI_LOG_INIT, "ofi: no provider offers RDM endpoints: %s", ofi_lib.strerror(-rc));
+		return CCI_SUCCESS;
+	}
+	for (struct fi_info *fi = list; fi && nseen < OFI_MAX_DEVS; fi = fi->next) {
+		const char *why;
+		cci__dev_t *dev;
+
+		core_name_of(fi->fabric_attr->prov_name, seen[nseen], OFI_PROV_LEN);
+		if (name_seen(seen, nseen, seen[nseen]))
+			continue;
+		why = info_unusable(fi);
+		if (why) {
+			OFI_LOG(CCI_LOG_INIT, "ofi: provider %s skipped: %s", fi->fabric_attr->prov_name, why);
+			nseen++;
+			continue;
+		}
+		snprintf(name, sizeof(name), "ofi-%s", seen[nseen++]);
+		dev = ofi_core->dev_add(&cci_ctp_ofi_plugin, name);
+		if (!dev || dev_publish(dev, fi, NULL, 0) != CCI_SUCCESS)
+			break;
+		OFI_LOG(CCI_LOG_INIT, "ofi: device %s: %s", name, dev->pub.info);
+	}
+	ofi_lib.freeinfo(list);
+	return CCI_SUCCESS;
+}
+
+/* The first IPv4 (else IPv6) address of interface name, printed in node. */
+static int iface_address(const char *name, char *node, size_t len)
+{
+	struct ifaddrs *ifa = NULL;
+	int found = 0;
+
+	if (getifaddrs(&ifa) != 0)
+		return 0;
+	for (int fam = AF_INET; fam != 0 && !found; fam = fam == AF_INET ? AF_INET6 : 0) {
+		for (struct ifaddrs *i = ifa; i && !found; i = i->ifa_next) {
+			const void *a;
+			if (!i->ifa_addr || i->ifa_addr->sa_family != fam || strcmp(i->ifa_name, name))
+				continue;
+			a = fam == AF_INET ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
+			                   : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+			found = inet_ntop(fam, a, node, (socklen_t)len) != NULL;
+		}
+	}
+	freeifaddrs(ifa);
+	return found;
+}
+
+static int parse_mss(cci__dev_t *dev, int i, uint32_t *mss)
+{
+	const char *v = dev->conf[i].value;
+	char *end;
+	unsigned long n = strtoul(v, &end, 10);
+
+	if (*v == '\0' || *end != '\0' || n < OFI_MSS_MIN || n > OFI_MSS_MAX) {
+		ofi_core->conf_error(dev, i, "mss must be %u..%u bytes", OFI_MSS_MIN, OFI_MSS_MAX);
+		return CCI_EINVAL;
+	}
+	*mss = (uint32_t)n;
+	return CCI_SUCCESS;
+}
+
+/* One key of the section; CCI_EINVAL after conf_error. */
+static int conf_key(cci__dev_t *dev, int i, struct ofi_conf *c)
+{
+	const char *k = dev->conf[i].key, *v = dev->conf[i].value;
+
+	if (!strcmp(k, "transport") || !strcmp(k, "priority") || !strcmp(k, "default"))
+		return CCI_SUCCESS;
+	if (!strcmp(k, "mss"))
+		return parse_mss(dev, i, &c->mss);
+	if (*v == '\0' || strlen(v) >= OFI_PROV_LEN) {
+		ofi_core->conf_error(dev, i, "needs a value shorter than %d bytes", OFI_PROV_LEN);
+		return CCI_EINVAL;
+	}
+	if (!strcmp(k, "provider")) {
+		c->provider = v;
+		c->kv_provider = i;
+	} else if (!strcmp(k, "domain")) {
+		c->domain = v;
+	} else if (!strcmp(k, "iface")) {
+		c->iface = v;
+	} else {
+		ofi_core->conf_error(dev, i, "unknown key for transport ofi (known: provider, "
+		                     "domain, iface, mss)");
+		return CCI_EINVAL;
+	}
+	return CCI_SUCCESS;
+}
+
+/* Does entry fi match the provider= value (full name or core name)? */
+static int prov_matches(const struct fi_info *fi, const char *want)
+{
+	char core[OFI_PROV_LEN];
+
+	if (!want || strcmp(fi->fabric_attr->prov_name, want) == 0)
+		return 1;
+	core_name_of(fi->fabric_attr->prov_name, core, sizeof(core));
+	return strcmp(core, want) == 0;
+}
+
+/* The device could not be resolved on this host: keep it, down. */
+static void dev_down(cci__dev_t *dev, const struct ofi_conf *c, const char *why)
+{
+	struct ofi_dev *d = calloc(1, sizeof(*d));
+
+	OFI_WARN("ofi: device [%s] (provider %s): %s; the device is down", dev->pub.name,
+	         c->provider ? c->provider : "any", why);
+	if (!d)
+		return;
+	snprintf(d->info_text, sizeof(d->info_text), "libfabric provider %s: %s",
+	         c->provider ? c->provider : "any", why);
+	dev->priv = d;
+	dev->pub.up = 0;
+	dev->pub.max_send_size = OFI_MSS_MIN;
+	dev->pub.info = d->info_text;
+}
+
+/* Pick the entry for c among list; CCI_EINVAL (after conf_error) if the
+ * named provider exists but cannot be used. */
+static int conf_pick(cci__dev_t *dev, const struct ofi_conf *c, struct fi_info *list,
+                     const char *node)
+{
+	const char *why = NULL;
+
+	for (struct fi_info *fi = list; fi; fi = fi->next) {
+		if (!prov_matches(fi, c->provider))
+			continue;
+		why = info_unusable(fi);
+		if (!why)
+			return dev_publish(dev, fi, node, c->mss);
+		if (c->provider) {
+			ofi_core->conf_error(dev, c->kv_provider, "provider %s refused: %s",
+			                     fi->fabric_attr->prov_name, why);
+			return CCI_EINVAL;
+		}
+	}
+	dev_down(dev, c, why ? why : "no RDM endpoint of it on this host");
+	return CCI_SUCCESS;
+}
+
+int ofi_dev_configure(cci__dev_t *dev)
+{
+	struct ofi_conf c = { .kv_provider = -1 };
+	struct fi_info *hints, *list = NULL;
+	char node[64] = "", why[160];
+	const char *lib_why = NULL;
+	int rc;
+
+	for (int i = 0; i < dev->conf_count; i++)
+		if (conf_key(dev, i, &c) != CCI_SUCCESS)
+			return CCI_EINVAL;
+	if (ofi_lib_load(&lib_why) != CCI_SUCCESS) {
+		dev_down(dev, &c, lib_why);
+		return CCI_SUCCESS;
+	}
+	if (c.iface && !iface_address(c.iface, node, sizeof(node))) {
+		ofi_core->conf_error(dev, -1, "iface %s has no IP address on this host", c.iface);
+		return CCI_EINVAL;
+	}
+	hints = ofi_hints(c.provider, c.domain);
+	if (!hints)
+		return CCI_ENOMEM;
+	rc = ofi_lib.getinfo(OFI_API_VERSION, node[0] ? node : NULL, NULL, node[0] ? FI_SOURCE : 0,
+	                hints, &list);
+	ofi_lib.freeinfo(hints);
+	if (rc != 0) {
+		snprintf(why, sizeof(why), "not available here (fi_getinfo: %s)", ofi_lib.strerror(-rc));
+		dev_down(dev, &c, why);
+		return CCI_SUCCESS;
+	}
+	rc = conf_pick(dev, &c, list, node[0] ? node : NULL);
+	ofi_lib.freeinfo(list);
+	return rc;
+}
+
+void ofi_dev_free(cci__dev_t *dev)
+{
+	struct ofi_dev *d = dev->priv;
+
+	if (!d)
+		return;
+	if (d->info)
+		ofi_lib.freeinfo(d->info);
+	free(d);
+	dev->priv = NULL;
+}

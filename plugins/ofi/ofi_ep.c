@@ -1,0 +1,251 @@
+/*
+ * ofi_ep.c - endpoint creation and destruction: fabric, domain,
+ * completion queue (with a wait fd when the provider has one), address
+ * vector, the RDM endpoint, receive buffers, operation pool, URI and the
+ * progress thread.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofi.h"
+
+#define OFI_DESTROY_FLUSH_NS 300000000ull /* DISC messages get this long to leave */
+
+static void ep_init_fields(struct ofi_ep *sep, cci__ep_t *ep)
+{
+	const struct ofi_dev *d = ep->dev->priv;
+
+	memset(sep, 0, sizeof(*sep));
+	sep->ep = ep;
+	sep->dev = d;
+	sep->mss = d->mss;
+	sep->wait_fd = sep->epfd = sep->wake_fd = -1;
+	sep->rma_flags = FI_COMPLETION | FI_DELIVERY_COMPLETE;
+	pthread_mutex_init(&sep->lock, NULL);
+	pthread_mutex_init(&sep->mr_lock, NULL);
+	ofi_proc_self(&sep->self);
+	ep->recv_buf_count = OFI_RECV_COUNT_DEFAULT;
+	ep->send_buf_count = OFI_SEND_COUNT_DEFAULT;
+	memset(&ep->rma_align, 0, sizeof(ep->rma_align));
+}
+
+/* The fi_info to open: the device's, or one bound to service. */
+static int ep_info(struct ofi_ep *sep, const char *service)
+{
+	const struct fi_info *di = sep->dev->info;
+	struct fi_info *hints, *list = NULL;
+	const char *node = sep->dev->node[0] ? sep->dev->node : NULL;
+	int rc;
+
+	if (!service) {
+		sep->info = ofi_lib.dupinfo(di);
+		return sep->info ? CCI_SUCCESS : CCI_ENOMEM;
+	}
+	if (ofi_service_check(di, service) != CCI_SUCCESS)
+		return CCI_EINVAL;
+	hints = ofi_hints(di->fabric_attr->prov_name, di->domain_attr->name);
+	if (!hints || !(hints->fabric_attr->name = strdup(di->fabric_attr->name))) {
+		ofi_lib.freeinfo(hints);
+		return CCI_ENOMEM;
+	}
+	rc = ofi_lib.getinfo(OFI_API_VERSION, node, service, FI_SOURCE, hints, &list);
+	ofi_lib.freeinfo(hints);
+	if (rc != 0) {
+		OFI_LOG(CCI_LOG_EP, "ofi: service %s: fi_getinfo: %s", service, ofi_lib.strerror(-rc));
+		return rc == -FI_ENODATA ? CCI_EADDRNOTAVAIL : ofi_fi_status(-rc);
+	}
+	for (struct fi_info *fi = list; fi && !sep->info; fi = fi->next)
+		if (strcmp(fi->fabric_attr->prov_name, di->fabric_attr->prov_name) == 0)
+			sep->info = ofi_lib.dupinfo(fi);
+	ofi_lib.freeinfo(list);
+	return sep->info ? CCI_SUCCESS : CCI_EADDRNOTAVAIL;
+}
+
+/* The completion queue: with a wait fd for the progress thread if the
+ * provider has one, else one that is polled. */
+static int ep_open_cq(struct ofi_ep *sep)
+{
+	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_FD,
+	                           .size = 4096 };
+	int rc = fi_cq_open(sep->domain, &attr, &sep->cq, NULL);
+
+	if (rc == 0 && fi_control(&sep->cq->fid, FI_GETWAIT, &sep->wait_fd) != 0) {
+		fi_close(&sep->cq->fid);
+		sep->cq = NULL;
+		sep->wait_fd = -1;
+		rc = -FI_ENOSYS;
+	}
+	if (rc != 0) {
+		attr.wait_obj = FI_WAIT_NONE;
+		rc = fi_cq_open(sep->domain, &attr, &sep->cq, NULL);
+	}
+	return rc;
+}
+
+static int ep_open_domain(struct ofi_ep *sep)
+{
+	struct fi_av_attr av = { .type = FI_AV_TABLE, .count = 64 };
+	int rc;
+
+	rc = ofi_lib.fabric(sep->info->fabric_attr, &sep->fabric, NULL);
+	if (rc == 0)
+		rc = fi_domain(sep->fabric, sep->info, &sep->domain, NULL);
+	if (rc == 0)
+		rc = ep_open_cq(sep);
+	if (rc == 0 && fi_av_open(sep->domain, &av, &sep->av, NULL) != 0) {
+		av.type = FI_AV_MAP;
+		rc = fi_av_open(sep->domain, &av, &sep->av, NULL);
+	}
+	if (rc != 0)
+		OFI_ERR("ofi: %s: cannot open the fabric, domain, CQ or AV: %s",
+		        sep->info->fabric_attr->prov_name, ofi_lib.strerror(-rc));
+	return rc == 0 ? CCI_SUCCESS : ofi_fi_status(-rc);
+}
+
+static int ep_open_endpoint(struct ofi_ep *sep)
+{
+	size_t len = sizeof(sep->addr);
+	int rc = fi_endpoint(sep->domain, sep->info, &sep->fep, NULL);
+
+	if (rc == 0)
+		rc = fi_ep_bind(sep->fep, &sep->av->fid, 0);
+	if (rc == 0)
+		rc = fi_ep_bind(sep->fep, &sep->cq->fid, FI_TRANSMIT | FI_RECV);
+	if (rc == 0)
+		rc = fi_enable(sep->fep);
+	if (rc == 0)
+		rc = fi_getname(&sep->fep->fid, sep->addr, &len);
+	if (rc != 0) {
+		OFI_LOG(CCI_LOG_EP, "ofi: %s: cannot open the endpoint: %s",
+		        sep->info->fabric_attr->prov_name, ofi_lib.strerror(-rc));
+		return (rc == -FI_EADDRINUSE || rc == -FI_EBUSY) ? CCI_EBUSY : ofi_fi_status(-rc);
+	}
+	sep->addr_len = len;
+	sep->mr_mode = (uint64_t)sep->info->domain_attr->mr_mode;
+	sep->inject_size = sep->info->tx_attr->inject_size;
+	sep->iov_limit = sep->info->tx_attr->iov_limit;
+	/* Message headers travel as remote CQ data where it is 8 bytes. */
+	sep->imm = sep->info->domain_attr->cq_data_size >= sizeof(uint64_t);
+	return CCI_SUCCESS;
+}
+
+static void close_fid(struct fid *f)
+{
+	if (f)
+		fi_close(f);
+}
+
+/* Free everything ep_create built; no thread runs. */
+static void ep_release(struct ofi_ep *sep)
+{
+	close_fid(sep->fep ? &sep->fep->fid : NULL);
+	sep->fep = NULL;
+	ofi_mrs_free(sep);
+	ofi_rx_fini(sep);
+	ofi_pool_fini(sep);
+	ofi_peers_free(sep);
+	close_fid(sep->av ? &sep->av->fid : NULL);
+	close_fid(sep->cq ? &sep->cq->fid : NULL);
+	close_fid(sep->domain ? &sep->domain->fid : NULL);
+	close_fid(sep->fabric ? &sep->fabric->fid : NULL);
+	if (sep->info)
+		ofi_lib.freeinfo(sep->info);
+	free(sep->slots);
+	free(sep->slot_gen);
+	pthread_mutex_destroy(&sep->lock);
+	pthread_mutex_destroy(&sep->mr_lock);
+}
+
+static int ep_buffers(struct ofi_ep *sep, cci__ep_t *ep)
+{
+	size_t rx_size = sep->info->rx_attr->size;
+
+	if (rx_size && rx_size < ep->recv_buf_count + OFI_RX_RESERVE)
+		ep->recv_buf_count = rx_size > OFI_RX_RESERVE + 1 ? (uint32_t)(rx_size - OFI_RX_RESERVE) : 1;
+	sep->pool_limit = ep->send_buf_count;
+	sep->slots = calloc(OFI_MAX_CONNS + 1, sizeof(*sep->slots));
+	sep->slot_gen = calloc(OFI_MAX_CONNS + 1, sizeof(*sep->slot_gen));
+	if (!sep->slots || !sep->slot_gen)
+		return CCI_ENOMEM;
+	return ofi_rx_init(sep, ep->recv_buf_count);
+}
+
+int ofi_ep_create(cci__ep_t *ep, const char *service)
+{
+	struct ofi_ep *sep = ofi_ep_of(ep);
+	int rc;
+
+	if (!ep->dev->priv || !((const struct ofi_dev *)ep->dev->priv)->info)
+		return CCI_ENODEV;
+	ep_init_fields(sep, ep);
+	rc = ep_info(sep, service);
+	if (rc == CCI_SUCCESS)
+		rc = ep_open_domain(sep);
+	if (rc == CCI_SUCCESS)
+		rc = ep_open_endpoint(sep);
+	if (rc == CCI_SUCCESS)
+		rc = ep_buffers(sep, ep);
+	if (rc == CCI_SUCCESS)
+		rc = ofi_uri_make(sep, &ep->uri);
+	if (rc == CCI_SUCCESS)
+		rc = ofi_thread_start(sep);
+	if (rc == CCI_SUCCESS)
+		ofi_live_add(sep);
+	if (rc != CCI_SUCCESS) {
+		free(ep->uri);
+		ep->uri = NULL;
+		ep_release(sep);
+		return rc;
+	}
+	OFI_LOG(CCI_LOG_EP, "ofi: endpoint %s (%s, mss %u, wait fd %s, mr_mode 0x%llx, "
+	        "headers in CQ data %s)", ep->uri, sep->info->fabric_attr->prov_name, sep->mss,
+	        sep->wait_fd >= 0 ? "yes" : "no", (unsigned long long)sep->mr_mode,
+	        sep->imm ? "yes" : "no");
+	return CCI_SUCCESS;
+}
+
+/* Let the DISC messages of the closing connections leave. */
+static void ep_flush_ctl(struct ofi_ep *sep)
+{
+	uint64_t stop = ofi_now_ns() + OFI_DESTROY_FLUSH_NS;
+
+	while (__atomic_load_n(&sep->ctl_out, __ATOMIC_ACQUIRE) > 0 && ofi_now_ns() < stop) {
+		cci__spin_lock(&sep->cq_lock);
+		ofi_progress_locked(sep);
+		cci__spin_unlock(&sep->cq_lock);
+	}
+}
+
+void ofi_ep_destroy(cci__ep_t *ep)
+{
+	struct ofi_ep *sep = ofi_ep_of(ep);
+
+	ofi_thread_stop(sep);
+	ofi_live_del(sep);
+	/* No other thread runs on this endpoint any more (API contract). */
+	ofi_conns_close_all(sep);
+	ep_flush_ctl(sep);
+	close_fid(&sep->fep->fid);
+	sep->fep = NULL;
+	ofi_conns_free_all(sep);
+	ofi_reqs_free(sep);
+	ep_release(sep);
+}
+
+int ofi_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
+{
+	struct ofi_ep *sep = ofi_ep_of(ep);
+	size_t rx_size = sep->info->rx_attr->size;
+
+	if (value == 0 || value > OFI_BUF_COUNT_MAX)
+		return CCI_ERANGE;
+	if (name == CCI_OPT_ENDPT_SEND_BUF_COUNT) {
+		cci__spin_lock(&sep->pool_lock);
+		sep->pool_limit = value;
+		cci__spin_unlock(&sep->pool_lock);
+		return CCI_SUCCESS;
+	}
+	if (rx_size && value + OFI_RX_RESERVE > rx_size)
+		return CCI_ERANGE;
+	return ofi_rx_grow(sep, value);
+}

@@ -1,0 +1,146 @@
+/*
+ * ofi_live.c - the endpoints of this process, for connections between two
+ * of them.
+ *
+ * libfabric 1.17's shm provider reaches a peer endpoint of the same
+ * process through a pointer to its memory, which dangles once that
+ * endpoint is closed: sending to it, or even inserting its name in an
+ * address vector again, crashes the process.  So when an endpoint is
+ * destroyed, the connections other endpoints of this process have to it
+ * break at once and its address leaves their address vectors (the
+ * endpoint's own DISC message may not have been read yet), and the name
+ * is remembered so that a later connect to it is refused instead of
+ * inserted.  For other providers this only makes a local peer's
+ * departure known a little earlier.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofi.h"
+
+#define OFI_DEAD_MAX 1024
+
+struct dead_name {
+	struct dead_name *next;
+	size_t len;
+	uint8_t addr[OFI_ADDR_MAX];
+};
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ofi_ep *live;
+static struct dead_name *dead;
+static int ndead;
+
+/* live_lock held. */
+static void dead_forget(const uint8_t *addr, size_t len)
+{
+	for (struct dead_name **pp = &dead; *pp; pp = &(*pp)->next) {
+		struct dead_name *d = *pp;
+		if (d->len == len && memcmp(d->addr, addr, len) == 0) {
+			*pp = d->next;
+			free(d);
+			ndead--;
+			return;
+		}
+	}
+}
+
+/* live_lock held. */
+static void dead_remember(const struct ofi_ep *sep)
+{
+	struct dead_name *d;
+
+	if (sep->info->addr_format != FI_ADDR_STR)
+		return;
+	while (ndead >= OFI_DEAD_MAX) { /* forget the oldest */
+		struct dead_name **pp = &dead;
+		while ((*pp)->next)
+			pp = &(*pp)->next;
+		free(*pp);
+		*pp = NULL;
+		ndead--;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return;
+	memcpy(d->addr, sep->addr, sep->addr_len);
+	d->len = sep->addr_len;
+	d->next = dead;
+	dead = d;
+	ndead++;
+}
+
+void ofi_live_add(struct ofi_ep *sep)
+{
+	pthread_mutex_lock(&live_lock);
+	dead_forget(sep->addr, sep->addr_len);
+	sep->live_next = live;
+	live = sep;
+	pthread_mutex_unlock(&live_lock);
+}
+
+/* Is addr a closed endpoint of this process? */
+int ofi_live_gone(const struct ofi_ep *sep, const uint8_t *addr, size_t len)
+{
+	int gone = 0;
+
+	if (sep->info->addr_format != FI_ADDR_STR)
+		return 0;
+	pthread_mutex_lock(&live_lock);
+	for (struct dead_name *d = dead; d && !gone; d = d->next)
+		gone = d->len == len && memcmp(d->addr, addr, len) == 0;
+	pthread_mutex_unlock(&live_lock);
+	return gone;
+}
+
+/* y forgets the endpoint at addr: its connections there break, the
+ * address leaves its AV.  live_lock held. */
+static void cut_peer(struct ofi_ep *y, const uint8_t *addr, size_t len)
+{
+	pthread_mutex_lock(&y->lock);
+	for (struct ofi_peer *p = y->peers; p; p = p->next) {
+		if (p->cut || p->len != len || memcmp(p->addr, addr, len) != 0)
+			continue;
+		for (struct ofi_conn *oc = y->conns; oc; oc = oc->next) {
+			if (oc->peer != p)
+				continue;
+			pthread_mutex_lock(&oc->lock);
+			ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
+			if (oc->state == OFI_CONN_CONNECTING)
+				oc->deadline_ns = 1; /* the timer fails it */
+			pthread_mutex_unlock(&oc->lock);
+		}
+		fi_av_remove(y->av, &p->fa, 1, 0);
+		__atomic_store_n(&p->cut, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&y->lock);
+}
+
+void ofi_live_del(struct ofi_ep *sep)
+{
+	pthread_mutex_lock(&live_lock);
+	for (struct ofi_ep **pp = &live; *pp; pp = &(*pp)->live_next) {
+		if (*pp == sep) {
+			*pp = sep->live_next;
+			break;
+		}
+	}
+	for (struct ofi_ep *y = live; y; y = y->live_next)
+		if (y->info->addr_format == sep->info->addr_format &&
+		    strcmp(y->dev->core_name, sep->dev->core_name) == 0)
+			cut_peer(y, sep->addr, sep->addr_len);
+	dead_remember(sep);
+	pthread_mutex_unlock(&live_lock);
+}
+
+void ofi_live_fini(void)
+{
+	pthread_mutex_lock(&live_lock);
+	while (dead) {
+		struct dead_name *d = dead;
+		dead = d->next;
+		free(d);
+	}
+	ndead = 0;
+	pthread_mutex_unlock(&live_lock);
+}

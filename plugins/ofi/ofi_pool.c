@@ -1,0 +1,277 @@
+/*
+ * ofi_pool.c - the endpoint's memory: receive buffers posted to the
+ * provider, operation descriptors with their transmit buffers, and the
+ * registration of both when the provider wants local buffers registered
+ * (FI_MR_LOCAL).  Everything comes in slabs allocated at endpoint
+ * creation or when a count grows, never on the message path.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofi.h"
+
+#define OFI_OP_SLAB 32u
+#define OFI_ALIGN 64u
+
+static size_t buf_stride(const struct ofi_ep *sep)
+{
+	return (OFI_HDR_LEN + sep->mss + OFI_ALIGN - 1) / OFI_ALIGN * OFI_ALIGN;
+}
+
+/*
+ * Register len bytes at buf for the provider (FI_MR_LOCAL buffers, or RMA
+ * targets), bound to the endpoint when it wants that (FI_MR_ENDPOINT).
+ * key is the key we ask for (providers with FI_MR_PROV_KEY choose their
+ * own); 0 picks one from a counter the random core keys will not meet.
+ */
+int ofi_mr_reg(struct ofi_ep *sep, void *buf, size_t len, uint64_t access, uint64_t key,
+               struct fid_mr **mr_p)
+{
+	static uint64_t next_key = 1ull << 62;
+	struct fid_mr *mr;
+	int rc;
+
+	if (key == 0)
+		key = __atomic_add_fetch(&next_key, 1, __ATOMIC_RELAXED);
+	if (sep->info->domain_attr->mr_key_size > 0 && sep->info->domain_attr->mr_key_size < sizeof(key))
+		key &= (1ull << (8 * sep->info->domain_attr->mr_key_size)) - 1;
+	rc = fi_mr_reg(sep->domain, buf, len, access, 0, key, 0, &mr, NULL);
+
+	if (rc == 0 && (sep->mr_mode & FI_MR_ENDPOINT)) {
+		rc = fi_mr_bind(mr, &sep->fep->fid, 0);
+		if (rc == 0)
+			rc = fi_mr_enable(mr);
+		if (rc != 0)
+			fi_close(&mr->fid);
+	}
+	if (rc != 0) {
+		OFI_ERR("ofi: cannot register %zu bytes: %s", len, ofi_lib.strerror(-rc));
+		return ofi_fi_status(-rc);
+	}
+	*mr_p = mr;
+	return CCI_SUCCESS;
+}
+
+static void slab_free(struct ofi_slab *s)
+{
+	if (s->mr)
+		fi_close(&s->mr->fid);
+	free(s->bufs);
+	free(s->mem);
+	free(s);
+}
+
+/* n objects of size osz, each with a buffer of the endpoint's stride. */
+static struct ofi_slab *slab_new(struct ofi_ep *sep, uint32_t n, size_t osz, uint64_t access)
+{
+	struct ofi_slab *s = calloc(1, sizeof(*s));
+	size_t bytes = buf_stride(sep) * n;
+
+	if (!s)
+		return NULL;
+	s->mem = calloc(n, osz);
+	s->bufs = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+	if (!s->mem || !s->bufs ||
+	    ((sep->mr_mode & FI_MR_LOCAL) && ofi_mr_reg(sep, s->bufs, bytes, access, 0, &s->mr))) {
+		slab_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Receive buffers                                                           */
+/* ------------------------------------------------------------------------ */
+
+static int rx_slab_add(struct ofi_ep *sep, uint32_t n)
+{
+	struct ofi_slab *s = slab_new(sep, n, sizeof(struct ofi_rxbuf), FI_RECV);
+	struct ofi_rxbuf *rb;
+
+	if (!s)
+		return CCI_ENOMEM;
+	rb = s->mem;
+	cci__spin_lock(&sep->rx_lock);
+	for (uint32_t i = 0; i < n; i++) {
+		rb[i].obj = OFI_OBJ_RX;
+		rb[i].data = (char *)s->bufs + buf_stride(sep) * i;
+		rb[i].desc = s->mr ? fi_mr_desc(s->mr) : NULL;
+		rb[i].next = sep->rx_free;
+		sep->rx_free = &rb[i];
+	}
+	s->next = sep->rx_slabs;
+	sep->rx_slabs = s;
+	cci__spin_unlock(&sep->rx_lock);
+	return CCI_SUCCESS;
+}
+
+static int rx_post(struct ofi_ep *sep, struct ofi_rxbuf *rb)
+{
+	ssize_t rc;
+
+	rb->oc = NULL;
+	__atomic_add_fetch(&sep->rx_posted, 1, __ATOMIC_RELAXED);
+	rc = fi_recv(sep->fep, rb->data, OFI_HDR_LEN + sep->mss, rb->desc, FI_ADDR_UNSPEC, rb);
+	if (rc == 0)
+		return CCI_SUCCESS;
+	__atomic_sub_fetch(&sep->rx_posted, 1, __ATOMIC_RELAXED);
+	OFI_LOG(CCI_LOG_EP, "ofi: fi_recv: %s", ofi_lib.strerror((int)-rc));
+	cci__spin_lock(&sep->rx_lock);
+	rb->next = sep->rx_free;
+	sep->rx_free = rb;
+	cci__spin_unlock(&sep->rx_lock);
+	return ofi_fi_status((int)-rc);
+}
+
+static uint32_t rx_target(uint32_t count)
+{
+	return count + OFI_RX_RESERVE;
+}
+
+/* Post buffers (allocating them if needed) until count + the control
+ * reserve are with the provider. */
+int ofi_rx_grow(struct ofi_ep *sep, uint32_t count)
+{
+	uint32_t want = rx_target(count);
+
+	while (__atomic_load_n(&sep->rx_posted, __ATOMIC_RELAXED) < want) {
+		struct ofi_rxbuf *rb;
+		int rc;
+
+		cci__spin_lock(&sep->rx_lock);
+		rb = sep->rx_free;
+		if (rb)
+			sep->rx_free = rb->next;
+		cci__spin_unlock(&sep->rx_lock);
+		if (!rb) {
+			rc = rx_slab_add(sep, want - __atomic_load_n(&sep->rx_posted, __ATOMIC_RELAXED));
+			if (rc != CCI_SUCCESS)
+				return rc;
+			continue;
+		}
+		rc = rx_post(sep, rb);
+		if (rc != CCI_SUCCESS)
+			return rc;
+	}
+	return CCI_SUCCESS;
+}
+
+int ofi_rx_init(struct ofi_ep *sep, uint32_t count)
+{
+	return ofi_rx_grow(sep, count);
+}
+
+/* A buffer came back (handled, or its event returned): post it again,
+ * unless the receive count shrank. */
+void ofi_rx_repost(struct ofi_ep *sep, struct ofi_rxbuf *rb)
+{
+	if (__atomic_load_n(&sep->rx_posted, __ATOMIC_RELAXED) < rx_target(sep->ep->recv_buf_count)) {
+		rx_post(sep, rb);
+		return;
+	}
+	rb->oc = NULL;
+	cci__spin_lock(&sep->rx_lock);
+	rb->next = sep->rx_free;
+	sep->rx_free = rb;
+	cci__spin_unlock(&sep->rx_lock);
+}
+
+void ofi_rx_fini(struct ofi_ep *sep)
+{
+	while (sep->rx_slabs) {
+		struct ofi_slab *s = sep->rx_slabs;
+		sep->rx_slabs = s->next;
+		slab_free(s);
+	}
+	sep->rx_free = NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Operations                                                                */
+/* ------------------------------------------------------------------------ */
+
+static int op_slab_add(struct ofi_ep *sep)
+{
+	struct ofi_slab *s = slab_new(sep, OFI_OP_SLAB, sizeof(struct ofi_op), FI_SEND);
+	struct ofi_op *op;
+
+	if (!s)
+		return CCI_ENOMEM;
+	op = s->mem;
+	cci__spin_lock(&sep->pool_lock);
+	for (uint32_t i = 0; i < OFI_OP_SLAB; i++) {
+		op[i].obj = OFI_OBJ_OP;
+		op[i].buf = (char *)s->bufs + buf_stride(sep) * i;
+		op[i].desc = s->mr ? fi_mr_desc(s->mr) : NULL;
+		op[i].next = sep->pool;
+		sep->pool = &op[i];
+	}
+	s->next = sep->op_slabs;
+	sep->op_slabs = s;
+	cci__spin_unlock(&sep->pool_lock);
+	return CCI_SUCCESS;
+}
+
+/* A cleared operation; user ones are bounded by send_buf_count (NULL). */
+struct ofi_op *ofi_op_get(struct ofi_ep *sep, int user)
+{
+	struct ofi_op *op = NULL;
+	char *buf;
+	void *desc;
+
+	for (int tries = 0; !op && tries < 2; tries++) {
+		cci__spin_lock(&sep->pool_lock);
+		if (user && sep->pool_user >= sep->pool_limit) {
+			cci__spin_unlock(&sep->pool_lock);
+			return NULL;
+		}
+		op = sep->pool;
+		if (op) {
+			sep->pool = op->next;
+			sep->pool_user += user ? 1u : 0u;
+		}
+		cci__spin_unlock(&sep->pool_lock);
+		if (!op && op_slab_add(sep) != CCI_SUCCESS)
+			return NULL;
+	}
+	if (!op)
+		return NULL;
+	buf = op->buf;
+	desc = op->desc;
+	memset(op, 0, sizeof(*op));
+	op->obj = OFI_OBJ_OP;
+	op->buf = buf;
+	op->desc = desc;
+	op->user = (uint8_t)(user != 0);
+	return op;
+}
+
+/* Back to the pool; drops the references it held (never called with
+ * sep->lock held: the peer reference may take it). */
+void ofi_op_put(struct ofi_ep *sep, struct ofi_op *op)
+{
+	struct ofi_conn *oc = op->oc;
+	struct ofi_peer *peer = op->peer;
+
+	op->oc = NULL;
+	op->peer = NULL;
+	cci__spin_lock(&sep->pool_lock);
+	if (op->user)
+		sep->pool_user--;
+	op->next = sep->pool;
+	sep->pool = op;
+	cci__spin_unlock(&sep->pool_lock);
+	if (oc)
+		ofi_conn_unref(oc);
+	ofi_peer_put(sep, peer);
+}
+
+void ofi_pool_fini(struct ofi_ep *sep)
+{
+	while (sep->op_slabs) {
+		struct ofi_slab *s = sep->op_slabs;
+		sep->op_slabs = s->next;
+		slab_free(s);
+	}
+	sep->pool = NULL;
+}

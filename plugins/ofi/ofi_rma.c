@@ -1,0 +1,418 @@
+/*
+ * ofi_rma.c - RMA: registrations, the exchange that gives an initiator
+ * the provider key behind a core key, and fi_write/fi_read.
+ *
+ * The core fixes the handle (random core key, address, length, flags), so
+ * an initiator cannot find the provider's key in it.  On the first RMA
+ * naming a core key on a connection, the initiator asks the target
+ * (MR_REQ); the target checks the key against its registrations (the
+ * core's table and ours) and answers MR_REP with the provider key, the
+ * address to use, the length and the access flags of the registration,
+ * or a refusal.  The initiator caches the answer per connection and
+ * checks every later RMA's range and access against it, never against
+ * the handle's own (possibly forged) fields: a forged or deregistered
+ * handle never reaches the provider.  A deregistration the target once
+ * described to peers is followed by MR_INVAL on every connection, and
+ * the provider refuses the closed key anyway.
+ *
+ * Completion: the data moves with FI_DELIVERY_COMPLETE where the provider
+ * takes it; the completion message (if any) is sent only after the data
+ * operation completed, so it is delivered after the data.  On RO it holds
+ * its place among the connection's sends from the moment of the call.
+ * FENCE: the RMA waits until every earlier RMA data operation of the
+ * connection has completed.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofi.h"
+
+/* ------------------------------------------------------------------------ */
+/* Registrations (target side)                                               */
+/* ------------------------------------------------------------------------ */
+
+int ofi_rma_register(cci__ep_t *ep, cci__rma_reg_t *reg)
+{
+	struct ofi_ep *sep = ofi_ep_of(ep);
+	struct ofi_mr *m = calloc(1, sizeof(*m));
+	uint64_t access = FI_READ | FI_WRITE;
+	int rc;
+
+	if (!m)
+		return CCI_ENOMEM;
+	if (reg->flags & CCI_FLAG_READ)
+		access |= FI_REMOTE_READ;
+	if (reg->flags & CCI_FLAG_WRITE)
+		access |= FI_REMOTE_WRITE;
+	m->key = cci__handle_key(&reg->handle);
+	/* Ask for the core key itself: random, so a stale key never names a
+	 * new registration (providers with FI_MR_PROV_KEY pick their own). */
+	rc = ofi_mr_reg(sep, reg->start, reg->length, access, m->key, &m->mr);
+	if (rc == CCI_ERR_RMA_HANDLE)
+		rc = ofi_mr_reg(sep, reg->start, reg->length, access, 0, &m->mr);
+	if (rc != CCI_SUCCESS) {
+		free(m);
+		return rc;
+	}
+	m->reg = reg;
+	m->prov_key = fi_mr_key(m->mr);
+	m->desc = fi_mr_desc(m->mr);
+	pthread_mutex_lock(&sep->mr_lock);
+	m->next = sep->mrs;
+	sep->mrs = m;
+	pthread_mutex_unlock(&sep->mr_lock);
+	reg->priv = m;
+	return CCI_SUCCESS;
+}
+
+/* Tell every connected peer the key is gone. */
+static void mr_invalidate(struct ofi_ep *sep, uint64_t key)
+{
+	pthread_mutex_lock(&sep->lock);
+	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
+		pthread_mutex_lock(&oc->lock);
+		if (oc->state == OFI_CONN_OPEN)
+			ofi_ctl_send(oc, OFI_T_MR_INVAL, 0, &key, sizeof(key), 0);
+		pthread_mutex_unlock(&oc->lock);
+	}
+	pthread_mutex_unlock(&sep->lock);
+}
+
+void ofi_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg)
+{
+	struct ofi_ep *sep = ofi_ep_of(ep);
+	struct ofi_mr *m = reg->priv;
+	int exported = 0;
+
+	if (!m)
+		return;
+	pthread_mutex_lock(&sep->mr_lock);
+	for (struct ofi_mr **pp = &sep->mrs; *pp; pp = &(*pp)->next) {
+		if (*pp == m) {
+			*pp = m->next;
+			break;
+		}
+	}
+	exported = m->exported;
+	pthread_mutex_unlock(&sep->mr_lock);
+	fi_close(&m->mr->fid);
+	if (exported)
+		mr_invalidate(sep, m->key);
+	reg->priv = NULL;
+	free(m);
+}
+
+void ofi_mrs_free(struct ofi_ep *sep)
+{
+	while (sep->mrs) {
+		struct ofi_mr *m = sep->mrs;
+		sep->mrs = m->next;
+		fi_close(&m->mr->fid);
+		free(m);
+	}
+}
+
+/* Answer an MR_REQ; oc->lock held. */
+static void on_mr_req(struct ofi_conn *oc, uint32_t req_id, const void *body, uint32_t len)
+{
+	struct ofi_ep *sep = oc->sep;
+	struct ofi_mr_rep rep = { .status = CCI_ERR_RMA_HANDLE };
+	void *addr;
+
+	if (len != sizeof(rep.key))
+		return;
+	memcpy(&rep.key, body, sizeof(rep.key));
+	if (ofi_core->rma_lookup(sep->ep, rep.key, 0, 1, 0, &addr) == CCI_SUCCESS) {
+		pthread_mutex_lock(&sep->mr_lock);
+		for (struct ofi_mr *m = sep->mrs; m; m = m->next) {
+			if (m->key != rep.key)
+				continue;
+			m->exported = 1;
+			rep.status = CCI_SUCCESS;
+			rep.flags = (uint32_t)m->reg->flags;
+			rep.prov_key = m->prov_key;
+			rep.base = (sep->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)m->reg->start : 0;
+			rep.len = m->reg->length;
+			break;
+		}
+		pthread_mutex_unlock(&sep->mr_lock);
+	}
+	ofi_ctl_send(oc, OFI_T_MR_REP, req_id, &rep, sizeof(rep), 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The initiator's cache of peer registrations                               */
+/* ------------------------------------------------------------------------ */
+
+static struct ofi_mrc *mrc_find(struct ofi_conn *oc, uint64_t key)
+{
+	for (struct ofi_mrc *c = oc->mrc; c; c = c->next)
+		if (c->key == key)
+			return c;
+	return NULL;
+}
+
+/* Ask the target about key; the entry waits for the answer.  oc->lock held. */
+static struct ofi_mrc *mrc_ask(struct ofi_conn *oc, uint64_t key)
+{
+	struct ofi_mrc *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->key = key;
+	c->req_id = __atomic_add_fetch(&oc->sep->mr_req_next, 1, __ATOMIC_RELAXED);
+	if (ofi_ctl_send(oc, OFI_T_MR_REQ, c->req_id, &key, sizeof(key), 0) != CCI_SUCCESS) {
+		free(c);
+		return NULL;
+	}
+	c->next = oc->mrc;
+	oc->mrc = c;
+	return c;
+}
+
+static void mrc_drop(struct ofi_conn *oc, uint64_t key)
+{
+	for (struct ofi_mrc **pp = &oc->mrc; *pp; pp = &(*pp)->next) {
+		struct ofi_mrc *c = *pp;
+		if (c->key == key && c->state != 0) {
+			*pp = c->next;
+			free(c);
+			return;
+		}
+	}
+}
+
+void ofi_mrc_free(struct ofi_conn *oc)
+{
+	while (oc->mrc) {
+		struct ofi_mrc *c = oc->mrc;
+		oc->mrc = c->next;
+		free(c);
+	}
+}
+
+static void on_mr_rep(struct ofi_conn *oc, uint32_t req_id, const void *body, uint32_t len)
+{
+	struct ofi_mr_rep rep;
+
+	if (len != sizeof(rep))
+		return;
+	memcpy(&rep, body, sizeof(rep));
+	for (struct ofi_mrc *c = oc->mrc; c; c = c->next) {
+		if (c->req_id != req_id || c->state != 0 || c->key != rep.key)
+			continue;
+		c->state = rep.status == CCI_SUCCESS ? 1 : -1;
+		c->status = rep.status == CCI_SUCCESS ? CCI_SUCCESS : CCI_ERR_RMA_HANDLE;
+		c->flags = (int)rep.flags;
+		c->prov_key = rep.prov_key;
+		c->base = rep.base;
+		c->len = rep.len;
+		break;
+	}
+	ofi_rmaq_flush(oc);
+}
+
+/* MR_REQ, MR_REP, MR_INVAL on oc; oc->lock held. */
+void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_hdr *h, const void *body,
+                   uint32_t len)
+{
+	uint64_t key;
+
+	if (h->type == OFI_T_MR_REQ) {
+		on_mr_req(oc, h->aux, body, len);
+	} else if (h->type == OFI_T_MR_REP) {
+		on_mr_rep(oc, h->aux, body, len);
+	} else if (len == sizeof(key)) {
+		memcpy(&key, body, sizeof(key));
+		mrc_drop(oc, key);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Operations                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* The target's answer allows op?  CCI_SUCCESS or the refusal. */
+static int mrc_allows(const struct ofi_mrc *c, const struct ofi_op *op)
+{
+	int need = op->is_read ? CCI_FLAG_READ : CCI_FLAG_WRITE;
+
+	if (c->state < 0)
+		return c->status;
+	if ((c->flags & need) != need)
+		return CCI_ERR_RMA_HANDLE;
+	if (op->roff > c->len || op->rlen > c->len - op->roff)
+		return CCI_EINVAL;
+	return CCI_SUCCESS;
+}
+
+static ssize_t rma_post(struct ofi_conn *oc, struct ofi_op *op, const struct ofi_mrc *c)
+{
+	struct ofi_ep *sep = oc->sep;
+	struct iovec iov = { op->laddr, op->rlen };
+	struct fi_rma_iov riov = { .addr = c->base + op->roff, .len = op->rlen, .key = c->prov_key };
+	void *desc = op->ldesc;
+	struct fi_msg_rma m = { .msg_iov = &iov, .desc = &desc, .iov_count = 1,
+	                        .addr = oc->peer->fa, .rma_iov = &riov, .rma_iov_count = 1,
+	                        .context = op };
+	ssize_t rc;
+
+	if (op->is_read)
+		return fi_readmsg(sep->fep, &m, FI_COMPLETION);
+	rc = fi_writemsg(sep->fep, &m, sep->rma_flags);
+	if ((rc == -FI_EBADFLAGS || rc == -FI_EOPNOTSUPP) && (sep->rma_flags & FI_DELIVERY_COMPLETE)) {
+		/* The provider's default completion then; the completion
+		 * message still follows the data on one ordered path. */
+		sep->rma_flags &= ~(uint64_t)FI_DELIVERY_COMPLETE;
+		rc = fi_writemsg(sep->fep, &m, sep->rma_flags);
+	}
+	return rc;
+}
+
+static void rma_finish(struct ofi_op *op, int status);
+
+static void rmaq_pop(struct ofi_conn *oc)
+{
+	struct ofi_op *op = oc->rmaq;
+
+	oc->rmaq = op->rnext;
+	if (!oc->rmaq)
+		oc->rmaq_tail = NULL;
+	op->rnext = NULL;
+	op->in_rmaq = 0;
+}
+
+/* Start the head of the RMA queue.  1: go on, 0: stop. */
+static int rmaq_head(struct ofi_conn *oc, struct ofi_op *op)
+{
+	struct ofi_mrc *c = mrc_find(oc, op->key);
+	ssize_t rc;
+	int st;
+
+	if (!c) {
+		if (!mrc_ask(oc, op->key)) {
+			rmaq_pop(oc);
+			rma_finish(op, CCI_ENOMEM);
+			return 1;
+		}
+		return 0;
+	}
+	if (c->state == 0 || (op->fence && oc->rma_busy > 0))
+		return 0;
+	st = mrc_allows(c, op);
+	if (st != CCI_SUCCESS) {
+		rmaq_pop(oc);
+		rma_finish(op, st);
+		return 1;
+	}
+	rc = rma_post(oc, op, c);
+	if (rc == -FI_EAGAIN) {
+		__atomic_store_n(&oc->sep->tx_pending, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	rmaq_pop(oc);
+	if (rc != 0) {
+		OFI_LOG(CCI_LOG_RMA, "ofi: RMA on %08x: %s", oc->id, ofi_lib.strerror((int)-rc));
+		rma_finish(op, CCI_ERR_RMA_OP);
+		return 1;
+	}
+	oc->rma_busy++;
+	ofi_flight_add(oc, op);
+	return 1;
+}
+
+/* oc->lock held. */
+void ofi_rmaq_flush(struct ofi_conn *oc)
+{
+	while (oc->rmaq && oc->state == OFI_CONN_OPEN && rmaq_head(oc, oc->rmaq))
+		;
+}
+
+/*
+ * The data of op moved (or failed, or was refused before moving): send
+ * its completion message, or complete it.  oc->lock held.
+ */
+static void rma_finish(struct ofi_op *op, int status)
+{
+	struct ofi_conn *oc = op->oc;
+
+	if (op->on_list) {
+		ofi_flight_del(oc, op);
+		oc->rma_busy--;
+	}
+	op->in_flight = 0;
+	op->data_done = 1;
+	if (op->status == CCI_SUCCESS)
+		op->status = status;
+	if (op->status == CCI_SUCCESS && op->len > 0 && oc->state == OFI_CONN_OPEN) {
+		if (!op->in_msgq)
+			ofi_msgq_push(oc, op);
+		ofi_msgq_flush(oc);
+	} else if (op->in_msgq) {
+		ofi_msgq_flush(oc); /* RO: it completes when its turn comes */
+	} else {
+		ofi_op_report(op, op->status);
+		ofi_op_done(oc->sep, op);
+	}
+	/* op may be gone now */
+	if (status == CCI_ERR_DISCONNECTED)
+		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
+}
+
+/* A data operation completed (progress); oc->lock held. */
+void ofi_rma_data_done(struct ofi_op *op, int status)
+{
+	struct ofi_conn *oc = op->oc;
+
+	rma_finish(op, status);
+	ofi_rmaq_flush(oc);
+}
+
+int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_reg_t *local,
+            uint64_t local_offset, const struct cci_rma_handle *remote, uint64_t remote_offset,
+            uint64_t data_len, void *context, int flags)
+{
+	struct ofi_conn *oc = ofi_conn_of(conn);
+	struct ofi_mr *lm = local->priv;
+	struct ofi_op *op;
+
+	pthread_mutex_lock(&oc->lock);
+	if (oc->state != OFI_CONN_OPEN) {
+		int rc = oc->tx_err;
+		pthread_mutex_unlock(&oc->lock);
+		return rc;
+	}
+	op = ofi_op_get(oc->sep, 1);
+	if (!op) {
+		pthread_mutex_unlock(&oc->lock);
+		return CCI_ENOBUFS;
+	}
+	op->kind = OFI_OP_RMA;
+	op->oc = oc;
+	ofi_conn_ref(oc);
+	op->context = context;
+	op->flags = flags;
+	op->is_read = (flags & CCI_FLAG_READ) != 0;
+	op->fence = (flags & CCI_FLAG_FENCE) != 0;
+	op->stamp_ns = __atomic_load_n(&oc->sep->now_ns, __ATOMIC_RELAXED);
+	op->laddr = (char *)local->start + local_offset;
+	op->ldesc = lm ? lm->desc : NULL;
+	op->key = cci__handle_key(remote);
+	op->roff = remote_offset;
+	op->rlen = data_len;
+	op->len = msg_len;
+	if (msg_len)
+		memcpy(ofi_op_payload(oc, op), msg_ptr, msg_len);
+	op->rnext = NULL;
+	op->in_rmaq = 1;
+	if (oc->rmaq_tail)
+		oc->rmaq_tail->rnext = op;
+	else
+		oc->rmaq = op;
+	oc->rmaq_tail = op;
+	if (msg_len && oc->attr == CCI_CONN_ATTR_RO)
+		ofi_msgq_push(oc, op);
+	ofi_rmaq_flush(oc);
+	pthread_mutex_unlock(&oc->lock);
+	return CCI_SUCCESS;
+}

@@ -1,0 +1,590 @@
+/*
+ * ofi_tx.c - the transmit path: sends, credits, the per-connection queue
+ * of messages, control messages, completions and failures.
+ *
+ * Flow control: a receiver grants each connection a window of credits
+ * (one per receive buffer it may fill, at most OFI_WINDOW_MAX) and gives
+ * them back in the credits field of any header it sends, or in a CREDIT
+ * message when a quarter of the window is owed (or at the next timer
+ * tick).  A message without a credit waits in the connection's queue,
+ * which holds at most send_buf_count operations: after that cci_send
+ * returns CCI_ENOBUFS.  So a slow receiver slows its senders down, and
+ * the provider never has to buffer more than the receiver posted.
+ *
+ * Order: the queue is strictly FIFO and sequence numbers are assigned
+ * when a message is handed to the provider, so a send never overtakes an
+ * earlier one; on RO an RMA with a completion message holds its place in
+ * the queue until its data has moved (see ofi_rma.c).
+ *
+ * Small messages whose header and payload fit the provider's inject size
+ * leave by fi_inject when nothing of the connection is queued or in
+ * flight: the buffer is the provider's at once and the send completes in
+ * the call.
+ */
+#include <string.h>
+
+#include "ofi.h"
+
+#define OFI_INJECT_MAX 4096u /* bytes we stage on the stack for fi_inject */
+
+void ofi_hdr_fill(struct ofi_conn *oc, struct ofi_hdr *h, uint8_t type, uint32_t seq,
+                  uint32_t aux)
+{
+	uint32_t c = oc->owed > 0xffffu ? 0xffffu : oc->owed;
+
+	oc->owed -= c;
+	h->dst = oc->peer_id;
+	h->seq = seq;
+	h->credits = (uint16_t)c;
+	h->type = type;
+	h->version = OFI_WIRE_VERSION;
+	h->aux = aux;
+}
+
+static uint32_t inject_limit(const struct ofi_ep *sep)
+{
+	return sep->inject_size < OFI_INJECT_MAX ? (uint32_t)sep->inject_size : OFI_INJECT_MAX;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Operations in flight                                                      */
+/* ------------------------------------------------------------------------ */
+
+void ofi_flight_add(struct ofi_conn *oc, struct ofi_op *op)
+{
+	op->in_flight = 1;
+	op->on_list = 1;
+	op->inext = NULL;
+	op->iprev = oc->inflight_tail;
+	if (oc->inflight_tail)
+		oc->inflight_tail->inext = op;
+	else
+		oc->inflight = op;
+	oc->inflight_tail = op;
+}
+
+void ofi_flight_del(struct ofi_conn *oc, struct ofi_op *op)
+{
+	if (!op->on_list)
+		return;
+	if (op->iprev)
+		op->iprev->inext = op->inext;
+	else
+		oc->inflight = op->inext;
+	if (op->inext)
+		op->inext->iprev = op->iprev;
+	else
+		oc->inflight_tail = op->iprev;
+	op->inext = op->iprev = NULL;
+	op->on_list = 0;
+	op->in_flight = 0;
+}
+
+/* Tell the core once (a control message never is). */
+void ofi_op_report(struct ofi_op *op, int status)
+{
+	if (op->reported)
+		return;
+	op->reported = 1;
+	if (op->kind != OFI_OP_CTL && op->oc && op->oc->conn)
+		ofi_core->send_done(op->oc->conn, op->context, op->flags, status);
+}
+
+/* Release op if nothing holds it any more. */
+void ofi_op_done(struct ofi_ep *sep, struct ofi_op *op)
+{
+	if (op->in_msgq || op->in_rmaq || op->in_flight)
+		return;
+	if (op->tracked)
+		__atomic_sub_fetch(&sep->ctl_out, 1, __ATOMIC_RELEASE);
+	ofi_op_put(sep, op);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The message queue                                                         */
+/* ------------------------------------------------------------------------ */
+
+void ofi_msgq_push(struct ofi_conn *oc, struct ofi_op *op)
+{
+	op->next = NULL;
+	op->in_msgq = 1;
+	if (oc->msgq_tail)
+		oc->msgq_tail->next = op;
+	else
+		oc->msgq = op;
+	oc->msgq_tail = op;
+}
+
+static void msgq_pop(struct ofi_conn *oc)
+{
+	struct ofi_op *op = oc->msgq;
+
+	oc->msgq = op->next;
+	if (!oc->msgq)
+		oc->msgq_tail = NULL;
+	op->next = NULL;
+	op->in_msgq = 0;
+}
+
+static ssize_t op_send(struct ofi_ep *sep, struct ofi_op *op, fi_addr_t dest)
+{
+	if (op->nocopy) {
+		struct iovec iov[2] = { { op->buf, OFI_HDR_LEN }, { (void *)op->ubuf, op->len } };
+		void *desc[2] = { op->desc, NULL };
+		struct fi_msg m = { .msg_iov = iov, .desc = desc, .iov_count = 2, .addr = dest,
+		                    .context = op };
+		return fi_sendmsg(sep->fep, &m, FI_COMPLETION);
+	}
+	return fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, dest, op);
+}
+
+/* An application message, its header as remote CQ data; oc->lock held. */
+static ssize_t op_send_imm(struct ofi_conn *oc, struct ofi_op *op)
+{
+	uint32_t c = oc->owed > OFI_IMM_CREDITS_MAX ? OFI_IMM_CREDITS_MAX : oc->owed;
+	uint64_t data = ofi_imm_pack(oc->peer_id, oc->tx_seq, c);
+	ssize_t rc;
+
+	if (op->nocopy)
+		rc = fi_senddata(oc->sep->fep, op->ubuf, op->len, NULL, data, oc->peer->fa, op);
+	else
+		rc = fi_senddata(oc->sep->fep, op->buf, op->len, op->desc, data, oc->peer->fa, op);
+	if (rc == 0)
+		oc->owed -= c;
+	return rc;
+}
+
+/* Hand a message or control op to the provider; oc->lock held. */
+static ssize_t msgq_post(struct ofi_conn *oc, struct ofi_op *op, int credit)
+{
+	struct ofi_hdr *h = (struct ofi_hdr *)op->buf;
+	ssize_t rc;
+
+	if (credit && oc->imm)
+		return op_send_imm(oc, op);
+	ofi_hdr_fill(oc, h, credit ? OFI_T_MSG : op->ctl_type, credit ? oc->tx_seq : 0, op->aux);
+	rc = op_send(oc->sep, op, oc->peer->fa);
+	if (rc != 0)
+		oc->owed += h->credits;
+	return rc;
+}
+
+/* Post the head of the queue.  1: go on with the next one, 0: stop. */
+static int msgq_head(struct ofi_conn *oc, struct ofi_op *op)
+{
+	struct ofi_ep *sep = oc->sep;
+	int credit = op->kind != OFI_OP_CTL;
+	ssize_t rc;
+
+	if (op->kind == OFI_OP_RMA && !op->data_done)
+		return 0; /* RO: its completion message keeps this place */
+	if (op->kind == OFI_OP_RMA && op->status != CCI_SUCCESS) {
+		msgq_pop(oc);
+		ofi_op_report(op, op->status);
+		ofi_op_done(sep, op);
+		return 1;
+	}
+	if (credit && oc->credits == 0)
+		return 0;
+	rc = msgq_post(oc, op, credit);
+	if (rc == -FI_EAGAIN) {
+		__atomic_store_n(&sep->tx_pending, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	msgq_pop(oc);
+	if (rc != 0) {
+		OFI_LOG(CCI_LOG_MSG, "ofi: fi_send on %08x: %s", oc->id, ofi_lib.strerror((int)-rc));
+		ofi_op_report(op, CCI_ERR_DISCONNECTED);
+		ofi_op_done(sep, op);
+		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
+		return 0;
+	}
+	if (credit) {
+		oc->credits--;
+		oc->tx_seq++;
+	}
+	ofi_flight_add(oc, op);
+	return 1;
+}
+
+/* Post what the credits and the provider allow, in order; oc->lock held. */
+void ofi_msgq_flush(struct ofi_conn *oc)
+{
+	while (oc->msgq && oc->state == OFI_CONN_OPEN && msgq_head(oc, oc->msgq))
+		;
+}
+
+/* Retry every connection with queued work (the provider said EAGAIN). */
+void ofi_tx_flush_all(struct ofi_ep *sep)
+{
+	__atomic_store_n(&sep->tx_pending, 0, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&sep->lock);
+	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
+		if (!oc->msgq && !oc->rmaq)
+			continue;
+		pthread_mutex_lock(&oc->lock);
+		ofi_msgq_flush(oc);
+		ofi_rmaq_flush(oc);
+		pthread_mutex_unlock(&oc->lock);
+	}
+	pthread_mutex_unlock(&sep->lock);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Control messages                                                          */
+/* ------------------------------------------------------------------------ */
+
+static void ctlq_push(struct ofi_ep *sep, struct ofi_op *op)
+{
+	op->next = NULL;
+	cci__spin_lock(&sep->pool_lock);
+	if (sep->ctlq_tail)
+		sep->ctlq_tail->next = op;
+	else
+		sep->ctlq = op;
+	sep->ctlq_tail = op;
+	cci__spin_unlock(&sep->pool_lock);
+	__atomic_store_n(&sep->tx_pending, 1, __ATOMIC_RELAXED);
+}
+
+/* Control messages the provider refused earlier; only progress calls it. */
+void ofi_ctlq_flush(struct ofi_ep *sep)
+{
+	for (;;) {
+		struct ofi_op *op;
+		ssize_t rc;
+
+		cci__spin_lock(&sep->pool_lock);
+		op = sep->ctlq;
+		cci__spin_unlock(&sep->pool_lock);
+		if (!op)
+			return;
+		rc = fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op->dest, op);
+		if (rc == -FI_EAGAIN)
+			return;
+		cci__spin_lock(&sep->pool_lock);
+		sep->ctlq = op->next;
+		if (!sep->ctlq)
+			sep->ctlq_tail = NULL;
+		cci__spin_unlock(&sep->pool_lock);
+		op->in_flight = rc == 0;
+		if (rc != 0)
+			ofi_op_done(sep, op);
+	}
+}
+
+/* Post a control op now, or queue it for progress (behind the ones the
+ * provider refused earlier, so control messages keep their order).  Its
+ * header is built. */
+static int ctl_post(struct ofi_ep *sep, struct ofi_op *op)
+{
+	ssize_t rc = -FI_EAGAIN;
+
+	if (!__atomic_load_n(&sep->ctlq, __ATOMIC_RELAXED))
+		rc = fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op->dest, op);
+
+	if (rc == 0) {
+		op->in_flight = 1;
+		return CCI_SUCCESS;
+	}
+	if (rc == -FI_EAGAIN) {
+		ctlq_push(sep, op);
+		return CCI_SUCCESS;
+	}
+	ofi_op_done(sep, op);
+	return ofi_fi_status((int)-rc);
+}
+
+static struct ofi_op *ctl_op(struct ofi_ep *sep, uint8_t type, uint32_t aux, const void *body,
+                             uint32_t len, unsigned flags)
+{
+	struct ofi_op *op = ofi_op_get(sep, 0);
+
+	if (!op)
+		return NULL;
+	op->kind = OFI_OP_CTL;
+	op->ctl_type = type;
+	op->aux = aux;
+	op->len = len;
+	if (len)
+		memcpy(op->buf + OFI_HDR_LEN, body, len);
+	if (flags & OFI_CTL_TRACKED) {
+		op->tracked = 1;
+		__atomic_add_fetch(&sep->ctl_out, 1, __ATOMIC_RELAXED);
+	}
+	return op;
+}
+
+/* A control message on oc; oc->lock held. */
+int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *body,
+                 uint32_t len, unsigned flags)
+{
+	struct ofi_ep *sep = oc->sep;
+	uint64_t buf[16];
+	struct ofi_hdr *h = (struct ofi_hdr *)buf;
+	struct ofi_op *op;
+
+	if (!oc->peer || __atomic_load_n(&oc->peer->cut, __ATOMIC_ACQUIRE))
+		return CCI_ERR_DISCONNECTED;
+	if (!flags && OFI_HDR_LEN + len <= sizeof(buf) && OFI_HDR_LEN + len <= sep->inject_size &&
+	    !__atomic_load_n(&sep->ctlq, __ATOMIC_RELAXED)) {
+		ssize_t rc;
+		ofi_hdr_fill(oc, h, type, 0, aux);
+		if (len)
+			memcpy(h + 1, body, len);
+		rc = fi_inject(sep->fep, buf, OFI_HDR_LEN + len, oc->peer->fa);
+		if (rc == 0)
+			return CCI_SUCCESS;
+		oc->owed += h->credits;
+	}
+	op = ctl_op(sep, type, aux, body, len, flags);
+	if (!op)
+		return CCI_ENOMEM;
+	op->oc = oc;
+	ofi_conn_ref(oc);
+	op->dest = oc->peer->fa;
+	if (flags & OFI_CTL_ORDERED) {
+		ofi_msgq_push(oc, op);
+		ofi_msgq_flush(oc);
+		return CCI_SUCCESS;
+	}
+	ofi_hdr_fill(oc, (struct ofi_hdr *)op->buf, type, 0, aux);
+	return ctl_post(sep, op);
+}
+
+/* A control message to an address, outside any connection. */
+int ofi_ctl_to(struct ofi_ep *sep, struct ofi_peer *peer, uint32_t dst, uint8_t type,
+               const void *body, uint32_t len)
+{
+	struct ofi_hdr h = { .dst = dst, .type = type, .version = OFI_WIRE_VERSION };
+	struct ofi_op *op;
+
+	if (__atomic_load_n(&peer->cut, __ATOMIC_ACQUIRE))
+		return CCI_ERR_DISCONNECTED;
+	op = ctl_op(sep, type, 0, body, len, 0);
+	if (!op)
+		return CCI_ENOMEM;
+	memcpy(op->buf, &h, sizeof(h));
+	op->dest = peer->fa;
+	pthread_mutex_lock(&sep->lock);
+	peer->refs++;
+	pthread_mutex_unlock(&sep->lock);
+	op->peer = peer;
+	return ctl_post(sep, op);
+}
+
+/* Give credits back when a quarter of the window is owed (or any, when
+ * forced by the timer); oc->lock held. */
+void ofi_credit_maybe(struct ofi_conn *oc, int force)
+{
+	uint32_t quarter = oc->window / 4 ? oc->window / 4 : 1;
+
+	if (oc->state != OFI_CONN_OPEN || oc->owed == 0 || (!force && oc->owed < quarter))
+		return;
+	ofi_ctl_send(oc, OFI_T_CREDIT, 0, NULL, 0, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sends                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* fi_inject of header + payload (or payload + CQ data); oc->lock held.
+ * 0 or -FI_*. */
+static ssize_t send_inject(struct ofi_conn *oc, const struct iovec *iov, uint32_t iovcnt,
+                           uint32_t len)
+{
+	uint64_t buf[(OFI_HDR_LEN + OFI_INJECT_MAX) / 8];
+	struct ofi_hdr *h = (struct ofi_hdr *)buf;
+	char *p = oc->imm ? (char *)buf : (char *)(h + 1);
+	uint32_t c = 0;
+	ssize_t rc;
+
+	for (uint32_t i = 0; i < iovcnt; i++) {
+		memcpy(p, iov[i].iov_base, iov[i].iov_len);
+		p += iov[i].iov_len;
+	}
+	if (oc->imm) {
+		c = oc->owed > OFI_IMM_CREDITS_MAX ? OFI_IMM_CREDITS_MAX : oc->owed;
+		rc = fi_injectdata(oc->sep->fep, buf, len, ofi_imm_pack(oc->peer_id, oc->tx_seq, c),
+		                   oc->peer->fa);
+		if (rc == 0)
+			oc->owed -= c;
+	} else {
+		ofi_hdr_fill(oc, h, OFI_T_MSG, oc->tx_seq, 0);
+		rc = fi_inject(oc->sep->fep, buf, OFI_HDR_LEN + len, oc->peer->fa);
+		if (rc != 0)
+			oc->owed += h->credits;
+	}
+	if (rc != 0)
+		return rc;
+	oc->credits--;
+	oc->tx_seq++;
+	return 0;
+}
+
+static void msg_fill(struct ofi_conn *oc, struct ofi_op *op, const struct iovec *iov,
+                     uint32_t iovcnt, uint32_t len, void *context, int flags)
+{
+	struct ofi_ep *sep = oc->sep;
+	char *p = ofi_op_payload(oc, op);
+
+	op->kind = OFI_OP_MSG;
+	op->context = context;
+	op->flags = flags;
+	op->len = len;
+	op->stamp_ns = __atomic_load_n(&sep->now_ns, __ATOMIC_RELAXED);
+	op->oc = oc;
+	ofi_conn_ref(oc);
+	if ((flags & CCI_FLAG_NO_COPY) && iovcnt == 1 && (oc->imm || sep->iov_limit >= 2) &&
+	    !(sep->mr_mode & FI_MR_LOCAL)) {
+		op->nocopy = 1;
+		op->ubuf = iov[0].iov_base;
+		return;
+	}
+	for (uint32_t i = 0; i < iovcnt; i++) {
+		memcpy(p, iov[i].iov_base, iov[i].iov_len);
+		p += iov[i].iov_len;
+	}
+}
+
+/* An unreliable message the provider could not take at once is dropped,
+ * never queued: the receiver is not ready.  oc->lock held. */
+static int send_uu_unqueue(struct ofi_conn *oc, struct ofi_op *op)
+{
+	if (!op->in_msgq)
+		return 0;
+	/* it is the only one queued: UU never queues */
+	msgq_pop(oc);
+	op->reported = 1;
+	ofi_op_done(oc->sep, op);
+	return 1;
+}
+
+int ofi_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
+             void *context, int flags)
+{
+	struct ofi_conn *oc = ofi_conn_of(conn);
+	struct ofi_ep *sep = oc->sep;
+	struct ofi_op *op;
+	int uu = oc->attr == CCI_CONN_ATTR_UU, rnr = 0;
+
+	pthread_mutex_lock(&oc->lock);
+	if (oc->state != OFI_CONN_OPEN) {
+		int rc = oc->tx_err;
+		pthread_mutex_unlock(&oc->lock);
+		return rc;
+	}
+	if (!oc->msgq && !oc->inflight && oc->credits > 0 &&
+	    len + (oc->imm ? 0 : OFI_HDR_LEN) <= inject_limit(sep) &&
+	    send_inject(oc, iov, iovcnt, len) == 0) {
+		pthread_mutex_unlock(&oc->lock);
+		ofi_core->send_done(conn, context, flags, CCI_SUCCESS);
+		return CCI_SUCCESS;
+	}
+	if (uu && (oc->msgq || oc->credits == 0)) {
+		rnr = 1;
+	} else if ((op = ofi_op_get(sep, 1)) == NULL) {
+		pthread_mutex_unlock(&oc->lock);
+		return CCI_ENOBUFS;
+	} else {
+		msg_fill(oc, op, iov, iovcnt, len, context, flags);
+		ofi_msgq_push(oc, op);
+		ofi_msgq_flush(oc);
+		rnr = uu && send_uu_unqueue(oc, op);
+	}
+	pthread_mutex_unlock(&oc->lock);
+	if (rnr)
+		ofi_core->send_done(conn, context, flags, CCI_ERR_RNR);
+	return CCI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Completions and failures                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* A control message of oc failed: a request means the server is not
+ * there; anything else, that the connection is gone.  oc->lock held;
+ * returns 1 when the caller must fail the connect (without the lock). */
+static int ctl_failed(struct ofi_conn *oc, struct ofi_op *op)
+{
+	if (op->ctl_type == OFI_T_REQ)
+		return oc->state == OFI_CONN_CONNECTING;
+	ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
+	return 0;
+}
+
+/* The provider is done with op (status from its completion). */
+void ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int status)
+{
+	struct ofi_conn *oc = op->oc;
+	int refused = 0;
+
+	if (!oc) {
+		op->in_flight = 0;
+		ofi_op_done(sep, op);
+		return;
+	}
+	pthread_mutex_lock(&oc->lock);
+	if (op->kind == OFI_OP_RMA && !op->data_done) {
+		ofi_rma_data_done(op, status);
+		pthread_mutex_unlock(&oc->lock);
+		return;
+	}
+	ofi_flight_del(oc, op);
+	op->in_flight = 0;
+	if (status != CCI_SUCCESS && op->kind == OFI_OP_CTL) {
+		refused = ctl_failed(oc, op);
+	} else if (status != CCI_SUCCESS) {
+		ofi_op_report(op, CCI_ERR_DISCONNECTED);
+		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
+	} else {
+		ofi_op_report(op, op->kind == OFI_OP_RMA ? op->status : CCI_SUCCESS);
+	}
+	if (oc->msgq && oc->state == OFI_CONN_OPEN)
+		ofi_msgq_flush(oc);
+	pthread_mutex_unlock(&oc->lock);
+	if (refused)
+		ofi_connect_refused(oc);
+	ofi_op_done(sep, op);
+}
+
+static void fail_one(struct ofi_op *op, int *st, int notify)
+{
+	if (op->kind == OFI_OP_CTL || op->reported)
+		return;
+	if (notify)
+		ofi_op_report(op, *st);
+	op->reported = 1;
+	*st = CCI_ERR_DISCONNECTED;
+}
+
+/*
+ * Everything pending on oc fails: operations the provider owns are
+ * reported now (and freed when it gives them back), queued ones are
+ * dropped.  The first reported gets first, the others
+ * CCI_ERR_DISCONNECTED; without notify nobody is told.  oc->lock held.
+ */
+void ofi_tx_fail_all(struct ofi_conn *oc, int first, int notify)
+{
+	struct ofi_ep *sep = oc->sep;
+	int st = first;
+
+	for (struct ofi_op *op = oc->inflight; op; op = op->inext)
+		fail_one(op, &st, notify);
+	while (oc->rmaq) {
+		struct ofi_op *op = oc->rmaq;
+		oc->rmaq = op->rnext;
+		op->in_rmaq = 0;
+		op->data_done = 1;
+		op->status = CCI_ERR_DISCONNECTED;
+		fail_one(op, &st, notify);
+		ofi_op_done(sep, op);
+	}
+	oc->rmaq_tail = NULL;
+	while (oc->msgq) {
+		struct ofi_op *op = oc->msgq;
+		msgq_pop(oc);
+		fail_one(op, &st, notify);
+		ofi_op_done(sep, op);
+	}
+}
