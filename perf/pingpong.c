@@ -641,6 +641,11 @@ static double time_size(struct pp *pp, uint32_t size, uint32_t iters, uint32_t w
 		else
 			ping_once(pp, size, i);
 	}
+	/* when iters is a whole number of batches the loop ends before it
+	 * records the last one, which would otherwise stay 0 and pull the
+	 * median down */
+	if (batch && iters == nb * PP_BATCH)
+		batch[nb - 1] = now_ns() - tb;
 	us = (double)(now_ns() - t0) / 1e3 / iters;
 	if (batch) {
 		qsort(batch, nb, sizeof(*batch), cmp_u64);

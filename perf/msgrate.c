@@ -1,0 +1,160 @@
+/*
+ * msgrate - small-message rate over several connections.
+ *
+ * The client opens -n connections from one endpoint to one server
+ * endpoint and streams messages of one size (-S, default 8 bytes)
+ * round-robin over the first k of them, for k = 1, 2, 4, ... n, each with
+ * up to -w sends in flight.  The clock stops when the server acknowledges
+ * that every message arrived.  Rows give messages per second (and MB/s,
+ * 10^6 bytes per second): the per-message cost of the whole path, where
+ * bandwidth's large sizes measure the copy.
+ *
+ * usage: msgrate -s [-o uri_file] [-D device] [-b] [-t secs]
+ *        msgrate -h URI [-n conns] [-S size] [-w window] [-i count] ...
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench.h"
+
+struct mr_opts {
+	uint32_t conns, window, iters, warmup, size;
+	bool warmup_set, fixed;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: msgrate -s [-o uri_file] [-D device] [-b] [-t secs]\n"
+		"       msgrate -h URI [-n conns] [-S size] [-w window] [-i count] [-c ro|ru]\n"
+		"               [--warmup n] [--fixed] [--nocopy] [-b] [-D device] [-t secs]\n"
+		"               [--json]\n"
+		"  -s          server: accept the client's connections, count, exit when done\n"
+		"  -o FILE     server: write the endpoint URI to FILE (atomically)\n"
+		"  -h URI      client: connect to the server at URI\n"
+		"  -n CONNS    connections (default 4); rows for 1, 2, 4, ... CONNS\n"
+		"  --fixed     one row, with all CONNS connections\n"
+		"  -S SIZE     message size (default 8)\n"
+		"  -w WINDOW   sends in flight per connection (default 64)\n"
+		"  -i COUNT    messages per row (default 1000000)\n"
+		"  -c ATTR     connection: ro (default) or ru\n"
+		"  --warmup N  untimed messages before each row (default a tenth)\n"
+		"  --nocopy    send with CCI_FLAG_NO_COPY\n"
+		"  -b          block in poll() on the endpoint's OS handle\n"
+		"  -D NAME     use device NAME instead of the default\n"
+		"  -t SECS     give up after SECS without any event (default 30, 0: never)\n"
+		"  --json      one JSON object per row on stdout (Opened goes to stderr)\n");
+}
+
+static void parse_one(struct bench *b, struct mr_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case 's': b->server = true; break;
+	case 'h': b->uri = arg; break;
+	case 'o': b->outfile = arg; break;
+	case 'D': b->device = arg; break;
+	case 'c': b->attr = bench_parse_attr(arg); break;
+	case 'n': o->conns = bench_parse_count(arg, 1, BENCH_MAX_CONNS); break;
+	case 'S': o->size = bench_parse_count(arg, 0, UINT32_MAX); break;
+	case 'w': o->window = bench_parse_count(arg, 1, 1u << 20); break;
+	case 'i': o->iters = bench_parse_count(arg, 1, UINT32_MAX); break;
+	case 'u': o->warmup = bench_parse_count(arg, 0, UINT32_MAX);
+		  o->warmup_set = true; break;
+	case 'f': o->fixed = true; break;
+	case 'N': b->nocopy = true; break;
+	case 'b': b->blocking = true; break;
+	case 't': b->timeout_s = bench_parse_count(arg, 0, 86400); break;
+	case 'j': b->json = true; break;
+	case 'H': usage(stdout); exit(EXIT_SUCCESS);
+	default: usage(stderr); exit(EXIT_FAILURE);
+	}
+}
+
+static void parse_opts(struct bench *b, struct mr_opts *o, int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "warmup", required_argument, NULL, 'u' },
+		{ "fixed", no_argument, NULL, 'f' },
+		{ "nocopy", no_argument, NULL, 'N' },
+		{ "help", no_argument, NULL, 'H' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	*o = (struct mr_opts){ .conns = 4, .window = 64, .iters = 1000000, .size = 8 };
+	while ((c = getopt_long(argc, argv, "sh:o:D:c:n:S:w:i:bt:", longs, NULL)) != -1)
+		parse_one(b, o, c, optarg);
+	if (optind != argc || b->server == !!b->uri)
+		bench_die("give either -s or -h URI (--help for usage)");
+}
+
+static void print_row(struct bench *b, const struct mr_opts *o, uint32_t k, uint64_t ns)
+{
+	double s = (double)ns / 1e9, rate = (double)o->iters / s;
+	double mbps = rate * o->size / 1e6;
+
+	if (!b->json)
+		printf("%6u %10u %14.0f %10.2f\n", k, o->iters, rate, mbps);
+	else
+		printf("{\"benchmark\":\"msgrate\",\"conns\":%u,\"bytes\":%u,\"count\":%u,"
+		       "\"window\":%u,\"seconds\":%.6f,\"msg_rate\":%.1f,"
+		       "\"throughput_MBps\":%.3f,\"transport\":\"%s\",\"device\":\"%s\","
+		       "\"attribute\":\"%s\",\"blocking\":%s,\"nocopy\":%s}\n",
+		       k, o->size, o->iters, o->window, s, rate, mbps,
+		       b->ep->device->transport, b->ep->device->name,
+		       bench_attr_name(b->attr), b->blocking ? "true" : "false",
+		       b->nocopy ? "true" : "false");
+	fflush(stdout);
+}
+
+static void measure(struct bench *b, const struct mr_opts *o, uint32_t k)
+{
+	uint64_t warm = o->warmup_set ? o->warmup : o->iters / 10 + 1;
+
+	if (warm)
+		bench_stream(b, k, o->window, 0, o->size, warm);
+	print_row(b, o, k, bench_stream(b, k, o->window, 0, o->size, o->iters));
+}
+
+static void run_client(struct bench *b, const struct mr_opts *o)
+{
+	b->nconns = o->conns;
+	bench_connect(b, 0, 0);
+	for (uint32_t i = 0; i < b->nconns; i++)
+		if (o->size > b->conns[i]->max_send_size)
+			bench_die("-S %u exceeds max_send_size %u", o->size,
+				  b->conns[i]->max_send_size);
+	bench_alloc(b, o->size);
+	if (!b->json) {
+		printf("# %s transport (device %s), %s connections, %u-byte messages, "
+		       "window %u per connection\n",
+		       b->ep->device->transport, b->ep->device->name,
+		       bench_attr_name(b->attr), o->size, o->window);
+		printf("%6s %10s %14s %10s\n", "Conns", "Count", "Msgs/s", "MB/s");
+	}
+	for (uint32_t k = o->fixed ? o->conns : 1;; k = k * 2 > o->conns ? o->conns : k * 2) {
+		measure(b, o, k);
+		if (k == o->conns)
+			break;
+	}
+	bench_done(b);
+}
+
+int main(int argc, char **argv)
+{
+	static struct bench b = { .prog = "msgrate", .timeout_s = 30 };
+	struct mr_opts o;
+
+	bench_g = &b;
+	parse_opts(&b, &o, argc, argv);
+	bench_open(&b);
+	if (b.server)
+		bench_serve(&b);
+	else
+		run_client(&b, &o);
+	bench_close(&b);
+	return EXIT_SUCCESS;
+}
