@@ -4,8 +4,11 @@
  * vector, the RDM endpoint, receive buffers, operation pool, URI and the
  * progress thread.
  */
+#include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ofi.h"
 
@@ -102,10 +105,44 @@ static int ep_open_domain(struct ofi_ep *sep)
 	return rc == 0 ? CCI_SUCCESS : ofi_fi_status(-rc);
 }
 
+/*
+ * libfabric's shm provider names its region /dev/shm/<pid>:<n>:<m>, and a
+ * process killed by a signal leaves it behind.  Once that pid comes round
+ * again (pid_max is small), opening an endpoint fails with "address in
+ * use".  Before this process opens its first shm endpoint, a region named
+ * for its own pid can only be such a leftover: remove it.
+ */
+static void ep_reap_stale_shm(const struct fi_info *info)
+{
+	static int reaped;
+	char prefix[24];
+	struct dirent *de;
+	DIR *d;
+
+	if (strcmp(info->fabric_attr->prov_name, "shm") != 0 ||
+	    __atomic_exchange_n(&reaped, 1, __ATOMIC_ACQ_REL))
+		return;
+	d = opendir("/dev/shm");
+	if (!d)
+		return;
+	snprintf(prefix, sizeof(prefix), "%d:", (int)getpid());
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+			OFI_LOG(CCI_LOG_EP, "ofi: removed /dev/shm/%s, left by a dead process",
+			        de->d_name);
+	}
+	closedir(d);
+}
+
 static int ep_open_endpoint(struct ofi_ep *sep)
 {
 	size_t len = sizeof(sep->addr);
-	int rc = fi_endpoint(sep->domain, sep->info, &sep->fep, NULL);
+	int rc;
+
+	ep_reap_stale_shm(sep->info);
+	rc = fi_endpoint(sep->domain, sep->info, &sep->fep, NULL);
 
 	if (rc == 0)
 		rc = fi_ep_bind(sep->fep, &sep->av->fid, 0);
