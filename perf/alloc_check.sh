@@ -39,12 +39,14 @@ messages() {
 	awk -F'"iters":' 'NF > 1 { split($2, v, ","); n += 2 * v[1] } END { print n + 0 }' "$1"
 }
 
-# run ITERS OUT_PREFIX options...
+# run ITERS OUT_PREFIX options...  (-A: pingpong's batch medians sort an
+# array per size whose length grows with ITERS, and qsort may allocate for
+# it; the mean keeps pingpong's own heap use independent of ITERS.)
 run() {
 	local iters=$1 out=$2
 	shift 2
 	MALLOC_COUNT=1 PINGPONG_WRAPPER="env LD_PRELOAD=$so" \
-		"$here/run_pingpong.sh" "$build" --json -i "$iters" "$@" \
+		"$here/run_pingpong.sh" "$build" --json -A -i "$iters" "$@" \
 		>"$out.json" 2>"$out.err" || { cat "$out.err" >&2; return 1; }
 }
 
