@@ -292,7 +292,7 @@ struct ofi_conn {
 	struct ofi_mrc *mrc;        /* peer registrations known */
 	uint32_t rx_next;           /* RO: next sequence to deliver */
 	struct ofi_rxbuf *held;     /* arrived early (RO gap, or before CONNECT) */
-	uint32_t owed;              /* credits to give back to the peer */
+	uint32_t owed;              /* atomic: credits to give back to the peer */
 	uint32_t rx_count;          /* messages heard, for keepalive */
 
 	/* Timers, under oc->lock. */
@@ -301,6 +301,7 @@ struct ofi_conn {
 	uint64_t last_ping_ns;
 	uint32_t seen_rx;
 	uint32_t ka_armed_us;
+	uint32_t send_to_us;        /* our copy of conn->send_timeout_us */
 };
 
 /* A connection request at the server. */
@@ -395,6 +396,7 @@ struct ofi_ep {
 
 	/* Receive buffers. */
 	cci__spinlock_t rx_lock;
+	uint32_t rx_count;          /* atomic: our copy of ep->recv_buf_count */
 	struct ofi_slab *rx_slabs;
 	struct ofi_rxbuf *rx_free;
 	uint32_t rx_posted;
@@ -545,6 +547,8 @@ void ofi_tx_fail_all(struct ofi_conn *oc, int status, int notify);
 void ofi_flight_add(struct ofi_conn *oc, struct ofi_op *op);
 void ofi_flight_del(struct ofi_conn *oc, struct ofi_op *op);
 void ofi_credit_maybe(struct ofi_conn *oc, int force);
+uint32_t ofi_owed_take(struct ofi_conn *oc, uint32_t max);
+void ofi_owed_give(struct ofi_conn *oc, uint32_t n);
 
 /* ofi_rx.c */
 int ofi_progress(cci__ep_t *ep);

@@ -73,8 +73,9 @@ struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, voi
 	oc->attr = (int)attr;
 	oc->state = OFI_CONN_CONNECTING;
 	oc->tx_err = CCI_ERR_DISCONNECTED;
-	oc->window = sep->ep->recv_buf_count < OFI_WINDOW_MAX ? sep->ep->recv_buf_count
-	                                                        : OFI_WINDOW_MAX;
+	oc->window = __atomic_load_n(&sep->rx_count, __ATOMIC_RELAXED);
+	if (oc->window > OFI_WINDOW_MAX)
+		oc->window = OFI_WINDOW_MAX;
 	pthread_mutex_init(&oc->lock, NULL);
 	cci__spin_lock(&sep->cq_lock);
 	rc = slot_alloc(sep, oc);
@@ -304,6 +305,7 @@ static void conn_set_peer(struct ofi_conn *oc, const struct ofi_hello *h)
 	if (h->mss < oc->conn->pub.max_send_size)
 		oc->conn->pub.max_send_size = h->mss;
 	oc->ka_armed_us = oc->conn->keepalive_us;
+	oc->send_to_us = oc->conn->send_timeout_us;
 	oc->last_heard_ns = ofi_now_ns();
 	oc->state = OFI_CONN_OPEN;
 }
@@ -464,6 +466,7 @@ int ofi_accept(cci__evt_t *evt, void *context)
 	struct ofi_req *req = evt->req_state;
 	struct ofi_ep *sep = ofi_ep_of(evt->ep);
 	struct ofi_hello mine;
+	struct ofi_pidw *w;
 	struct ofi_conn *oc;
 	int cancelled = 0;
 
@@ -478,8 +481,9 @@ int ofi_accept(cci__evt_t *evt, void *context)
 	req->peer->refs++;
 	pthread_mutex_unlock(&sep->lock);
 	oc->peer = req->peer;
-	oc->pidw = ofi_pidw_get(sep, &req->hello.proc);
+	w = ofi_pidw_get(sep, &req->hello.proc);
 	pthread_mutex_lock(&oc->lock);
+	oc->pidw = w;
 	conn_set_peer(oc, &req->hello);
 	hello_fill(oc, &mine);
 	/* ACCEPT goes first on the connection, and the ACCEPT event is

@@ -64,14 +64,23 @@ static int ep_info(struct ofi_ep *sep, const char *service)
 	return sep->info ? CCI_SUCCESS : CCI_EADDRNOTAVAIL;
 }
 
-/* The completion queue: with a wait fd for the progress thread if the
- * provider has one, else one that is polled. */
+/*
+ * The completion queue.  An endpoint opened with an OS handle will sleep:
+ * its CQ gets a wait fd, if the provider has one, for the progress thread
+ * to sleep on.  Without one the CQ has no wait object, because a wait fd
+ * costs a system call or two per completion (libfabric signals it on
+ * every one): "endpoints opened without an OS handle pay no system call
+ * for it on the data path".  The thread then polls while the application
+ * does not.
+ */
 static int ep_open_cq(struct ofi_ep *sep)
 {
 	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_FD,
 	                           .size = 4096 };
-	int rc = fi_cq_open(sep->domain, &attr, &sep->cq, NULL);
+	int rc = -FI_ENOSYS;
 
+	if (sep->ep->os_epfd >= 0)
+		rc = fi_cq_open(sep->domain, &attr, &sep->cq, NULL);
 	if (rc == 0 && fi_control(&sep->cq->fid, FI_GETWAIT, &sep->wait_fd) != 0) {
 		fi_close(&sep->cq->fid);
 		sep->cq = NULL;
@@ -204,6 +213,7 @@ static int ep_buffers(struct ofi_ep *sep, cci__ep_t *ep)
 	sep->slot_gen = calloc(OFI_MAX_CONNS + 1, sizeof(*sep->slot_gen));
 	if (!sep->slots || !sep->slot_gen)
 		return CCI_ENOMEM;
+	sep->rx_count = ep->recv_buf_count;
 	return ofi_rx_init(sep, ep->recv_buf_count);
 }
 
@@ -284,5 +294,6 @@ int ofi_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
 	}
 	if (rx_size && value + OFI_RX_RESERVE > rx_size)
 		return CCI_ERANGE;
+	__atomic_store_n(&sep->rx_count, value, __ATOMIC_RELAXED);
 	return ofi_rx_grow(sep, value);
 }

@@ -165,7 +165,8 @@ int ofi_rx_init(struct ofi_ep *sep, uint32_t count)
  * unless the receive count shrank. */
 void ofi_rx_repost(struct ofi_ep *sep, struct ofi_rxbuf *rb)
 {
-	if (__atomic_load_n(&sep->rx_posted, __ATOMIC_RELAXED) < rx_target(sep->ep->recv_buf_count)) {
+	if (__atomic_load_n(&sep->rx_posted, __ATOMIC_RELAXED) <
+	    rx_target(__atomic_load_n(&sep->rx_count, __ATOMIC_RELAXED))) {
 		rx_post(sep, rb);
 		return;
 	}

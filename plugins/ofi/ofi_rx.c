@@ -30,7 +30,8 @@ _Static_assert(offsetof(struct ofi_op, obj) == sizeof(struct fi_context2) &&
 
 static int rx_full(const struct ofi_ep *sep)
 {
-	return __atomic_load_n(&sep->rx_lent, __ATOMIC_RELAXED) >= sep->ep->recv_buf_count;
+	return __atomic_load_n(&sep->rx_lent, __ATOMIC_RELAXED) >=
+	       __atomic_load_n(&sep->rx_count, __ATOMIC_RELAXED);
 }
 
 static void post_recv(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb)
@@ -301,7 +302,7 @@ int ofi_progress_locked(struct ofi_ep *sep)
 		if (n < OFI_CQ_BATCH)
 			break;
 	}
-	if (sep->ctlq)
+	if (__atomic_load_n(&sep->ctlq, __ATOMIC_RELAXED))
 		ofi_ctlq_flush(sep);
 	if (__atomic_load_n(&sep->tx_pending, __ATOMIC_RELAXED))
 		ofi_tx_flush_all(sep);
@@ -331,14 +332,16 @@ void ofi_return_event(cci__evt_t *evt)
 	struct ofi_rxbuf *rb = evt->rx_buf;
 	struct ofi_conn *oc = rb->oc;
 	struct ofi_ep *sep = oc->sep;
+	uint32_t quarter = oc->window / 4 ? oc->window / 4 : 1;
 
 	__atomic_sub_fetch(&sep->rx_lent, 1, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&oc->lock);
-	if (oc->state == OFI_CONN_OPEN) {
-		oc->owed++;
-		ofi_credit_maybe(oc, 0);
-	}
-	pthread_mutex_unlock(&oc->lock);
 	ofi_rx_repost(sep, rb);
+	/* The credit goes back with the next header to the peer; only a
+	 * quarter of the window owed needs a message of its own. */
+	if (__atomic_add_fetch(&oc->owed, 1, __ATOMIC_RELAXED) >= quarter) {
+		pthread_mutex_lock(&oc->lock);
+		ofi_credit_maybe(oc, 0);
+		pthread_mutex_unlock(&oc->lock);
+	}
 	ofi_conn_unref(oc);
 }

@@ -121,7 +121,7 @@ static void conn_probe(struct ofi_conn *oc, uint64_t now)
 /* oc->lock held. */
 static void conn_timers(struct ofi_conn *oc, uint64_t now)
 {
-	uint64_t limit = oc->conn ? (uint64_t)oc->conn->send_timeout_us * 1000ull : 0;
+	uint64_t limit = (uint64_t)oc->send_to_us * 1000ull;
 	uint64_t oldest;
 
 	conn_keepalive(oc, now);
@@ -180,10 +180,9 @@ static void pid_died(struct ofi_ep *sep, struct ofi_pidw *w)
 	epoll_ctl(sep->epfd, EPOLL_CTL_DEL, w->fd, NULL);
 	OFI_LOG(CCI_LOG_CONN, "ofi: peer process %u exited", w->pid);
 	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
-		if (oc->pidw != w)
-			continue;
-		pthread_mutex_lock(&oc->lock);
-		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
+		pthread_mutex_lock(&oc->lock); /* pidw is set under it */
+		if (oc->pidw == w)
+			ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 		pthread_mutex_unlock(&oc->lock);
 	}
 	pthread_mutex_unlock(&sep->lock);
@@ -192,10 +191,11 @@ static void pid_died(struct ofi_ep *sep, struct ofi_pidw *w)
 /* Progress for an absent application; returns the completions seen. */
 static uint64_t thread_progress(struct ofi_ep *sep)
 {
-	uint64_t before = sep->cq_seen;
+	uint64_t before;
 
 	if (!cci__spin_trylock(&sep->cq_lock))
 		return 0;
+	before = sep->cq_seen;
 	ofi_progress_locked(sep);
 	before = sep->cq_seen - before;
 	cci__spin_unlock(&sep->cq_lock);
@@ -354,6 +354,7 @@ void ofi_conn_timeouts_changed(cci__conn_t *conn)
 
 	pthread_mutex_lock(&oc->lock);
 	oc->ka_armed_us = conn->keepalive_us;
+	oc->send_to_us = conn->send_timeout_us;
 	oc->last_heard_ns = ofi_now_ns();
 	oc->last_ping_ns = 0;
 	pthread_mutex_unlock(&oc->lock);

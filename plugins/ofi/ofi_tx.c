@@ -27,12 +27,30 @@
 
 #define OFI_INJECT_MAX 4096u /* bytes we stage on the stack for fi_inject */
 
+/* Credits owed are counted without the connection's lock (returned
+ * events add to them); a header takes at most max of them. */
+uint32_t ofi_owed_take(struct ofi_conn *oc, uint32_t max)
+{
+	uint32_t c = __atomic_exchange_n(&oc->owed, 0, __ATOMIC_RELAXED);
+
+	if (c > max) {
+		__atomic_add_fetch(&oc->owed, c - max, __ATOMIC_RELAXED);
+		c = max;
+	}
+	return c;
+}
+
+void ofi_owed_give(struct ofi_conn *oc, uint32_t n)
+{
+	if (n)
+		__atomic_add_fetch(&oc->owed, n, __ATOMIC_RELAXED);
+}
+
 void ofi_hdr_fill(struct ofi_conn *oc, struct ofi_hdr *h, uint8_t type, uint32_t seq,
                   uint32_t aux)
 {
-	uint32_t c = oc->owed > 0xffffu ? 0xffffu : oc->owed;
+	uint32_t c = ofi_owed_take(oc, 0xffffu);
 
-	oc->owed -= c;
 	h->dst = oc->peer_id;
 	h->seq = seq;
 	h->credits = (uint16_t)c;
@@ -141,7 +159,7 @@ static ssize_t op_send(struct ofi_ep *sep, struct ofi_op *op, fi_addr_t dest)
 /* An application message, its header as remote CQ data; oc->lock held. */
 static ssize_t op_send_imm(struct ofi_conn *oc, struct ofi_op *op)
 {
-	uint32_t c = oc->owed > OFI_IMM_CREDITS_MAX ? OFI_IMM_CREDITS_MAX : oc->owed;
+	uint32_t c = ofi_owed_take(oc, OFI_IMM_CREDITS_MAX);
 	uint64_t data = ofi_imm_pack(oc->peer_id, oc->tx_seq, c);
 	ssize_t rc;
 
@@ -149,8 +167,8 @@ static ssize_t op_send_imm(struct ofi_conn *oc, struct ofi_op *op)
 		rc = fi_senddata(oc->sep->fep, op->ubuf, op->len, NULL, data, oc->peer->fa, op);
 	else
 		rc = fi_senddata(oc->sep->fep, op->buf, op->len, op->desc, data, oc->peer->fa, op);
-	if (rc == 0)
-		oc->owed -= c;
+	if (rc != 0)
+		ofi_owed_give(oc, c);
 	return rc;
 }
 
@@ -165,7 +183,7 @@ static ssize_t msgq_post(struct ofi_conn *oc, struct ofi_op *op, int credit)
 	ofi_hdr_fill(oc, h, credit ? OFI_T_MSG : op->ctl_type, credit ? oc->tx_seq : 0, op->aux);
 	rc = op_send(oc->sep, op, oc->peer->fa);
 	if (rc != 0)
-		oc->owed += h->credits;
+		ofi_owed_give(oc, h->credits);
 	return rc;
 }
 
@@ -241,7 +259,7 @@ static void ctlq_push(struct ofi_ep *sep, struct ofi_op *op)
 	if (sep->ctlq_tail)
 		sep->ctlq_tail->next = op;
 	else
-		sep->ctlq = op;
+		__atomic_store_n(&sep->ctlq, op, __ATOMIC_RELAXED);
 	sep->ctlq_tail = op;
 	cci__spin_unlock(&sep->pool_lock);
 	__atomic_store_n(&sep->tx_pending, 1, __ATOMIC_RELAXED);
@@ -263,8 +281,8 @@ void ofi_ctlq_flush(struct ofi_ep *sep)
 		if (rc == -FI_EAGAIN)
 			return;
 		cci__spin_lock(&sep->pool_lock);
-		sep->ctlq = op->next;
-		if (!sep->ctlq)
+		__atomic_store_n(&sep->ctlq, op->next, __ATOMIC_RELAXED);
+		if (!op->next)
 			sep->ctlq_tail = NULL;
 		cci__spin_unlock(&sep->pool_lock);
 		op->in_flight = rc == 0;
@@ -335,7 +353,7 @@ int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *bo
 		rc = fi_inject(sep->fep, buf, OFI_HDR_LEN + len, oc->peer->fa);
 		if (rc == 0)
 			return CCI_SUCCESS;
-		oc->owed += h->credits;
+		ofi_owed_give(oc, h->credits);
 	}
 	op = ctl_op(sep, type, aux, body, len, flags);
 	if (!op)
@@ -378,8 +396,9 @@ int ofi_ctl_to(struct ofi_ep *sep, struct ofi_peer *peer, uint32_t dst, uint8_t 
 void ofi_credit_maybe(struct ofi_conn *oc, int force)
 {
 	uint32_t quarter = oc->window / 4 ? oc->window / 4 : 1;
+	uint32_t owed = __atomic_load_n(&oc->owed, __ATOMIC_RELAXED);
 
-	if (oc->state != OFI_CONN_OPEN || oc->owed == 0 || (!force && oc->owed < quarter))
+	if (oc->state != OFI_CONN_OPEN || owed == 0 || (!force && owed < quarter))
 		return;
 	ofi_ctl_send(oc, OFI_T_CREDIT, 0, NULL, 0, 0);
 }
@@ -404,16 +423,16 @@ static ssize_t send_inject(struct ofi_conn *oc, const struct iovec *iov, uint32_
 		p += iov[i].iov_len;
 	}
 	if (oc->imm) {
-		c = oc->owed > OFI_IMM_CREDITS_MAX ? OFI_IMM_CREDITS_MAX : oc->owed;
+		c = ofi_owed_take(oc, OFI_IMM_CREDITS_MAX);
 		rc = fi_injectdata(oc->sep->fep, buf, len, ofi_imm_pack(oc->peer_id, oc->tx_seq, c),
 		                   oc->peer->fa);
-		if (rc == 0)
-			oc->owed -= c;
+		if (rc != 0)
+			ofi_owed_give(oc, c);
 	} else {
 		ofi_hdr_fill(oc, h, OFI_T_MSG, oc->tx_seq, 0);
 		rc = fi_inject(oc->sep->fep, buf, OFI_HDR_LEN + len, oc->peer->fa);
 		if (rc != 0)
-			oc->owed += h->credits;
+			ofi_owed_give(oc, h->credits);
 	}
 	if (rc != 0)
 		return rc;
