@@ -209,6 +209,25 @@ static void test_ctp_keep_list(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(r.out, " sm 0\n"));
 }
 
+/* The example shipped in config/ loads as it is: every uncommented
+ * section is valid, and its devices are those the file promises. */
+static void test_shipped_example_loads(void)
+{
+	struct child_result r;
+
+	run_init_at(CCI_EXAMPLE_INI, NULL, NULL, &r);
+	CU_ASSERT_EQUAL(r.rc, CCI_SUCCESS);
+	CU_ASSERT_EQUAL(strncmp(r.out, "sm0 sm ", 7), 0); /* default = 1: first */
+#ifdef HAVE_TCP_PLUGIN
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "\ntcp-lo tcp "));
+#endif
+#ifdef HAVE_OFI_PLUGIN
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "\nofi-tcp-lo ofi "));
+#endif
+	if (r.rc != CCI_SUCCESS || strncmp(r.out, "sm0 sm ", 7) != 0)
+		fprintf(stderr, "\n  %s: rc %d, devices:\n%s%s", CCI_EXAMPLE_INI, r.rc, r.out, r.err);
+}
+
 int main(void)
 {
 	static const struct {
@@ -229,6 +248,7 @@ int main(void)
 		  test_ctp_matching_nothing_leaves_no_plugin },
 		{ "CCI_CTP=^sm drops the sm device", test_ctp_exclude_drops_sm },
 		{ "CCI_CTP keep list keeps sm", test_ctp_keep_list },
+		{ "config/cci.ini.example loads with its devices", test_shipped_example_loads },
 	};
 	CU_pSuite s;
 	int fd = mkstemp(cfg_path), failed;
