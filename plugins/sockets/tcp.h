@@ -82,6 +82,7 @@ extern const struct cci_core *tcp_core;
 #define TCP_LINEAR_MAX 512u           /* frames this small go out by send() from one copy */
 #define TCP_READS_MAX 1024u           /* read requests a peer may have pending */
 #define TCP_RX_ROUNDS 64              /* reads per connection per pass */
+#define TCP_POLL_DIRECT_MAX 4         /* up to this many sockets polled by recv */
 #define TCP_FULL_SKIP 8               /* polls without a write after a full socket */
 
 /* Commands for the progress thread (sep->cmd bits). */
@@ -165,7 +166,8 @@ struct tcp_conn {
 	_Atomic int state;             /* enum sock_conn_state */
 	_Atomic int fault;             /* status to break with (from a sender) */
 	int is_client;
-	int in_rx;                     /* in sep->open and rx_epfd */
+	int in_rx;                     /* in sep->open */
+	int in_epoll;                  /* in rx_epfd (see tcp_rx_watch_update) */
 	char peer[64];
 	uint32_t mss;
 
@@ -383,6 +385,8 @@ void tcp_rx_sink(struct tcp_conn *tc, int sink, char *dst, uint64_t len);
 void tcp_rb_fini(struct tcp_ep *sep);
 void tcp_rx_conn(struct tcp_conn *tc);
 void tcp_rx_poll(struct tcp_ep *sep);
+int tcp_rx_want_epoll(const struct tcp_ep *sep);
+void tcp_rx_watch_update(struct tcp_ep *sep);
 void tcp_rx_ready(struct tcp_ep *sep);
 void tcp_rx_apply_acks(struct tcp_conn *tc);
 void tcp_rx_acks_all(struct tcp_ep *sep);

@@ -64,7 +64,6 @@ static void set_state(struct tcp_conn *tc, int to)
 int tcp_conn_open(struct tcp_conn *tc)
 {
 	struct tcp_ep *sep = tc->sep;
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tc };
 
 	tc->stage = malloc(TCP_STAGE_LEN);
 	if (!tc->stage)
@@ -77,10 +76,14 @@ int tcp_conn_open(struct tcp_conn *tc)
 		sep->open = n;
 		sep->open_cap = cap;
 	}
-	if (epoll_ctl(sep->rx_epfd, EPOLL_CTL_ADD, tc->fd, &ev) != 0)
-		return sock_errno_status(errno);
 	sep->open[sep->nopen++] = tc;
 	tc->in_rx = 1;
+	tcp_rx_watch_update(sep);
+	if (tc->in_epoll != tcp_rx_want_epoll(sep)) {
+		sep->nopen--;
+		tc->in_rx = 0;
+		return CCI_ENOMEM;
+	}
 	tc->last_heard_ns = atomic_load(&sep->now_ns);
 	tc->ka_us = tc->conn->keepalive_us;
 	set_state(tc, SOCK_CONN_OPEN);
@@ -93,7 +96,9 @@ static void rx_unlist(struct tcp_conn *tc)
 
 	if (!tc->in_rx)
 		return;
-	epoll_ctl(sep->rx_epfd, EPOLL_CTL_DEL, tc->fd, NULL);
+	if (tc->in_epoll)
+		epoll_ctl(sep->rx_epfd, EPOLL_CTL_DEL, tc->fd, NULL);
+	tc->in_epoll = 0;
 	for (uint32_t i = 0; i < sep->nopen; i++) {
 		if (sep->open[i] == tc) {
 			sep->open[i] = sep->open[--sep->nopen];
@@ -101,6 +106,7 @@ static void rx_unlist(struct tcp_conn *tc)
 		}
 	}
 	tc->in_rx = 0;
+	tcp_rx_watch_update(sep); /* fewer sockets may leave epoll */
 }
 
 void tcp_conn_fault(struct tcp_conn *tc, int status)

@@ -322,7 +322,8 @@ int main(int argc, char **argv)
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
 	CU_set_fail_on_inactive(CU_FALSE);
-	if (st_add_wire_tests() || st_add_raw_tests() || st_add_peer_tests()) {
+	if (st_add_wire_tests() || st_add_raw_tests() || st_add_peer_tests() ||
+	    st_add_watch_tests()) {
 		CU_cleanup_registry();
 		return 1;
 	}

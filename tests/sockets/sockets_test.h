@@ -81,5 +81,6 @@ void st_teardown(void);
 int st_add_wire_tests(void);
 int st_add_raw_tests(void);
 int st_add_peer_tests(void);
+int st_add_watch_tests(void);
 
 #endif /* SOCKETS_TEST_H */
