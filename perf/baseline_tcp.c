@@ -15,9 +15,14 @@
  *       of a size are in it answers one byte, which stops the clock.
  * MB/s is 10^6 bytes per second.
  *
- * usage: baseline_tcp [--stream] [-m max] [-S size] [-i iters] [-B bytes] [--json]
+ * --pin S,C puts the server (child) on CPU S and the client on CPU C, as
+ * perf/compare pins the two processes of every other two-process tool.
+ *
+ * usage: baseline_tcp [--stream] [-m max] [-S size] [-i iters] [-B bytes]
+ *                     [--pin S,C] [--json]
  */
 #include <errno.h>
+#include <sched.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -39,6 +44,7 @@
 
 struct opts {
 	bool stream, json;
+	int pin[2]; /* server and client CPU, -1: not pinned */
 	uint64_t max, only, budget;
 	uint32_t iters, warmup;
 };
@@ -299,6 +305,7 @@ static void usage(FILE *f)
 		"  -i ITERS    ping-pong: timed round trips per size (default 10000)\n"
 		"  -W WARMUP   ping-pong: untimed round trips per size (default 100)\n"
 		"  -B BYTES    stream: bytes per size (default 512m)\n"
+		"  --pin S,C   run the server on CPU S and the client on CPU C\n"
 		"  --json      one JSON object per row\n");
 }
 
@@ -327,10 +334,11 @@ static void parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option longs[] = {
 		{ "stream", no_argument, NULL, 's' }, { "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 } };
+		{ "help", no_argument, NULL, 'h' }, { "pin", required_argument, NULL, 'p' },
+		{ NULL, 0, NULL, 0 } };
 	int c;
 
-	*o = (struct opts){ .budget = 512u << 20, .iters = 10000, .warmup = 100 };
+	*o = (struct opts){ .budget = 512u << 20, .iters = 10000, .warmup = 100, .pin = { -1, -1 } };
 	while ((c = getopt_long(argc, argv, "m:S:i:W:B:", longs, NULL)) != -1) {
 		switch (c) {
 		case 's': o->stream = true; break;
@@ -340,6 +348,13 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'i': o->iters = (uint32_t)parse_size(optarg); break;
 		case 'W': o->warmup = (uint32_t)parse_size(optarg); break;
 		case 'B': o->budget = parse_size(optarg); break;
+		case 'p':
+			if (sscanf(optarg, "%d,%d", &o->pin[0], &o->pin[1]) != 2 || o->pin[0] < 0 ||
+			    o->pin[1] < 0 || o->pin[0] >= CPU_SETSIZE || o->pin[1] >= CPU_SETSIZE) {
+				fprintf(stderr, "baseline_tcp: --pin wants two CPU numbers, \"S,C\"\n");
+				exit(EXIT_FAILURE);
+			}
+			break;
 		case 'h': usage(stdout); exit(EXIT_SUCCESS);
 		default: usage(stderr); exit(EXIT_FAILURE);
 		}
@@ -351,6 +366,19 @@ static void parse(int argc, char **argv, struct opts *o)
 		usage(stderr);
 		exit(EXIT_FAILURE);
 	}
+}
+
+/* Put this process on cpu (when not -1). */
+static void pin_to(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) != 0)
+		die("sched_setaffinity (--pin)");
 }
 
 int main(int argc, char **argv)
@@ -373,12 +401,14 @@ int main(int argc, char **argv)
 	if (pid == 0) {
 		int fd = socket(AF_INET, SOCK_STREAM, 0);
 
+		pin_to(o.pin[0]);
 		close(lfd);
 		if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)))
 			die("connect to 127.0.0.1");
 		set_nodelay(fd, !o.stream);
 		serve(fd, &o, buf);
 	}
+	pin_to(o.pin[1]);
 	int fd = accept(lfd, NULL, NULL);
 
 	if (fd < 0)

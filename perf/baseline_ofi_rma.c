@@ -3,7 +3,7 @@
  * the ofi transport's RMA is measured against (fi_rma_bw-style; Debian's
  * libfabric-bin ships no fi_rma_bw).  Not a test.
  *
- *   baseline_ofi_rma -p PROVIDER [-S size] [-w window] [-n count] [-d]
+ *   baseline_ofi_rma -p PROVIDER [-S size] [-w window] [-n count] [-d] [-j]
  *
  * Forks a target that registers a buffer of size bytes and keeps
  * progressing; the parent keeps window fi_write operations of size bytes
@@ -167,14 +167,17 @@ int main(int argc, char **argv)
 	const char *prov = NULL;
 	size_t size = 4u << 20;
 	unsigned window = 16, count = 200;
-	int to_parent[2], to_child[2], opt, status;
+	int to_parent[2], to_child[2], opt, status, json = 0;
+	double mbps;
 	struct target_info ti;
 	struct side s;
 	fi_addr_t fa;
 	pid_t pid;
 
-	while ((opt = getopt(argc, argv, "dp:S:w:n:")) != -1) {
-		if (opt == 'd')
+	while ((opt = getopt(argc, argv, "djp:S:w:n:")) != -1) {
+		if (opt == 'j')
+			json = 1;
+		else if (opt == 'd')
 			wflags = FI_DELIVERY_COMPLETE;
 		else if (opt == 'p')
 			prov = optarg;
@@ -186,24 +189,40 @@ int main(int argc, char **argv)
 			count = (unsigned)atoi(optarg);
 	}
 	if (!prov || window == 0 || count == 0) {
-		fprintf(stderr, "usage: %s -p PROVIDER [-S size] [-w window] [-n count] [-d]\n",
+		fprintf(stderr, "usage: %s -p PROVIDER [-S size] [-w window] [-n count] [-d] [-j]\n"
+		        "  -d  FI_DELIVERY_COMPLETE on every write\n"
+		        "  -j  one JSON object on stdout\n",
 		        argv[0]);
 		return 2;
 	}
 	if (pipe(to_parent) || pipe(to_child))
 		return 1;
 	pid = fork();
-	if (pid == 0)
+	if (pid < 0)
+		return 1;
+	if (pid == 0) {
+		/* Only the parent may hold the write end: its close stops us. */
+		close(to_child[1]);
+		close(to_parent[0]);
 		target(prov, size, to_parent[1], to_child[0]);
+	}
+	close(to_child[0]);
+	close(to_parent[1]);
 	if (read(to_parent[0], &ti, sizeof(ti)) != sizeof(ti))
 		return 1;
 	side_open(&s, prov, size, FI_WRITE | FI_READ);
 	if (fi_av_insert(s.av, ti.name, 1, &fa, 0, NULL) != 1)
 		return 1;
 	stream(&s, fa, &ti, size, window, count / 10 + 1); /* warm-up */
-	printf("%s: fi_write streaming%s, %zu bytes, window %u, %u writes: %.1f MB/s\n",
-	       s.info->fabric_attr->prov_name, wflags ? " (delivery complete)" : "", size, window, count,
-	       stream(&s, fa, &ti, size, window, count));
+	mbps = stream(&s, fa, &ti, size, window, count);
+	if (json)
+		printf("{\"provider\":\"%s\",\"delivery_complete\":%s,\"bytes\":%zu,\"window\":%u,"
+		       "\"writes\":%u,\"throughput_MBps\":%.3f}\n",
+		       s.info->fabric_attr->prov_name, wflags ? "true" : "false", size, window, count, mbps);
+	else
+		printf("%s: fi_write streaming%s, %zu bytes, window %u, %u writes: %.1f MB/s\n",
+		       s.info->fabric_attr->prov_name, wflags ? " (delivery complete)" : "", size, window,
+		       count, mbps);
 	close(to_child[1]);
 	waitpid(pid, &status, 0);
 	return 0;
