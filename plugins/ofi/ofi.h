@@ -547,6 +547,7 @@ void ofi_tx_fail_all(struct ofi_conn *oc, int status, int notify);
 void ofi_flight_add(struct ofi_conn *oc, struct ofi_op *op);
 void ofi_flight_del(struct ofi_conn *oc, struct ofi_op *op);
 void ofi_credit_maybe(struct ofi_conn *oc, int force);
+uint32_t ofi_credit_quarter(const struct ofi_conn *oc);
 uint32_t ofi_owed_take(struct ofi_conn *oc, uint32_t max);
 void ofi_owed_give(struct ofi_conn *oc, uint32_t n);
 

@@ -332,13 +332,12 @@ void ofi_return_event(cci__evt_t *evt)
 	struct ofi_rxbuf *rb = evt->rx_buf;
 	struct ofi_conn *oc = rb->oc;
 	struct ofi_ep *sep = oc->sep;
-	uint32_t quarter = oc->window / 4 ? oc->window / 4 : 1;
 
 	__atomic_sub_fetch(&sep->rx_lent, 1, __ATOMIC_RELAXED);
 	ofi_rx_repost(sep, rb);
 	/* The credit goes back with the next header to the peer; only a
 	 * quarter of the window owed needs a message of its own. */
-	if (__atomic_add_fetch(&oc->owed, 1, __ATOMIC_RELAXED) >= quarter) {
+	if (__atomic_add_fetch(&oc->owed, 1, __ATOMIC_RELAXED) >= ofi_credit_quarter(oc)) {
 		pthread_mutex_lock(&oc->lock);
 		ofi_credit_maybe(oc, 0);
 		pthread_mutex_unlock(&oc->lock);

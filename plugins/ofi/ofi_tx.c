@@ -393,9 +393,15 @@ int ofi_ctl_to(struct ofi_ep *sep, struct ofi_peer *peer, uint32_t dst, uint8_t 
 
 /* Give credits back when a quarter of the window is owed (or any, when
  * forced by the timer); oc->lock held. */
+/* Credits worth a message of their own: a quarter of the window. */
+uint32_t ofi_credit_quarter(const struct ofi_conn *oc)
+{
+	return oc->window / 4 ? oc->window / 4 : 1;
+}
+
 void ofi_credit_maybe(struct ofi_conn *oc, int force)
 {
-	uint32_t quarter = oc->window / 4 ? oc->window / 4 : 1;
+	uint32_t quarter = ofi_credit_quarter(oc);
 	uint32_t owed = __atomic_load_n(&oc->owed, __ATOMIC_RELAXED);
 
 	if (oc->state != OFI_CONN_OPEN || owed == 0 || (!force && owed < quarter))

@@ -386,6 +386,7 @@ void tcp_rb_fini(struct tcp_ep *sep);
 void tcp_rx_conn(struct tcp_conn *tc);
 void tcp_rx_poll(struct tcp_ep *sep);
 int tcp_rx_want_epoll(const struct tcp_ep *sep);
+int tcp_rx_epoll_set(struct tcp_conn *tc, int on);
 void tcp_rx_watch_update(struct tcp_ep *sep);
 void tcp_rx_ready(struct tcp_ep *sep);
 void tcp_rx_apply_acks(struct tcp_conn *tc);

@@ -96,9 +96,7 @@ static void rx_unlist(struct tcp_conn *tc)
 
 	if (!tc->in_rx)
 		return;
-	if (tc->in_epoll)
-		epoll_ctl(sep->rx_epfd, EPOLL_CTL_DEL, tc->fd, NULL);
-	tc->in_epoll = 0;
+	tcp_rx_epoll_set(tc, 0);
 	for (uint32_t i = 0; i < sep->nopen; i++) {
 		if (sep->open[i] == tc) {
 			sep->open[i] = sep->open[--sep->nopen];

@@ -118,15 +118,21 @@ void tcp_rx_deliver(struct tcp_conn *tc, struct tcp_rxbuf *rb, uint32_t len)
 	tcp_core->evt_post(tc->sep->ep, e);
 }
 
+/* A watched socket is watched for reading unless it is stalled. */
+static void rx_epoll_events(struct tcp_conn *tc)
+{
+	struct epoll_event ev = { .events = tc->stalled ? 0 : EPOLLIN, .data.ptr = tc };
+
+	if (tc->in_epoll)
+		epoll_ctl(tc->sep->rx_epfd, EPOLL_CTL_MOD, tc->fd, &ev);
+}
+
 /* No receive buffer: stop reading this socket until one comes back. */
 void tcp_rx_stall(struct tcp_conn *tc)
 {
-	struct epoll_event ev = { .events = 0, .data.ptr = tc };
-
 	tc->stalled = 1;
 	atomic_store(&tc->sep->rx_starved, 1);
-	if (tc->in_epoll)
-		epoll_ctl(tc->sep->rx_epfd, EPOLL_CTL_MOD, tc->fd, &ev);
+	rx_epoll_events(tc);
 }
 
 void tcp_rx_sink(struct tcp_conn *tc, int sink, char *dst, uint64_t len)
@@ -400,7 +406,7 @@ int tcp_rx_want_epoll(const struct tcp_ep *sep)
 }
 
 /* Add tc to rx_epfd or take it out; 0 or an errno. */
-static int rx_epoll_set(struct tcp_conn *tc, int on)
+int tcp_rx_epoll_set(struct tcp_conn *tc, int on)
 {
 	struct epoll_event ev = { .events = tc->stalled ? 0 : EPOLLIN, .data.ptr = tc };
 
@@ -423,7 +429,7 @@ void tcp_rx_watch_update(struct tcp_ep *sep)
 
 	for (uint32_t i = 0; i < sep->nopen; i++) {
 		struct tcp_conn *tc = sep->open[i];
-		int err = rx_epoll_set(tc, want);
+		int err = tcp_rx_epoll_set(tc, want);
 		if (err)
 			TCP_ERR("tcp: connection with %s: cannot watch its socket: %s", tc->peer,
 			        strerror(err));
@@ -471,14 +477,11 @@ void tcp_rx_resume(struct tcp_ep *sep)
 	atomic_store(&sep->rx_starved, 0);
 	for (uint32_t i = sep->nopen; i-- > 0;) {
 		struct tcp_conn *tc;
-		struct epoll_event ev = { .events = EPOLLIN };
 		if (i >= sep->nopen || !sep->open[i]->stalled)
 			continue;
 		tc = sep->open[i];
 		tc->stalled = 0;
-		ev.data.ptr = tc;
-		if (tc->in_epoll)
-			epoll_ctl(sep->rx_epfd, EPOLL_CTL_MOD, tc->fd, &ev);
+		rx_epoll_events(tc);
 		tcp_rx_conn(tc);
 	}
 }
