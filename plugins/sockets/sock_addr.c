@@ -248,9 +248,15 @@ static int conf_key(const struct cci_core *core, cci__dev_t *dev, int i,
 			                 lim->bufsize_max);
 			return CCI_EINVAL;
 		}
+	} else if (!strcmp(k, "progress")) {
+		if (strcmp(v, "auto") != 0 && strcmp(v, "manual") != 0) {
+			core->conf_error(dev, i, "\"%s\" is not a progress mode (auto or manual)", v);
+			return CCI_EINVAL;
+		}
+		d->manual_progress = !strcmp(v, "manual");
 	} else {
 		core->conf_error(dev, i, "unknown key for transport %s (known: ip, interface, "
-		                 "port, mss, bufsize)", dev->pub.transport);
+		                 "port, mss, bufsize, progress)", dev->pub.transport);
 		return CCI_EINVAL;
 	}
 	return CCI_SUCCESS;

@@ -27,6 +27,7 @@ struct sock_dev {
 	uint16_t port;                /* port= : endpoints' default port, 0 = any */
 	uint32_t mss;                 /* mss= */
 	uint32_t bufsize;             /* bufsize= : SO_SNDBUF/SO_RCVBUF, 0 = kernel's */
+	int manual_progress;          /* progress=manual: no progress thread */
 	int up;
 	char info[192];
 };

@@ -122,7 +122,8 @@ static void ep_fields_init(struct tcp_ep *sep, cci__ep_t *ep)
 	sep->ep = ep;
 	sep->dev = ep->dev->priv;
 	sep->mss = sep->dev->mss;
-	sep->listen_fd = sep->rx_epfd = -1;
+	sep->manual = sep->dev->manual_progress;
+	sep->listen_fd = sep->rx_epfd = sep->manual_tfd = -1;
 	pthread_mutex_init(&sep->loop_lock, NULL);
 	pthread_mutex_init(&sep->lock, NULL);
 	pthread_mutex_init(&sep->pool_lock, NULL);
@@ -144,6 +145,8 @@ static void ep_release(struct tcp_ep *sep)
 		close(sep->listen_fd);
 	if (sep->rx_epfd >= 0)
 		close(sep->rx_epfd);
+	if (sep->manual_tfd >= 0)
+		close(sep->manual_tfd);
 	tcp_ops_free(sep);
 	tcp_rb_fini(sep);
 	free(sep->open);
@@ -175,10 +178,11 @@ static int sock_ep_create(cci__ep_t *ep, const char *service)
 
 	ep_fields_init(sep, ep);
 	port = sep->dev->port;
-	if (service && sock_parse_port(service, &port) != CCI_SUCCESS)
+	if (service && sock_parse_port(service, &port) != CCI_SUCCESS) {
 		rc = CCI_EINVAL;
-	else
+	} else {
 		rc = sock_random64(&sep->id);
+	}
 	if (rc == CCI_SUCCESS)
 		rc = tcp_ops_prealloc(sep, TCP_OPS_PREALLOC);
 	if (rc == CCI_SUCCESS)
@@ -189,6 +193,8 @@ static int sock_ep_create(cci__ep_t *ep, const char *service)
 		rc = CCI_ENOMEM;
 	if (rc == CCI_SUCCESS)
 		rc = tcp_loop_start(sep);
+	if (rc == CCI_SUCCESS && sep->manual && ep->os_epfd >= 0)
+		rc = tcp_loop_manual_handle(sep);
 	if (rc != CCI_SUCCESS) {
 		free(ep->uri);
 		ep->uri = NULL;
@@ -246,12 +252,15 @@ static int sock_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t va
 }
 
 /* About to sleep on the OS handle: socket bytes wake it by themselves
- * (the readable set is in it); queued bytes need the thread. */
+ * (the readable set is in it); queued bytes need the thread, or with
+ * progress=manual a writable watcher in the handle. */
 static int sock_arm(cci__ep_t *ep)
 {
 	struct tcp_ep *sep = tcp_ep_of(ep);
 
-	if (atomic_load(&sep->tx_busy) && !atomic_load(&sep->thread_mode))
+	if (sep->manual)
+		tcp_loop_manual_arm(sep);
+	else if (atomic_load(&sep->tx_busy) && !atomic_load(&sep->thread_mode))
 		tcp_loop_cmd(sep, TCP_CMD_WAKE);
 	if (atomic_load(&sep->rx_starved)) {
 		int avail;

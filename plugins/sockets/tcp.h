@@ -84,6 +84,8 @@ extern const struct cci_core *tcp_core;
 #define TCP_RX_ROUNDS 64              /* reads per connection per pass */
 #define TCP_POLL_DIRECT_MAX 4         /* up to this many sockets polled by recv */
 #define TCP_FULL_SKIP 8               /* polls without a write after a full socket */
+#define TCP_MANUAL_LOOP_NS 100000ull /* progress=manual: loop work at most this often */
+#define TCP_MANUAL_CLOCK_EVERY 16u    /* ... judged by a clock read every this many polls */
 
 /* Commands for the progress thread (sep->cmd bits). */
 #define TCP_CMD_STOP 1u
@@ -253,7 +255,13 @@ struct tcp_ep {
 	int rx_epfd;                   /* every open connection socket */
 	uint16_t port;
 
-	/* Progress thread. */
+	/* Progress thread (none with progress=manual: progress() runs the
+	 * loop's work itself, see tcp_loop_manual). */
+	int manual;
+	_Atomic uint32_t manual_polls;
+	_Atomic uint64_t manual_next_ns;
+	int manual_tfd;                /* ... with an OS handle: a timerfd in it, armed
+	                                * for one tick while connections exist */
 	struct ev_loop *loop;
 	pthread_mutex_t loop_lock;
 	pthread_t thread;
@@ -324,6 +332,9 @@ static inline int tcp_state(struct tcp_conn *tc)
 int tcp_loop_start(struct tcp_ep *sep);
 void tcp_loop_stop(struct tcp_ep *sep);
 void tcp_loop_cmd(struct tcp_ep *sep, unsigned cmd);
+void tcp_loop_manual(struct tcp_ep *sep);
+int tcp_loop_manual_handle(struct tcp_ep *sep);
+void tcp_loop_manual_arm(struct tcp_ep *sep);
 void tcp_ww_update(struct tcp_conn *tc);
 void tcp_timers_run(struct tcp_ep *sep, uint64_t now, int with_loop);
 void tcp_timers_in_app(struct tcp_ep *sep);

@@ -17,12 +17,33 @@
  * (an epoll descriptor of its own) and the sockets with queued bytes, so
  * that messages, acks and requests keep moving while the application
  * computes.
+ *
+ * progress=manual (an ini key) starts no thread: the endpoint stays in app
+ * mode and progress() runs the loop without waiting, at most every
+ * TCP_MANUAL_LOOP_NS or at once when a command waits.  No thread shares
+ * the process's descriptor table then, so the kernel takes no file
+ * reference per socket system call (about 55 ns each here), but nothing
+ * moves while the application makes no call.
  */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
 
 #include "tcp.h"
+
+/* progress=manual with an OS handle: the loop has work (a command, a
+ * handshake begun): make the handle readable now, so that an application
+ * asleep on it comes to run the loop. */
+static void manual_wake_soon(struct tcp_ep *sep)
+{
+	struct itimerspec its = { .it_value.tv_nsec = 1 };
+
+	if (timerfd_settime(sep->manual_tfd, 0, &its, NULL) != 0)
+		TCP_ERR("tcp: %s: cannot arm the timer of the OS handle: %s", sep->ep->uri,
+		        strerror(errno));
+}
 
 static void l_release(struct ev_loop *loop)
 {
@@ -43,6 +64,8 @@ void tcp_loop_cmd(struct tcp_ep *sep, unsigned cmd)
 	if (cmd)
 		atomic_fetch_or(&sep->cmd, cmd);
 	ev_async_send(sep->loop, &sep->async_w);
+	if (sep->manual_tfd >= 0)
+		manual_wake_soon(sep);
 }
 
 static void ww_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -108,7 +131,7 @@ static void rx_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 static void mode_thread(struct tcp_ep *sep)
 {
-	if (atomic_load(&sep->thread_mode))
+	if (atomic_load(&sep->thread_mode) || sep->manual)
 		return;
 	/* Publish the mode before looking at the queues (senders do the
 	 * reverse), so a queued byte is never left without a watcher. */
@@ -214,6 +237,78 @@ void tcp_timers_in_app(struct tcp_ep *sep)
 	}
 }
 
+/* progress=manual: the loop's work, from progress() before it takes
+ * sep->lock.  A clock read every TCP_MANUAL_CLOCK_EVERY polls keeps the
+ * empty poll free of a second system call. */
+void tcp_loop_manual(struct tcp_ep *sep)
+{
+	/* With an OS handle, a wake-up may have come from the loop's sockets
+	 * or the timerfd: always look. */
+	if (!ev_async_pending(&sep->async_w) && sep->manual_tfd < 0) {
+		uint32_t n = atomic_fetch_add_explicit(&sep->manual_polls, 1, memory_order_relaxed);
+		if ((n + 1) % TCP_MANUAL_CLOCK_EVERY != 0 ||
+		    sock_now_ns() < atomic_load_explicit(&sep->manual_next_ns, memory_order_relaxed))
+			return;
+	}
+	/* Another thread of the application runs it now. */
+	if (pthread_mutex_trylock(&sep->loop_lock) != 0)
+		return;
+	atomic_store_explicit(&sep->manual_next_ns, sock_now_ns() + TCP_MANUAL_LOOP_NS,
+	                      memory_order_relaxed);
+	ev_run(sep->loop, EVRUN_NOWAIT);
+	pthread_mutex_unlock(&sep->loop_lock);
+}
+
+/*
+ * progress=manual with an OS handle: the listening socket and a timerfd
+ * join it (the readable connections are in it already), so the
+ * application that sleeps on it wakes for a connection request, a
+ * message, and, while anything waits for the loop or a timer, after one
+ * tick.  libev does not expose its epoll descriptor, hence the tick for
+ * handshakes and sockets full of queued bytes.
+ */
+int tcp_loop_manual_handle(struct tcp_ep *sep)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	sep->manual_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (sep->manual_tfd < 0 ||
+	    epoll_ctl(sep->ep->os_epfd, EPOLL_CTL_ADD, sep->manual_tfd, &ev) != 0 ||
+	    epoll_ctl(sep->ep->os_epfd, EPOLL_CTL_ADD, sep->listen_fd, &ev) != 0) {
+		TCP_ERR("tcp: %s: cannot build the OS handle: %s", sep->ep->uri, strerror(errno));
+		return sock_errno_status(errno);
+	}
+	return CCI_SUCCESS;
+}
+
+/* Does anything on sep wait for the loop or a timer?  sep->lock held. */
+static int manual_tick_wanted(struct tcp_ep *sep)
+{
+	if (sep->reqs || atomic_load(&sep->tx_busy) || atomic_load(&sep->pool_out) > 0 ||
+	    atomic_load(&sep->nfaults) || ev_async_pending(&sep->async_w))
+		return 1;
+	for (struct tcp_conn *tc = sep->conns; tc; tc = tc->next)
+		if (tcp_state(tc) != SOCK_CONN_OPEN || tc->ka_us)
+			return 1;
+	return 0;
+}
+
+/* The application is about to sleep on the OS handle (progress=manual):
+ * arm the timerfd for one tick if anything waits, else disarm it.  Either
+ * clears an expiry that woke the application. */
+void tcp_loop_manual_arm(struct tcp_ep *sep)
+{
+	struct itimerspec its = { .it_value.tv_nsec = (long)(TCP_TICK_S * 1e9) };
+
+	pthread_mutex_lock(&sep->lock);
+	if (!manual_tick_wanted(sep))
+		its.it_value.tv_nsec = 0;
+	pthread_mutex_unlock(&sep->lock);
+	if (timerfd_settime(sep->manual_tfd, 0, &its, NULL) != 0)
+		TCP_ERR("tcp: %s: cannot arm the timer of the OS handle: %s", sep->ep->uri,
+		        strerror(errno));
+}
+
 static void *loop_main(void *arg)
 {
 	struct tcp_ep *sep = arg;
@@ -237,6 +332,8 @@ static void watchers_init(struct tcp_ep *sep)
 	ev_timer_init(&sep->tick_w, tick_cb, TCP_TICK_S, TCP_TICK_S);
 	sep->tick_w.data = sep;
 	ev_timer_start(sep->loop, &sep->tick_w);
+	if (sep->manual)
+		return;
 	/* Until the application polls, the thread does the reading. */
 	atomic_store(&sep->thread_mode, 1);
 	ev_io_start(sep->loop, &sep->rx_w);
@@ -255,6 +352,8 @@ int tcp_loop_start(struct tcp_ep *sep)
 	ev_set_userdata(sep->loop, sep);
 	ev_set_loop_release_cb(sep->loop, l_release, l_acquire);
 	watchers_init(sep);
+	if (sep->manual)
+		return CCI_SUCCESS;
 	/* The thread takes no signals: they belong to the application. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

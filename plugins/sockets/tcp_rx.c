@@ -502,6 +502,8 @@ int tcp_progress(cci__ep_t *ep)
 	int starved;
 
 	tcp_app_active(sep);
+	if (sep->manual)
+		tcp_loop_manual(sep);
 	/* Wait for the progress thread if it holds the lock: it is reading
 	 * or posting, and what it posts is what the caller wants next. */
 	pthread_mutex_lock(&sep->lock);

@@ -202,7 +202,9 @@ static void tx_mark(struct tcp_conn *tc)
 		return;
 	atomic_store_explicit(&tc->tx_queued, q, memory_order_relaxed);
 	atomic_fetch_add(&sep->tx_busy, q ? 1 : -1);
-	if (q && atomic_load(&sep->thread_mode))
+	/* The thread, or an application asleep on a manual endpoint's OS
+	 * handle, must come back for the queued bytes. */
+	if (q && (atomic_load(&sep->thread_mode) || sep->manual_tfd >= 0))
 		tcp_loop_cmd(sep, TCP_CMD_TX);
 }
 

@@ -38,14 +38,21 @@ void st_sleep_ms(unsigned ms)
 
 cci_device_t *st_init(const char *ip)
 {
-	char path[64], text[128];
+	char text[128];
+
+	snprintf(text, sizeof(text), "[t]\ntransport = tcp\nip = %s\n", ip);
+	return st_init_conf(text);
+}
+
+cci_device_t *st_init_conf(const char *text)
+{
+	char path[64];
 	cci_device_t *const *devs;
 	uint32_t caps;
 	FILE *f;
 	int rc;
 
 	snprintf(path, sizeof(path), "/tmp/cci-socktest-%d.ini", (int)getpid());
-	snprintf(text, sizeof(text), "[t]\ntransport = tcp\nip = %s\n", ip);
 	f = fopen(path, "w");
 	if (!f || fputs(text, f) < 0 || fclose(f) != 0)
 		return NULL;
@@ -323,7 +330,7 @@ int main(int argc, char **argv)
 		return 1;
 	CU_set_fail_on_inactive(CU_FALSE);
 	if (st_add_wire_tests() || st_add_raw_tests() || st_add_peer_tests() ||
-	    st_add_watch_tests()) {
+	    st_add_watch_tests() || st_add_manual_tests()) {
 		CU_cleanup_registry();
 		return 1;
 	}

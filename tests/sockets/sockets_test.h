@@ -21,6 +21,8 @@
  * ("127.0.0.1" for most tests).  Returns the device or NULL (a failed
  * assertion has been recorded). */
 cci_device_t *st_init(const char *ip);
+/* As st_init, with this config text; the device of its first section. */
+cci_device_t *st_init_conf(const char *text);
 void st_fini(cci_endpoint_t *ep);
 cci_endpoint_t *st_endpoint(cci_device_t *dev);
 char *st_uri(cci_endpoint_t *ep);
@@ -82,5 +84,6 @@ int st_add_wire_tests(void);
 int st_add_raw_tests(void);
 int st_add_peer_tests(void);
 int st_add_watch_tests(void);
+int st_add_manual_tests(void);
 
 #endif /* SOCKETS_TEST_H */
