@@ -10,6 +10,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "spin.h"
 #include "tcp.h"
 
 const struct cci_core *tcp_core;
@@ -126,7 +127,6 @@ static void ep_fields_init(struct tcp_ep *sep, cci__ep_t *ep)
 	sep->listen_fd = sep->rx_epfd = sep->manual_tfd = -1;
 	pthread_mutex_init(&sep->loop_lock, NULL);
 	pthread_mutex_init(&sep->lock, NULL);
-	pthread_mutex_init(&sep->pool_lock, NULL);
 	atomic_store(&sep->now_ns, sock_now_ns());
 	ep->recv_buf_count = TCP_RECV_COUNT_DEFAULT;
 	atomic_store(&sep->rb_limit, TCP_RECV_COUNT_DEFAULT);
@@ -152,7 +152,6 @@ static void ep_release(struct tcp_ep *sep)
 	free(sep->open);
 	pthread_mutex_destroy(&sep->loop_lock);
 	pthread_mutex_destroy(&sep->lock);
-	pthread_mutex_destroy(&sep->pool_lock);
 }
 
 /* The readable-connection set joins the OS handle: it turns readable as
@@ -244,9 +243,9 @@ static int sock_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t va
 		if (atomic_load(&sep->rx_starved))
 			tcp_loop_cmd(sep, TCP_CMD_RX);
 	} else {
-		pthread_mutex_lock(&sep->pool_lock);
+		cci__spin_lock(&sep->pool_lock);
 		atomic_store(&sep->pool_limit, value);
-		pthread_mutex_unlock(&sep->pool_lock);
+		cci__spin_unlock(&sep->pool_lock);
 	}
 	return CCI_SUCCESS;
 }

@@ -32,7 +32,8 @@
  *   sep->lock       the receive side of every connection, the connection
  *                   lists and states; progress() takes it for a pass.
  *   tc->tx_lock     one connection's transmit side: queues, sequence numbers.
- *   sep->pool_lock  the op free list.
+ *   sep->pool_lock  the op free list and copy buffers (a spinlock: a few
+ *                   pointer moves, never held across a call that blocks).
  */
 #ifndef CCI_TCP_H
 #define CCI_TCP_H
@@ -289,7 +290,7 @@ struct tcp_ep {
 
 	/* Op pool, and big copy buffers (mss bytes) lent to ops only until
 	 * their bytes are in the socket, so a few warm ones serve a stream. */
-	pthread_mutex_t pool_lock;
+	cci__spinlock_t pool_lock;
 	struct tcp_op *pool, *ops_all;
 	struct tcp_cbuf *cb_free, *cb_all;
 	_Atomic uint64_t copy_queued;

@@ -12,34 +12,48 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spin.h"
 #include "tcp.h"
+
+/* sep->pool_out changes only under pool_lock: a plain store, no second
+ * atomic operation on the send path. */
+static void pool_out_add(struct tcp_ep *sep, int d)
+{
+	uint32_t n = atomic_load_explicit(&sep->pool_out, memory_order_relaxed);
+
+	atomic_store_explicit(&sep->pool_out, n + (uint32_t)d, memory_order_relaxed);
+}
 
 struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force)
 {
 	struct tcp_op *op;
 
-	pthread_mutex_lock(&sep->pool_lock);
+	cci__spin_lock(&sep->pool_lock);
 	if (!force && atomic_load_explicit(&sep->pool_out, memory_order_relaxed) >=
 	              atomic_load_explicit(&sep->pool_limit, memory_order_relaxed)) {
-		pthread_mutex_unlock(&sep->pool_lock);
+		cci__spin_unlock(&sep->pool_lock);
 		return NULL;
 	}
 	op = sep->pool;
-	if (op) {
+	if (op)
 		sep->pool = op->next;
-	} else {
+	pool_out_add(sep, 1);
+	cci__spin_unlock(&sep->pool_lock);
+	if (!op) {
 		/* The pool only grows while warming up; ops are kept until the
 		 * endpoint dies. */
 		op = calloc(1, sizeof(*op));
-		if (!op) {
-			pthread_mutex_unlock(&sep->pool_lock);
-			return NULL;
+		cci__spin_lock(&sep->pool_lock);
+		if (op) {
+			op->all_next = sep->ops_all;
+			sep->ops_all = op;
+		} else {
+			pool_out_add(sep, -1);
 		}
-		op->all_next = sep->ops_all;
-		sep->ops_all = op;
+		cci__spin_unlock(&sep->pool_lock);
+		if (!op)
+			return NULL;
 	}
-	atomic_fetch_add_explicit(&sep->pool_out, 1, memory_order_relaxed);
-	pthread_mutex_unlock(&sep->pool_lock);
 	memset(op, 0, offsetof(struct tcp_op, all_next));
 	return op;
 }
@@ -65,11 +79,11 @@ int tcp_ops_prealloc(struct tcp_ep *sep, uint32_t n)
 void tcp_op_put(struct tcp_ep *sep, struct tcp_op *op)
 {
 	tcp_op_copy_release(op);
-	pthread_mutex_lock(&sep->pool_lock);
+	cci__spin_lock(&sep->pool_lock);
 	op->next = sep->pool;
 	sep->pool = op;
-	atomic_fetch_sub_explicit(&sep->pool_out, 1, memory_order_relaxed);
-	pthread_mutex_unlock(&sep->pool_lock);
+	pool_out_add(sep, -1);
+	cci__spin_unlock(&sep->pool_lock);
 }
 
 void tcp_ops_free(struct tcp_ep *sep)
@@ -103,10 +117,10 @@ void tcp_op_copy_release(struct tcp_op *op)
 	atomic_fetch_sub_explicit(&sep->copy_queued, op->big_len, memory_order_relaxed);
 	op->big = NULL;
 	op->big_len = 0;
-	pthread_mutex_lock(&sep->pool_lock);
+	cci__spin_lock(&sep->pool_lock);
 	cb->next = sep->cb_free;
 	sep->cb_free = cb;
-	pthread_mutex_unlock(&sep->pool_lock);
+	cci__spin_unlock(&sep->pool_lock);
 }
 
 /* Room for a len-byte copy: the op's own small buffer, or a big one from
@@ -121,19 +135,19 @@ static char *op_copy_space(struct tcp_op *op, uint32_t len)
 			return NULL;
 		return op->buf;
 	}
-	pthread_mutex_lock(&sep->pool_lock);
+	cci__spin_lock(&sep->pool_lock);
 	cb = sep->cb_free;
 	if (cb)
 		sep->cb_free = cb->next;
-	pthread_mutex_unlock(&sep->pool_lock);
+	cci__spin_unlock(&sep->pool_lock);
 	if (!cb) {
 		cb = malloc(sizeof(*cb) + sep->mss);
 		if (!cb)
 			return NULL;
-		pthread_mutex_lock(&sep->pool_lock);
+		cci__spin_lock(&sep->pool_lock);
 		cb->all_next = sep->cb_all;
 		sep->cb_all = cb;
-		pthread_mutex_unlock(&sep->pool_lock);
+		cci__spin_unlock(&sep->pool_lock);
 	}
 	op->big = (char *)(cb + 1);
 	op->big_len = len;
