@@ -252,7 +252,7 @@ static int sock_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t va
 
 /* About to sleep on the OS handle: socket bytes wake it by themselves
  * (the readable set is in it); queued bytes need the thread, or with
- * progress=manual a writable watcher in the handle. */
+ * progress=manual the handle's timerfd (tcp_loop_manual_arm). */
 static int sock_arm(cci__ep_t *ep)
 {
 	struct tcp_ep *sep = tcp_ep_of(ep);

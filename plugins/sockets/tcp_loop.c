@@ -245,8 +245,10 @@ void tcp_loop_manual(struct tcp_ep *sep)
 	/* With an OS handle, a wake-up may have come from the loop's sockets
 	 * or the timerfd: always look. */
 	if (!ev_async_pending(&sep->async_w) && sep->manual_tfd < 0) {
-		uint32_t n = atomic_fetch_add_explicit(&sep->manual_polls, 1, memory_order_relaxed);
-		if ((n + 1) % TCP_MANUAL_CLOCK_EVERY != 0 ||
+		/* A count, not a lock: polls of several threads may merge. */
+		uint32_t n = atomic_load_explicit(&sep->manual_polls, memory_order_relaxed) + 1;
+		atomic_store_explicit(&sep->manual_polls, n, memory_order_relaxed);
+		if (n % TCP_MANUAL_CLOCK_EVERY != 0 ||
 		    sock_now_ns() < atomic_load_explicit(&sep->manual_next_ns, memory_order_relaxed))
 			return;
 	}
@@ -295,7 +297,9 @@ static int manual_tick_wanted(struct tcp_ep *sep)
 
 /* The application is about to sleep on the OS handle (progress=manual):
  * arm the timerfd for one tick if anything waits, else disarm it.  Either
- * clears an expiry that woke the application. */
+ * clears an expiry that woke the application.  Under sep->lock: a
+ * connection linked meanwhile (under that lock, its manual_wake_soon
+ * after) is either seen here or wakes the handle after this call. */
 void tcp_loop_manual_arm(struct tcp_ep *sep)
 {
 	struct itimerspec its = { .it_value.tv_nsec = (long)(TCP_TICK_S * 1e9) };
@@ -303,10 +307,10 @@ void tcp_loop_manual_arm(struct tcp_ep *sep)
 	pthread_mutex_lock(&sep->lock);
 	if (!manual_tick_wanted(sep))
 		its.it_value.tv_nsec = 0;
-	pthread_mutex_unlock(&sep->lock);
 	if (timerfd_settime(sep->manual_tfd, 0, &its, NULL) != 0)
 		TCP_ERR("tcp: %s: cannot arm the timer of the OS handle: %s", sep->ep->uri,
 		        strerror(errno));
+	pthread_mutex_unlock(&sep->lock);
 }
 
 static void *loop_main(void *arg)
