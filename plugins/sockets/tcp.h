@@ -365,6 +365,7 @@ void tcp_conn_timeouts_changed(cci__conn_t *conn);
 
 /* tcp_tx.c */
 struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force);
+struct tcp_op *tcp_op_get_app(struct tcp_ep *sep);
 void tcp_op_put(struct tcp_ep *sep, struct tcp_op *op);
 void tcp_ops_free(struct tcp_ep *sep);
 int tcp_ops_prealloc(struct tcp_ep *sep, uint32_t n);

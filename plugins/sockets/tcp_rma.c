@@ -40,7 +40,7 @@ int tcp_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 {
 	struct tcp_conn *tc = tcp_conn_of(conn);
 	struct tcp_ep *sep = tc->sep;
-	struct tcp_op *op = tcp_op_get(sep, 0), *done = NULL;
+	struct tcp_op *op = tcp_op_get_app(sep), *done = NULL;
 	struct iovec iov = { (void *)msg_ptr, msg_len };
 
 	tcp_app_active(sep);

@@ -58,6 +58,23 @@ struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force)
 	return op;
 }
 
+/*
+ * An op for a send or RMA of the application.  When every op is in
+ * flight, one progress pass first: the acks that free them are read only
+ * by progress() while the application is active, so a sender that spins
+ * on CCI_ENOBUFS without calling cci_get_event still moves (the acks read
+ * in this pass are applied in the next, i.e. at its next try).
+ */
+struct tcp_op *tcp_op_get_app(struct tcp_ep *sep)
+{
+	struct tcp_op *op = tcp_op_get(sep, 0);
+
+	if (op)
+		return op;
+	tcp_progress(sep->ep);
+	return tcp_op_get(sep, 0);
+}
+
 /* Make n ops (with their small copy buffers) now, so that a warm-up of
  * the data path allocates nothing for the usual number in flight. */
 int tcp_ops_prealloc(struct tcp_ep *sep, uint32_t n)
@@ -545,7 +562,7 @@ int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 {
 	struct tcp_conn *tc = tcp_conn_of(conn);
 	struct tcp_ep *sep = tc->sep;
-	struct tcp_op *op = tcp_op_get(sep, 0), *done = NULL;
+	struct tcp_op *op = tcp_op_get_app(sep), *done = NULL;
 	int rc = CCI_SUCCESS;
 
 	tcp_app_active(sep);
