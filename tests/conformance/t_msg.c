@@ -291,6 +291,39 @@ static void silent_sends_have_no_event(void)
 	CHECK(st.recvs == 11 && st.corrupt == 0 && st.order_errors == 0);
 }
 
+/* A sender that only calls cci_send (SILENT: no events to reap) and
+ * retries on CCI_ENOBUFS: its own calls must move what frees its send
+ * buffers, or it spins for ever. */
+static void sender_that_never_polls_still_moves(void)
+{
+	struct fix f;
+	struct srv_opts o = { 0 };
+	struct srv_stats st;
+	uint32_t n = 5000, sent = 0, enobufs = 0;
+	uint64_t stop;
+
+	fix_open(&f, &o, CCI_CONN_ATTR_RO);
+	/* Few send buffers, so that they run out (where the option is taken). */
+	cci_set_opt(f.ep, CCI_OPT_ENDPT_SEND_BUF_COUNT, &(uint32_t){ 16 });
+	stop = h_now_ms() + 20000;
+	while (sent < n && h_now_ms() < stop) {
+		int rc;
+		proto_build(f.buf, 40, 0, sent, PROTO_DATA);
+		rc = cci_send(f.c, f.buf, 40, h_ctx(sent), CCI_FLAG_SILENT);
+		if (rc == CCI_ENOBUFS) {
+			enobufs++;
+			continue;
+		}
+		if (!CHECK_RC(rc, CCI_SUCCESS))
+			break;
+		sent++;
+	}
+	CHECKF(sent == n, "%u of %u sends taken in 20 s (%u CCI_ENOBUFS)", sent, n, enobufs);
+	fix_close(&f, &st);
+	CHECKF(st.recvs == n, "server received %llu of %u", (unsigned long long)st.recvs, n);
+	CHECK(st.corrupt == 0 && st.order_errors == 0);
+}
+
 static void no_copy_send_completes_intact(void)
 {
 	struct fix f;
@@ -440,6 +473,8 @@ const struct h_test t_msg_tests[] = {
 	  blocking_send_has_no_event, H_NEEDS_DEVICE, 0 },
 	{ "SILENT sends make no SEND event and still arrive",
 	  silent_sends_have_no_event, H_NEEDS_DEVICE, 0 },
+	{ "a sender that never polls, retrying SILENT sends on CCI_ENOBUFS, gets 5000 through",
+	  sender_that_never_polls_still_moves, H_NEEDS_DEVICE, 0 },
 	{ "a NO_COPY send of max_send_size completes with a SEND event and arrives intact",
 	  no_copy_send_completes_intact, H_NEEDS_DEVICE, 0 },
 	{ "each SEND event carries its send's context and connection",
