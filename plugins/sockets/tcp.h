@@ -262,7 +262,8 @@ struct tcp_ep {
 	_Atomic uint32_t manual_polls;
 	_Atomic uint64_t manual_next_ns;
 	int manual_tfd;                /* ... with an OS handle: a timerfd in it, armed
-	                                * for one tick while connections exist */
+	                                * for one tick while anything waits for the
+	                                * loop (tcp_loop_manual_arm) */
 	struct ev_loop *loop;
 	pthread_mutex_t loop_lock;
 	pthread_t thread;
