@@ -354,7 +354,12 @@ int tcp_loop_start(struct tcp_ep *sep)
 		return CCI_ENOMEM;
 	}
 	ev_set_userdata(sep->loop, sep);
-	ev_set_loop_release_cb(sep->loop, l_release, l_acquire);
+	/* The thread gives loop_lock up while it sleeps.  With progress=manual
+	 * nothing sleeps in the loop (tcp_loop_manual runs it without
+	 * waiting): loop_lock stays held for the whole run, or a second
+	 * polling thread could enter the loop while the first polls. */
+	if (!sep->manual)
+		ev_set_loop_release_cb(sep->loop, l_release, l_acquire);
 	watchers_init(sep);
 	if (sep->manual)
 		return CCI_SUCCESS;

@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sockets_test.h"
@@ -127,6 +128,7 @@ static void manual_os_handle_wakes_for_request_and_message(void)
 	CU_ASSERT(ev->recv.connection == cs && ev->recv.len == sizeof(v) &&
 	          !memcmp(ev->recv.ptr, &v, sizeof(v)));
 	cci_return_event(ev);
+	free(uri);
 	CU_ASSERT_EQUAL(cci_destroy_endpoint(cli), CCI_SUCCESS);
 	st_fini(srv);
 }
