@@ -62,19 +62,19 @@ static void parse_one(struct bench *b, struct bw_opts *o, int c, const char *arg
 	case 'h': b->uri = arg; break;
 	case 'o': b->outfile = arg; break;
 	case 'D': b->device = arg; break;
-	case 'c': b->attr = bench_parse_attr(arg); break;
+	case 'c': b->attr = perf_parse_attr(arg, false); break;
 	case 'W': o->rma_op = CCI_FLAG_WRITE; break;
 	case 'R': o->rma_op = CCI_FLAG_READ; break;
-	case 'w': o->window = bench_parse_count(arg, 1, 1u << 20); break;
-	case 'm': o->max = bench_parse_size(arg); break;
-	case 'S': o->only = bench_parse_size(arg); break;
-	case 'i': o->iters = bench_parse_count(arg, 1, UINT32_MAX); break;
-	case 'B': o->budget = bench_parse_size(arg); break;
-	case 'u': o->warmup = bench_parse_count(arg, 0, UINT32_MAX);
+	case 'w': o->window = perf_parse_count(arg, 1, 1u << 20); break;
+	case 'm': o->max = perf_parse_size(arg); break;
+	case 'S': o->only = perf_parse_size(arg); break;
+	case 'i': o->iters = perf_parse_count(arg, 1, UINT32_MAX); break;
+	case 'B': o->budget = perf_parse_size(arg); break;
+	case 'u': o->warmup = perf_parse_count(arg, 0, UINT32_MAX);
 		  o->warmup_set = true; break;
 	case 'b': b->blocking = true; break;
 	case 'n': b->nocopy = true; break;
-	case 't': b->timeout_s = bench_parse_count(arg, 0, 86400); break;
+	case 't': b->timeout_s = perf_parse_count(arg, 0, 86400); break;
 	case 'j': b->json = true; break;
 	case 'H': usage(stdout); exit(EXIT_SUCCESS);
 	default: usage(stderr); exit(EXIT_FAILURE);
@@ -95,15 +95,15 @@ static void parse_opts(struct bench *b, struct bw_opts *o, int argc, char **argv
 	while ((c = getopt_long(argc, argv, "sh:o:D:c:WRw:m:S:i:B:bnt:", longs, NULL)) != -1)
 		parse_one(b, o, c, optarg);
 	if (optind != argc || b->server == !!b->uri)
-		bench_die("give either -s or -h URI (--help for usage)");
+		perf_die("give either -s or -h URI (--help for usage)");
 	if (o->rma_op && !o->max)
 		o->max = o->only ? o->only : 4u << 20;
 	if (o->max > BENCH_MAX_RMA || o->only > BENCH_MAX_RMA)
-		bench_die("sizes are limited to %llu bytes", BENCH_MAX_RMA);
+		perf_die("sizes are limited to %llu bytes", BENCH_MAX_RMA);
 	if (o->only && o->max && o->only > o->max)
-		bench_die("-S is larger than -m");
+		perf_die("-S is larger than -m");
 	if (o->rma_op && o->only == 0 && o->max == 0)
-		bench_die("RMA sizes start at 1 byte");
+		perf_die("RMA sizes start at 1 byte");
 }
 
 /* Enough operations to average over, within the count and byte limits. */
@@ -122,8 +122,8 @@ static void print_header(struct bench *b, const struct bw_opts *o, uint64_t max)
 		return;
 	printf("# %s transport (device %s), %s connection, %s streaming, window %u, "
 	       "sizes up to %" PRIu64 "\n",
-	       b->ep->device->transport, b->ep->device->name, bench_attr_name(b->attr),
-	       bench_mode_name(o->rma_op), o->window, max);
+	       b->ep->device->transport, b->ep->device->name, perf_attr_name(b->attr),
+	       perf_mode_name(o->rma_op), o->window, max);
 	printf("%9s %9s %12s %14s\n", "Bytes", "Count", "MB/s", "Msgs/s");
 }
 
@@ -141,8 +141,8 @@ static void print_row(struct bench *b, const struct bw_opts *o, uint64_t size,
 		       "\"msg_rate\":%.1f,\"transport\":\"%s\",\"device\":\"%s\","
 		       "\"attribute\":\"%s\",\"mode\":\"%s\",\"blocking\":%s,\"nocopy\":%s}\n",
 		       size, n, o->window, s, mbps, rate, b->ep->device->transport,
-		       b->ep->device->name, bench_attr_name(b->attr),
-		       bench_mode_name(o->rma_op), b->blocking ? "true" : "false",
+		       b->ep->device->name, perf_attr_name(b->attr),
+		       perf_mode_name(o->rma_op), b->blocking ? "true" : "false",
 		       b->nocopy ? "true" : "false");
 	fflush(stdout);
 }
@@ -172,7 +172,7 @@ static void run_client(struct bench *b, const struct bw_opts *o)
 		uint32_t mss = b->conns[0]->max_send_size;
 
 		if (o->only > mss)
-			bench_die("-S %" PRIu64 " exceeds max_send_size %u", o->only, mss);
+			perf_die("-S %" PRIu64 " exceeds max_send_size %u", o->only, mss);
 		if (!max || max > mss)
 			max = mss;
 		bench_alloc(b, max);
@@ -195,7 +195,7 @@ int main(int argc, char **argv)
 	static struct bench b = { .prog = "bandwidth", .timeout_s = 30 };
 	struct bw_opts o;
 
-	bench_g = &b;
+	perf_set_prog(b.prog);
 	parse_opts(&b, &o, argc, argv);
 	bench_open(&b);
 	if (b.server)

@@ -6,124 +6,15 @@
  * non-zero, and so does a wait that sees no event for the -t timeout (a
  * dead or stuck peer), so a benchmark never hangs a script.
  */
-#include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "bench.h"
 
-struct bench *bench_g;
-
-void bench_die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fflush(stdout);
-	fprintf(stderr, "%s: ", bench_g && bench_g->prog ? bench_g->prog : "bench");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(EXIT_FAILURE);
-}
-
-void bench_check(int rc, const char *what)
-{
-	if (rc != CCI_SUCCESS)
-		bench_die("%s failed: %s (%d)", what,
-			  cci_strerror(bench_g ? bench_g->ep : NULL, (enum cci_status)rc), rc);
-}
-
-uint64_t bench_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t bench_parse_size(const char *s)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
-	int shift = 0;
-
-	if (end == s || *s == '-')
-		bench_die("bad size \"%s\"", s);
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	default: break;
-	}
-	if (*end || v > (UINT64_MAX >> shift))
-		bench_die("bad size \"%s\"", s);
-	return (uint64_t)v << shift;
-}
-
-uint32_t bench_parse_count(const char *s, uint32_t min, uint32_t max)
-{
-	uint64_t v = bench_parse_size(s);
-
-	if (v < min || v > max)
-		bench_die("bad count \"%s\" (%u .. %u)", s, min, max);
-	return (uint32_t)v;
-}
-
-/* Streaming needs every operation delivered, so only reliable kinds. */
-cci_conn_attribute_t bench_parse_attr(const char *s)
-{
-	if (!strcasecmp(s, "ro"))
-		return CCI_CONN_ATTR_RO;
-	if (!strcasecmp(s, "ru"))
-		return CCI_CONN_ATTR_RU;
-	bench_die("bad connection attribute \"%s\" (ro or ru)", s);
-}
-
-const char *bench_attr_name(cci_conn_attribute_t a)
-{
-	return a == CCI_CONN_ATTR_RO ? "ro" : a == CCI_CONN_ATTR_RU ? "ru" : "uu";
-}
-
-const char *bench_mode_name(uint32_t rma_op)
-{
-	return rma_op == CCI_FLAG_WRITE ? "rma_write"
-	       : rma_op == CCI_FLAG_READ ? "rma_read" : "msg";
-}
-
 /* ---------------------------------------------------------------- events */
-
-/* Sleeps on the OS handle until it turns readable or the deadline passes.
- * Arming first: if events are already waiting, return without sleeping. */
-static bool block_on_fd(struct bench *b, uint64_t deadline)
-{
-	int rc = cci_arm_os_handle(b->ep, 0);
-	int ms = -1;
-
-	if (rc == CCI_EAGAIN)
-		return true;
-	bench_check(rc, "cci_arm_os_handle");
-	if (deadline) {
-		uint64_t now = bench_now_ns();
-
-		if (now >= deadline)
-			return false;
-		ms = (int)((deadline - now + 999999) / 1000000);
-	}
-	struct pollfd pfd = { .fd = b->fd, .events = POLLIN };
-
-	rc = poll(&pfd, 1, ms);
-	if (rc < 0 && errno != EINTR)
-		bench_die("poll on the OS handle: %s", strerror(errno));
-	return rc != 0 || !deadline || bench_now_ns() < deadline;
-}
 
 bool bench_poll(struct bench *b, cci_event_t **ev)
 {
@@ -132,7 +23,7 @@ bool bench_poll(struct bench *b, cci_event_t **ev)
 	if (rc == CCI_SUCCESS)
 		return true;
 	if (rc != CCI_EAGAIN)
-		bench_check(rc, "cci_get_event");
+		perf_check(rc, "cci_get_event");
 	return false;
 }
 
@@ -145,28 +36,28 @@ cci_event_t *bench_wait(struct bench *b)
 	cci_event_t *ev = NULL;
 
 	if (b->blocking && limit)
-		deadline = bench_now_ns() + limit;
+		deadline = perf_now_ns() + limit;
 	while (!bench_poll(b, &ev)) {
 		if (b->blocking) {
-			if (!block_on_fd(b, deadline))
+			if (!perf_block_on_fd(b->ep, b->fd, deadline))
 				break;
 			continue;
 		}
 		if (++spins % 1024 || !limit)
 			continue;
 		if (!deadline)
-			deadline = bench_now_ns() + limit;
-		else if (bench_now_ns() > deadline)
+			deadline = perf_now_ns() + limit;
+		else if (perf_now_ns() > deadline)
 			break;
 	}
 	if (ev)
 		return ev;
-	bench_die("no event for %.0f s: the peer is gone or stuck", b->timeout_s);
+	perf_die("no event for %.0f s: the peer is gone or stuck", b->timeout_s);
 }
 
 void bench_return(cci_event_t *ev)
 {
-	bench_check(cci_return_event(ev), "cci_return_event");
+	perf_check(cci_return_event(ev), "cci_return_event");
 }
 
 static uint32_t conn_index(cci_connection_t *c)
@@ -181,26 +72,26 @@ static void handle_event(struct bench *b, cci_event_t *ev)
 
 	switch (ev->type) {
 	case CCI_EVENT_SEND:
-		bench_check(ev->send.status, "send completion");
+		perf_check(ev->send.status, "send completion");
 		i = (uint32_t)(uintptr_t)ev->send.context;
 		if (i >= BENCH_MAX_CONNS || !b->inflight[i])
-			bench_die("SEND event with nothing in flight");
+			perf_die("SEND event with nothing in flight");
 		b->inflight[i]--;
 		b->inflight_total--;
 		break;
 	case CCI_EVENT_RECV:
 		if (b->stash)
-			bench_die("protocol error: two control messages pending");
+			perf_die("protocol error: two control messages pending");
 		b->stash = ev;
 		return;
 	case CCI_EVENT_CONNECT_REQUEST:
-		bench_check(cci_reject(ev), "cci_reject"); /* one client at a time */
+		perf_check(cci_reject(ev), "cci_reject"); /* one client at a time */
 		break;
 	case CCI_EVENT_KEEPALIVE_TIMEDOUT:
 		fprintf(stderr, "%s: keepalive timed out\n", b->prog);
 		break;
 	default:
-		bench_die("unexpected event %s", cci_event_type_str(ev->type));
+		perf_die("unexpected event %s", cci_event_type_str(ev->type));
 	}
 	bench_return(ev);
 }
@@ -238,8 +129,8 @@ static uint64_t expect_ctl(cci_event_t *ev, uint32_t type)
 	const struct bench_ctl *c = as_ctl(ev);
 
 	if (!c || c->type != type)
-		bench_die("protocol error: expected control message %u, got %u bytes",
-			  type, ev->recv.len);
+		perf_die("protocol error: expected control message %u, got %u bytes",
+			 type, ev->recv.len);
 	uint64_t count = c->count;
 
 	bench_return(ev);
@@ -277,64 +168,30 @@ static void send_ctl(struct bench *b, uint32_t i, uint32_t type, uint64_t count)
 	while ((rc = cci_send(b->conns[i], &c, sizeof(c), (void *)(uintptr_t)i, 0))
 	       == CCI_ENOBUFS && b->inflight_total)
 		handle_event(b, bench_wait(b));
-	bench_check(rc, "cci_send (control)");
+	perf_check(rc, "cci_send (control)");
 	b->inflight[i]++;
 	b->inflight_total++;
 }
 
 /* -------------------------------------------------------------- endpoint */
 
-static cci_device_t *find_device(const char *name)
-{
-	cci_device_t *const *devs;
-
-	bench_check(cci_get_devices(&devs), "cci_get_devices");
-	for (int i = 0; devs[i]; i++)
-		if (!strcmp(devs[i]->name, name))
-			return devs[i];
-	fprintf(stderr, "%s: no device \"%s\"; devices:", bench_g->prog, name);
-	for (int i = 0; devs[i]; i++)
-		fprintf(stderr, " %s (%s)", devs[i]->name, devs[i]->transport);
-	fputc('\n', stderr);
-	exit(EXIT_FAILURE);
-}
-
-/* Through a temporary file and a rename, so that a script polling for the
- * file never reads half a URI. */
-static void write_uri(const char *path, const char *uri)
-{
-	size_t n = strlen(path) + 32;
-	char *tmp = malloc(n);
-
-	if (!tmp)
-		bench_die("out of memory");
-	snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-	FILE *f = fopen(tmp, "w");
-
-	if (!f || fprintf(f, "%s\n", uri) < 0 || fclose(f) != 0)
-		bench_die("cannot write %s: %s", tmp, strerror(errno));
-	if (rename(tmp, path) != 0)
-		bench_die("cannot rename %s to %s: %s", tmp, path, strerror(errno));
-	free(tmp);
-}
-
 void bench_open(struct bench *b)
 {
 	char *uri = NULL;
 
-	bench_g = b;
-	bench_check(cci_init(CCI_ABI_VERSION, 0, NULL), "cci_init");
-	cci_device_t *dev = b->device ? find_device(b->device) : NULL;
+	perf_check(cci_init(CCI_ABI_VERSION, 0, NULL), "cci_init");
+	cci_device_t *dev = b->device ? perf_find_device(b->device) : NULL;
 
 	b->fd = -1;
-	bench_check(cci_create_endpoint(dev, 0, &b->ep, b->blocking ? &b->fd : NULL),
-		    "cci_create_endpoint");
-	bench_check(cci_get_opt(b->ep, CCI_OPT_ENDPT_URI, &uri), "cci_get_opt(URI)");
+	perf_check(cci_create_endpoint(dev, 0, &b->ep, b->blocking ? &b->fd : NULL),
+		   "cci_create_endpoint");
+	perf_set_ep(b->ep);
+	perf_check(cci_get_opt(b->ep, CCI_OPT_ENDPT_URI, &uri), "cci_get_opt(URI)");
 	/* with --json, stdout carries only JSON lines */
 	fprintf(b->json ? stderr : stdout, "Opened %s\n", uri);
 	fflush(stdout);
 	if (b->outfile)
-		write_uri(b->outfile, uri);
+		perf_write_uri(b->outfile, uri);
 	free(uri);
 }
 
@@ -344,7 +201,7 @@ void bench_alloc(struct bench *b, uint64_t len)
 
 	b->buf_len = len ? len : 1;
 	if (posix_memalign(&p, 4096, b->buf_len))
-		bench_die("cannot allocate %" PRIu64 " bytes", b->buf_len);
+		perf_die("cannot allocate %" PRIu64 " bytes", b->buf_len);
 	b->buf = p;
 	/* bytes count up by one: never the control magic */
 	for (uint64_t i = 0; i < b->buf_len; i++)
@@ -355,12 +212,13 @@ void bench_close(struct bench *b)
 {
 	for (uint32_t i = 0; i < b->nconns; i++)
 		if (b->conns[i])
-			bench_check(cci_disconnect(b->conns[i]), "cci_disconnect");
+			perf_check(cci_disconnect(b->conns[i]), "cci_disconnect");
 	if (b->local_h)
-		bench_check(cci_rma_deregister(b->ep, b->local_h), "cci_rma_deregister");
-	bench_check(cci_destroy_endpoint(b->ep), "cci_destroy_endpoint");
+		perf_check(cci_rma_deregister(b->ep, b->local_h), "cci_rma_deregister");
+	perf_check(cci_destroy_endpoint(b->ep), "cci_destroy_endpoint");
 	b->ep = NULL;
-	bench_check(cci_finalize(), "cci_finalize");
+	perf_set_ep(NULL);
+	perf_check(cci_finalize(), "cci_finalize");
 	free(b->buf);
 	b->buf = NULL;
 }
@@ -376,9 +234,9 @@ void bench_connect(struct bench *b, uint32_t rma_op, uint64_t rma_max)
 
 	for (uint32_t i = 0; i < b->nconns; i++) {
 		h.index = i;
-		bench_check(cci_connect(b->ep, b->uri, &h, sizeof(h), b->attr,
+		perf_check(cci_connect(b->ep, b->uri, &h, sizeof(h), b->attr,
 					(void *)(uintptr_t)i, 0, tv.tv_sec ? &tv : NULL),
-			    "cci_connect");
+			   "cci_connect");
 	}
 	while (up < b->nconns) {
 		cci_event_t *ev = bench_wait(b);
@@ -387,7 +245,7 @@ void bench_connect(struct bench *b, uint32_t rma_op, uint64_t rma_max)
 			handle_event(b, ev);
 			continue;
 		}
-		bench_check(ev->connect.status, "connect");
+		perf_check(ev->connect.status, "connect");
 		b->conns[(uintptr_t)ev->connect.context] = ev->connect.connection;
 		up++;
 		bench_return(ev);
@@ -398,12 +256,12 @@ void bench_connect(struct bench *b, uint32_t rma_op, uint64_t rma_max)
 	const struct bench_ctl *c = as_ctl(ev);
 
 	if (!c || c->type != BCTL_HANDLE)
-		bench_die("protocol error: expected the server's RMA handle");
+		perf_die("protocol error: expected the server's RMA handle");
 	memcpy(&b->remote_h, c->handle, sizeof(b->remote_h));
 	bench_return(ev);
 	/* local use of a registration needs no access flags */
-	bench_check(cci_rma_register(b->ep, b->buf, rma_max, 0, &b->local_h),
-		    "cci_rma_register");
+	perf_check(cci_rma_register(b->ep, b->buf, rma_max, 0, &b->local_h),
+		   "cci_rma_register");
 }
 
 /* Posts on every connection whose window has room until all are full,
@@ -422,7 +280,7 @@ static uint64_t post_burst(struct bench *b, uint32_t k, uint32_t window, uint32_
 
 			if (rc == CCI_ENOBUFS)
 				break;
-			bench_check(rc, rma_op ? "cci_rma" : "cci_send");
+			perf_check(rc, rma_op ? "cci_rma" : "cci_send");
 			posted++;
 			full = 0;
 		}
@@ -436,12 +294,12 @@ uint64_t bench_stream(struct bench *b, uint32_t k, uint32_t window, uint32_t rma
 		      uint64_t size, uint64_t n)
 {
 	static uint64_t sent_total; /* data messages since the connections opened */
-	uint64_t t0 = bench_now_ns(), posted = 0;
+	uint64_t t0 = perf_now_ns(), posted = 0;
 	uint32_t next = 0;
 	cci_event_t *ev;
 
 	if (size > b->buf_len || k > b->nconns || !k)
-		bench_die("internal error: size %" PRIu64 " or %u connections", size, k);
+		perf_die("internal error: size %" PRIu64 " or %u connections", size, k);
 	while (posted < n) {
 		uint64_t p = post_burst(b, k, window, rma_op, size, n - posted, &next);
 
@@ -459,9 +317,9 @@ uint64_t bench_stream(struct bench *b, uint32_t k, uint32_t window, uint32_t rma
 	uint64_t got = expect_ctl(wait_recv(b), BCTL_ACK);
 
 	if (got < sent_total)
-		bench_die("protocol error: server acknowledged %" PRIu64 " of %" PRIu64,
-			  got, sent_total);
-	return bench_now_ns() - t0;
+		perf_die("protocol error: server acknowledged %" PRIu64 " of %" PRIu64,
+			 got, sent_total);
+	return perf_now_ns() - t0;
 }
 
 void bench_done(struct bench *b)
@@ -506,30 +364,30 @@ static void serve_request(struct bench *b, struct server *s, cci_event_t *ev)
 	}
 	if (!ok) {
 		fprintf(stderr, "%s: rejected a malformed or extra request\n", b->prog);
-		bench_check(cci_reject(ev), "cci_reject");
+		perf_check(cci_reject(ev), "cci_reject");
 		return;
 	}
 	if (!s->requests++)
 		s->first = h;
-	bench_check(cci_accept(ev, (void *)(uintptr_t)h.index), "cci_accept");
+	perf_check(cci_accept(ev, (void *)(uintptr_t)h.index), "cci_accept");
 }
 
 /* The first connection up exposes the RMA buffer (on connection 0, where
  * the client waits for it). */
 static void serve_accept(struct bench *b, struct server *s, cci_event_t *ev)
 {
-	bench_check(ev->accept.status, "accept");
+	perf_check(ev->accept.status, "accept");
 	uint32_t i = (uint32_t)(uintptr_t)ev->accept.context;
 
 	if (b->conns[i])
-		bench_die("protocol error: connection %u twice", i);
+		perf_die("protocol error: connection %u twice", i);
 	b->conns[i] = ev->accept.connection;
 	if (i + 1 > b->nconns)
 		b->nconns = i + 1;
 	if (i != 0 || !s->first.rma_op)
 		return;
 	bench_alloc(b, s->first.rma_max);
-	bench_check(cci_rma_register(b->ep, b->buf, b->buf_len, (int)s->first.rma_op,
+	perf_check(cci_rma_register(b->ep, b->buf, b->buf_len, (int)s->first.rma_op,
 				     &b->local_h), "cci_rma_register");
 	send_ctl(b, 0, BCTL_HANDLE, 0);
 }
@@ -548,7 +406,7 @@ static void serve_recv(struct bench *b, struct server *s, cci_event_t *ev)
 		s->done = true;
 		send_ctl(b, i, BCTL_DONE_ACK, 0);
 	} else {
-		bench_die("protocol error: unexpected control message %u", c->type);
+		perf_die("protocol error: unexpected control message %u", c->type);
 	}
 	bench_return(ev);
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "cci.h"
+#include "perf_util.h"
 
 #define BENCH_MAGIC 0x9e3779b97f4a7c15ull /* bytes do not count up by one */
 #define BENCH_HELLO_MAGIC 0x7374726du     /* "strm" */
@@ -63,17 +64,6 @@ struct bench {
 	unsigned char *buf;
 	uint64_t buf_len;
 };
-
-extern struct bench *bench_g; /* for bench_check(): cci_strerror wants the endpoint */
-
-void bench_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-void bench_check(int rc, const char *what);
-uint64_t bench_now_ns(void);
-uint64_t bench_parse_size(const char *s);
-uint32_t bench_parse_count(const char *s, uint32_t min, uint32_t max);
-cci_conn_attribute_t bench_parse_attr(const char *s);
-const char *bench_attr_name(cci_conn_attribute_t a);
-const char *bench_mode_name(uint32_t rma_op);
 
 /* cci_init, the endpoint (-D, -b), "Opened <uri>", the -o file. */
 void bench_open(struct bench *b);

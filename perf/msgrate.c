@@ -55,17 +55,17 @@ static void parse_one(struct bench *b, struct mr_opts *o, int c, const char *arg
 	case 'h': b->uri = arg; break;
 	case 'o': b->outfile = arg; break;
 	case 'D': b->device = arg; break;
-	case 'c': b->attr = bench_parse_attr(arg); break;
-	case 'n': o->conns = bench_parse_count(arg, 1, BENCH_MAX_CONNS); break;
-	case 'S': o->size = bench_parse_count(arg, 0, UINT32_MAX); break;
-	case 'w': o->window = bench_parse_count(arg, 1, 1u << 20); break;
-	case 'i': o->iters = bench_parse_count(arg, 1, UINT32_MAX); break;
-	case 'u': o->warmup = bench_parse_count(arg, 0, UINT32_MAX);
+	case 'c': b->attr = perf_parse_attr(arg, false); break;
+	case 'n': o->conns = perf_parse_count(arg, 1, BENCH_MAX_CONNS); break;
+	case 'S': o->size = perf_parse_count(arg, 0, UINT32_MAX); break;
+	case 'w': o->window = perf_parse_count(arg, 1, 1u << 20); break;
+	case 'i': o->iters = perf_parse_count(arg, 1, UINT32_MAX); break;
+	case 'u': o->warmup = perf_parse_count(arg, 0, UINT32_MAX);
 		  o->warmup_set = true; break;
 	case 'f': o->fixed = true; break;
 	case 'N': b->nocopy = true; break;
 	case 'b': b->blocking = true; break;
-	case 't': b->timeout_s = bench_parse_count(arg, 0, 86400); break;
+	case 't': b->timeout_s = perf_parse_count(arg, 0, 86400); break;
 	case 'j': b->json = true; break;
 	case 'H': usage(stdout); exit(EXIT_SUCCESS);
 	default: usage(stderr); exit(EXIT_FAILURE);
@@ -88,7 +88,7 @@ static void parse_opts(struct bench *b, struct mr_opts *o, int argc, char **argv
 	while ((c = getopt_long(argc, argv, "sh:o:D:c:n:S:w:i:bt:", longs, NULL)) != -1)
 		parse_one(b, o, c, optarg);
 	if (optind != argc || b->server == !!b->uri)
-		bench_die("give either -s or -h URI (--help for usage)");
+		perf_die("give either -s or -h URI (--help for usage)");
 }
 
 static void print_row(struct bench *b, const struct mr_opts *o, uint32_t k, uint64_t ns)
@@ -105,7 +105,7 @@ static void print_row(struct bench *b, const struct mr_opts *o, uint32_t k, uint
 		       "\"attribute\":\"%s\",\"blocking\":%s,\"nocopy\":%s}\n",
 		       k, o->size, o->iters, o->window, s, rate, mbps,
 		       b->ep->device->transport, b->ep->device->name,
-		       bench_attr_name(b->attr), b->blocking ? "true" : "false",
+		       perf_attr_name(b->attr), b->blocking ? "true" : "false",
 		       b->nocopy ? "true" : "false");
 	fflush(stdout);
 }
@@ -125,14 +125,14 @@ static void run_client(struct bench *b, const struct mr_opts *o)
 	bench_connect(b, 0, 0);
 	for (uint32_t i = 0; i < b->nconns; i++)
 		if (o->size > b->conns[i]->max_send_size)
-			bench_die("-S %u exceeds max_send_size %u", o->size,
-				  b->conns[i]->max_send_size);
+			perf_die("-S %u exceeds max_send_size %u", o->size,
+				 b->conns[i]->max_send_size);
 	bench_alloc(b, o->size);
 	if (!b->json) {
 		printf("# %s transport (device %s), %s connections, %u-byte messages, "
 		       "window %u per connection\n",
 		       b->ep->device->transport, b->ep->device->name,
-		       bench_attr_name(b->attr), o->size, o->window);
+		       perf_attr_name(b->attr), o->size, o->window);
 		printf("%6s %10s %14s %10s\n", "Conns", "Count", "Msgs/s", "MB/s");
 	}
 	for (uint32_t k = o->fixed ? o->conns : 1;; k = k * 2 > o->conns ? o->conns : k * 2) {
@@ -148,7 +148,7 @@ int main(int argc, char **argv)
 	static struct bench b = { .prog = "msgrate", .timeout_s = 30 };
 	struct mr_opts o;
 
-	bench_g = &b;
+	perf_set_prog(b.prog);
 	parse_opts(&b, &o, argc, argv);
 	bench_open(&b);
 	if (b.server)

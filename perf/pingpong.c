@@ -20,21 +20,17 @@
  * Every CCI call is checked; a failure prints cci_strerror() and exits
  * non-zero, and so does a wait that sees no event for the timeout (-t).
  */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <poll.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cci.h"
+#include "perf_util.h"
 
 #define PP_MAGIC 0x9e3779b97f4a7c15ull /* bytes do not count up by one */
 #define PP_HELLO_MAGIC 0x70696e67u     /* "ping" */
@@ -90,37 +86,6 @@ struct pp {
 	int send_flags;
 };
 
-static struct pp *g_pp; /* for die(): cci_strerror wants the endpoint */
-
-static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fflush(stdout);
-	fputs("pingpong: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(EXIT_FAILURE);
-}
-
-static void check(int rc, const char *what)
-{
-	if (rc != CCI_SUCCESS)
-		die("%s failed: %s (%d)", what,
-		    cci_strerror(g_pp ? g_pp->ep : NULL, (enum cci_status)rc), rc);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Bytes count up by one from a seed: cheap, position-sensitive, and never
  * equal to PP_MAGIC. */
 static void fill(unsigned char *p, uint64_t len, uint64_t seed)
@@ -135,37 +100,12 @@ static void verify(const void *ptr, uint64_t len, uint64_t seed, const char *wha
 
 	for (uint64_t i = 0; i < len; i++)
 		if (p[i] != (unsigned char)(seed + i))
-			die("data check failed (%s, %" PRIu64 " bytes): byte %" PRIu64
-			    " is 0x%02x, expected 0x%02x", what, len, i, p[i],
-			    (unsigned char)(seed + i));
+			perf_die("data check failed (%s, %" PRIu64 " bytes): byte %" PRIu64
+				 " is 0x%02x, expected 0x%02x", what, len, i, p[i],
+				 (unsigned char)(seed + i));
 }
 
 /* ---------------------------------------------------------------- events */
-
-/* Sleeps on the OS handle until it turns readable or the deadline passes.
- * Arming first: if events are already waiting, return without sleeping. */
-static bool block_on_fd(struct pp *pp, uint64_t deadline)
-{
-	int rc = cci_arm_os_handle(pp->ep, 0);
-	int ms = -1;
-
-	if (rc == CCI_EAGAIN)
-		return true;
-	check(rc, "cci_arm_os_handle");
-	if (deadline) {
-		uint64_t now = now_ns();
-
-		if (now >= deadline)
-			return false;
-		ms = (int)((deadline - now + 999999) / 1000000);
-	}
-	struct pollfd pfd = { .fd = pp->fd, .events = POLLIN };
-
-	rc = poll(&pfd, 1, ms);
-	if (rc < 0 && errno != EINTR)
-		die("poll on the OS handle: %s", strerror(errno));
-	return rc != 0 || !deadline || now_ns() < deadline;
-}
 
 /* Next event, or false when timeout_ns (0: the -t timeout) passes with
  * none.  The clock is read once per 1024 empty polls so that spinning
@@ -177,24 +117,24 @@ static bool next_event(struct pp *pp, cci_event_t **ev, uint64_t timeout_ns)
 	unsigned spins = 0;
 
 	if (pp->o.blocking && limit)
-		deadline = now_ns() + limit;
+		deadline = perf_now_ns() + limit;
 	for (;;) {
 		int rc = cci_get_event(pp->ep, ev);
 
 		if (rc == CCI_SUCCESS)
 			return true;
 		if (rc != CCI_EAGAIN)
-			check(rc, "cci_get_event");
+			perf_check(rc, "cci_get_event");
 		if (pp->o.blocking) {
-			if (!block_on_fd(pp, deadline))
+			if (!perf_block_on_fd(pp->ep, pp->fd, deadline))
 				return false;
 			continue;
 		}
 		if (++spins % 1024 || !limit)
 			continue;
 		if (!deadline)
-			deadline = now_ns() + limit;
-		else if (now_ns() > deadline)
+			deadline = perf_now_ns() + limit;
+		else if (perf_now_ns() > deadline)
 			return false;
 	}
 }
@@ -204,13 +144,13 @@ static cci_event_t *must_event(struct pp *pp)
 	cci_event_t *ev;
 
 	if (!next_event(pp, &ev, 0))
-		die("no event for %.0f s: the peer is gone or stuck", pp->o.timeout_s);
+		perf_die("no event for %.0f s: the peer is gone or stuck", pp->o.timeout_s);
 	return ev;
 }
 
 static void give_back(cci_event_t *ev)
 {
-	check(cci_return_event(ev), "cci_return_event");
+	perf_check(cci_return_event(ev), "cci_return_event");
 }
 
 /* Handles an event nobody waits for specifically.  A RECV is kept in the
@@ -220,25 +160,25 @@ static void handle_event(struct pp *pp, cci_event_t *ev)
 	switch (ev->type) {
 	case CCI_EVENT_SEND:
 		if (ev->send.status != CCI_SUCCESS)
-			check(ev->send.status, "send completion");
+			perf_check(ev->send.status, "send completion");
 		if (pp->inflight == 0)
-			die("SEND event with nothing in flight");
+			perf_die("SEND event with nothing in flight");
 		pp->inflight--;
 		break;
 	case CCI_EVENT_RECV:
 		if (pp->stash)
-			die("protocol error: two messages pending");
+			perf_die("protocol error: two messages pending");
 		pp->stash = ev;
 		return;
 	case CCI_EVENT_CONNECT_REQUEST:
 		/* one client at a time: turn the others away */
-		check(cci_reject(ev), "cci_reject");
+		perf_check(cci_reject(ev), "cci_reject");
 		break;
 	case CCI_EVENT_KEEPALIVE_TIMEDOUT:
 		fprintf(stderr, "pingpong: keepalive timed out\n");
 		break;
 	default:
-		die("unexpected event %s", cci_event_type_str(ev->type));
+		perf_die("unexpected event %s", cci_event_type_str(ev->type));
 	}
 	give_back(ev);
 }
@@ -297,7 +237,7 @@ static void post_send(struct pp *pp, const void *p, uint32_t len, int flags)
 		if (rc == CCI_SUCCESS)
 			break;
 		if (rc != CCI_ENOBUFS || !pp->inflight)
-			check(rc, "cci_send");
+			perf_check(rc, "cci_send");
 		handle_event(pp, must_event(pp));
 	}
 	pp->inflight++;
@@ -328,60 +268,27 @@ static void expect_ctl(cci_event_t *ev, uint32_t type)
 	const struct pp_ctl *c = as_ctl(ev);
 
 	if (!c || c->type != type)
-		die("protocol error: expected control message %u, got %u bytes",
-		    type, ev->recv.len);
+		perf_die("protocol error: expected control message %u, got %u bytes",
+			 type, ev->recv.len);
 }
 
 /* -------------------------------------------------------------- endpoint */
 
-static cci_device_t *find_device(const char *name)
-{
-	cci_device_t *const *devs;
-
-	check(cci_get_devices(&devs), "cci_get_devices");
-	for (int i = 0; devs[i]; i++)
-		if (!strcmp(devs[i]->name, name))
-			return devs[i];
-	fprintf(stderr, "pingpong: no device \"%s\"; devices:", name);
-	for (int i = 0; devs[i]; i++)
-		fprintf(stderr, " %s (%s)", devs[i]->name, devs[i]->transport);
-	fputc('\n', stderr);
-	exit(EXIT_FAILURE);
-}
-
-/* Writes the URI to a temporary file then renames it, so that a script
- * polling for the file never reads half a URI. */
-static void write_uri(const char *path, const char *uri)
-{
-	size_t n = strlen(path) + 32;
-	char *tmp = malloc(n);
-
-	if (!tmp)
-		die("out of memory");
-	snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-	FILE *f = fopen(tmp, "w");
-
-	if (!f || fprintf(f, "%s\n", uri) < 0 || fclose(f) != 0)
-		die("cannot write %s: %s", tmp, strerror(errno));
-	if (rename(tmp, path) != 0)
-		die("cannot rename %s to %s: %s", tmp, path, strerror(errno));
-	free(tmp);
-}
-
 static void open_endpoint(struct pp *pp)
 {
-	cci_device_t *dev = pp->o.device ? find_device(pp->o.device) : NULL;
+	cci_device_t *dev = pp->o.device ? perf_find_device(pp->o.device) : NULL;
 	char *uri = NULL;
 
 	pp->fd = -1;
-	check(cci_create_endpoint(dev, 0, &pp->ep, pp->o.blocking ? &pp->fd : NULL),
-	      "cci_create_endpoint");
-	check(cci_get_opt(pp->ep, CCI_OPT_ENDPT_URI, &uri), "cci_get_opt(URI)");
+	perf_check(cci_create_endpoint(dev, 0, &pp->ep, pp->o.blocking ? &pp->fd : NULL),
+		   "cci_create_endpoint");
+	perf_set_ep(pp->ep);
+	perf_check(cci_get_opt(pp->ep, CCI_OPT_ENDPT_URI, &uri), "cci_get_opt(URI)");
 	/* with --json, stdout carries only JSON lines */
 	fprintf(pp->o.json ? stderr : stdout, "Opened %s\n", uri);
 	fflush(stdout);
 	if (pp->o.outfile)
-		write_uri(pp->o.outfile, uri);
+		perf_write_uri(pp->o.outfile, uri);
 	free(uri);
 }
 
@@ -391,7 +298,7 @@ static void alloc_buffer(struct pp *pp, uint64_t len)
 
 	pp->buf_len = len ? len : 1;
 	if (posix_memalign(&p, 4096, pp->buf_len))
-		die("cannot allocate %" PRIu64 " bytes", pp->buf_len);
+		perf_die("cannot allocate %" PRIu64 " bytes", pp->buf_len);
 	pp->buf = p;
 	fill(pp->buf, pp->buf_len, 0);
 }
@@ -410,15 +317,15 @@ static void server_accept(struct pp *pp, struct pp_hello *h)
 		     h->rma_max <= PP_MAX_RMA &&
 		     (h->rma_op == 0 || h->rma_op == CCI_FLAG_WRITE ||
 		      h->rma_op == CCI_FLAG_READ);
-		check(ok ? cci_accept(ev, pp) : cci_reject(ev),
-		      ok ? "cci_accept" : "cci_reject");
+		perf_check(ok ? cci_accept(ev, pp) : cci_reject(ev),
+			   ok ? "cci_accept" : "cci_reject");
 		give_back(ev);
 		if (!ok) {
 			fprintf(stderr, "pingpong: rejected a malformed request\n");
 			continue;
 		}
 		ev = wait_type(pp, CCI_EVENT_ACCEPT);
-		check(ev->accept.status, "accept");
+		perf_check(ev->accept.status, "accept");
 		pp->conn = ev->accept.connection;
 		give_back(ev);
 		return;
@@ -433,7 +340,7 @@ static void serve_ping(struct pp *pp, cci_event_t *ev)
 	uint32_t len = ev->recv.len;
 
 	if (len > pp->buf_len)
-		die("protocol error: %u-byte ping exceeds %" PRIu64, len, pp->buf_len);
+		perf_die("protocol error: %u-byte ping exceeds %" PRIu64, len, pp->buf_len);
 	if (pp->o.verify) {
 		if (pp->send_flags & CCI_FLAG_NO_COPY)
 			wait_idle(pp); /* our buffer is still lent to the last send */
@@ -464,10 +371,10 @@ static bool serve_one(struct pp *pp, cci_event_t *ev)
 		return false;
 	}
 	if (type != CTL_RMA_DONE)
-		die("protocol error: unexpected control message %u", type);
+		perf_die("protocol error: unexpected control message %u", type);
 	if (pp->o.verify && pp->o.rma_op == CCI_FLAG_WRITE) {
 		if (size > pp->buf_len)
-			die("protocol error: RMA size %u", size);
+			perf_die("protocol error: RMA size %u", size);
 		verify(pp->buf, size, seq, "RMA write target");
 		send_ctl(pp, CTL_ACK, size, seq);
 	}
@@ -487,7 +394,7 @@ static void server_setup(struct pp *pp, const struct pp_hello *h)
 		return;
 	/* readers find a known pattern; writers are checked against theirs */
 	fill(pp->buf, pp->buf_len, PP_SEED_READ);
-	check(cci_rma_register(pp->ep, pp->buf, pp->buf_len, (int)h->rma_op,
+	perf_check(cci_rma_register(pp->ep, pp->buf, pp->buf_len, (int)h->rma_op,
 			       &pp->local_h), "cci_rma_register");
 	send_ctl(pp, CTL_HANDLE, 0, 0);
 }
@@ -504,17 +411,6 @@ static void run_server(struct pp *pp)
 
 /* ---------------------------------------------------------------- client */
 
-static const char *attr_name(cci_conn_attribute_t a)
-{
-	return a == CCI_CONN_ATTR_RO ? "ro" : a == CCI_CONN_ATTR_RU ? "ru" : "uu";
-}
-
-static const char *mode_name(uint32_t rma_op)
-{
-	return rma_op == CCI_FLAG_WRITE ? "rma_write"
-	       : rma_op == CCI_FLAG_READ ? "rma_read" : "msg";
-}
-
 static void client_connect(struct pp *pp)
 {
 	struct pp_hello h = {
@@ -524,11 +420,11 @@ static void client_connect(struct pp *pp)
 	};
 	struct timeval tv = { .tv_sec = (time_t)pp->o.timeout_s };
 
-	check(cci_connect(pp->ep, pp->o.uri, &h, sizeof(h), pp->o.attr, pp, 0,
+	perf_check(cci_connect(pp->ep, pp->o.uri, &h, sizeof(h), pp->o.attr, pp, 0,
 			  tv.tv_sec ? &tv : NULL), "cci_connect");
 	cci_event_t *ev = wait_type(pp, CCI_EVENT_CONNECT);
 
-	check(ev->connect.status, "connect");
+	perf_check(ev->connect.status, "connect");
 	pp->conn = ev->connect.connection;
 	give_back(ev);
 	pp->send_flags = pp->o.nocopy ? CCI_FLAG_NO_COPY : 0;
@@ -544,8 +440,8 @@ static void client_rma_setup(struct pp *pp)
 	memcpy(&pp->remote_h, ((const struct pp_ctl *)ev->recv.ptr)->handle,
 	       sizeof(pp->remote_h));
 	give_back(ev);
-	check(cci_rma_register(pp->ep, pp->buf, pp->o.rma_max, 0, &pp->local_h),
-	      "cci_rma_register");
+	perf_check(cci_rma_register(pp->ep, pp->buf, pp->o.rma_max, 0, &pp->local_h),
+		   "cci_rma_register");
 }
 
 static void ping_once(struct pp *pp, uint32_t size, uint64_t seq)
@@ -564,7 +460,7 @@ static void ping_once(struct pp *pp, uint32_t size, uint64_t seq)
 	cci_event_t *ev = wait_recv(pp);
 
 	if (ev->recv.len != size)
-		die("echo of %u bytes for a %u-byte ping", ev->recv.len, size);
+		perf_die("echo of %u bytes for a %u-byte ping", ev->recv.len, size);
 	if (pp->o.verify)
 		verify(ev->recv.ptr, size, seq, "echo");
 	pp->held = ev;
@@ -589,7 +485,7 @@ static void rma_once(struct pp *pp, uint32_t size, uint64_t seq)
 			     &pp->remote_h, 0, size, NULL, (int)pp->o.rma_op)) == CCI_ENOBUFS
 	       && pp->inflight)
 		handle_event(pp, must_event(pp));
-	check(rc, "cci_rma");
+	perf_check(rc, "cci_rma");
 	pp->inflight++;
 	wait_idle(pp);
 	if (!pp->o.verify)
@@ -631,15 +527,15 @@ static double time_size(struct pp *pp, uint32_t size, uint32_t iters, uint32_t w
 {
 	uint32_t nb = pp->o.mean || iters < 10 * PP_BATCH ? 0 : iters / PP_BATCH;
 	uint64_t *batch = nb ? calloc(nb, sizeof(*batch)) : NULL;
-	uint64_t t0 = now_ns(), tb = 0;
+	uint64_t t0 = perf_now_ns(), tb = 0;
 	double us;
 
 	for (uint32_t i = 0; i < warmup + iters; i++) {
 		if (i == warmup)
-			t0 = tb = now_ns();
+			t0 = tb = perf_now_ns();
 		else if (batch && i > warmup && (i - warmup) % PP_BATCH == 0 &&
 		         (i - warmup) / PP_BATCH <= nb) {
-			uint64_t t = now_ns();
+			uint64_t t = perf_now_ns();
 			batch[(i - warmup) / PP_BATCH - 1] = t - tb;
 			tb = t;
 		}
@@ -652,8 +548,8 @@ static double time_size(struct pp *pp, uint32_t size, uint32_t iters, uint32_t w
 	 * records the last one, which would otherwise stay 0 and pull the
 	 * median down */
 	if (batch && iters == nb * PP_BATCH)
-		batch[nb - 1] = now_ns() - tb;
-	us = (double)(now_ns() - t0) / 1e3 / iters;
+		batch[nb - 1] = perf_now_ns() - tb;
+	us = (double)(perf_now_ns() - t0) / 1e3 / iters;
 	if (pp->held)
 		give_back(pp->held);
 	pp->held = NULL;
@@ -672,8 +568,8 @@ static void print_header(struct pp *pp, uint64_t max)
 		return;
 	printf("# %s transport (device %s), %s connection, %s%s%s, sizes up to %" PRIu64
 	       ", %u iterations (fewer from 64 KiB)\n",
-	       pp->ep->device->transport, pp->ep->device->name, attr_name(pp->o.attr),
-	       mode_name(pp->o.rma_op), pp->o.blocking ? ", blocking" : "",
+	       pp->ep->device->transport, pp->ep->device->name, perf_attr_name(pp->o.attr),
+	       perf_mode_name(pp->o.rma_op), pp->o.blocking ? ", blocking" : "",
 	       pp->o.nocopy ? ", no-copy" : "", max, pp->o.iters);
 	printf("# latency: %s\n", pp->o.mean || pp->o.iters < 10 * PP_BATCH
 	       ? "mean of all round trips" : "median of batches of 100 round trips");
@@ -694,7 +590,7 @@ static void print_row(struct pp *pp, uint32_t size, uint32_t iters, double lat)
 		       "\"blocking\":%s,\"nocopy\":%s}\n",
 		       size, lat, bw, pp->o.rma_op ? "round-trip" : "one-way", iters,
 		       pp->ep->device->transport, pp->ep->device->name,
-		       attr_name(pp->o.attr), mode_name(pp->o.rma_op),
+		       perf_attr_name(pp->o.attr), perf_mode_name(pp->o.rma_op),
 		       pp->o.blocking ? "true" : "false", pp->o.nocopy ? "true" : "false");
 	}
 	fflush(stdout);
@@ -785,45 +681,6 @@ static void usage(FILE *f)
 		"  --json      one JSON object per row on stdout (Opened goes to stderr)\n");
 }
 
-static uint64_t parse_size(const char *s)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
-	int shift = 0;
-
-	if (end == s)
-		die("bad size \"%s\"", s);
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	default: break;
-	}
-	if (*end || v > (UINT64_MAX >> shift))
-		die("bad size \"%s\"", s);
-	return (uint64_t)v << shift;
-}
-
-static uint32_t parse_count(const char *s, uint32_t min)
-{
-	uint64_t v = parse_size(s);
-
-	if (v < min || v > UINT32_MAX)
-		die("bad count \"%s\"", s);
-	return (uint32_t)v;
-}
-
-static cci_conn_attribute_t parse_attr(const char *s)
-{
-	if (!strcasecmp(s, "ro"))
-		return CCI_CONN_ATTR_RO;
-	if (!strcasecmp(s, "ru"))
-		return CCI_CONN_ATTR_RU;
-	if (!strcasecmp(s, "uu"))
-		return CCI_CONN_ATTR_UU;
-	die("bad connection attribute \"%s\" (ro, ru or uu)", s);
-}
-
 static void parse_one(struct pp_opts *o, int c, const char *arg)
 {
 	switch (c) {
@@ -831,18 +688,18 @@ static void parse_one(struct pp_opts *o, int c, const char *arg)
 	case 'h': o->uri = arg; break;
 	case 'o': o->outfile = arg; break;
 	case 'D': o->device = arg; break;
-	case 'c': o->attr = parse_attr(arg); break;
+	case 'c': o->attr = perf_parse_attr(arg, true); break;
 	case 'w': o->rma_op = CCI_FLAG_WRITE; break;
 	case 'r': o->rma_op = CCI_FLAG_READ; break;
-	case 'm': o->rma_max = parse_size(arg); break;
-	case 'i': o->iters = parse_count(arg, 1); break;
-	case 'W': o->warmup = parse_count(arg, 0); break;
+	case 'm': o->rma_max = perf_parse_size(arg); break;
+	case 'i': o->iters = perf_parse_count(arg, 1, UINT32_MAX); break;
+	case 'W': o->warmup = perf_parse_count(arg, 0, UINT32_MAX); break;
 	case 'b': o->blocking = true; break;
 	case 'n': o->nocopy = true; break;
 	case 'N': o->nomsg = true; break;
 	case 'A': o->mean = true; break;
 	case 'V': o->verify = true; break;
-	case 't': o->timeout_s = parse_count(arg, 0); break;
+	case 't': o->timeout_s = perf_parse_count(arg, 0, UINT32_MAX); break;
 	case 'j': o->json = true; break;
 	case 'H': usage(stdout); exit(EXIT_SUCCESS);
 	default: usage(stderr); exit(EXIT_FAILURE);
@@ -863,13 +720,13 @@ static void parse_opts(struct pp_opts *o, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "sh:o:D:c:wrm:i:W:bnNAVt:", longs, NULL)) != -1)
 		parse_one(o, c, optarg);
 	if (optind != argc || o->server == !!o->uri)
-		die("give either -s or -h URI (--help for usage)");
+		perf_die("give either -s or -h URI (--help for usage)");
 	if (o->rma_op && o->attr == CCI_CONN_ATTR_UU)
-		die("RMA needs a reliable connection (-c ro or ru)");
+		perf_die("RMA needs a reliable connection (-c ro or ru)");
 	if (o->rma_op && (o->rma_max == 0 || o->rma_max > PP_MAX_RMA))
-		die("-m must be between 1 and %llu", PP_MAX_RMA);
+		perf_die("-m must be between 1 and %llu", PP_MAX_RMA);
 	if (o->verify && o->nomsg && o->rma_op == CCI_FLAG_WRITE)
-		die("-V with -w needs the completion message (drop -N)");
+		perf_die("-V with -w needs the completion message (drop -N)");
 }
 
 /* --------------------------------------------------------------- cleanup */
@@ -877,12 +734,13 @@ static void parse_opts(struct pp_opts *o, int argc, char **argv)
 static void teardown(struct pp *pp)
 {
 	if (pp->conn)
-		check(cci_disconnect(pp->conn), "cci_disconnect");
+		perf_check(cci_disconnect(pp->conn), "cci_disconnect");
 	if (pp->local_h)
-		check(cci_rma_deregister(pp->ep, pp->local_h), "cci_rma_deregister");
-	check(cci_destroy_endpoint(pp->ep), "cci_destroy_endpoint");
+		perf_check(cci_rma_deregister(pp->ep, pp->local_h), "cci_rma_deregister");
+	perf_check(cci_destroy_endpoint(pp->ep), "cci_destroy_endpoint");
 	pp->ep = NULL;
-	check(cci_finalize(), "cci_finalize");
+	perf_set_ep(NULL);
+	perf_check(cci_finalize(), "cci_finalize");
 	free(pp->buf);
 }
 
@@ -890,9 +748,9 @@ int main(int argc, char **argv)
 {
 	static struct pp pp;
 
+	perf_set_prog("pingpong");
 	parse_opts(&pp.o, argc, argv);
-	g_pp = &pp;
-	check(cci_init(CCI_ABI_VERSION, 0, NULL), "cci_init");
+	perf_check(cci_init(CCI_ABI_VERSION, 0, NULL), "cci_init");
 	open_endpoint(&pp);
 	if (pp.o.server)
 		run_server(&pp);
