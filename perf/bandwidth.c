@@ -57,12 +57,9 @@ static void usage(FILE *f)
 
 static void parse_one(struct bench *b, struct bw_opts *o, int c, const char *arg)
 {
+	if (bench_parse_common(b, c, arg))
+		return;
 	switch (c) {
-	case 's': b->server = true; break;
-	case 'h': b->uri = arg; break;
-	case 'o': b->outfile = arg; break;
-	case 'D': b->device = arg; break;
-	case 'c': b->attr = perf_parse_attr(arg, false); break;
 	case 'W': o->rma_op = CCI_FLAG_WRITE; break;
 	case 'R': o->rma_op = CCI_FLAG_READ; break;
 	case 'w': o->window = perf_parse_count(arg, 1, 1u << 20); break;
@@ -72,10 +69,7 @@ static void parse_one(struct bench *b, struct bw_opts *o, int c, const char *arg
 	case 'B': o->budget = perf_parse_size(arg); break;
 	case 'u': o->warmup = perf_parse_count(arg, 0, UINT32_MAX);
 		  o->warmup_set = true; break;
-	case 'b': b->blocking = true; break;
 	case 'n': b->nocopy = true; break;
-	case 't': b->timeout_s = perf_parse_count(arg, 0, 86400); break;
-	case 'j': b->json = true; break;
 	case 'H': usage(stdout); exit(EXIT_SUCCESS);
 	default: usage(stderr); exit(EXIT_FAILURE);
 	}
@@ -94,8 +88,7 @@ static void parse_opts(struct bench *b, struct bw_opts *o, int argc, char **argv
 	*o = (struct bw_opts){ .window = 64, .iters = 100000, .budget = 256u << 20 };
 	while ((c = getopt_long(argc, argv, "sh:o:D:c:WRw:m:S:i:B:bnt:", longs, NULL)) != -1)
 		parse_one(b, o, c, optarg);
-	if (optind != argc || b->server == !!b->uri)
-		perf_die("give either -s or -h URI (--help for usage)");
+	bench_check_common(b, optind, argc);
 	if (o->rma_op && !o->max)
 		o->max = o->only ? o->only : 4u << 20;
 	if (o->max > BENCH_MAX_RMA || o->only > BENCH_MAX_RMA)

@@ -14,6 +14,30 @@
 
 #include "bench.h"
 
+/* --------------------------------------------------------------- options */
+
+bool bench_parse_common(struct bench *b, int c, const char *arg)
+{
+	switch (c) {
+	case 's': b->server = true; break;
+	case 'h': b->uri = arg; break;
+	case 'o': b->outfile = arg; break;
+	case 'D': b->device = arg; break;
+	case 'c': b->attr = perf_parse_attr(arg, false); break;
+	case 'b': b->blocking = true; break;
+	case 't': b->timeout_s = perf_parse_count(arg, 0, 86400); break;
+	case 'j': b->json = true; break;
+	default: return false;
+	}
+	return true;
+}
+
+void bench_check_common(const struct bench *b, int optind, int argc)
+{
+	if (optind != argc || b->server == !!b->uri)
+		perf_die("give either -s or -h URI (--help for usage)");
+}
+
 /* ---------------------------------------------------------------- events */
 
 bool bench_poll(struct bench *b, cci_event_t **ev)
@@ -116,12 +140,7 @@ static void wait_idle(struct bench *b)
  * count up by one and so never start with the magic). */
 static const struct bench_ctl *as_ctl(cci_event_t *ev)
 {
-	uint64_t magic;
-
-	if (ev->recv.len != sizeof(struct bench_ctl))
-		return NULL;
-	memcpy(&magic, ev->recv.ptr, sizeof(magic));
-	return magic == BENCH_MAGIC ? (const struct bench_ctl *)ev->recv.ptr : NULL;
+	return perf_ctl_payload(ev, sizeof(struct bench_ctl), BENCH_MAGIC);
 }
 
 static uint64_t expect_ctl(cci_event_t *ev, uint32_t type)

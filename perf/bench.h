@@ -65,6 +65,14 @@ struct bench {
 	uint64_t buf_len;
 };
 
+/* The options both programs take: -s, -h URI, -o FILE, -D NAME, -c ATTR,
+ * -b, -t SECS and --json (getopt code 'j').  True when c was one of them,
+ * now stored in b; false leaves c to the program. */
+bool bench_parse_common(struct bench *b, int c, const char *arg);
+/* After getopt: dies unless exactly one of -s and -h was given and no
+ * operand is left. */
+void bench_check_common(const struct bench *b, int optind, int argc);
+
 /* cci_init, the endpoint (-D, -b), "Opened <uri>", the -o file. */
 void bench_open(struct bench *b);
 /* Disconnects, deregisters, destroys the endpoint, finalizes, frees. */

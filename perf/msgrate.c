@@ -50,12 +50,9 @@ static void usage(FILE *f)
 
 static void parse_one(struct bench *b, struct mr_opts *o, int c, const char *arg)
 {
+	if (bench_parse_common(b, c, arg))
+		return;
 	switch (c) {
-	case 's': b->server = true; break;
-	case 'h': b->uri = arg; break;
-	case 'o': b->outfile = arg; break;
-	case 'D': b->device = arg; break;
-	case 'c': b->attr = perf_parse_attr(arg, false); break;
 	case 'n': o->conns = perf_parse_count(arg, 1, BENCH_MAX_CONNS); break;
 	case 'S': o->size = perf_parse_count(arg, 0, UINT32_MAX); break;
 	case 'w': o->window = perf_parse_count(arg, 1, 1u << 20); break;
@@ -64,9 +61,6 @@ static void parse_one(struct bench *b, struct mr_opts *o, int c, const char *arg
 		  o->warmup_set = true; break;
 	case 'f': o->fixed = true; break;
 	case 'N': b->nocopy = true; break;
-	case 'b': b->blocking = true; break;
-	case 't': b->timeout_s = perf_parse_count(arg, 0, 86400); break;
-	case 'j': b->json = true; break;
 	case 'H': usage(stdout); exit(EXIT_SUCCESS);
 	default: usage(stderr); exit(EXIT_FAILURE);
 	}
@@ -87,8 +81,7 @@ static void parse_opts(struct bench *b, struct mr_opts *o, int argc, char **argv
 	*o = (struct mr_opts){ .conns = 4, .window = 64, .iters = 1000000, .size = 8 };
 	while ((c = getopt_long(argc, argv, "sh:o:D:c:n:S:w:i:bt:", longs, NULL)) != -1)
 		parse_one(b, o, c, optarg);
-	if (optind != argc || b->server == !!b->uri)
-		perf_die("give either -s or -h URI (--help for usage)");
+	bench_check_common(b, optind, argc);
 }
 
 static void print_row(struct bench *b, const struct mr_opts *o, uint32_t k, uint64_t ns)

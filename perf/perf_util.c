@@ -103,6 +103,16 @@ const char *perf_mode_name(uint32_t rma_op)
 	       : rma_op == CCI_FLAG_READ ? "rma_read" : "msg";
 }
 
+const void *perf_ctl_payload(const cci_event_t *ev, uint32_t size, uint64_t magic)
+{
+	uint64_t head;
+
+	if (ev->recv.len != size)
+		return NULL;
+	memcpy(&head, ev->recv.ptr, sizeof(head));
+	return head == magic ? ev->recv.ptr : NULL;
+}
+
 bool perf_block_on_fd(cci_endpoint_t *ep, int fd, uint64_t deadline)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };

@@ -32,6 +32,11 @@ const char *perf_attr_name(cci_conn_attribute_t a);
 /* "msg", "rma_write" or "rma_read". */
 const char *perf_mode_name(uint32_t rma_op);
 
+/* The benchmarks' control messages start with a 64-bit magic that no data
+ * payload holds.  ev's payload when it is size bytes and starts with
+ * magic, else NULL (a data message).  Valid until ev is returned. */
+const void *perf_ctl_payload(const cci_event_t *ev, uint32_t size, uint64_t magic);
+
 /* Sleep on the OS handle fd of ep until it turns readable or deadline
  * (perf_now_ns time, 0: none) passes; false when it passed.  Arms the
  * handle first: if events are already waiting, returns at once. */

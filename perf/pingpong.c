@@ -255,12 +255,7 @@ static void send_ctl(struct pp *pp, uint32_t type, uint32_t size, uint64_t seq)
 /* The control message in ev, or NULL for a ping payload. */
 static const struct pp_ctl *as_ctl(cci_event_t *ev)
 {
-	uint64_t magic;
-
-	if (ev->recv.len != sizeof(struct pp_ctl))
-		return NULL;
-	memcpy(&magic, ev->recv.ptr, sizeof(magic));
-	return magic == PP_MAGIC ? (const struct pp_ctl *)ev->recv.ptr : NULL;
+	return perf_ctl_payload(ev, sizeof(struct pp_ctl), PP_MAGIC);
 }
 
 static void expect_ctl(cci_event_t *ev, uint32_t type)

@@ -20,6 +20,22 @@ struct pairs {
 	int n; /* open pairs: ca[i] at a is connected to cb[i] at b */
 };
 
+/* Two endpoints on 127.0.0.1 in p; returns b's URI (the caller frees it). */
+static char *pairs_init(struct pairs *p)
+{
+	cci_device_t *dev = st_init("127.0.0.1");
+	char *uri;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+	p->a = st_endpoint(dev);
+	p->b = st_endpoint(dev);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p->a);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p->b);
+	uri = st_uri(p->b);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(uri);
+	return uri;
+}
+
 /* Connect a to b once; both ends, or a failed assertion. */
 static int pair_open(struct pairs *p, const char *uri)
 {
@@ -74,16 +90,8 @@ static void each_pair_delivers(struct pairs *p, int round)
 static void messages_flow_as_connections_come_and_go(void)
 {
 	struct pairs p = { 0 };
-	cci_device_t *dev = st_init("127.0.0.1");
-	char *uri;
+	char *uri = pairs_init(&p);
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
-	p.a = st_endpoint(dev);
-	p.b = st_endpoint(dev);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(p.a);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(p.b);
-	uri = st_uri(p.b);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(uri);
 	/* Growing: each count from 1 to 6 crosses into the epoll set once. */
 	for (int k = 0; k < WATCH_CONNS; k++) {
 		pair_open(&p, uri);
@@ -132,19 +140,11 @@ static void messages_flow_as_connections_come_and_go(void)
 static void a_sender_that_never_polls_still_moves(void)
 {
 	struct pairs p = { 0 };
-	cci_device_t *dev = st_init("127.0.0.1");
 	int got = 0, sent = 0, enobufs = 0;
-	char *uri;
+	char *uri = pairs_init(&p);
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
-	p.a = st_endpoint(dev);
-	p.b = st_endpoint(dev);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(p.a);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(p.b);
 	CU_ASSERT_EQUAL(cci_set_opt(p.a, CCI_OPT_ENDPT_SEND_BUF_COUNT, &(uint32_t){ 16 }),
 	                CCI_SUCCESS);
-	uri = st_uri(p.b);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(uri);
 	pair_open(&p, uri);
 	for (uint64_t stop = st_now_ms() + 10000; got < SPIN_MSGS && st_now_ms() < stop;) {
 		cci_event_t *ev;
