@@ -263,6 +263,21 @@ static int register_all(const char *filter, const char *no_device)
 	return 0;
 }
 
+/* Repeat every failure at the very end: a CI log shows only the tail of a
+ * long run, where the verbose lines of an early test are already gone. */
+static void print_failures(void)
+{
+	const CU_FailureRecord *f = CU_get_failure_list();
+
+	if (!f)
+		return;
+	printf("\nFailures:\n");
+	for (; f; f = f->pNext)
+		printf("  FAIL %s: %s:%u: %s\n", f->pTest ? f->pTest->pName : "?",
+		       f->strFileName ? f->strFileName : "?", f->uiLineNumber,
+		       f->strCondition ? f->strCondition : "");
+}
+
 int h_run(const char *filter)
 {
 	const char *no_device = probe_device();
@@ -283,6 +298,7 @@ int h_run(const char *filter)
 		for (size_t i = 0; i < nskipped; i++)
 			printf("  SKIP %s\n", skipped[i]);
 	}
+	print_failures();
 	failures = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
 	if (CU_get_error() != CUE_SUCCESS)
 		failures++;
