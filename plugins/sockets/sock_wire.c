@@ -51,29 +51,6 @@ void sock_hdr_encode(uint8_t *b, const struct sock_hdr *h)
 	sock_put64(b + 16, h->ack);
 }
 
-int sock_type_sequenced(uint8_t type)
-{
-	return type == SOCK_F_MSG || type == SOCK_F_WR_END;
-}
-
-uint32_t sock_sub_len(uint8_t type)
-{
-	switch (type) {
-	case SOCK_F_WR_DATA:
-		return 24;
-	case SOCK_F_RD_REQ:
-		return 32;
-	case SOCK_F_RD_DATA:
-		return 16;
-	case SOCK_F_WR_END:
-	case SOCK_F_RD_END:
-	case SOCK_F_RMA_NACK:
-		return 8;
-	default:
-		return 0;
-	}
-}
-
 /* Is len a possible payload length for type under lim? */
 static int len_ok(uint8_t type, uint32_t len, const struct sock_limits *lim)
 {

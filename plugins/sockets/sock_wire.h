@@ -104,10 +104,31 @@ void sock_hdr_encode(uint8_t *b, const struct sock_hdr *h);
 /* Decode and check a header against lim: 0, or -1 with *why set. */
 int sock_hdr_decode(const uint8_t *b, const struct sock_limits *lim, struct sock_hdr *h,
                     const char **why);
-/* Is this frame type sequenced (counted by seq/ack)? */
-int sock_type_sequenced(uint8_t type);
+/* Is this frame type sequenced (counted by seq/ack)?  Inline, as the next
+ * one: both are asked for every frame on the data path. */
+static inline int sock_type_sequenced(uint8_t type)
+{
+	return type == SOCK_F_MSG || type == SOCK_F_WR_END;
+}
+
 /* Bytes of sub-header an RMA frame type starts with (0 for the others). */
-uint32_t sock_sub_len(uint8_t type);
+static inline uint32_t sock_sub_len(uint8_t type)
+{
+	switch (type) {
+	case SOCK_F_WR_DATA:
+		return 24;
+	case SOCK_F_RD_REQ:
+		return 32;
+	case SOCK_F_RD_DATA:
+		return 16;
+	case SOCK_F_WR_END:
+	case SOCK_F_RD_END:
+	case SOCK_F_RMA_NACK:
+		return 8;
+	default:
+		return 0;
+	}
+}
 
 void sock_hello_encode(uint8_t *b, const struct sock_hello *h);
 int sock_hello_decode(const uint8_t *b, uint32_t len, struct sock_hello *h, const char **why);
