@@ -224,14 +224,34 @@ static int frame_begin(struct tcp_conn *tc)
 }
 
 /* Header bytes from the stage; 1 when a header is decoded, 0 for more
- * bytes, -1 when the connection broke. */
+ * bytes, -1 when the connection broke.  A header wholly staged (the usual
+ * case) is decoded in place; one cut by the end of a read is gathered in
+ * tc->fh first. */
 static int rx_header(struct tcp_conn *tc)
 {
+	struct sock_limits lim = { tc->mss, TCP_FRAG_MAX };
+	const uint8_t *hdr = tc->fh;
 	const char *why = NULL;
-	uint32_t need;
+	uint32_t need, avail = tc->st_end - tc->st_pos;
 
+	if (tc->fh_have == 0 && avail >= SOCK_HDR_LEN) {
+		hdr = tc->stage + tc->st_pos;
+		if (sock_hdr_decode(hdr, &lim, &tc->h, &why) != 0)
+			goto bad;
+		need = SOCK_HDR_LEN + sock_sub_len(tc->h.type);
+		if (avail >= need) {
+			tc->st_pos += need;
+			goto decoded;
+		}
+		hdr = tc->fh; /* the sub-header is cut: gather it below */
+		memcpy(tc->fh, tc->stage + tc->st_pos, avail);
+		tc->fh_have = avail;
+		tc->st_pos = tc->st_end;
+		return 0;
+	}
 	for (;;) {
-		uint32_t k, avail = tc->st_end - tc->st_pos;
+		uint32_t k;
+		avail = tc->st_end - tc->st_pos;
 		need = SOCK_HDR_LEN + (tc->fh_have >= SOCK_HDR_LEN ? sock_sub_len(tc->h.type) : 0);
 		if (tc->fh_have == need)
 			break;
@@ -241,22 +261,19 @@ static int rx_header(struct tcp_conn *tc)
 		memcpy(tc->fh + tc->fh_have, tc->stage + tc->st_pos, k);
 		tc->st_pos += k;
 		tc->fh_have += k;
-		if (tc->fh_have == SOCK_HDR_LEN) {
-			struct sock_limits lim = { tc->mss, TCP_FRAG_MAX };
-			if (sock_hdr_decode(tc->fh, &lim, &tc->h, &why) != 0) {
-				tcp_rx_fail(tc, why);
-				return -1;
-			}
-		}
+		if (tc->fh_have == SOCK_HDR_LEN && sock_hdr_decode(tc->fh, &lim, &tc->h, &why) != 0)
+			goto bad;
 	}
+decoded:
 	if (need > SOCK_HDR_LEN &&
-	    sock_sub_decode(tc->fh + SOCK_HDR_LEN, tc->h.type, &tc->sub, &why) != 0) {
-		tcp_rx_fail(tc, why);
-		return -1;
-	}
+	    sock_sub_decode(hdr + SOCK_HDR_LEN, tc->h.type, &tc->sub, &why) != 0)
+		goto bad;
 	tc->fh_have = 0;
 	tc->fh_ready = 1;
 	return 1;
+bad:
+	tcp_rx_fail(tc, why);
+	return -1;
 }
 
 /* Consume the staged bytes.  0 when they are used up, else stalled/broken. */
