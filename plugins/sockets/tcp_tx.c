@@ -436,38 +436,34 @@ int tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done)
 
 /*
  * The usual small send: a message alone in the queue, no control bytes
- * waiting, its frame at most TCP_LINEAR_MAX bytes.  One copy and one
- * send(), without the gather and advance steps of tcp_tx_flush (a few
- * hundred instructions on a ping-pong's critical path).  Returns 1 when
- * the whole frame left; else 0 and tcp_tx_flush goes on from where this
- * stopped (a short write leaves frame_off set, an error is met again).
+ * waiting, its frame at most TCP_LINEAR_MAX bytes.  Its own iovecs go to
+ * tx_write (one copy, one send()), without gather's walk of the queue and
+ * tcp_tx_flush's second look for more (a few hundred instructions on a
+ * ping-pong's critical path).  Returns 1 when the whole frame left; else 0
+ * and tcp_tx_flush goes on from where this stopped (a short write is
+ * advanced past, an error is met again there).
  */
 static int tx_alone(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done)
 {
-	char lin[TCP_LINEAR_MAX];
-	size_t off;
+	struct iovec iov[TCP_OP_IOV + 1];
+	struct msghdr mh = { .msg_iov = iov };
+	uint64_t len;
 	ssize_t n;
 
 	if (op->kind != TCP_OP_MSG || op->fence || op->len > TCP_LINEAR_MAX - SOCK_HDR_LEN ||
 	    tcp_state(tc) != SOCK_CONN_OPEN)
 		return 0;
 	tcp_op_prepare(op);
-	if (op->frame_len > sizeof(lin))
+	mh.msg_iovlen = op_iov(op, iov);
+	len = op->frame_len;
+	n = tx_write(tc->fd, &mh, len);
+	if (n <= 0)
 		return 0;
-	memcpy(lin, op->hdr, op->hdr_len);
-	off = op->hdr_len;
-	for (uint32_t i = 0; i < op->piovcnt; i++) {
-		memcpy(lin + off, op->piov[i].iov_base, op->piov[i].iov_len);
-		off += op->piov[i].iov_len;
-	}
-	do
-		n = sock_send(tc->fd, lin, off, MSG_DONTWAIT | MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)off) {
-		if (n > 0)
-			op->frame_off = (uint64_t)n;
+	if ((uint64_t)n < len) {
+		advance(tc, (uint64_t)n, 0, done);
 		return 0;
 	}
+	/* advance()'s work for a whole single frame, without its walk. */
 	tcp_op_frame_done(op);
 	tc->txq = tc->txq_tail = NULL;
 	op->in_txq = 0;
