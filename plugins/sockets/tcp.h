@@ -31,7 +31,9 @@
  *                   teardown (connect, accept, disconnect) take it.
  *   sep->lock       the receive side of every connection, the connection
  *                   lists and states; progress() takes it for a pass.
- *   tc->tx_lock     one connection's transmit side: queues, sequence numbers.
+ *   tc->tx_lock     one connection's transmit side: queues, sequence numbers
+ *                   (a spinlock: queue moves and non-blocking sends; taken
+ *                   twice per message, where a mutex costs ~50 instructions).
  *   sep->pool_lock  the op free list and copy buffers (a spinlock: a few
  *                   pointer moves, never held across a call that blocks).
  */
@@ -49,6 +51,7 @@
 #include "sock_addr.h"
 #include "sock_conn.h"
 #include "sock_wire.h"
+#include "spin.h"
 
 extern const struct cci_core *tcp_core;
 
@@ -183,7 +186,7 @@ struct tcp_conn {
 	void *context;
 
 	/* Transmit side, under tx_lock. */
-	pthread_mutex_t tx_lock;
+	cci__spinlock_t tx_lock;
 	struct tcp_op *txq, *txq_tail;
 	struct tcp_op *infl, *infl_tail;
 	struct tcp_op *reads;
@@ -386,6 +389,8 @@ int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 
 /* tcp_frame.c */
 void tcp_op_prepare(struct tcp_op *op);
+uint32_t tcp_msg_linear(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt,
+                        uint8_t *b, uint64_t *ack);
 int tcp_op_frame_done(struct tcp_op *op);
 
 /* tcp_rx.c */

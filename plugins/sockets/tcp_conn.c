@@ -20,7 +20,6 @@ int tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, in
 	tc->fd = fd;
 	tc->mss = sep->mss;
 	atomic_store(&tc->state, SOCK_CONN_CONNECTING);
-	pthread_mutex_init(&tc->tx_lock, NULL);
 	snprintf(tc->peer, sizeof(tc->peer), "(unknown peer)");
 	return CCI_SUCCESS;
 }
@@ -143,14 +142,14 @@ void tcp_conn_break(struct tcp_conn *tc, int status, const char *why)
 {
 	struct tcp_op *ops;
 
-	pthread_mutex_lock(&tc->tx_lock);
+	cci__spin_lock(&tc->tx_lock);
 	if (tcp_state(tc) != SOCK_CONN_OPEN) {
-		pthread_mutex_unlock(&tc->tx_lock);
+		cci__spin_unlock(&tc->tx_lock);
 		return;
 	}
 	set_state(tc, SOCK_CONN_BROKEN);
 	ops = ops_detach(tc);
-	pthread_mutex_unlock(&tc->tx_lock);
+	cci__spin_unlock(&tc->tx_lock);
 	TCP_LOG(CCI_LOG_CONN, "tcp: connection with %s broken (%s)", tc->peer, why);
 	rx_unlist(tc);
 	tcp_rx_release(tc);
@@ -205,12 +204,12 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 	if (tc->w_on)
 		ev_io_stop(sep->loop, &tc->w_w);
 	tc->w_on = 0;
-	pthread_mutex_lock(&tc->tx_lock);
+	cci__spin_lock(&tc->tx_lock);
 	clean = tcp_state(tc) == SOCK_CONN_OPEN && tc->ctl_off == 0 &&
 	        !(tc->txq && tc->txq->prepared && tc->txq->frame_off > 0);
 	ops = ops_detach(tc);
 	set_state(tc, SOCK_CONN_CLOSED);
-	pthread_mutex_unlock(&tc->tx_lock);
+	cci__spin_unlock(&tc->tx_lock);
 	if (clean)
 		close_gracefully(tc);
 	rx_unlist(tc);
@@ -224,7 +223,6 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 	conn_unlink(tc);
 	free(tc->stage);
 	tc->stage = NULL;
-	pthread_mutex_destroy(&tc->tx_lock);
 }
 
 int tcp_disconnect(cci__conn_t *conn)
@@ -263,7 +261,7 @@ static int send_expired(struct tcp_conn *tc, uint64_t now)
 
 	if (limit == 0)
 		return 0;
-	pthread_mutex_lock(&tc->tx_lock);
+	cci__spin_lock(&tc->tx_lock);
 	op = tc->infl ? tc->infl : tc->txq;
 	while (op && op->kind == TCP_OP_RDRESP)
 		op = op->next;
@@ -271,7 +269,7 @@ static int send_expired(struct tcp_conn *tc, uint64_t now)
 		op = tc->reads;
 	if (op && now > op->t_ns && now - op->t_ns > limit)
 		expired = 1;
-	pthread_mutex_unlock(&tc->tx_lock);
+	cci__spin_unlock(&tc->tx_lock);
 	return expired;
 }
 
@@ -304,10 +302,10 @@ static void keepalive_check(struct tcp_conn *tc, uint64_t now)
 	/* Probe a quiet peer a few times per period: its PONG is a sign of life. */
 	if (idle >= ka / 4 && now - tc->last_ping_ns >= ka / 4) {
 		tc->last_ping_ns = now;
-		pthread_mutex_lock(&tc->tx_lock);
+		cci__spin_lock(&tc->tx_lock);
 		tcp_ctl_push(tc, SOCK_F_PING, NULL);
 		tcp_tx_flush(tc, &done);
-		pthread_mutex_unlock(&tc->tx_lock);
+		cci__spin_unlock(&tc->tx_lock);
 		tcp_ops_complete(tc->sep, done);
 	}
 }

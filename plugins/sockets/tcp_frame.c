@@ -134,6 +134,32 @@ void tcp_op_prepare(struct tcp_op *op)
 	op->prepared = 1;
 }
 
+/*
+ * The whole frame of a message that fits TCP_LINEAR_MAX, header and bytes,
+ * written to b for a single send(); returns its length.  op stays
+ * unprepared: tcp_op_prepare builds the same frame (same seq and flags) if
+ * the socket does not take it all.  *ack is the acknowledgement it carries.
+ */
+uint32_t tcp_msg_linear(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt,
+                        uint8_t *b, uint64_t *ack)
+{
+	struct tcp_conn *tc = op->tc;
+	struct sock_hdr h = { .type = SOCK_F_MSG, .len = op->len, .seq = op->seq };
+	uint32_t off = SOCK_HDR_LEN;
+
+	if (want_ack_now(op))
+		h.flags = SOCK_FL_ACK_NOW;
+	h.ack = atomic_load_explicit(&tc->rx_seq, memory_order_relaxed);
+	atomic_store_explicit(&tc->ack_sent, h.ack, memory_order_relaxed);
+	*ack = h.ack;
+	sock_hdr_encode(b, &h);
+	for (uint32_t i = 0; i < iovcnt; i++) {
+		memcpy(b + off, iov[i].iov_base, iov[i].iov_len);
+		off += (uint32_t)iov[i].iov_len;
+	}
+	return off;
+}
+
 int tcp_op_frame_done(struct tcp_op *op)
 {
 	uint8_t type = op->hdr[1];

@@ -78,9 +78,9 @@ static void ww_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)revents;
 	pthread_mutex_lock(&sep->lock);
 	if (tcp_state(tc) == SOCK_CONN_OPEN) {
-		pthread_mutex_lock(&tc->tx_lock);
+		cci__spin_lock(&tc->tx_lock);
 		tcp_tx_flush(tc, &done);
-		pthread_mutex_unlock(&tc->tx_lock);
+		cci__spin_unlock(&tc->tx_lock);
 		tcp_ops_complete(sep, done);
 	}
 	tcp_ww_update(tc);

@@ -61,9 +61,9 @@ int tcp_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 		tcp_op_put(sep, op);
 		return CCI_ENOMEM;
 	}
-	pthread_mutex_lock(&tc->tx_lock);
+	cci__spin_lock(&tc->tx_lock);
 	if (tcp_state(tc) != SOCK_CONN_OPEN) {
-		pthread_mutex_unlock(&tc->tx_lock);
+		cci__spin_unlock(&tc->tx_lock);
 		tcp_op_put(sep, op);
 		return CCI_ERR_DISCONNECTED;
 	}
@@ -71,7 +71,7 @@ int tcp_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 	if (op->kind == TCP_OP_WRITE)
 		op->seq = tc->tx_seq++;
 	tcp_txq_push(tc, op, &done);
-	pthread_mutex_unlock(&tc->tx_lock);
+	cci__spin_unlock(&tc->tx_lock);
 	tcp_ops_complete(sep, done);
 	return CCI_SUCCESS;
 }
@@ -109,10 +109,10 @@ static void wr_data_begin(struct tcp_conn *tc, uint64_t dlen)
 	refuse(tc, "RMA write", rc);
 	tc->wr_status = rc;
 	nack.status = (uint32_t)rc;
-	pthread_mutex_lock(&tc->tx_lock);
+	cci__spin_lock(&tc->tx_lock);
 	tcp_ctl_push(tc, SOCK_F_RMA_NACK, &nack);
 	tcp_tx_flush(tc, &done);
-	pthread_mutex_unlock(&tc->tx_lock);
+	cci__spin_unlock(&tc->tx_lock);
 	tcp_ops_complete(tc->sep, done);
 	tcp_rx_sink(tc, TCP_SINK_DROP, NULL, dlen);
 }
@@ -159,10 +159,10 @@ static int rd_req(struct tcp_conn *tc)
 	op->roff = tc->sub.off;
 	op->total = tc->sub.len;
 	op->status = rc;
-	pthread_mutex_lock(&tc->tx_lock);
+	cci__spin_lock(&tc->tx_lock);
 	tc->nrdresp++;
 	tcp_txq_push(tc, op, &done);
-	pthread_mutex_unlock(&tc->tx_lock);
+	cci__spin_unlock(&tc->tx_lock);
 	tcp_ops_complete(tc->sep, done);
 	tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
 	return 0;
@@ -188,9 +188,9 @@ static int rd_data_begin(struct tcp_conn *tc, uint64_t dlen)
 {
 	struct tcp_op *op;
 
-	pthread_mutex_lock(&tc->tx_lock);
+	cci__spin_lock(&tc->tx_lock);
 	op = read_find(tc, tc->sub.op, 0);
-	pthread_mutex_unlock(&tc->tx_lock);
+	cci__spin_unlock(&tc->tx_lock);
 	/* Only the next bytes of a read we asked for, nowhere else. */
 	if (!op || tc->sub.off != op->done || dlen > op->total - op->done) {
 		tcp_rx_fail(tc, "RMA read data that was not asked for");
@@ -205,10 +205,10 @@ static int rd_end(struct tcp_conn *tc)
 {
 	struct tcp_op *op, *done = NULL;
 
-	pthread_mutex_lock(&tc->tx_lock);
+	cci__spin_lock(&tc->tx_lock);
 	op = read_find(tc, tc->sub.op, 0);
 	if (!op || (tc->sub.status == CCI_SUCCESS && op->done != op->total)) {
-		pthread_mutex_unlock(&tc->tx_lock);
+		cci__spin_unlock(&tc->tx_lock);
 		tcp_rx_fail(tc, "RMA read end that does not match a request");
 		return -1;
 	}
@@ -230,7 +230,7 @@ static int rd_end(struct tcp_conn *tc)
 	}
 	if (tc->txq)
 		tcp_tx_flush(tc, &done);
-	pthread_mutex_unlock(&tc->tx_lock);
+	cci__spin_unlock(&tc->tx_lock);
 	tcp_ops_complete(tc->sep, done);
 	tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
 	return 0;
@@ -238,14 +238,14 @@ static int rd_end(struct tcp_conn *tc)
 
 static void rma_nack(struct tcp_conn *tc)
 {
-	pthread_mutex_lock(&tc->tx_lock);
+	cci__spin_lock(&tc->tx_lock);
 	for (struct tcp_op *op = tc->txq; op; op = op->next)
 		if (op->kind == TCP_OP_WRITE && op->op_id == tc->sub.op)
 			op->status = peer_status(tc->sub.status);
 	for (struct tcp_op *op = tc->infl; op; op = op->next)
 		if (op->kind == TCP_OP_WRITE && op->op_id == tc->sub.op)
 			op->status = peer_status(tc->sub.status);
-	pthread_mutex_unlock(&tc->tx_lock);
+	cci__spin_unlock(&tc->tx_lock);
 	tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
 }
 
@@ -285,9 +285,9 @@ void tcp_rma_frame_end(struct tcp_conn *tc)
 		break;
 	case SOCK_F_RD_DATA:
 		/* Under tx_lock: rd_end reads done under it. */
-		pthread_mutex_lock(&tc->tx_lock);
+		cci__spin_lock(&tc->tx_lock);
 		tc->rd_op->done += tc->h.len - sock_sub_len(SOCK_F_RD_DATA);
-		pthread_mutex_unlock(&tc->tx_lock);
+		cci__spin_unlock(&tc->tx_lock);
 		tc->rd_op = NULL;
 		break;
 	default:

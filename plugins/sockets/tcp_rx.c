@@ -161,10 +161,10 @@ static void on_ping(struct tcp_conn *tc)
 {
 	struct tcp_op *done = NULL;
 
-	pthread_mutex_lock(&tc->tx_lock);
+	cci__spin_lock(&tc->tx_lock);
 	tcp_ctl_push(tc, SOCK_F_PONG, NULL);
 	tcp_tx_flush(tc, &done);
-	pthread_mutex_unlock(&tc->tx_lock);
+	cci__spin_unlock(&tc->tx_lock);
 	tcp_ops_complete(tc->sep, done);
 }
 

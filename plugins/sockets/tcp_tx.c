@@ -2,9 +2,10 @@
  * tcp_tx.c - the transmit side: the op pool, per-connection queues, one
  * sendmsg for as many frames as fit, completions on the peer's acks.
  *
- * A message goes out straight from the caller's buffers when the queue is
- * empty (one system call, no copy); only what the socket did not take is
- * copied before cci_send returns.  Written reliable frames wait in
+ * A message goes out with one system call when the queue is empty: a small
+ * one copied behind its header (send_small), a bigger one straight from
+ * the caller's buffers; only what the socket did not take is copied
+ * before cci_send returns.  Written reliable frames wait in
  * tc->infl until the peer's cumulative ack covers their sequence number.
  */
 #include <errno.h>
@@ -12,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spin.h"
 #include "tcp.h"
 
 /* sep->pool_out changes only under pool_lock: a plain store, no second
@@ -435,49 +435,41 @@ int tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done)
 }
 
 /*
- * The usual small send: a message alone in the queue, no control bytes
- * waiting, its frame at most TCP_LINEAR_MAX bytes.  Its own iovecs go to
- * tx_write (one copy, one send()), without gather's walk of the queue and
- * tcp_tx_flush's second look for more (a few hundred instructions on a
- * ping-pong's critical path).  Returns 1 when the whole frame left; else 0
- * and tcp_tx_flush goes on from where this stopped (a short write is
- * advanced past, an error is met again there).
+ * The usual small send: a message that fits TCP_LINEAR_MAX with the queue
+ * and the control bytes empty goes out whole from one copy with a single
+ * send(), without being prepared, queued, gathered and advanced past (a
+ * few hundred instructions on a ping-pong's critical path).  What the
+ * socket does not take is queued for tcp_tx_flush.
  */
-static int tx_alone(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done)
+static void send_small(struct tcp_conn *tc, struct tcp_op *op, const struct iovec *iov,
+                      uint32_t iovcnt, struct tcp_op **done)
 {
-	struct iovec iov[TCP_OP_IOV + 1];
-	struct msghdr mh = { .msg_iov = iov };
-	uint64_t len;
-	ssize_t n;
+	uint8_t frame[TCP_LINEAR_MAX];
+	uint64_t ack;
+	uint32_t len = tcp_msg_linear(op, iov, iovcnt, frame, &ack);
+	ssize_t n = sock_send(tc->fd, frame, len, MSG_DONTWAIT | MSG_NOSIGNAL);
 
-	if (op->kind != TCP_OP_MSG || op->fence || op->len > TCP_LINEAR_MAX - SOCK_HDR_LEN ||
-	    tcp_state(tc) != SOCK_CONN_OPEN)
-		return 0;
-	tcp_op_prepare(op);
-	mh.msg_iovlen = op_iov(op, iov);
-	len = op->frame_len;
-	n = tx_write(tc->fd, &mh, len);
-	if (n <= 0)
-		return 0;
-	if ((uint64_t)n < len) {
-		advance(tc, (uint64_t)n, 0, done);
-		return 0;
+	if (n == (ssize_t)len) {
+		op_route(tc, op, done);
+		return;
 	}
-	/* advance()'s work for a whole single frame, without its walk. */
-	tcp_op_frame_done(op);
-	tc->txq = tc->txq_tail = NULL;
-	op->in_txq = 0;
-	op_route(tc, op, done);
-	tx_mark(tc);
-	return 1;
+	if (n > 0) {
+		/* Part of it left: the rest follows from the very bytes sent,
+		 * which may carry an older ack than a new encoding would. */
+		tcp_op_prepare(op);
+		memcpy(op->hdr, frame, SOCK_HDR_LEN);
+		atomic_store_explicit(&tc->ack_sent, ack, memory_order_relaxed);
+		op->frame_off = (uint64_t)n;
+	}
+	/* Nothing left (full socket, or an error that flushing meets again
+	 * and handles): queued as any other. */
+	tcp_txq_push(tc, op, done);
 }
 
 void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done)
 {
 	op->in_txq = 1;
 	list_append(&tc->txq, &tc->txq_tail, op);
-	if (tc->txq == op && tc->ctl_off == tc->ctl_len && tx_alone(tc, op, done))
-		return;
 	tcp_tx_flush(tc, done);
 }
 
@@ -505,13 +497,13 @@ void tcp_tx_send_ack(struct tcp_conn *tc)
 {
 	struct tcp_op *done = NULL;
 
-	pthread_mutex_lock(&tc->tx_lock);
+	cci__spin_lock(&tc->tx_lock);
 	if (atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent)) {
 		if (!tc->txq)
 			tcp_ctl_push(tc, SOCK_F_ACK, NULL);
 		tcp_tx_flush(tc, &done);
 	}
-	pthread_mutex_unlock(&tc->tx_lock);
+	cci__spin_unlock(&tc->tx_lock);
 	tcp_ops_complete(tc->sep, done);
 }
 
@@ -519,9 +511,9 @@ int tcp_tx_acked(struct tcp_conn *tc, uint64_t ack)
 {
 	struct tcp_op *done = NULL, **tail = &done;
 
-	pthread_mutex_lock(&tc->tx_lock);
+	cci__spin_lock(&tc->tx_lock);
 	if (ack < tc->peer_acked || ack > tc->tx_seq) {
-		pthread_mutex_unlock(&tc->tx_lock);
+		cci__spin_unlock(&tc->tx_lock);
 		return -1;
 	}
 	tc->peer_acked = ack;
@@ -540,7 +532,7 @@ int tcp_tx_acked(struct tcp_conn *tc, uint64_t ack)
 		tc->infl_tail = NULL;
 	if (tc->txq)
 		tcp_tx_flush(tc, tail);
-	pthread_mutex_unlock(&tc->tx_lock);
+	cci__spin_unlock(&tc->tx_lock);
 	tcp_ops_complete(tc->sep, done);
 	return 0;
 }
@@ -580,9 +572,9 @@ void tcp_tx_flush_all(struct tcp_ep *sep)
 			atomic_fetch_sub_explicit(&tc->tx_full, 1, memory_order_relaxed);
 			continue;
 		}
-		pthread_mutex_lock(&tc->tx_lock);
+		cci__spin_lock(&tc->tx_lock);
 		tcp_tx_flush(tc, &done);
-		pthread_mutex_unlock(&tc->tx_lock);
+		cci__spin_unlock(&tc->tx_lock);
 		tcp_ops_complete(sep, done);
 	}
 }
@@ -625,22 +617,25 @@ int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 		tcp_op_put(sep, op);
 		return CCI_ENOMEM;
 	}
-	pthread_mutex_lock(&tc->tx_lock);
+	cci__spin_lock(&tc->tx_lock);
 	if (tcp_state(tc) != SOCK_CONN_OPEN) {
-		pthread_mutex_unlock(&tc->tx_lock);
+		cci__spin_unlock(&tc->tx_lock);
 		tcp_op_put(sep, op);
 		return CCI_ERR_DISCONNECTED;
 	}
 	if (copy_would_overflow(tc, op)) {
-		pthread_mutex_unlock(&tc->tx_lock);
+		cci__spin_unlock(&tc->tx_lock);
 		tcp_op_put(sep, op);
 		return CCI_ENOBUFS;
 	}
 	op->seq = tc->tx_seq++;
-	tcp_txq_push(tc, op, &done);
+	if (!tc->txq && tc->ctl_off == tc->ctl_len && len <= TCP_LINEAR_MAX - SOCK_HDR_LEN)
+		send_small(tc, op, iov, iovcnt, &done);
+	else
+		tcp_txq_push(tc, op, &done);
 	if (op->in_txq && op->borrowed && op_detach(op) != CCI_SUCCESS)
 		tcp_conn_fault(tc, CCI_ENOMEM);
-	pthread_mutex_unlock(&tc->tx_lock);
+	cci__spin_unlock(&tc->tx_lock);
 	tcp_ops_complete(sep, done);
 	return rc;
 }
