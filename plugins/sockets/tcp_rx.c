@@ -143,7 +143,10 @@ void tcp_rx_sink(struct tcp_conn *tc, int sink, char *dst, uint64_t len)
 	tc->in_payload = 1;
 }
 
-static void frame_end(struct tcp_conn *tc)
+/* The frame's last byte is in: deliver or finish it.  Returns 1 when the
+ * pass must stop here (a big message delivered, or a bad RMA frame broke
+ * the connection), else 0. */
+static int frame_end(struct tcp_conn *tc)
 {
 	tc->in_payload = 0;
 	tc->fh_ready = 0;
@@ -152,9 +155,10 @@ static void frame_end(struct tcp_conn *tc)
 		atomic_store_explicit(&tc->rx_seq, tc->h.seq + 1, memory_order_relaxed);
 		tcp_rx_deliver(tc, tc->rb, tc->h.len);
 		tc->rb = NULL;
-	} else {
-		tcp_rma_frame_end(tc);
+		return tc->yield;
 	}
+	tcp_rma_frame_end(tc);
+	return tc->yield || tcp_state(tc) != SOCK_CONN_OPEN;
 }
 
 static void on_ping(struct tcp_conn *tc)
@@ -169,7 +173,8 @@ static void on_ping(struct tcp_conn *tc)
 }
 
 /* A decoded header: check it in context, set the payload's sink.
- * Returns 0 to go on, 1 when stalled, -1 when the connection broke. */
+ * Returns 0 to go on, 1 when stalled or a frame_end stops the pass, -1
+ * when the connection broke. */
 static int frame_begin(struct tcp_conn *tc)
 {
 	const struct sock_hdr *h = &tc->h;
@@ -219,7 +224,7 @@ static int frame_begin(struct tcp_conn *tc)
 	}
 	}
 	if (tc->left == 0)
-		frame_end(tc);
+		return frame_end(tc);
 	return 0;
 }
 
@@ -276,10 +281,15 @@ bad:
 	return -1;
 }
 
-/* Consume the staged bytes.  0 when they are used up, else stalled/broken. */
+/* Consume the staged bytes.  0 when they are used up, else stalled,
+ * broken or yielding.  The connection's state is looked at only where it
+ * can change: after a frame ends (delivering may end the pass, a bad RMA
+ * frame the connection) and when frame_begin says so. */
 static int rx_parse(struct tcp_conn *tc)
 {
-	while (tcp_state(tc) == SOCK_CONN_OPEN && !tc->stalled && !tc->yield) {
+	if (tcp_state(tc) != SOCK_CONN_OPEN || tc->stalled || tc->yield)
+		return 1;
+	for (;;) {
 		if (tc->in_payload) {
 			uint64_t k = tc->st_end - tc->st_pos;
 			if (k == 0)
@@ -292,19 +302,23 @@ static int rx_parse(struct tcp_conn *tc)
 			}
 			tc->st_pos += (uint32_t)k;
 			tc->left -= k;
-			if (tc->left == 0)
-				frame_end(tc);
+			if (tc->left > 0)
+				return 0;
+			if (frame_end(tc) != 0)
+				return 1;
 			continue;
 		}
 		if (!tc->fh_ready) {
-			int r = rx_header(tc);
+			int r;
+			if (tc->st_pos == tc->st_end)
+				return 0;
+			r = rx_header(tc);
 			if (r <= 0)
 				return r;
 		}
 		if (frame_begin(tc) != 0)
 			return 1;
 	}
-	return 1;
 }
 
 /* recv gave 0 (end of stream) or an error. */
@@ -348,8 +362,9 @@ static int rx_read(struct tcp_conn *tc)
 		} else {
 			tc->dst += n;
 			tc->left -= (uint64_t)n;
+			/* A stop it asks for is seen by the next rx_parse. */
 			if (tc->left == 0)
-				frame_end(tc);
+				(void)frame_end(tc);
 		}
 		tc->drained = (size_t)n < want;
 		return 1;
