@@ -373,7 +373,14 @@ struct tcp_op *tcp_op_get_app(struct tcp_ep *sep);
 void tcp_op_put(struct tcp_ep *sep, struct tcp_op *op);
 void tcp_ops_free(struct tcp_ep *sep);
 int tcp_ops_prealloc(struct tcp_ep *sep, uint32_t n);
-void tcp_op_copy_release(struct tcp_op *op);
+void tcp_op_copy_free(struct tcp_op *op);
+/* Give back op's big copy buffer, if any: its bytes are in the socket (or
+ * dropped).  Inline: most ops never have one. */
+static inline void tcp_op_copy_release(struct tcp_op *op)
+{
+	if (op->big)
+		tcp_op_copy_free(op);
+}
 int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
                    int nocopy);
 void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done);

@@ -121,16 +121,11 @@ void tcp_ops_free(struct tcp_ep *sep)
 	sep->cb_all = sep->cb_free = NULL;
 }
 
-/* Give back op's big copy buffer: its bytes are in the socket (or dropped). */
-void tcp_op_copy_release(struct tcp_op *op)
+void tcp_op_copy_free(struct tcp_op *op)
 {
-	struct tcp_ep *sep;
-	struct tcp_cbuf *cb;
+	struct tcp_ep *sep = op->tc->sep;
+	struct tcp_cbuf *cb = (struct tcp_cbuf *)op->big - 1;
 
-	if (!op->big)
-		return;
-	sep = op->tc->sep;
-	cb = (struct tcp_cbuf *)op->big - 1;
 	atomic_fetch_sub_explicit(&sep->copy_queued, op->big_len, memory_order_relaxed);
 	op->big = NULL;
 	op->big_len = 0;
@@ -181,8 +176,8 @@ int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, 
 	op->len = len;
 	op->uiovcnt = 0;
 	if (nocopy && iovcnt <= TCP_OP_IOV) {
-		if (iovcnt)
-			memcpy(op->uiov, iov, sizeof(*iov) * iovcnt);
+		for (uint32_t i = 0; i < iovcnt; i++)
+			op->uiov[i] = iov[i];
 		op->uiovcnt = iovcnt;
 		return CCI_SUCCESS;
 	}
@@ -636,6 +631,7 @@ int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 	if (op->in_txq && op->borrowed && op_detach(op) != CCI_SUCCESS)
 		tcp_conn_fault(tc, CCI_ENOMEM);
 	cci__spin_unlock(&tc->tx_lock);
-	tcp_ops_complete(sep, done);
+	if (done)
+		tcp_ops_complete(sep, done);
 	return rc;
 }
