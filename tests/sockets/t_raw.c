@@ -1,7 +1,8 @@
 /*
  * t_raw.c - a raw TCP client on 127.0.0.1 against a tcp endpoint: garbage,
- * oversized and truncated frames, forged and out-of-bounds RMA, a flood of
- * half-open connections, and a connect to a port that never answers.
+ * oversized and truncated frames, forged and out-of-bounds RMA, frames cut
+ * anywhere, the stream of small messages sent into a full socket, a flood
+ * of half-open connections, and a connect to a port that never answers.
  */
 #include <arpa/inet.h>
 #include <errno.h>
