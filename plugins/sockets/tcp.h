@@ -333,6 +333,17 @@ static inline int tcp_state(struct tcp_conn *tc)
 	return atomic_load_explicit(&tc->state, memory_order_acquire);
 }
 
+/* The ack for a frame being encoded: everything received so far, now
+ * counted as sent (the rx side then owes no separate ACK for it).  Under
+ * tx_lock. */
+static inline uint64_t tcp_ack_take(struct tcp_conn *tc)
+{
+	uint64_t ack = atomic_load_explicit(&tc->rx_seq, memory_order_relaxed);
+
+	atomic_store_explicit(&tc->ack_sent, ack, memory_order_relaxed);
+	return ack;
+}
+
 /* tcp_loop.c */
 int tcp_loop_start(struct tcp_ep *sep);
 void tcp_loop_stop(struct tcp_ep *sep);
@@ -381,8 +392,9 @@ static inline void tcp_op_copy_release(struct tcp_op *op)
 	if (op->big)
 		tcp_op_copy_free(op);
 }
-int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
-                   int nocopy);
+/* Copy op's message bytes out of the caller's pieces (into op->buf or a
+ * big buffer): 0 or CCI_ENOMEM. */
+int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len);
 void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done);
 int tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done);
 void tcp_tx_flush_all(struct tcp_ep *sep);

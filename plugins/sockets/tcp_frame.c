@@ -123,8 +123,7 @@ void tcp_op_prepare(struct tcp_op *op)
 		payload += op->piov[i].iov_len;
 	sub = sock_sub_len(h.type);
 	h.len = (uint32_t)(sub + payload);
-	h.ack = atomic_load_explicit(&tc->rx_seq, memory_order_relaxed);
-	atomic_store_explicit(&tc->ack_sent, h.ack, memory_order_relaxed);
+	h.ack = tcp_ack_take(tc);
 	sock_hdr_encode(op->hdr, &h);
 	if (sub)
 		sock_sub_encode(op->hdr + SOCK_HDR_LEN, h.type, &s);
@@ -149,8 +148,7 @@ uint32_t tcp_msg_linear(struct tcp_op *op, const struct iovec *iov, uint32_t iov
 
 	if (want_ack_now(op))
 		h.flags = SOCK_FL_ACK_NOW;
-	h.ack = atomic_load_explicit(&tc->rx_seq, memory_order_relaxed);
-	atomic_store_explicit(&tc->ack_sent, h.ack, memory_order_relaxed);
+	h.ack = tcp_ack_take(tc);
 	*ack = h.ack;
 	sock_hdr_encode(b, &h);
 	for (uint32_t i = 0; i < iovcnt; i++) {

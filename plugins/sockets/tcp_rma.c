@@ -57,7 +57,7 @@ int tcp_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 	op->key = cci__handle_key(remote);
 	op->roff = remote_offset;
 	op->total = data_len;
-	if (tcp_op_copy_in(op, &iov, msg_len ? 1 : 0, msg_len, 0) != CCI_SUCCESS) {
+	if (tcp_op_copy_in(op, &iov, msg_len ? 1 : 0, msg_len) != CCI_SUCCESS) {
 		tcp_op_put(sep, op);
 		return CCI_ENOMEM;
 	}

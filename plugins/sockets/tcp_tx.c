@@ -167,20 +167,13 @@ static char *op_copy_space(struct tcp_op *op, uint32_t len)
 	return op->big;
 }
 
-int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
-                   int nocopy)
+int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len)
 {
 	uint32_t off = 0;
 	char *dst;
 
 	op->len = len;
 	op->uiovcnt = 0;
-	if (nocopy && iovcnt <= TCP_OP_IOV) {
-		for (uint32_t i = 0; i < iovcnt; i++)
-			op->uiov[i] = iov[i];
-		op->uiovcnt = iovcnt;
-		return CCI_SUCCESS;
-	}
 	if (len == 0)
 		return CCI_SUCCESS;
 	dst = op_copy_space(op, len);
@@ -204,7 +197,7 @@ static int op_detach(struct tcp_op *op)
 
 	if (n)
 		memcpy(tmp, op->uiov, sizeof(*tmp) * n);
-	if (tcp_op_copy_in(op, tmp, n, op->len, 0) != CCI_SUCCESS)
+	if (tcp_op_copy_in(op, tmp, n, op->len) != CCI_SUCCESS)
 		return CCI_ENOMEM;
 	op->borrowed = 0;
 	if (op->prepared) {
@@ -480,8 +473,7 @@ void tcp_ctl_push(struct tcp_conn *tc, uint8_t type, const struct sock_sub *sub)
 		return;
 	}
 	h.len = sl;
-	h.ack = atomic_load_explicit(&tc->rx_seq, memory_order_relaxed);
-	atomic_store_explicit(&tc->ack_sent, h.ack, memory_order_relaxed);
+	h.ack = tcp_ack_take(tc);
 	sock_hdr_encode(tc->ctl + tc->ctl_len, &h);
 	if (sl)
 		sock_sub_encode(tc->ctl + tc->ctl_len + SOCK_HDR_LEN, type, sub);
@@ -603,12 +595,12 @@ int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 	op->t_ns = atomic_load_explicit(&sep->now_ns, memory_order_relaxed);
 	if (iovcnt <= TCP_OP_IOV) {
 		/* Borrow the caller's bytes; copied below only if not all left. */
-		if (iovcnt)
-			memcpy(op->uiov, iov, sizeof(*iov) * iovcnt);
+		for (uint32_t i = 0; i < iovcnt; i++)
+			op->uiov[i] = iov[i];
 		op->uiovcnt = iovcnt;
 		op->len = len;
 		op->borrowed = !(flags & CCI_FLAG_NO_COPY);
-	} else if (tcp_op_copy_in(op, iov, iovcnt, len, 0) != CCI_SUCCESS) {
+	} else if (tcp_op_copy_in(op, iov, iovcnt, len) != CCI_SUCCESS) {
 		tcp_op_put(sep, op);
 		return CCI_ENOMEM;
 	}
