@@ -17,12 +17,37 @@
  *    and frees it.
  *  - Any function may be called from any thread at any time, on the same
  *    endpoint or on different ones (see "Threads" below).
+ *
+ * Differences from CCI 2 that a CCI 2 program can see, kept on purpose:
+ *  - Access flags of a registration are enforced at both ends: an RMA into
+ *    a region registered without CCI_FLAG_WRITE (or out of one without
+ *    CCI_FLAG_READ) fails with CCI_ERR_RMA_HANDLE.  CCI 2's transports
+ *    ignored them; enforcing them is what keeps a forged or careless
+ *    handle from touching memory.
+ *  - cci_strerror() gives a sentence ("invalid argument"), not the enum's
+ *    name ("CCI_EINVAL"); compare statuses, never strings.
+ *  - A configuration error fails cci_init() with CCI_EINVAL (a bad file)
+ *    or CCI_ERR_NOT_FOUND (an unreadable one), naming the file and line,
+ *    where CCI 2 gave CCI_ERROR.
+ *  - Calls check their arguments where CCI 2 crashed or left it to the
+ *    transport: NULL pointers, events returned twice, foreign objects,
+ *    bad URIs and out-of-range values give CCI_EINVAL (or CCI_ERROR before
+ *    cci_init()); cci_get_opt() and cci_set_opt() refuse unknown names.
+ *  - cci_create_endpoint_at() with a NULL device opens the default
+ *    device, as cci_create_endpoint() does (CCI 2: CCI_EINVAL).
+ *  - CCI_EP_ROUTING is accepted and has no effect: no transport routes.
  */
 #ifndef CCI_H
 #define CCI_H
 
+/* As in CCI 2: programs use errno names (EINTR, ENOMEM, EAGAIN), NULL
+ * and the sys/types.h types with this header alone.  Never sys/socket.h:
+ * CCI 2 programs have globals named send, recv and accept. */
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/time.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #ifdef __cplusplus
@@ -34,10 +59,12 @@ extern "C" {
 
 /* Visibility of the library's entry points (the library is built with
  * hidden visibility by default; only these names are exported). */
+#ifndef CCI_DECLSPEC
 #if defined(__GNUC__) && defined(CCI_BUILDING_LIBRARY)
 #define CCI_DECLSPEC __attribute__((visibility("default")))
 #else
 #define CCI_DECLSPEC
+#endif
 #endif
 
 /* ------------------------------------------------------------------------ */
@@ -81,9 +108,9 @@ typedef enum cci_status {
 /* ------------------------------------------------------------------------ */
 
 /*
- * Start the library.  abi_ver must be CCI_ABI_VERSION (else CCI_EINVAL);
- * flags must be 0.  If caps is not NULL it receives the capability bits
- * (none are defined; it is set to 0).
+ * Start the library.  abi_ver must be CCI_ABI_VERSION and caps not NULL,
+ * else CCI_EINVAL (as in CCI 2).  *caps receives the capability bits (none
+ * are defined; it is set to 0).  No flag is defined: flags are ignored.
  *
  * Calls are counted: each successful cci_init() needs one cci_finalize().
  * The first call reads the configuration (the file named by CCI_CONFIG, or
@@ -143,9 +170,15 @@ CCI_DECLSPEC int cci_get_devices(cci_device_t *const **devices);
 /* Endpoints                                                                 */
 /* ------------------------------------------------------------------------ */
 
-/* Flags for cci_create_endpoint(); none are defined yet, pass 0. */
+/*
+ * Flags for cci_create_endpoint().  CCI_EP_ROUTING is CCI 2's request for
+ * an endpoint that forwards for others; no transport of this release
+ * routes, so it is accepted and has no effect (logged under
+ * CCI_DEBUG=ep).  Other bits are ignored the same way.
+ */
 typedef enum cci_endpoint_flags {
-	CCI_ENDPOINT_FLAG_NONE_DEFINED = 0
+	CCI_ENDPOINT_FLAG_NONE_DEFINED = 0,
+	CCI_EP_ROUTING = (1 << 0)
 } cci_endpoint_flags_t;
 
 /*
@@ -161,13 +194,21 @@ typedef int cci_os_handle_t;
 
 /*
  * Open an endpoint on a device (NULL: the default device, else the first
- * of the list).  flags must be 0.
+ * of the list).  flags: see cci_endpoint_flags_t (none has an effect).
  *
- * If fd is not NULL it receives an OS handle: a descriptor that becomes
- * readable when cci_get_event() has something to hand out.  The
+ * If fd is not NULL it receives an OS handle: a descriptor that is
+ * readable whenever cci_get_event() would hand out an event, whatever
+ * produced it (the wire, a timer, or a call of this process such as
+ * cci_accept() or a send that completes at once).  It is level-triggered:
+ * it turns unreadable only once the event queue is empty, so the CCI 2
+ * loop "select() on the handle, one cci_get_event(), select() again"
+ * never sleeps past an event.  It may be readable with nothing to hand
+ * out for a moment (cci_get_event() then returns CCI_EAGAIN).  The
  * application may poll/select/epoll it but never reads, writes or closes
  * it; it is closed by cci_destroy_endpoint().  Endpoints opened without an
- * OS handle pay no system call for it on the data path.
+ * OS handle pay no system call for it on the data path; with one, the
+ * first event into an empty queue costs a write and the last one out a
+ * read.
  *
  * The endpoint's address, to give to peers, is the CCI_OPT_ENDPT_URI option.
  * Returns CCI_ENODEV if there is no usable device, CCI_EINVAL for bad
@@ -252,7 +293,8 @@ typedef const struct cci_connection {
  *
  * data_ptr/data_len: a payload of at most CCI_CONN_REQ_LEN bytes that the
  * server sees in its CONNECT_REQUEST event; copied before the call returns
- * (data_ptr may be NULL when data_len is 0).  flags must be 0.
+ * (data_ptr may be NULL when data_len is 0).  No flag is defined: flags
+ * are ignored.
  *
  * Returns CCI_EINVAL for a bad argument or an unparsable URI, or one that
  * names another transport than the endpoint's.
@@ -292,60 +334,65 @@ typedef enum cci_event_type {
 	CCI_EVENT_ENDPOINT_DEVICE_FAILED = 7
 } cci_event_type_t;
 
+/*
+ * The event structs.  Each has a typedef of the same name with _t, as in
+ * CCI 2 (bindings name them, e.g. offsetof(cci_event_recv_t, ptr)).
+ */
+
 /* A send or RMA completion.  context is the value given to the call. */
-struct cci_event_send {
+typedef struct cci_event_send {
 	cci_event_type_t type;
 	cci_status_t status;
 	cci_connection_t *connection;
 	void *context;
-};
+} cci_event_send_t;
 
 /*
  * An active message.  ptr points at len bytes, 8-byte aligned, inside the
  * transport's receive buffer: valid until the event is returned, never
  * after.  The application may modify the bytes in place.
  */
-struct cci_event_recv {
+typedef struct cci_event_recv {
 	cci_event_type_t type;
 	uint32_t len;
 	const void *ptr;
 	cci_connection_t *connection;
-};
+} cci_event_recv_t;
 
 /* The outcome of cci_connect(); connection is NULL unless status is SUCCESS. */
-struct cci_event_connect {
+typedef struct cci_event_connect {
 	cci_event_type_t type;
 	cci_status_t status;
 	void *context;
 	cci_connection_t *connection;
-};
+} cci_event_connect_t;
 
 /* A connection request; data_ptr lives as long as the event. */
-struct cci_event_connect_request {
+typedef struct cci_event_connect_request {
 	cci_event_type_t type;
 	uint32_t data_len;
 	const void *data_ptr;
 	cci_conn_attribute_t attribute;
-};
+} cci_event_connect_request_t;
 
 /* The outcome of cci_accept(); connection is NULL unless status is SUCCESS. */
-struct cci_event_accept {
+typedef struct cci_event_accept {
 	cci_event_type_t type;
 	cci_status_t status;
 	void *context;
 	cci_connection_t *connection;
-};
+} cci_event_accept_t;
 
 /* The keepalive timer fired; it is disarmed, the connection stays open. */
-struct cci_event_keepalive_timedout {
+typedef struct cci_event_keepalive_timedout {
 	cci_event_type_t type;
 	cci_connection_t *connection;
-};
+} cci_event_keepalive_timedout_t;
 
-struct cci_event_endpoint_device_failed {
+typedef struct cci_event_endpoint_device_failed {
 	cci_event_type_t type;
 	cci_endpoint_t *endpoint;
-};
+} cci_event_endpoint_device_failed_t;
 
 /*
  * An event.  Read type, then the member of that name.  Lent to the
@@ -390,9 +437,9 @@ CCI_DECLSPEC int cci_return_event(cci_event_t *event);
 /*
  * Arm the endpoint's OS handle: returns CCI_SUCCESS when the handle will
  * turn readable at the next event, or CCI_EAGAIN when events are already
- * waiting (call cci_get_event() instead of blocking).  flags must be 0.
- * The handle is also armed by a cci_get_event() that returns CCI_EAGAIN,
- * so a loop "poll the fd, then drain cci_get_event()" needs no arming.
+ * waiting (call cci_get_event() instead of blocking).  No flag is
+ * defined: flags are ignored.  Never needed: every cci_get_event() that
+ * leaves the queue empty arms the handle (see cci_create_endpoint()).
  * Returns CCI_EINVAL for an endpoint opened without an OS handle.
  */
 CCI_DECLSPEC int cci_arm_os_handle(cci_endpoint_t *endpoint, int flags);
@@ -461,6 +508,13 @@ CCI_DECLSPEC int cci_get_opt(cci_opt_handle_t *handle, cci_opt_name_t name,
 #define CCI_FLAG_FENCE (1 << 6)    /* earlier RMAs complete remotely first */
 
 /*
+ * Every call ignores the flags that mean nothing to it, as CCI 2 did (a
+ * CCI 2 program may pass CCI_FLAG_WRITE to cci_send); CCI_DEBUG=msg (rma,
+ * conn, ep or init, after the call) says so once.  Only what cannot be
+ * honoured is refused: cci_rma with both or neither of READ and WRITE.
+ */
+
+/*
  * Send msg_len bytes (at most connection->max_send_size, else
  * CCI_EMSGSIZE; 0 is allowed).  The buffer may be reused when the call
  * returns, unless CCI_FLAG_NO_COPY is given: then the library may read it
@@ -499,7 +553,8 @@ typedef const struct cci_rma_handle {
 
 /*
  * Register [start, start+length) for RMA.  flags: CCI_FLAG_READ and/or
- * CCI_FLAG_WRITE, the access granted to peers (local use needs neither).
+ * CCI_FLAG_WRITE, the access granted to peers (local use needs neither);
+ * other bits are ignored.  Access is enforced, at the target too.
  * The memory must stay valid until cci_rma_deregister().
  */
 CCI_DECLSPEC int cci_rma_register(cci_endpoint_t *endpoint, void *start,

@@ -146,9 +146,10 @@ struct cci__ep {
 	void *evt_chunks;            /* list of allocated event chunks */
 	uint32_t evq_len;
 	int os_epfd;                 /* the OS handle (epoll), -1 if none */
-	int os_evfd;                 /* eventfd the core rings, -1 if none */
-	int armed;                   /* OS handle armed: ring os_evfd on post */
+	int os_evfd;                 /* eventfd readable while events are queued, -1 if none */
 	int rung;                    /* os_evfd was rung and not drained yet */
+	int pollers;                 /* threads in cci_get_event's progress: they ring for it */
+	int starved;                 /* cci_get_event said CCI_ENOBUFS: a return rings */
 	int closing;
 	pthread_mutex_t rma_lock;
 	cci__rma_reg_t **rma_table;  /* hash of registrations by key */
@@ -248,6 +249,14 @@ struct cci_core {
 	 */
 	int (*rma_lookup)(cci__ep_t *ep, uint64_t key, uint64_t offset,
 	                  uint64_t len, int access, void **addr);
+
+	/*
+	 * The core's sentence for a status (what cci_strerror(NULL, status)
+	 * gives), static.  Plugins use this, never the public cci_* calls:
+	 * a plugin module must import no cci_* symbol, or it fails to load
+	 * when libcci was opened with dlopen(RTLD_LOCAL), as FFIs do.
+	 */
+	const char *(*status_text)(int status);
 };
 
 #define CCI__LOG(core, cat, ...)                                   \
@@ -297,9 +306,12 @@ struct cci_plugin {
 	 * CCI_ENOBUFS when nothing can arrive because the application holds
 	 * every receive buffer, CCI_SUCCESS otherwise. */
 	int (*progress)(cci__ep_t *ep);
-	/* The OS handle is about to be waited on: arrange for it to turn
+	/* The OS handle may be waited on from now: arrange for it to turn
 	 * readable when something arrives.  CCI_EAGAIN if something already
-	 * has. */
+	 * has (the core then makes the handle readable).  Called, on
+	 * endpoints with an OS handle only, whenever cci_get_event leaves the
+	 * event queue empty, and by cci_arm_os_handle; progress() may undo
+	 * the arming, since the next empty queue arms again. */
 	int (*arm)(cci__ep_t *ep);
 	/* Buffer counts changed (core stored the value); CCI_ERANGE refuses. */
 	int (*ep_set_buf_count)(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);

@@ -56,7 +56,10 @@ CCI_API int cci_connect(cci_endpoint_t *endpoint, const char *server_uri, const 
 	char scheme[16];
 	const char *rest;
 
-	if (!ep || !server_uri || flags != 0 || data_len > CCI_CONN_REQ_LEN ||
+	static int flags_logged;
+
+	cci__flags_keep(flags, 0, &flags_logged, CCI_LOG_CONN, "cci_connect");
+	if (!ep || !server_uri || data_len > CCI_CONN_REQ_LEN ||
 	    (data_len > 0 && !data_ptr) || !timeout_valid(timeout) ||
 	    (unsigned)attribute > CCI_CONN_ATTR_UU_MC_RX)
 		return CCI_EINVAL;

@@ -40,6 +40,21 @@ extern const struct cci_core cci__core_services;
 extern unsigned cci__log_mask;
 void cci__log_init(void);
 void cci__log(unsigned cat, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cci__flags_ignored(int ignored, int *logged, unsigned cat, const char *call);
+
+/*
+ * CCI 2 let calls ignore flags that mean nothing to them (a CCI 2 program
+ * passes CCI_FLAG_WRITE to cci_send, say): so do we, saying so once per
+ * call under its debug category.  Returns the flags that count.  Inline:
+ * cci_send pays one test when nothing is to be ignored.
+ */
+static inline int cci__flags_keep(int flags, int meaningful, int *logged, unsigned cat,
+                                  const char *call)
+{
+	if (__builtin_expect((flags & ~meaningful) != 0, 0))
+		cci__flags_ignored(flags & ~meaningful, logged, cat, call);
+	return flags & meaningful;
+}
 #define LOG(cat, ...) CCI__LOG(&cci__core_services, cat, __VA_ARGS__)
 #define LOG_ERR(...) cci__log(CCI_LOG_ERR, __VA_ARGS__)
 #define LOG_WARN(...) cci__log(CCI_LOG_WARN, __VA_ARGS__)
@@ -68,6 +83,7 @@ void cci__evt_put(cci__ep_t *ep, cci__evt_t *evt);
 void cci__evt_pool_free(cci__ep_t *ep);
 void cci__evt_purge_conn(cci__ep_t *ep, cci__conn_t *conn);
 int cci__ep_arm(cci__ep_t *ep);
+int cci__evq_settle(cci__ep_t *ep);
 void cci__evt_drop_conn_refs(cci__ep_t *ep);
 
 /* endpoint.c */
@@ -79,6 +95,9 @@ void cci__ep_destroy_locked(cci__ep_t *ep);
 cci__conn_t *cci__conn_alloc(cci__ep_t *ep, cci_conn_attribute_t attr, void *context);
 void cci__conn_release(cci__conn_t *conn);
 void cci__conn_unref(cci__conn_t *conn);
+
+/* strerror.c */
+const char *cci__status_text(int status);
 
 /* msg.c */
 void cci__send_done(cci__conn_t *conn, void *context, int flags, int status);

@@ -43,8 +43,9 @@ static cci__ep_t *ep_alloc(cci__dev_t *dev)
 	return ep;
 }
 
-/* The OS handle is an epoll set: the core's eventfd (rung when an event is
- * queued while armed) plus whatever wake-up descriptors the plugin adds. */
+/* The OS handle is an epoll set: the core's eventfd (readable while an
+ * event is queued, see event.c) plus whatever wake-up descriptors the
+ * plugin adds. */
 static int os_handle_open(cci__ep_t *ep)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -56,7 +57,6 @@ static int os_handle_open(cci__ep_t *ep)
 		LOG_ERR("endpoint: cannot create its OS handle (epoll/eventfd): %s", strerror(errno));
 		return CCI_ENOMEM;
 	}
-	ep->armed = 1; /* the first event after creation wakes a waiter */
 	return CCI_SUCCESS;
 }
 
@@ -94,7 +94,11 @@ CCI_API int cci_create_endpoint_at(cci_device_t *device, const char *service, in
 	cci__ep_t *ep;
 	int rc;
 
-	if (!endpoint || flags != 0)
+	static int flags_logged;
+
+	/* CCI_EP_ROUTING included: no transport routes. */
+	cci__flags_keep(flags, 0, &flags_logged, CCI_LOG_EP, "cci_create_endpoint");
+	if (!endpoint)
 		return CCI_EINVAL;
 	pthread_mutex_lock(&cci__g.lock);
 	rc = cci__g.refcount > 0 ? ep_resolve_device(device, &dev) : CCI_ERROR;
@@ -176,9 +180,12 @@ CCI_API int cci_arm_os_handle(cci_endpoint_t *endpoint, int flags)
 {
 	cci__ep_t *ep = (cci__ep_t *)endpoint;
 
-	if (!ep || flags != 0 || ep->os_evfd < 0)
+	static int flags_logged;
+
+	cci__flags_keep(flags, 0, &flags_logged, CCI_LOG_EP, "cci_arm_os_handle");
+	if (!ep || ep->os_evfd < 0)
 		return CCI_EINVAL;
-	if (cci__evq_nonempty(ep))
+	if (cci__evq_settle(ep))
 		return CCI_EAGAIN;
 	ep->plugin->progress(ep);
 	if (cci__evq_nonempty(ep))

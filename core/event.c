@@ -96,6 +96,23 @@ static void os_handle_ring(cci__ep_t *ep)
 	while (n < 0 && errno == EINTR);
 }
 
+/*
+ * The OS handle is level-triggered on the event queue: its eventfd holds a
+ * count (rung) whenever an event is queued, so a waiter sees it however
+ * the event came (the wire, a timer, or a call such as cci_accept).  Only
+ * the first event into an empty queue pays the write, and none while a
+ * thread inside cci_get_event's progress will look at the queue when it
+ * leaves (it rings then for what it leaves behind).  With ep->lock held;
+ * returns whether the caller must ring after unlocking.
+ */
+static int os_handle_should_ring(cci__ep_t *ep)
+{
+	if (ep->os_evfd < 0 || ep->rung || ep->pollers > 0 || !ep->evq_head)
+		return 0;
+	ep->rung = 1;
+	return 1;
+}
+
 void cci__evt_post(cci__ep_t *ep, cci__evt_t *e)
 {
 	int ring;
@@ -110,12 +127,7 @@ void cci__evt_post(cci__ep_t *ep, cci__evt_t *e)
 		__atomic_store_n(&ep->evq_head, e, __ATOMIC_RELAXED);
 	ep->evq_tail = e;
 	ep->evq_len++;
-	/* Only a waiter who armed the handle pays for the system call. */
-	ring = __atomic_load_n(&ep->armed, __ATOMIC_RELAXED) && ep->os_evfd >= 0;
-	if (ring) {
-		__atomic_store_n(&ep->armed, 0, __ATOMIC_RELAXED);
-		ep->rung = 1;
-	}
+	ring = os_handle_should_ring(ep);
 	cci__spin_unlock(&ep->lock);
 	if (ring)
 		os_handle_ring(ep);
@@ -185,76 +197,149 @@ static void os_handle_drain(cci__ep_t *ep)
 	while (n < 0 && errno == EINTR);
 }
 
-/* Pop the next queued event and lend it; NULL if none.  Taking the last
- * event quiets the OS handle again if posting rang it (under the lock, so
- * a ring for a later arming is never eaten; only when rung, so polling
- * endpoints pay no system call). */
+/* Pop the next queued event and lend it; NULL if none.  With ep->lock
+ * held.  An emptied queue quiets the OS handle again if it was rung
+ * (under the lock, so a ring for a later event is never eaten; only when
+ * rung, so endpoints without a handle pay no system call). */
+static cci__evt_t *evq_pop_locked(cci__ep_t *ep)
+{
+	cci__evt_t *e = ep->evq_head;
+
+	if (e) {
+		__atomic_store_n(&ep->evq_head, e->next, __ATOMIC_RELAXED);
+		if (!e->next)
+			ep->evq_tail = NULL;
+		ep->evq_len--;
+		e->lent = 1;
+	}
+	if (!ep->evq_head && ep->rung) {
+		os_handle_drain(ep);
+		ep->rung = 0;
+	}
+	return e;
+}
+
 static cci__evt_t *evq_pop(cci__ep_t *ep)
 {
 	cci__evt_t *e;
 
 	cci__spin_lock(&ep->lock);
-	e = ep->evq_head;
-	if (e) {
-		__atomic_store_n(&ep->evq_head, e->next, __ATOMIC_RELAXED);
-		if (!e->next) {
-			ep->evq_tail = NULL;
-			if (ep->rung)
-				os_handle_drain(ep);
-			ep->rung = 0;
-		}
-		ep->evq_len--;
-		e->lent = 1;
-	}
+	e = evq_pop_locked(ep);
 	cci__spin_unlock(&ep->lock);
 	return e;
 }
 
+/* Quiet an OS handle that was rung for events no longer queued (purged
+ * with their connection, say).  Returns whether any event is queued. */
+int cci__evq_settle(cci__ep_t *ep)
+{
+	int queued;
+
+	cci__spin_lock(&ep->lock);
+	if (!ep->evq_head && ep->rung) {
+		os_handle_drain(ep);
+		ep->rung = 0;
+	}
+	queued = ep->evq_head != NULL;
+	cci__spin_unlock(&ep->lock);
+	return queued;
+}
+
+/* Make the OS handle readable although the queue may be empty: the
+ * plugin has something that the next cci_get_event will turn into an
+ * event. */
+static void os_handle_ring_now(cci__ep_t *ep)
+{
+	int ring;
+
+	cci__spin_lock(&ep->lock);
+	ring = !ep->rung;
+	ep->rung = 1;
+	cci__spin_unlock(&ep->lock);
+	if (ring)
+		os_handle_ring(ep);
+}
+
 /*
- * Arm the OS handle: from now on a posted event rings it.  Returns
- * CCI_EAGAIN if an event is already queued or the plugin has one coming.
+ * The queue was left empty: let the plugin arrange for the handle to turn
+ * readable when something arrives.  Returns CCI_EAGAIN, with the handle
+ * readable, when something already has.
  */
 int cci__ep_arm(cci__ep_t *ep)
 {
-	int rc;
+	int rc = ep->plugin->arm ? ep->plugin->arm(ep) : CCI_SUCCESS;
 
-	os_handle_drain(ep);
-	cci__spin_lock(&ep->lock);
-	ep->rung = 0;
-	__atomic_store_n(&ep->armed, 1, __ATOMIC_RELAXED);
-	rc = ep->evq_head ? CCI_EAGAIN : CCI_SUCCESS;
-	cci__spin_unlock(&ep->lock);
-	if (rc == CCI_SUCCESS && ep->plugin->arm)
-		rc = ep->plugin->arm(ep);
 	if (rc == CCI_SUCCESS && cci__evq_nonempty(ep))
 		rc = CCI_EAGAIN;
+	if (rc == CCI_EAGAIN)
+		os_handle_ring_now(ep);
 	return rc;
+}
+
+/*
+ * cci_get_event on an endpoint with an OS handle.  Events posted while
+ * this thread runs progress do not ring (it pops one at once); what it
+ * leaves queued is rung for as it leaves, and an empty queue re-arms the
+ * plugin, so the handle is readable exactly when another call would
+ * return an event.
+ */
+static int get_event_with_handle(cci__ep_t *ep, cci__evt_t **e_p)
+{
+	cci__evt_t *e;
+	int prc = CCI_SUCCESS, ring, empty;
+
+	cci__spin_lock(&ep->lock);
+	e = evq_pop_locked(ep);
+	if (!e)
+		ep->pollers++;
+	cci__spin_unlock(&ep->lock);
+	if (!e) {
+		prc = ep->plugin->progress(ep);
+		cci__spin_lock(&ep->lock);
+		ep->pollers--;
+		e = evq_pop_locked(ep);
+		ring = os_handle_should_ring(ep);
+		cci__spin_unlock(&ep->lock);
+		if (ring)
+			os_handle_ring(ep);
+	}
+	empty = !cci__evq_nonempty(ep);
+	if (!e && prc == CCI_ENOBUFS) {
+		/* Nothing can come until the application returns an event:
+		 * the return rings the handle (cci_return_event). */
+		__atomic_store_n(&ep->starved, 1, __ATOMIC_RELAXED);
+		return CCI_ENOBUFS;
+	}
+	if (empty && cci__ep_arm(ep) == CCI_EAGAIN && !e)
+		e = evq_pop(ep);
+	if (!e)
+		return CCI_EAGAIN;
+	*e_p = e;
+	return CCI_SUCCESS;
 }
 
 CCI_API int cci_get_event(cci_endpoint_t *endpoint, cci_event_t **event)
 {
 	cci__ep_t *ep = (cci__ep_t *)endpoint;
-	cci__evt_t *e;
-	int prc = CCI_SUCCESS;
+	cci__evt_t *e = NULL;
+	int rc = CCI_SUCCESS;
 
 	if (!ep || !event)
 		return CCI_EINVAL;
-	/* The application is awake: events its own progress posts need not
-	 * ring the OS handle (a write now and a read at the next pop). */
-	if (__atomic_load_n(&ep->armed, __ATOMIC_RELAXED))
-		__atomic_store_n(&ep->armed, 0, __ATOMIC_RELAXED);
-	/* Hand out what is queued before looking for more. */
-	e = cci__evq_nonempty(ep) ? evq_pop(ep) : NULL;
-	if (!e) {
-		prc = ep->plugin->progress(ep);
+	if (ep->os_evfd >= 0) {
+		rc = get_event_with_handle(ep, &e);
+	} else {
+		/* Hand out what is queued before looking for more. */
 		e = cci__evq_nonempty(ep) ? evq_pop(ep) : NULL;
-	}
-	if (!e) {
-		if (ep->os_evfd >= 0 && cci__ep_arm(ep) == CCI_EAGAIN)
-			e = evq_pop(ep);
+		if (!e) {
+			rc = ep->plugin->progress(ep);
+			e = cci__evq_nonempty(ep) ? evq_pop(ep) : NULL;
+		}
 		if (!e)
-			return prc == CCI_ENOBUFS ? CCI_ENOBUFS : CCI_EAGAIN;
+			rc = rc == CCI_ENOBUFS ? CCI_ENOBUFS : CCI_EAGAIN;
 	}
+	if (!e)
+		return rc;
 	*event = &e->ev;
 	LOG(CCI_LOG_EVENT, "ep %p: handed out %s", (void *)ep, cci_event_type_str(e->ev.type));
 	return CCI_SUCCESS;
@@ -278,6 +363,12 @@ CCI_API int cci_return_event(cci_event_t *event)
 	evt_put_locked(ep, e);
 	cci__spin_unlock(&ep->lock);
 	free(dead);
+	/* A buffer is free again: what waited for one can arrive now, so a
+	 * waiter on the OS handle must look. */
+	if (__atomic_load_n(&ep->starved, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&ep->starved, 0, __ATOMIC_RELAXED);
+		os_handle_ring_now(ep);
+	}
 	return CCI_SUCCESS;
 }
 

@@ -50,17 +50,20 @@ static int library_setup(void)
 
 CCI_API int cci_init(uint32_t abi_ver, uint32_t flags, uint32_t *caps)
 {
+	static int flags_logged;
 	int rc = CCI_SUCCESS;
 
-	if (abi_ver != CCI_ABI_VERSION || flags != 0)
+	/* caps is an output CCI 2 required; no init flag is defined. */
+	if (abi_ver != CCI_ABI_VERSION || !caps)
 		return CCI_EINVAL;
+	cci__flags_keep((int)flags, 0, &flags_logged, CCI_LOG_INIT, "cci_init");
 	pthread_mutex_lock(&cci__g.lock);
 	if (cci__g.refcount == 0)
 		rc = library_setup();
 	if (rc == CCI_SUCCESS)
 		cci__g.refcount++;
 	pthread_mutex_unlock(&cci__g.lock);
-	if (rc == CCI_SUCCESS && caps)
+	if (rc == CCI_SUCCESS)
 		*caps = 0;
 	return rc;
 }

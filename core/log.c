@@ -59,6 +59,14 @@ void cci__log_init(void)
 	cci__log_mask = mask;
 }
 
+/* See cci__flags_keep (core.h). */
+void cci__flags_ignored(int ignored, int *logged, unsigned cat, const char *call)
+{
+	if ((cci__log_mask & cat) && !__atomic_exchange_n(logged, 1, __ATOMIC_RELAXED))
+		cci__log(cat, "%s: flags 0x%x mean nothing to this call and are ignored, as CCI 2 "
+		         "did (said once)", call, (unsigned)ignored);
+}
+
 void cci__log(unsigned cat, const char *fmt, ...)
 {
 	char line[1024];

@@ -77,7 +77,10 @@ CCI_API int cci_send(cci_connection_t *connection, const void *msg_ptr, uint32_t
 {
 	struct iovec iov = { (void *)msg_ptr, msg_len };
 
-	if (!connection || (msg_len > 0 && !msg_ptr) || (flags & ~SEND_FLAGS))
+	static int flags_logged;
+
+	flags = cci__flags_keep(flags, SEND_FLAGS, &flags_logged, CCI_LOG_MSG, "cci_send");
+	if (!connection || (msg_len > 0 && !msg_ptr))
 		return CCI_EINVAL;
 	return send_common((cci__conn_t *)connection, &iov, msg_len ? 1 : 0, msg_len, context,
 	                   flags);
@@ -88,7 +91,10 @@ CCI_API int cci_sendv(cci_connection_t *connection, const struct iovec *data, ui
 {
 	uint64_t len = 0;
 
-	if (!connection || (iovcnt > 0 && !data) || iovcnt > MAX_IOV || (flags & ~SEND_FLAGS))
+	static int flags_logged;
+
+	flags = cci__flags_keep(flags, SEND_FLAGS, &flags_logged, CCI_LOG_MSG, "cci_sendv");
+	if (!connection || (iovcnt > 0 && !data) || iovcnt > MAX_IOV)
 		return CCI_EINVAL;
 	for (uint32_t i = 0; i < iovcnt; i++) {
 		if (data[i].iov_len > 0 && !data[i].iov_base)

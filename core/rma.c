@@ -113,9 +113,12 @@ CCI_API int cci_rma_register(cci_endpoint_t *endpoint, void *start, uint64_t len
 {
 	cci__ep_t *ep = (cci__ep_t *)endpoint;
 	cci__rma_reg_t *reg;
+	static int flags_logged;
 	int rc;
 
-	if (!ep || !start || length == 0 || !rma_handle || (flags & ~RMA_FLAGS) ||
+	/* Access bits only; they are enforced, at the target too. */
+	flags = cci__flags_keep(flags, RMA_FLAGS, &flags_logged, CCI_LOG_RMA, "cci_rma_register");
+	if (!ep || !start || length == 0 || !rma_handle ||
 	    (uintptr_t)start + length < (uintptr_t)start)
 		return CCI_EINVAL;
 	reg = calloc(1, sizeof(*reg));
@@ -247,9 +250,11 @@ CCI_API int cci_rma(cci_connection_t *connection, const void *msg_ptr, uint32_t 
 	cci__conn_t *c = (cci__conn_t *)connection;
 	struct cci__waiter w = { 0, CCI_SUCCESS };
 	cci__rma_reg_t *lr;
+	static int flags_logged;
 	int rc;
 
-	if (!c || !local_handle || !remote_handle || data_len == 0 || (flags & ~RMA_OP_FLAGS))
+	flags = cci__flags_keep(flags, RMA_OP_FLAGS, &flags_logged, CCI_LOG_RMA, "cci_rma");
+	if (!c || !local_handle || !remote_handle || data_len == 0)
 		return CCI_EINVAL;
 	lr = local_reg(c->ep, local_handle);
 	rc = rma_check(c, msg_ptr, msg_len, remote_handle, local_offset, lr, remote_offset,

@@ -16,4 +16,5 @@ const struct cci_core cci__core_services = {
 	.evt_put = cci__evt_put,
 	.send_done = cci__send_done,
 	.rma_lookup = cci__rma_lookup,
+	.status_text = cci__status_text,
 };

@@ -3,7 +3,7 @@
  */
 #include "core.h"
 
-static const char *status_text(int status)
+const char *cci__status_text(int status)
 {
 	switch (status) {
 	case CCI_SUCCESS: return "success";
@@ -41,5 +41,5 @@ CCI_API const char *cci_strerror(cci_endpoint_t *endpoint, enum cci_status statu
 		if (s)
 			return s;
 	}
-	return status_text(status);
+	return cci__status_text(status);
 }

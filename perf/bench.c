@@ -198,7 +198,7 @@ void bench_open(struct bench *b)
 {
 	char *uri = NULL;
 
-	perf_check(cci_init(CCI_ABI_VERSION, 0, NULL), "cci_init");
+	perf_check(cci_init(CCI_ABI_VERSION, 0, &(uint32_t){ 0 }), "cci_init");
 	cci_device_t *dev = b->device ? perf_find_device(b->device) : NULL;
 
 	b->fd = -1;

@@ -745,7 +745,7 @@ int main(int argc, char **argv)
 
 	perf_set_prog("pingpong");
 	parse_opts(&pp.o, argc, argv);
-	perf_check(cci_init(CCI_ABI_VERSION, 0, NULL), "cci_init");
+	perf_check(cci_init(CCI_ABI_VERSION, 0, &(uint32_t){ 0 }), "cci_init");
 	open_endpoint(&pp);
 	if (pp.o.server)
 		run_server(&pp);

@@ -252,24 +252,23 @@ static int sock_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t va
 
 /* About to sleep on the OS handle: socket bytes wake it by themselves
  * (the readable set is in it); queued bytes need the thread, or with
- * progress=manual the handle's timerfd (tcp_loop_manual_arm). */
+ * progress=manual the handle's timerfd (tcp_loop_manual_arm).  Acks read
+ * but not applied yet (tcp_rx_conn leaves them to the next pass) and a
+ * receive buffer returned while starved are work for cci_get_event now. */
 static int sock_arm(cci__ep_t *ep)
 {
 	struct tcp_ep *sep = tcp_ep_of(ep);
+	int pending;
 
 	if (sep->manual)
 		tcp_loop_manual_arm(sep);
 	else if (atomic_load(&sep->tx_busy) && !atomic_load(&sep->thread_mode))
 		tcp_loop_cmd(sep, TCP_CMD_WAKE);
-	if (atomic_load(&sep->rx_starved)) {
-		int avail;
-		pthread_mutex_lock(&sep->lock);
-		avail = tcp_rb_available(sep);
-		pthread_mutex_unlock(&sep->lock);
-		if (avail)
-			return CCI_EAGAIN;
-	}
-	return CCI_SUCCESS;
+	pthread_mutex_lock(&sep->lock);
+	pending = sep->acks_pending ||
+	          (atomic_load(&sep->rx_starved) && tcp_rb_available(sep));
+	pthread_mutex_unlock(&sep->lock);
+	return pending ? CCI_EAGAIN : CCI_SUCCESS;
 }
 
 static const char *const sock_transports[] = { "tcp", NULL };

@@ -283,7 +283,7 @@ static int accept_locked(struct tcp_req *req, void *context)
 	accept_post(sep, conn, rc, context);
 	if (rc != CCI_SUCCESS) {
 		TCP_LOG(CCI_LOG_CONN, "tcp: accepting %s failed: %s", tc->peer,
-		        cci_strerror(NULL, (cci_status_t)rc));
+		        tcp_core->status_text(rc));
 		tcp_conn_destroy(tc);
 		tcp_core->conn_release(conn);
 	} else {

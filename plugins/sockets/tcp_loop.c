@@ -289,8 +289,11 @@ static int manual_tick_wanted(struct tcp_ep *sep)
 	if (sep->reqs || atomic_load(&sep->tx_busy) || atomic_load(&sep->pool_out) > 0 ||
 	    atomic_load(&sep->nfaults) || ev_async_pending(&sep->async_w))
 		return 1;
+	/* An ack still owed goes out on a tick (tcp_timers_run): the peer's
+	 * completions wait for it. */
 	for (struct tcp_conn *tc = sep->conns; tc; tc = tc->next)
-		if (tcp_state(tc) != SOCK_CONN_OPEN || tc->ka_us)
+		if (tcp_state(tc) != SOCK_CONN_OPEN || tc->ka_us ||
+		    atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent))
 			return 1;
 	return 0;
 }

@@ -22,6 +22,7 @@ static void add_suites(void)
 {
 	h_add_suite("init and devices", t_init_tests, t_init_count);
 	h_add_suite("endpoints", t_endpoint_tests, t_endpoint_count);
+	h_add_suite("the OS handle", t_os_handle_tests, t_os_handle_count);
 	h_add_suite("options", t_options_tests, t_options_count);
 	h_add_suite("connections", t_connect_tests, t_connect_count);
 	h_add_suite("messages", t_msg_tests, t_msg_count);
@@ -30,17 +31,19 @@ static void add_suites(void)
 	h_add_suite("teardown and failures", t_teardown_tests, t_teardown_count);
 	h_add_suite("threads", t_threads_tests, t_threads_count);
 	h_add_suite("bad arguments", t_args_tests, t_args_count);
+	h_add_suite("CCI 2 programs", t_cci2_tests, t_cci2_count);
 }
 
 static void list_tests(void)
 {
 	const struct { const struct h_test *t; size_t n; } all[] = {
 		{ t_init_tests, t_init_count }, { t_endpoint_tests, t_endpoint_count },
+		{ t_os_handle_tests, t_os_handle_count },
 		{ t_options_tests, t_options_count }, { t_connect_tests, t_connect_count },
 		{ t_msg_tests, t_msg_count }, { t_rma_tests, t_rma_count },
 		{ t_rma_refuse_tests, t_rma_refuse_count },
 		{ t_teardown_tests, t_teardown_count }, { t_threads_tests, t_threads_count },
-		{ t_args_tests, t_args_count },
+		{ t_args_tests, t_args_count }, { t_cci2_tests, t_cci2_count },
 	};
 
 	for (size_t s = 0; s < sizeof(all) / sizeof(all[0]); s++)

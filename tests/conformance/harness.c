@@ -181,7 +181,7 @@ cci_device_t *h_setup(void)
 {
 	cci_device_t *dev;
 
-	REQUIRE_RC(cci_init(CCI_ABI_VERSION, 0, NULL), CCI_SUCCESS);
+	REQUIRE_RC(cci_init(CCI_ABI_VERSION, 0, &(uint32_t){ 0 }), CCI_SUCCESS);
 	dev = h_find_device();
 	if (!dev)
 		h_skip("no device of transport %s", h_transport_name());

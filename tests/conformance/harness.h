@@ -19,7 +19,7 @@
 
 /* ---- tests and suites ---------------------------------------------------- */
 
-#define H_NEEDS_DEVICE 1u      /* skipped when the transport has no device */
+#define H_NEEDS_DEVICE 1u      /* uses a device (with none, the run exits 77) */
 #define H_DEFAULT_TIMEOUT_S 20 /* the runner kills a test after this */
 
 struct h_test {

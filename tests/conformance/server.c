@@ -478,7 +478,7 @@ static void srv_role(int rfd, int wfd, const void *arg)
 	s->rfd = rfd;
 	s->wfd = wfd;
 	s->holding = s->o->hold > 0;
-	REQUIRE_RC(cci_init(CCI_ABI_VERSION, 0, NULL), CCI_SUCCESS);
+	REQUIRE_RC(cci_init(CCI_ABI_VERSION, 0, &(uint32_t){ 0 }), CCI_SUCCESS);
 	dev = h_find_device();
 	REQUIRE(dev != NULL);
 	s->ep = h_endpoint(dev, NULL);

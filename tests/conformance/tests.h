@@ -12,6 +12,7 @@
 
 T_TABLE(t_init)
 T_TABLE(t_endpoint)
+T_TABLE(t_os_handle)
 T_TABLE(t_options)
 T_TABLE(t_connect)
 T_TABLE(t_msg)
@@ -20,6 +21,7 @@ T_TABLE(t_rma_refuse)
 T_TABLE(t_teardown)
 T_TABLE(t_threads)
 T_TABLE(t_args)
+T_TABLE(t_cci2)
 
 #undef T_TABLE
 

@@ -68,10 +68,74 @@ STATIC_ASSERT(offsetof(struct cci_event_connect_request, data_len) == 4 &&
               offsetof(struct cci_event_connect_request, attribute) == 16,
               "request event layout");
 
+/* The header alone brings what CCI 2's did: errno names (CCI 2 programs
+ * use EINTR and ENOMEM with only cci.h), NULL and the sys/types.h types. */
+STATIC_ASSERT(EINTR == 4 && ENOMEM == 12 && EAGAIN == 11, "errno names from cci.h");
+STATIC_ASSERT(CCI_EINVAL == EINVAL && CCI_ETIMEDOUT == ETIMEDOUT && CCI_EAGAIN == EAGAIN &&
+              CCI_ENOBUFS == ENOBUFS && CCI_ECONNREFUSED == ECONNREFUSED,
+              "errno-valued statuses equal errno.h's");
+STATIC_ASSERT(sizeof(pid_t) > 0 && sizeof(ssize_t) == sizeof(size_t), "sys/types.h types");
+
+/* CCI 2's names for the event structs, with their layouts. */
+STATIC_ASSERT(sizeof(cci_event_send_t) == sizeof(struct cci_event_send) &&
+              offsetof(cci_event_send_t, status) == 4 &&
+              offsetof(cci_event_send_t, connection) == 8 &&
+              offsetof(cci_event_send_t, context) == 16, "cci_event_send_t");
+STATIC_ASSERT(offsetof(cci_event_recv_t, len) == 4 && offsetof(cci_event_recv_t, ptr) == 8 &&
+              offsetof(cci_event_recv_t, connection) == 16, "cci_event_recv_t");
+STATIC_ASSERT(offsetof(cci_event_connect_t, status) == 4 &&
+              offsetof(cci_event_connect_t, context) == 8 &&
+              offsetof(cci_event_connect_t, connection) == 16, "cci_event_connect_t");
+STATIC_ASSERT(offsetof(cci_event_connect_request_t, data_len) == 4 &&
+              offsetof(cci_event_connect_request_t, data_ptr) == 8 &&
+              offsetof(cci_event_connect_request_t, attribute) == 16,
+              "cci_event_connect_request_t");
+STATIC_ASSERT(offsetof(cci_event_accept_t, status) == 4 &&
+              offsetof(cci_event_accept_t, context) == 8 &&
+              offsetof(cci_event_accept_t, connection) == 16, "cci_event_accept_t");
+STATIC_ASSERT(offsetof(cci_event_keepalive_timedout_t, connection) == 8,
+              "cci_event_keepalive_timedout_t");
+STATIC_ASSERT(offsetof(cci_event_endpoint_device_failed_t, endpoint) == 8,
+              "cci_event_endpoint_device_failed_t");
+STATIC_ASSERT(sizeof(cci_event_t) == 24, "the event union");
+
+/* The other public names a CCI 2 program may use. */
+STATIC_ASSERT(CCI_EP_ROUTING == 1 && sizeof(cci_endpoint_flags_t) == sizeof(int),
+              "endpoint flags");
+STATIC_ASSERT(sizeof(cci_os_handle_t) == sizeof(int) && sizeof(cci_opt_name_t) == sizeof(int) &&
+              sizeof(cci_conn_attribute_t) == sizeof(int) &&
+              sizeof(cci_event_type_t) == sizeof(int) && sizeof(cci_status_t) == sizeof(int),
+              "enum and handle types");
+
+/* Function types exactly as CCI 2 declared them; a mismatch fails to compile. */
+static int (*init_fn)(uint32_t, uint32_t, uint32_t *) = cci_init;
+static int (*devices_fn)(cci_device_t *const **) = cci_get_devices;
+static int (*ep_fn)(cci_device_t *, int, cci_endpoint_t **, cci_os_handle_t *) =
+	cci_create_endpoint;
+static int (*ep_at_fn)(cci_device_t *, const char *, int, cci_endpoint_t **,
+                             cci_os_handle_t *) = cci_create_endpoint_at;
+static const char *(*strerror_fn)(cci_endpoint_t *, enum cci_status) = cci_strerror;
+static int (*accept_fn)(cci_event_t *, const void *) = cci_accept;
+static int (*connect_fn)(cci_endpoint_t *, const char *, const void *, uint32_t,
+                               cci_conn_attribute_t, const void *, int,
+                               const struct timeval *) = cci_connect;
+static int (*opt_fn)(cci_opt_handle_t *, cci_opt_name_t, const void *) = cci_set_opt;
+static int (*event_fn)(cci_endpoint_t *, cci_event_t **) = cci_get_event;
+static int (*sendv_fn)(cci_connection_t *, const struct iovec *, uint32_t, const void *,
+                             int) = cci_sendv;
+static int (*reg_fn)(cci_endpoint_t *, void *, uint64_t, int, cci_rma_handle_t **) =
+	cci_rma_register;
+static int (*rma_fn)(cci_connection_t *, const void *, uint32_t, cci_rma_handle_t *,
+                           uint64_t, cci_rma_handle_t *, uint64_t, uint64_t, const void *,
+                           int) = cci_rma;
+
 int main(void)
 {
 	/* The inline helper is part of the header's contract too. */
-	if (cci_event_type_str(CCI_EVENT_RECV)[0] == '\0')
+	int declared = init_fn && devices_fn && ep_fn && ep_at_fn && strerror_fn && accept_fn &&
+	               connect_fn && opt_fn && event_fn && sendv_fn && reg_fn && rma_fn;
+
+	if (cci_event_type_str(CCI_EVENT_RECV)[0] == '\0' || !declared)
 		return 1;
 	printf("1 passed, 0 failed\n");
 	return 0;

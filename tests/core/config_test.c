@@ -45,7 +45,7 @@ static void run_init(const char *text, const char *ctp, struct child_result *r)
 static void child_main(int out_fd)
 {
 	cci_device_t *const *devs;
-	int rc = cci_init(CCI_ABI_VERSION, 0, NULL);
+	int rc = cci_init(CCI_ABI_VERSION, 0, &(uint32_t){ 0 });
 
 	if (rc == CCI_SUCCESS && cci_get_devices(&devs) == CCI_SUCCESS) {
 		for (int i = 0; devs[i]; i++) {

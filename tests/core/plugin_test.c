@@ -30,7 +30,7 @@ static void run_child(void)
 		int rc;
 		dup2(p[1], 2);
 		setenv("CCI_DEBUG", "init", 1);
-		rc = cci_init(CCI_ABI_VERSION, 0, NULL);
+		rc = cci_init(CCI_ABI_VERSION, 0, &(uint32_t){ 0 });
 		if (rc == CCI_SUCCESS && cci_get_devices(&devs) == CCI_SUCCESS)
 			for (int i = 0; devs[i]; i++)
 				fprintf(stderr, "device %s transport %s\n", devs[i]->name, devs[i]->transport);

@@ -34,7 +34,7 @@ static int init_with(const char *text, char *err, size_t errlen, char *path, siz
 		dup2(efd, 2);
 		setenv("CCI_CONFIG", path, 1);
 		setenv("CCI_CTP", "ofi", 1);
-		_exit(cci_init(CCI_ABI_VERSION, 0, NULL));
+		_exit(cci_init(CCI_ABI_VERSION, 0, &(uint32_t){ 0 }));
 	}
 	waitpid(pid, &status, 0);
 	n = pread(efd, err, errlen - 1, 0);

@@ -156,7 +156,7 @@ int main(void)
 	CU_pSuite s;
 	int failed;
 
-	if (!mkdtemp(top) || write_config() != 0 || cci_init(CCI_ABI_VERSION, 0, NULL) != CCI_SUCCESS)
+	if (!mkdtemp(top) || write_config() != 0 || cci_init(CCI_ABI_VERSION, 0, &(uint32_t){ 0 }) != CCI_SUCCESS)
 		return 1;
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
