@@ -621,6 +621,76 @@ static inline const char *cci_event_type_str(cci_event_type_t type)
 	return "unknown event type";
 }
 
+/* ------------------------------------------------------------------------ */
+/* Extension: plugins and device ordering                                    */
+/* ------------------------------------------------------------------------ */
+/*
+ * Not in CCI 2.  These calls let a tool (cci_info) show what the library
+ * found and why: the plugins it tried, where it looked, and the ordering
+ * facts of each device.  A CCI 2 program never needs them and sees no
+ * change.  Each returns CCI_ERROR before cci_init() (and after the last
+ * cci_finalize()) and CCI_EINVAL for a NULL pointer argument; outputs are
+ * written only on success.  Safe to call from any thread.
+ *
+ * "The starting cci_init()" below is the call that found the library
+ * stopped: the first one, or the first after the last cci_finalize().
+ */
+
+/* Defined when this header has the calls below, for programs that also
+ * build against CCI 2's header. */
+#define CCI_EXT_PLUGIN_INFO 1
+
+/* The outcome of one attempt to load a plugin. */
+typedef enum cci_plugin_status {
+	CCI_PLUGIN_LOADED = 0,   /* loaded and initialised: its transports serve devices */
+	CCI_PLUGIN_SKIPPED = 1   /* not used; reason says why */
+} cci_plugin_status_t;
+
+/* One plugin module the library tried to load.  Read-only. */
+typedef const struct cci_plugin_info {
+	/* The plugin's name ("sm"): the one in its ops table, or, when the
+	 * table could not be read, the <name> of its file cci_ctp_<name>.so. */
+	const char *name;
+	const char *path;        /* the module's file */
+	cci_plugin_status_t status;
+	/* Why it was skipped, as the library logs it: "cannot load:
+	 * undefined symbol: x", "ABI version ...", "mandatory op missing
+	 * (...)", "init failed (...)", "excluded by CCI_CTP=...", "a plugin
+	 * named x was already loaded from ..."; "" when loaded.  Never NULL. */
+	const char *reason;
+	/* NULL-terminated names it serves (its ini transport= values and URI
+	 * schemes); never NULL, empty when its table was not usable. */
+	const char *const *transports;
+} cci_plugin_info_t;
+
+/*
+ * Get the NULL-terminated list of every plugin module the starting
+ * cci_init() tried, in the order it tried them (the order of cci_get_plugin_dirs()),
+ * loaded ones and skipped ones alike.  A file that does not look like a
+ * plugin (cci_ctp_<name>.so) is not listed.  The list and every string in
+ * it are owned by the library and live until the last cci_finalize().
+ */
+CCI_DECLSPEC int cci_get_plugins(cci_plugin_info_t *const **plugins);
+
+/*
+ * Get the NULL-terminated list of directories the starting cci_init()
+ * searched for plugins, in search order: the build tree's plugins (when
+ * the library runs from its build tree), each directory of
+ * CCI_PLUGIN_PATH, then the install directory.  A directory is listed
+ * whether or not it exists.  Owned by the library until the last
+ * cci_finalize().
+ */
+CCI_DECLSPEC int cci_get_plugin_dirs(const char *const **dirs);
+
+/*
+ * The two facts that order a device list and that cci_device_t lacks:
+ * *priority (0..100, the config file's priority= or its plugin's own) and
+ * *is_default (1 if the config file says default = 1, else 0).  device
+ * must come from cci_get_devices(), else CCI_EINVAL.
+ */
+CCI_DECLSPEC int cci_get_device_priority(cci_device_t *device, int *priority,
+                                         int *is_default);
+
 #ifdef __cplusplus
 }
 #endif

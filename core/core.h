@@ -14,12 +14,21 @@
 /* Public entry points are exported; everything else stays hidden. */
 #define CCI_API __attribute__((visibility("default")))
 
+/* What became of one plugin module, for cci_get_plugins(); the public
+ * part first, so that an array of these reads as the public array. */
+struct cci__plugin_record {
+	struct cci_plugin_info pub;
+	char *name, *path, *reason;  /* backing store of the public strings */
+	char **transports;           /* NULL-terminated copy: outlives dlclose() */
+};
+
 /* A loaded plugin module. */
 struct cci__plugin_mod {
 	const struct cci_plugin *ops;
 	void *dl;                  /* dlopen handle */
 	char *path;
 	int initialized;           /* init() succeeded */
+	struct cci__plugin_record *record; /* its entry in cci__g.plugin_records */
 	struct cci__plugin_mod *next;
 };
 
@@ -28,6 +37,10 @@ struct cci__globals {
 	pthread_mutex_t lock;
 	int refcount;
 	struct cci__plugin_mod *plugins;
+	struct cci__plugin_record **plugin_records; /* NULL-terminated, in the order tried */
+	int nplugin_records;
+	char **plugin_dirs;        /* NULL-terminated, in search order */
+	int nplugin_dirs;
 	cci__dev_t **devs;         /* NULL-terminated, sorted; the public list */
 	int ndevs;
 	cci__ep_t *eps;            /* open endpoints */

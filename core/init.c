@@ -99,3 +99,23 @@ CCI_API int cci_get_devices(cci_device_t *const **devices)
 	pthread_mutex_unlock(&cci__g.lock);
 	return rc;
 }
+
+CCI_API int cci_get_device_priority(cci_device_t *device, int *priority, int *is_default)
+{
+	const cci__dev_t *dev;
+	int rc = CCI_SUCCESS;
+
+	if (!device || !priority || !is_default)
+		return CCI_EINVAL;
+	pthread_mutex_lock(&cci__g.lock);
+	if (cci__g.refcount == 0) {
+		rc = CCI_ERROR;
+	} else if ((dev = cci__dev_from_pub(device)) == NULL) {
+		rc = CCI_EINVAL;
+	} else {
+		*priority = dev->priority;
+		*is_default = dev->is_default;
+	}
+	pthread_mutex_unlock(&cci__g.lock);
+	return rc;
+}

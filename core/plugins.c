@@ -5,12 +5,18 @@
  * order: the build tree (when this library itself runs from the build
  * tree, so tests and benchmarks need no install), each directory of
  * CCI_PLUGIN_PATH, then the install directory.  The first module of a name
- * wins.  CCI_CTP keeps ("sm,tcp") or drops ("^tcp") plugins by name or by
- * transport.
+ * wins; a directory is read in name order, so which module wins never
+ * depends on the file system.  CCI_CTP keeps ("sm,tcp") or drops ("^tcp")
+ * plugins by name or by transport.
+ *
+ * Every module tried is recorded, used or skipped with the reason that was
+ * logged, and so is every directory searched: cci_info shows why a
+ * transport is missing without CCI_DEBUG.
  */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +25,7 @@
 
 #define PREFIX "cci_ctp_"
 #define SUFFIX ".so"
+#define PLUGIN_NAME_MAX 64
 
 /* Is name (a plugin or transport name) selected by the CCI_CTP filter? */
 static int ctp_filter_match(const char *list, const char *name)
@@ -67,23 +74,132 @@ const struct cci_plugin *cci__plugin_for_transport(const char *transport)
 	return NULL;
 }
 
-static int plugin_loaded(const char *name)
+static const struct cci__plugin_mod *plugin_find(const char *name)
 {
 	for (struct cci__plugin_mod *m = cci__g.plugins; m; m = m->next)
 		if (strcmp(m->ops->name, name) == 0)
-			return 1;
-	return 0;
+			return m;
+	return NULL;
 }
 
-/* Reject a table we cannot use, saying why. */
-static int plugin_check(const struct cci_plugin *p, const char *path)
+/* ------------------------------------------------ the record of attempts */
+
+static void strings_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* A deep copy: the record must outlive the module's dlclose(). */
+static char **strings_copy(const char *const *v)
+{
+	size_t n = 0;
+	char **copy;
+
+	while (v && v[n])
+		n++;
+	copy = calloc(n + 1, sizeof(*copy));
+	for (size_t i = 0; copy && i < n; i++) {
+		copy[i] = strdup(v[i]);
+		if (!copy[i]) {
+			strings_free(copy);
+			return NULL;
+		}
+	}
+	return copy;
+}
+
+static void record_free(struct cci__plugin_record *r)
+{
+	free(r->name);
+	free(r->path);
+	free(r->reason);
+	strings_free(r->transports);
+	free(r);
+}
+
+/*
+ * Record one attempt.  ops, when its table passed the checks, gives the
+ * name and transports; else name is the one in the file name.  A NULL
+ * reason means loaded.
+ */
+static int record_add(const char *name, const char *path, const struct cci_plugin *ops,
+                      const char *reason, struct cci__plugin_record **record_p)
+{
+	struct cci__plugin_record *r, **grown;
+	int n = cci__g.nplugin_records;
+
+	grown = realloc(cci__g.plugin_records, sizeof(*grown) * (size_t)(n + 2));
+	if (!grown)
+		return CCI_ENOMEM;
+	cci__g.plugin_records = grown;
+	grown[n] = NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return CCI_ENOMEM;
+	r->name = strdup(ops ? ops->name : name);
+	r->path = strdup(path);
+	r->reason = strdup(reason ? reason : "");
+	r->transports = strings_copy(ops ? ops->transports : NULL);
+	if (!r->name || !r->path || !r->reason || !r->transports) {
+		record_free(r);
+		return CCI_ENOMEM;
+	}
+	r->pub.name = r->name;
+	r->pub.path = r->path;
+	r->pub.reason = r->reason;
+	r->pub.transports = (const char *const *)r->transports;
+	r->pub.status = reason ? CCI_PLUGIN_SKIPPED : CCI_PLUGIN_LOADED;
+	grown[n] = r;
+	grown[n + 1] = NULL;
+	cci__g.nplugin_records = n + 1;
+	if (record_p)
+		*record_p = r;
+	return CCI_SUCCESS;
+}
+
+/* Log why a module goes unused and record it; CCI_ENOMEM is the only failure. */
+static int plugin_skip(unsigned cat, const char *name, const char *path,
+                       const struct cci_plugin *ops, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static int plugin_skip(unsigned cat, const char *name, const char *path,
+                       const struct cci_plugin *ops, const char *fmt, ...)
+{
+	char why[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	cci__log(cat, "plugin %s: %s: skipped", path, why);
+	return record_add(name, path, ops, why, NULL);
+}
+
+static void plugins_forget(void)
+{
+	for (int i = 0; i < cci__g.nplugin_records; i++)
+		record_free(cci__g.plugin_records[i]);
+	free(cci__g.plugin_records);
+	cci__g.plugin_records = NULL;
+	cci__g.nplugin_records = 0;
+	for (int i = 0; i < cci__g.nplugin_dirs; i++)
+		free(cci__g.plugin_dirs[i]);
+	free(cci__g.plugin_dirs);
+	cci__g.plugin_dirs = NULL;
+	cci__g.nplugin_dirs = 0;
+}
+
+/* ------------------------------------------------------------- loading */
+
+/* Why a table cannot be used, written to why; CCI_SUCCESS if it can. */
+static int plugin_check(const struct cci_plugin *p, char *why, size_t len)
 {
 	const char *missing = NULL;
 
 	if (p->abi_version != CCI_PLUGIN_ABI_VERSION || p->size < sizeof(struct cci_plugin)) {
-		LOG_WARN("plugin %s: ABI version %u, size %zu; expected %u, %zu: skipped",
-		         path, p->abi_version, p->size, CCI_PLUGIN_ABI_VERSION,
-		         sizeof(struct cci_plugin));
+		snprintf(why, len, "ABI version %u, size %zu; expected %u, %zu", p->abi_version,
+		         p->size, CCI_PLUGIN_ABI_VERSION, sizeof(struct cci_plugin));
 		return CCI_EINVAL;
 	}
 	if (!p->name || !p->transports || !p->transports[0])
@@ -97,120 +213,218 @@ static int plugin_check(const struct cci_plugin *p, const char *path)
 	else if (!p->send || !p->rma)
 		missing = "send/rma";
 	if (missing) {
-		LOG_WARN("plugin %s: mandatory op missing (%s): skipped", path, missing);
+		snprintf(why, len, "mandatory op missing (%s)", missing);
 		return CCI_EINVAL;
 	}
 	return CCI_SUCCESS;
 }
 
-/* Load path if it is a plugin not loaded yet; failures are logged, not fatal. */
-static void plugin_try(const char *dir, const char *file)
+/* The <name> of cci_ctp_<name>.so; 0 if file is not named like a plugin. */
+static int plugin_file_name(const char *file, char name[PLUGIN_NAME_MAX + 1])
 {
-	char path[PATH_MAX], sym[128];
 	size_t flen = strlen(file), plen = strlen(PREFIX), slen = strlen(SUFFIX);
-	const struct cci_plugin *ops;
-	struct cci__plugin_mod *mod;
-	void *dl;
 
 	if (flen <= plen + slen || strncmp(file, PREFIX, plen) != 0 ||
-	    strcmp(file + flen - slen, SUFFIX) != 0 || flen - plen - slen > 64)
-		return;
-	snprintf(sym, sizeof(sym), "%.*s_plugin", (int)(flen - slen), file);
-	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
-		return;
-	dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!dl) {
-		LOG_WARN("plugin %s: cannot load: %s: skipped", path, dlerror());
-		return;
-	}
-	ops = dlsym(dl, sym);
-	if (!ops || plugin_check(ops, path) != CCI_SUCCESS || plugin_loaded(ops->name) ||
-	    !plugin_selected(ops)) {
-		if (!ops)
-			LOG_WARN("plugin %s: no symbol %s: skipped", path, sym);
-		dlclose(dl);
-		return;
-	}
-	mod = calloc(1, sizeof(*mod));
-	if (!mod || !(mod->path = strdup(path))) {
+	    strcmp(file + flen - slen, SUFFIX) != 0 || flen - plen - slen > PLUGIN_NAME_MAX)
+		return 0;
+	memcpy(name, file + plen, flen - plen - slen);
+	name[flen - plen - slen] = '\0';
+	return 1;
+}
+
+/* dlerror() text without the "path: " it starts with: the log names the path already. */
+static const char *dl_reason(const char *err, const char *path)
+{
+	size_t n = strlen(path);
+
+	if (!err)
+		return "unknown error";
+	if (strncmp(err, path, n) == 0 && strncmp(err + n, ": ", 2) == 0)
+		return err + n + 2;
+	return err;
+}
+
+/* The module passed every check: it joins the list, to be initialised. */
+static int plugin_keep(void *dl, const struct cci_plugin *ops, const char *path)
+{
+	struct cci__plugin_mod *mod = calloc(1, sizeof(*mod));
+
+	if (!mod || !(mod->path = strdup(path)) ||
+	    record_add(NULL, path, ops, NULL, &mod->record) != CCI_SUCCESS) {
+		if (mod)
+			free(mod->path);
 		free(mod);
 		dlclose(dl);
-		return;
+		return CCI_ENOMEM;
 	}
 	mod->ops = ops;
 	mod->dl = dl;
 	mod->next = cci__g.plugins;
 	cci__g.plugins = mod;
 	LOG(CCI_LOG_INIT, "plugin %s loaded from %s", ops->name, path);
+	return CCI_SUCCESS;
 }
 
-static void plugins_scan_dir(const char *dir, int depth)
+/* Load dir/file if it is a plugin; one that cannot be used is logged and
+ * recorded, not fatal.  Fails only with CCI_ENOMEM. */
+static int plugin_try(const char *dir, const char *file)
 {
-	DIR *d = opendir(dir);
-	struct dirent *de;
+	char path[PATH_MAX], sym[128], name[PLUGIN_NAME_MAX + 1], why[256];
+	const struct cci__plugin_mod *prev;
+	const struct cci_plugin *ops;
+	void *dl;
+	int rc;
 
-	if (!d)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
-			continue;
-		if (depth > 0 && de->d_type == DT_DIR) {
-			char sub[PATH_MAX];
-			if (snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) < (int)sizeof(sub))
-				plugins_scan_dir(sub, depth - 1);
-		} else {
-			plugin_try(dir, de->d_name);
-		}
+	if (!plugin_file_name(file, name))
+		return CCI_SUCCESS;
+	snprintf(sym, sizeof(sym), PREFIX "%s_plugin", name);
+	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
+		return plugin_skip(CCI_LOG_WARN, name, path, NULL, "path longer than %d bytes",
+		                   PATH_MAX - 1);
+	dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!dl)
+		return plugin_skip(CCI_LOG_WARN, name, path, NULL, "cannot load: %s",
+		                   dl_reason(dlerror(), path));
+	ops = dlsym(dl, sym);
+	if (!ops)
+		rc = plugin_skip(CCI_LOG_WARN, name, path, NULL, "no symbol %s", sym);
+	else if (plugin_check(ops, why, sizeof(why)) != CCI_SUCCESS)
+		rc = plugin_skip(CCI_LOG_WARN, name, path, NULL, "%s", why);
+	else if ((prev = plugin_find(ops->name)) != NULL)
+		rc = plugin_skip(CCI_LOG_INIT, name, path, ops,
+		                 "a plugin named %s was already loaded from %s", ops->name,
+		                 prev->path);
+	else if (!plugin_selected(ops))
+		rc = plugin_skip(CCI_LOG_INIT, name, path, ops, "excluded by CCI_CTP=%s",
+		                 getenv("CCI_CTP"));
+	else
+		return plugin_keep(dl, ops, path);
+	dlclose(dl);
+	return rc;
+}
+
+static int plugins_scan_dir(const char *dir, int depth);
+
+static int plugins_scan_entry(const char *dir, const struct dirent *de, int depth)
+{
+	char sub[PATH_MAX];
+
+	if (de->d_name[0] == '.')
+		return CCI_SUCCESS;
+	if (depth == 0 || de->d_type != DT_DIR)
+		return plugin_try(dir, de->d_name);
+	if (snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >= (int)sizeof(sub))
+		return CCI_SUCCESS;
+	return plugins_scan_dir(sub, depth - 1);
+}
+
+static int plugins_scan_dir(const char *dir, int depth)
+{
+	struct dirent **list;
+	int n = scandir(dir, &list, NULL, alphasort), rc = CCI_SUCCESS;
+
+	for (int i = 0; i < n; i++) {
+		if (rc == CCI_SUCCESS)
+			rc = plugins_scan_entry(dir, list[i], depth);
+		free(list[i]);
 	}
-	closedir(d);
+	if (n >= 0)
+		free(list);
+	return rc;
+}
+
+/* Note dir in the search list (existing or not), then load what it holds. */
+static int plugins_search(const char *dir, int depth)
+{
+	int n = cci__g.nplugin_dirs;
+	char **grown = realloc(cci__g.plugin_dirs, sizeof(*grown) * (size_t)(n + 2));
+
+	if (!grown)
+		return CCI_ENOMEM;
+	cci__g.plugin_dirs = grown;
+	grown[n] = strdup(dir);
+	if (!grown[n])
+		return CCI_ENOMEM;
+	grown[n + 1] = NULL;
+	cci__g.nplugin_dirs = n + 1;
+	return plugins_scan_dir(dir, depth);
 }
 
 /* The build tree's plugins, if this very library was loaded from it. */
-static void plugins_scan_build_tree(void)
+static int plugins_scan_build_tree(void)
 {
 	Dl_info info;
 	char self[PATH_MAX], *slash;
 
 	if (!dladdr((void *)&cci__g, &info) || !info.dli_fname ||
 	    !realpath(info.dli_fname, self))
-		return;
+		return CCI_SUCCESS;
 	slash = strrchr(self, '/');
 	if (!slash)
-		return;
+		return CCI_SUCCESS;
 	*slash = '\0';
-	if (strcmp(self, CCI_BUILD_ROOT "/core") == 0)
-		plugins_scan_dir(CCI_BUILD_ROOT "/plugins", 1);
+	if (strcmp(self, CCI_BUILD_ROOT "/core") != 0)
+		return CCI_SUCCESS;
+	return plugins_search(CCI_BUILD_ROOT "/plugins", 1);
 }
 
-static void plugins_scan_env(void)
+static int plugins_scan_env(void)
 {
 	const char *env = getenv("CCI_PLUGIN_PATH");
 	char *copy, *save = NULL;
+	int rc = CCI_SUCCESS;
 
-	if (!env || !*env || !(copy = strdup(env)))
-		return;
-	for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save))
-		plugins_scan_dir(dir, 0);
+	if (!env || !*env)
+		return CCI_SUCCESS;
+	copy = strdup(env);
+	if (!copy)
+		return CCI_ENOMEM;
+	for (char *dir = strtok_r(copy, ":", &save); dir && rc == CCI_SUCCESS;
+	     dir = strtok_r(NULL, ":", &save))
+		rc = plugins_search(dir, 0);
 	free(copy);
+	return rc;
+}
+
+/* Initialise one module; a failure skips it.  Fails only with CCI_ENOMEM. */
+static int plugin_init(struct cci__plugin_mod *m)
+{
+	char why[256], *reason;
+	int rc = m->ops->init(&cci__core_services);
+
+	if (rc == CCI_SUCCESS) {
+		m->initialized = 1;
+		return CCI_SUCCESS;
+	}
+	snprintf(why, sizeof(why), "init failed (%s)", cci_strerror(NULL, rc));
+	LOG(CCI_LOG_INIT, "plugin %s: %s: skipped", m->ops->name, why);
+	reason = strdup(why);
+	if (!reason)
+		return CCI_ENOMEM;
+	free(m->record->reason);
+	m->record->reason = reason;
+	m->record->pub.reason = reason;
+	m->record->pub.status = CCI_PLUGIN_SKIPPED;
+	return CCI_SUCCESS;
 }
 
 /* Load every plugin and initialise it; at least one must work. */
 int cci__plugins_load(void)
 {
-	int usable = 0;
+	int usable = 0, rc;
 
-	plugins_scan_build_tree();
-	plugins_scan_env();
-	plugins_scan_dir(CCI_PLUGIN_DIR, 0);
-	for (struct cci__plugin_mod *m = cci__g.plugins; m; m = m->next) {
-		int rc = m->ops->init(&cci__core_services);
-		if (rc != CCI_SUCCESS) {
-			LOG(CCI_LOG_INIT, "plugin %s: init failed (%s): skipped", m->ops->name,
-			    cci_strerror(NULL, rc));
-			continue;
-		}
-		m->initialized = 1;
-		usable++;
+	rc = plugins_scan_build_tree();
+	if (rc == CCI_SUCCESS)
+		rc = plugins_scan_env();
+	if (rc == CCI_SUCCESS)
+		rc = plugins_search(CCI_PLUGIN_DIR, 0);
+	for (struct cci__plugin_mod *m = cci__g.plugins; m && rc == CCI_SUCCESS; m = m->next) {
+		rc = plugin_init(m);
+		usable += m->initialized;
+	}
+	if (rc != CCI_SUCCESS) {
+		LOG_ERR("out of memory while loading the transport plugins");
+		return rc;
 	}
 	if (usable == 0) {
 		LOG_ERR("no usable transport plugin (searched the build tree, CCI_PLUGIN_PATH and %s%s)",
@@ -233,4 +447,44 @@ void cci__plugins_unload(void)
 		free(m);
 	}
 	cci__g.plugins = NULL;
+	plugins_forget();
+}
+
+/* ---------------------------------------------- the extension's entry points */
+
+CCI_API int cci_get_plugins(cci_plugin_info_t *const **plugins)
+{
+	static cci_plugin_info_t *const none[] = { NULL };
+	int rc = CCI_SUCCESS;
+
+	if (!plugins)
+		return CCI_EINVAL;
+	pthread_mutex_lock(&cci__g.lock);
+	if (cci__g.refcount == 0)
+		rc = CCI_ERROR;
+	else if (cci__g.nplugin_records == 0)
+		*plugins = none;
+	else
+		/* A record starts with its public part, so the arrays alias. */
+		*plugins = (cci_plugin_info_t *const *)(void *)cci__g.plugin_records;
+	pthread_mutex_unlock(&cci__g.lock);
+	return rc;
+}
+
+CCI_API int cci_get_plugin_dirs(const char *const **dirs)
+{
+	static const char *const none[] = { NULL };
+	int rc = CCI_SUCCESS;
+
+	if (!dirs)
+		return CCI_EINVAL;
+	pthread_mutex_lock(&cci__g.lock);
+	if (cci__g.refcount == 0)
+		rc = CCI_ERROR;
+	else if (cci__g.nplugin_dirs == 0)
+		*dirs = none;
+	else
+		*dirs = (const char *const *)cci__g.plugin_dirs;
+	pthread_mutex_unlock(&cci__g.lock);
+	return rc;
 }

@@ -129,11 +129,27 @@ static int (*rma_fn)(cci_connection_t *, const void *, uint32_t, cci_rma_handle_
                            uint64_t, cci_rma_handle_t *, uint64_t, uint64_t, const void *,
                            int) = cci_rma;
 
+/* The plugin-info extension: additive, with its own names and values. */
+#ifndef CCI_EXT_PLUGIN_INFO
+#error "cci.h does not announce the plugin-info extension"
+#endif
+STATIC_ASSERT(CCI_PLUGIN_LOADED == 0 && CCI_PLUGIN_SKIPPED == 1, "plugin status values");
+STATIC_ASSERT(offsetof(struct cci_plugin_info, name) == 0 &&
+              offsetof(struct cci_plugin_info, path) == 8 &&
+              offsetof(struct cci_plugin_info, status) == 16 &&
+              offsetof(struct cci_plugin_info, reason) == 24 &&
+              offsetof(struct cci_plugin_info, transports) == 32 &&
+              sizeof(cci_plugin_info_t) == 40, "struct cci_plugin_info layout");
+static int (*plugins_fn)(cci_plugin_info_t *const **) = cci_get_plugins;
+static int (*plugin_dirs_fn)(const char *const **) = cci_get_plugin_dirs;
+static int (*device_priority_fn)(cci_device_t *, int *, int *) = cci_get_device_priority;
+
 int main(void)
 {
 	/* The inline helper is part of the header's contract too. */
 	int declared = init_fn && devices_fn && ep_fn && ep_at_fn && strerror_fn && accept_fn &&
-	               connect_fn && opt_fn && event_fn && sendv_fn && reg_fn && rma_fn;
+	               connect_fn && opt_fn && event_fn && sendv_fn && reg_fn && rma_fn &&
+	               plugins_fn && plugin_dirs_fn && device_priority_fn;
 
 	if (cci_event_type_str(CCI_EVENT_RECV)[0] == '\0' || !declared)
 		return 1;

@@ -1,9 +1,15 @@
 /*
  * bad_plugin.c - broken plugins the core must refuse without crashing.
- * Built three times: BAD_ABI (a future ABI version), BAD_OPS (a mandatory
- * op missing), BAD_INIT (init fails).  PLUGIN_SYMBOL names the export.
+ * Built four times: BAD_ABI (a future ABI version), BAD_OPS (a mandatory
+ * op missing), BAD_INIT (init fails), BAD_UNDEF (needs a symbol nothing
+ * defines, so dlopen() fails).  PLUGIN_SYMBOL names the export.
  */
 #include "cci_plugin.h"
+
+#ifdef BAD_UNDEF
+/* Defined nowhere: a module built against a library that is not there. */
+extern int bad_plugin_missing_symbol(void);
+#endif
 
 static const char *const transports[] = { "bogus-" PLUGIN_NAME, NULL };
 
@@ -12,6 +18,8 @@ static int bad_init(const struct cci_core *core)
 	(void)core;
 #ifdef BAD_INIT
 	return CCI_ENODEV;
+#elif defined(BAD_UNDEF)
+	return bad_plugin_missing_symbol();
 #else
 	return CCI_SUCCESS;
 #endif

@@ -1,6 +1,8 @@
 /*
  * plugin_test.c - broken plugins in CCI_PLUGIN_PATH are logged and skipped;
- * the library still starts with the good ones.
+ * the library still starts with the good ones.  The plugin-info extension
+ * (cci_get_plugins, cci_get_plugin_dirs, cci_get_device_priority) reports
+ * every attempt with the reason that was logged.
  */
 #include <CUnit/Basic.h>
 #include <stdio.h>
@@ -13,6 +15,22 @@
 
 static char err_text[16384];
 static int init_rc = -1;
+
+/* In the child: what the extension reports, one line each, on stderr. */
+static void print_records(void)
+{
+	cci_plugin_info_t *const *plugins;
+	const char *const *dirs;
+
+	if (cci_get_plugins(&plugins) == CCI_SUCCESS)
+		for (int i = 0; plugins[i]; i++)
+			fprintf(stderr, "record %s %s %s\n", plugins[i]->name,
+			        plugins[i]->status == CCI_PLUGIN_LOADED ? "loaded" : "skipped",
+			        plugins[i]->reason);
+	if (cci_get_plugin_dirs(&dirs) == CCI_SUCCESS)
+		for (int i = 0; dirs[i]; i++)
+			fprintf(stderr, "dir %s\n", dirs[i]);
+}
 
 /* Start the library in a child with CCI_DEBUG=init; keep its stderr. */
 static void run_child(void)
@@ -34,8 +52,10 @@ static void run_child(void)
 		if (rc == CCI_SUCCESS && cci_get_devices(&devs) == CCI_SUCCESS)
 			for (int i = 0; devs[i]; i++)
 				fprintf(stderr, "device %s transport %s\n", devs[i]->name, devs[i]->transport);
-		if (rc == CCI_SUCCESS)
+		if (rc == CCI_SUCCESS) {
+			print_records();
 			cci_finalize();
+		}
 		_exit(rc);
 	}
 	close(p[1]);
@@ -70,6 +90,78 @@ static void test_failing_init_is_skipped(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "plugin badinit: init failed"));
 }
 
+static void test_undefined_symbol_is_skipped(void)
+{
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "cci_ctp_badundef.so: cannot load: "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "undefined symbol: bad_plugin_missing_symbol"));
+}
+
+static void test_every_attempt_is_recorded_with_its_reason(void)
+{
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nrecord sm loaded \n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nrecord badabi skipped ABI version "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nrecord badops skipped mandatory op missing ("));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nrecord badinit skipped init failed ("));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nrecord badundef skipped cannot load: "));
+}
+
+static void test_search_dirs_are_recorded(void)
+{
+	char line[4096];
+
+	snprintf(line, sizeof(line), "\ndir %s\n", getenv("CCI_PLUGIN_PATH"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, line));
+}
+
+/* A device the library never handed out. */
+static const struct cci_device foreign = { .name = "foreign" };
+
+/* Before cci_init and after the last cci_finalize the lists do not exist. */
+static void test_extension_needs_the_library_started(void)
+{
+	cci_plugin_info_t *const *plugins = NULL;
+	const char *const *dirs = NULL;
+	int prio = -1, def = -1;
+
+	CU_ASSERT_EQUAL(cci_get_plugins(&plugins), CCI_ERROR);
+	CU_ASSERT_EQUAL(cci_get_plugin_dirs(&dirs), CCI_ERROR);
+	CU_ASSERT_PTR_NULL(plugins);
+	CU_ASSERT_PTR_NULL(dirs);
+	if (cci_init(CCI_ABI_VERSION, 0, &(uint32_t){ 0 }) != CCI_SUCCESS) {
+		CU_FAIL("cci_init");
+		return;
+	}
+	CU_ASSERT_EQUAL(cci_get_plugins(&plugins), CCI_SUCCESS);
+	CU_ASSERT_PTR_NOT_NULL(plugins);
+	CU_ASSERT_PTR_NOT_NULL(plugins ? plugins[0] : NULL);
+	CU_ASSERT_EQUAL(cci_get_plugin_dirs(&dirs), CCI_SUCCESS);
+	CU_ASSERT_PTR_NOT_NULL(dirs ? dirs[0] : NULL);
+	cci_finalize();
+	CU_ASSERT_EQUAL(cci_get_plugins(&plugins), CCI_ERROR);
+	CU_ASSERT_EQUAL(cci_get_device_priority(&foreign, &prio, &def), CCI_ERROR);
+}
+
+static void test_extension_checks_its_arguments(void)
+{
+	cci_device_t *const *devs;
+	int prio = -1, def = -1;
+
+	if (cci_init(CCI_ABI_VERSION, 0, &(uint32_t){ 0 }) != CCI_SUCCESS) {
+		CU_FAIL("cci_init");
+		return;
+	}
+	CU_ASSERT_EQUAL(cci_get_plugins(NULL), CCI_EINVAL);
+	CU_ASSERT_EQUAL(cci_get_plugin_dirs(NULL), CCI_EINVAL);
+	CU_ASSERT_EQUAL(cci_get_device_priority(&foreign, &prio, &def), CCI_EINVAL);
+	CU_ASSERT_EQUAL(prio, -1); /* outputs are written only on success */
+	CU_ASSERT_EQUAL(cci_get_devices(&devs), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(cci_get_device_priority(devs[0], NULL, &def), CCI_EINVAL);
+	CU_ASSERT_EQUAL(cci_get_device_priority(devs[0], &prio, &def), CCI_SUCCESS);
+	CU_ASSERT(prio >= 0 && prio <= 100);
+	CU_ASSERT(def == 0 || def == 1);
+	cci_finalize();
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -86,6 +178,15 @@ int main(void)
 	CU_add_test(s, "a plugin missing a mandatory op is skipped",
 	            test_missing_mandatory_op_is_skipped);
 	CU_add_test(s, "a plugin whose init fails is skipped", test_failing_init_is_skipped);
+	CU_add_test(s, "a plugin with an undefined symbol is skipped",
+	            test_undefined_symbol_is_skipped);
+	CU_add_test(s, "cci_get_plugins lists every attempt with its reason",
+	            test_every_attempt_is_recorded_with_its_reason);
+	CU_add_test(s, "cci_get_plugin_dirs lists CCI_PLUGIN_PATH", test_search_dirs_are_recorded);
+	CU_add_test(s, "the plugin lists exist only while the library is started",
+	            test_extension_needs_the_library_started);
+	CU_add_test(s, "the extension's calls check their arguments",
+	            test_extension_checks_its_arguments);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = (int)(CU_get_number_of_failures() + CU_get_number_of_tests_failed());

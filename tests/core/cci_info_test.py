@@ -1,0 +1,403 @@
+#!/usr/bin/env python3
+"""cci_info_test.py - runs cci_info in one situation and checks what it says.
+
+usage: cci_info_test.py CASE CCI_INFO [--config FILE] [--have tcp|ofi]... [--plugin-dir DIR]
+
+CASE is one of:
+  example     CCI_CONFIG=--config (config/cci.ini.example): its devices, in
+              order, with their settings; text and --json agree; -v, -h and a
+              bad option behave.
+  tcp-manual  CCI_CONFIG=--config (tests/sockets/tcp-manual.ini): one tcp
+              device with the plugin's own priority.
+  discovered  no CCI_CONFIG: the sm device is discovered, with no conf_argv.
+  broken      broken files written to a temporary directory: exit 1, the
+              library's message names file and line, cci_info's names the
+              status and the file; --json gives an error document.
+  escaping    a file whose section name and value hold quotes, a backslash,
+              a tab, a control byte, UTF-8 and a byte that is not UTF-8: the
+              JSON parses and gives the strings back.
+  skipped     CCI_PLUGIN_PATH=--plugin-dir (the bad plugins of tests/core):
+              each is listed as skipped with its reason; CCI_CTP exclusions
+              and duplicates are listed too.
+
+--have names the optional plugins that were built: their devices must then
+be listed, and must not be otherwise.  Prints "N passed, N failed".
+Only the standard library is used.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+CCI_VARS = ("CCI_CONFIG", "CCI_CTP", "CCI_PLUGIN_PATH", "CCI_DEBUG")
+
+
+class Checker:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, ok, what, detail=""):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print("FAIL: " + what + (("\n  " + detail.replace("\n", "\n  ")) if detail else ""))
+        return ok
+
+
+def run(cci_info, args=(), **env):
+    """cci_info with only the CCI_* variables given; (rc, stdout, stderr)."""
+    e = {k: v for k, v in os.environ.items() if k not in CCI_VARS}
+    e.update({k: v for k, v in env.items() if v is not None})
+    p = subprocess.run([cci_info] + list(args), env=e, capture_output=True, text=True,
+                       errors="replace", timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def parse_text(out):
+    """The text output as {'config', 'devices': [...], 'plugins': [...]}."""
+    doc = {"config": None, "devices": [], "plugins": []}
+    section = None
+    last_key = None
+    for line in out.splitlines():
+        if line.startswith("config: "):
+            doc["config"] = line[len("config: "):]
+        elif line.startswith("devices: "):
+            section = "devices"
+        elif line.startswith("plugins: "):
+            section = "plugins"
+        elif not line.startswith(" "):
+            section = None
+        elif section == "devices" and line.startswith("  ") and line[2] != " ":
+            doc["devices"].append({"name": line[2:], "conf_argv": []})
+        elif section == "devices" and line.startswith("    ") and doc["devices"]:
+            dev = doc["devices"][-1]
+            if line[4] != " ":
+                key, _, val = line[4:].partition(":")
+                last_key, val = key, val.strip()
+            else:
+                val = line.strip()
+            if last_key == "conf_argv":
+                if not val.startswith("(none"):
+                    dev["conf_argv"].append(val)
+            else:
+                dev[last_key] = val
+        elif section == "plugins" and line.startswith("  ") and line[2] != " ":
+            name, _, rest = line[2:].partition(": ")
+            if rest.startswith("skipped: "):
+                doc["plugins"].append({"name": name, "status": "skipped",
+                                       "reason": rest[len("skipped: "):]})
+            else:
+                doc["plugins"].append({"name": name, "status": "loaded", "reason": "",
+                                       "line": rest})
+        elif section == "plugins" and line.startswith("    path: ") and doc["plugins"]:
+            doc["plugins"][-1]["path"] = line[len("    path: "):]
+    return doc
+
+
+def get_json(c, cci_info, **env):
+    rc, out, err = run(cci_info, ["--json"], **env)
+    c.check(rc == 0, "cci_info --json exits 0", "rc %d, stderr:\n%s" % (rc, err))
+    try:
+        doc = json.loads(out)
+    except ValueError as exc:
+        c.check(False, "cci_info --json prints one JSON document", "%s\n%s" % (exc, out))
+        return None
+    c.check(isinstance(doc, dict) and doc.get("abi_version") == 2,
+            "the JSON document has abi_version 2")
+    for key, kind in (("devices", list), ("plugins", list), ("plugin_dirs", list),
+                      ("environment", dict)):
+        c.check(isinstance(doc.get(key), kind), "the JSON document has %s" % key)
+    return doc
+
+
+def check_agree(c, text, doc):
+    """The text and JSON outputs describe the same devices and plugins."""
+    yesno = {True: "yes", False: "no"}
+    tdev = [(d["name"], d.get("transport"), d.get("up"), d.get("default"),
+             d.get("priority"), d.get("max_send_size"), d["conf_argv"]) for d in text["devices"]]
+    jdev = [(d["name"], d["transport"], yesno[d["up"]], yesno[d["default"]],
+             str(d["priority"]), str(d["max_send_size"]), d["conf_argv"]) for d in doc["devices"]]
+    c.check(tdev == jdev, "text and JSON list the same devices in the same order",
+            "text: %r\njson: %r" % (tdev, jdev))
+    tplug = [(p["name"], p["status"], p["reason"]) for p in text["plugins"]]
+    jplug = [(p["name"], p["status"], p["reason"]) for p in doc["plugins"]]
+    c.check(tplug == jplug, "text and JSON list the same plugins with the same reasons",
+            "text: %r\njson: %r" % (tplug, jplug))
+
+
+def device(doc, name):
+    return next((d for d in doc["devices"] if d["name"] == name), None)
+
+
+def plugin(doc, name, status=None):
+    return next((p for p in doc["plugins"] if p["name"] == name and
+                 (status is None or p["status"] == status)), None)
+
+
+def check_device(c, doc, name, want):
+    d = device(doc, name)
+    if not c.check(d is not None, "device %s is listed" % name, json.dumps(doc["devices"])):
+        return
+    for key, val in want.items():
+        c.check(d.get(key) == val, "device %s: %s is %r" % (name, key, val),
+                "got %r" % d.get(key))
+
+
+def check_loaded(c, doc, name, transport):
+    p = plugin(doc, name)
+    if c.check(p is not None and p["status"] == "loaded", "plugin %s is loaded" % name,
+               json.dumps(doc["plugins"])):
+        c.check(transport in p["transports"], "plugin %s serves %s" % (name, transport))
+        c.check(p["path"].endswith("/cci_ctp_%s.so" % name) and p["reason"] == "",
+                "plugin %s has its path and no reason" % name, json.dumps(p))
+
+
+def case_example(c, a):
+    have = set(a.have)
+    rc, out, err = run(a.cci_info, CCI_CONFIG=a.config)
+    c.check(rc == 0, "cci_info exits 0 with the example file", "rc %d\n%s" % (rc, err))
+    text = parse_text(out)
+    c.check(text["config"] == a.config + " (CCI_CONFIG)", "the text names the config file",
+            repr(text["config"]))
+    doc = get_json(c, a.cci_info, CCI_CONFIG=a.config)
+    if doc is None:
+        return
+    check_agree(c, text, doc)
+    c.check(doc["config"] == a.config and doc["environment"]["CCI_CONFIG"] == a.config,
+            "the JSON names the config file")
+    want = ["sm0"] + (["tcp-lo"] if "tcp" in have else []) + \
+        (["ofi-tcp-lo"] if "ofi" in have else [])
+    c.check([d["name"] for d in doc["devices"]] == want,
+            "the devices are the file's sections whose plugin is built, default first",
+            "want %r, got %r" % (want, [d["name"] for d in doc["devices"]]))
+    check_device(c, doc, "sm0", {"transport": "sm", "up": True, "default": True,
+                                 "priority": 50, "max_send_size": 8192, "pci": None,
+                                 "conf_argv": ["transport=sm", "default=1", "priority=50",
+                                               "mss=8192"]})
+    c.check(text["devices"] and text["devices"][0].get("pci") == "none",
+            "a device off PCI shows pci: none")
+    check_loaded(c, doc, "sm", "sm")
+    if "tcp" in have:
+        check_device(c, doc, "tcp-lo", {"transport": "tcp", "up": True, "default": False,
+                                        "priority": 30, "conf_argv": ["transport=tcp",
+                                                                      "ip=127.0.0.1",
+                                                                      "priority=30"]})
+        c.check("127.0.0.1" in (device(doc, "tcp-lo") or {}).get("info", ""),
+                "tcp-lo's info names its address")
+        check_loaded(c, doc, "sockets", "tcp")
+    if "ofi" in have:
+        check_device(c, doc, "ofi-tcp-lo", {"transport": "ofi", "default": False,
+                                            "priority": 20,
+                                            "conf_argv": ["transport=ofi", "provider=tcp",
+                                                          "iface=lo", "priority=20"]})
+        check_loaded(c, doc, "ofi", "ofi")
+    check_options(c, a, out, doc)
+
+
+def check_options(c, a, plain, doc):
+    """-v adds paths, directories and the environment; -h and bad options."""
+    c.check("path: " not in plain and "search directories" not in plain,
+            "without -v no plugin path or search directory is shown")
+    rc, out, err = run(a.cci_info, ["-v"], CCI_CONFIG=a.config)
+    c.check(rc == 0, "cci_info -v exits 0", err)
+    text = parse_text(out)
+    c.check([p.get("path") for p in text["plugins"]] == [p["path"] for p in doc["plugins"]],
+            "-v shows each plugin's path", out)
+    c.check(doc["plugin_dirs"] and "plugin search directories, in order:\n" +
+            "".join("  %s\n" % d for d in doc["plugin_dirs"]) in out,
+            "-v lists the search directories, as the JSON does", out)
+    c.check("  CCI_CONFIG=%s\n" % a.config in out and "  CCI_CTP=(unset)\n" in out,
+            "-v shows the environment")
+    rc, out, err = run(a.cci_info, ["--help"])
+    c.check(rc == 0 and out.startswith("usage: cci_info") and "--json" in out,
+            "--help prints the usage and exits 0", out + err)
+    rc, out, err = run(a.cci_info, ["-h"])
+    c.check(rc == 0 and out.startswith("usage: cci_info"), "-h prints the usage")
+    rc, out, err = run(a.cci_info, ["--no-such-option"])
+    c.check(rc == 2 and "usage: cci_info" in err and out == "",
+            "an unknown option exits 2 with the usage on stderr", "rc %d" % rc)
+    rc, out, err = run(a.cci_info, ["extra"])
+    c.check(rc == 2 and "extra" in err, "a stray argument exits 2 naming it", err)
+
+
+def case_tcp_manual(c, a):
+    rc, out, err = run(a.cci_info, CCI_CONFIG=a.config)
+    c.check(rc == 0, "cci_info exits 0 with tcp-manual.ini", err)
+    doc = get_json(c, a.cci_info, CCI_CONFIG=a.config)
+    if doc is None:
+        return
+    check_agree(c, parse_text(out), doc)
+    c.check([d["name"] for d in doc["devices"]] == ["tcp-manual"],
+            "the one device is tcp-manual", json.dumps(doc["devices"]))
+    check_device(c, doc, "tcp-manual", {"transport": "tcp", "up": True, "default": False,
+                                        "priority": 30, "max_send_size": 65536,
+                                        "conf_argv": ["transport=tcp", "ip=127.0.0.1",
+                                                      "progress=manual"]})
+    c.check("127.0.0.1" in (device(doc, "tcp-manual") or {}).get("info", ""),
+            "its info names its address")
+    check_loaded(c, doc, "sockets", "tcp")
+
+
+def case_discovered(c, a):
+    rc, out, err = run(a.cci_info)
+    c.check(rc == 0, "cci_info exits 0 without CCI_CONFIG", err)
+    text = parse_text(out)
+    c.check(text["config"] is not None and text["config"].startswith("none"),
+            "the text says there is no config file", repr(text["config"]))
+    doc = get_json(c, a.cci_info)
+    if doc is None:
+        return
+    check_agree(c, text, doc)
+    c.check(doc["config"] is None and doc["environment"]["CCI_CONFIG"] is None,
+            "the JSON config is null")
+    sm = [d for d in doc["devices"] if d["transport"] == "sm"]
+    if c.check(len(sm) == 1, "exactly one sm device is discovered", json.dumps(doc["devices"])):
+        c.check(sm[0]["up"] and sm[0]["priority"] == 50 and sm[0]["max_send_size"] > 0,
+                "the sm device is up, with the sm plugin's priority 50", json.dumps(sm[0]))
+    c.check(all(d["conf_argv"] == [] for d in doc["devices"]),
+            "discovered devices have an empty conf_argv")
+    c.check("    conf_argv:     (none: a discovered device)" in out,
+            "the text says a discovered device has no conf_argv")
+    c.check(not any(d["default"] for d in doc["devices"]), "no discovered device is default")
+    check_loaded(c, doc, "sm", "sm")
+
+
+BROKEN = (
+    ("priority.ini", "[a]\ntransport = sm\npriority = 500\n", 3, "priority", "CCI_EINVAL"),
+    ("syntax.ini", "# devices\n[a]\ntransport = sm\nthis line is wrong\n", 4, "expected",
+     "CCI_EINVAL"),
+    ("transport.ini", "[a]\ntransport = sm\n[b]\ntransport = carrier-pigeon\n", 3,
+     "unknown transport", "CCI_EINVAL"),
+)
+
+
+def case_broken(c, a):
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, body, line, word, status in BROKEN:
+            path = os.path.join(tmp, name)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(body)
+            check_broken(c, a, path, line, word, status)
+        missing = os.path.join(tmp, "missing.ini")
+        rc, out, err = run(a.cci_info, CCI_CONFIG=missing)
+        c.check(rc == 1 and "cci_init failed: CCI_ERR_NOT_FOUND" in err and
+                "cci_info: configuration file %s (CCI_CONFIG) cannot be read" % missing in err,
+                "an unreadable file: exit 1, CCI_ERR_NOT_FOUND and its path", err)
+
+
+def check_broken(c, a, path, line, word, status):
+    rc, out, err = run(a.cci_info, CCI_CONFIG=path)
+    tag = os.path.basename(path)
+    c.check(rc == 1, "%s: exit status 1" % tag, "rc %d" % rc)
+    where = [l for l in err.splitlines() if "%s:%d:" % (path, line) in l]
+    c.check(len(where) == 1 and word in where[0],
+            "%s: the library's message names %s:%d and the problem" % (tag, path, line), err)
+    c.check("cci_info: cci_init failed: %s (" % status in err,
+            "%s: cci_info says cci_init failed with %s" % (tag, status), err)
+    c.check("cci_info: configuration file %s (CCI_CONFIG)" % path in err,
+            "%s: cci_info names the CCI_CONFIG file" % tag, err)
+    c.check(out == "", "%s: nothing on stdout without --json" % tag, out)
+    rc, out, err = run(a.cci_info, ["--json"], CCI_CONFIG=path)
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        doc = {}
+    e = doc.get("error") or {}
+    c.check(rc == 1 and doc.get("config") == path and e.get("call") == "cci_init" and
+            e.get("status") == status and isinstance(e.get("code"), int),
+            "%s: --json prints an error document and exits 1" % tag, out)
+
+
+def case_escaping(c, a):
+    odd = b'"q" \\ \xc3\xa9 \xff\tx\x01'
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "odd.ini")
+        with open(path, "wb") as f:
+            f.write(b"[sm " + odd + b"]\ntransport = sm\npath = /nonexistent/" + odd + b"\n")
+        rc, out, err = run(a.cci_info, ["--json"], CCI_CONFIG=path)
+    c.check(rc == 0, "cci_info --json exits 0 with odd bytes in the file", err)
+    c.check("\\u0001" in out and "\\ufffd" in out and "\\t" in out,
+            "control bytes are \\u escapes and a non-UTF-8 byte is U+FFFD", out)
+    try:
+        doc = json.loads(out)
+    except ValueError as exc:
+        c.check(False, "the JSON with odd bytes parses", "%s\n%s" % (exc, out))
+        return
+    want = '"q" \\ \u00e9 \ufffd\tx\x01'
+    devs = doc.get("devices") or [{}]
+    c.check(devs[0].get("name") == "sm " + want, "the section name comes back intact",
+            repr(devs[0].get("name")))
+    c.check(devs[0].get("conf_argv") == ["transport=sm", "path=/nonexistent/" + want],
+            "the conf_argv strings come back intact", repr(devs[0].get("conf_argv")))
+
+
+def case_skipped(c, a):
+    d = a.plugin_dir
+    rc, out, err = run(a.cci_info, ["-v"], CCI_PLUGIN_PATH=d)
+    c.check(rc == 0, "cci_info exits 0 with the bad plugins in CCI_PLUGIN_PATH", err)
+    doc = get_json(c, a.cci_info, CCI_PLUGIN_PATH=d)
+    if doc is None:
+        return
+    check_agree(c, parse_text(out), doc)
+    c.check(d in doc["plugin_dirs"], "CCI_PLUGIN_PATH is a search directory",
+            json.dumps(doc["plugin_dirs"]))
+    for name, reason in (("badabi", "ABI version "), ("badops", "mandatory op missing ("),
+                         ("badinit", "init failed ("),
+                         ("badundef", "cannot load: undefined symbol: bad_plugin_missing_symbol")):
+        p = plugin(doc, name)
+        if c.check(p is not None, "plugin %s is listed" % name, json.dumps(doc["plugins"])):
+            c.check(p["status"] == "skipped" and p["reason"].startswith(reason),
+                    "plugin %s is skipped: %s..." % (name, reason), json.dumps(p))
+            c.check(p["path"] == os.path.join(d, "cci_ctp_%s.so" % name),
+                    "plugin %s has its path" % name, p["path"])
+            c.check("  %s: skipped: %s" % (name, reason) in out and
+                    "    path: %s" % p["path"] in out,
+                    "the text shows %s skipped with its reason and path" % name, out)
+    check_loaded(c, doc, "sm", "sm")
+    c.check(not any(x["transport"].startswith("bogus") for x in doc["devices"]),
+            "no device of a skipped plugin is listed")
+    check_filtered(c, a, doc)
+
+
+def check_filtered(c, a, doc):
+    """CCI_CTP exclusions and a second copy of a plugin are skipped by name."""
+    d = a.plugin_dir
+    j = get_json(c, a.cci_info, CCI_PLUGIN_PATH=d, CCI_CTP="^badinit")
+    p = plugin(j, "badinit") if j else None
+    c.check(p is not None and p["status"] == "skipped" and
+            p["reason"] == "excluded by CCI_CTP=^badinit" and "bogus-badinit" in p["transports"],
+            "CCI_CTP=^badinit: badinit is skipped as excluded", json.dumps(p))
+    sm = plugin(doc, "sm", "loaded")
+    if not sm:
+        return
+    sm_dir = os.path.dirname(sm["path"])
+    j = get_json(c, a.cci_info, CCI_PLUGIN_PATH=sm_dir + ":" + d)
+    dup = [x for x in (j or {}).get("plugins", []) if x["name"] == "sm"]
+    c.check(len(dup) == 2 and dup[0]["status"] == "loaded" and dup[1]["status"] == "skipped" and
+            dup[1]["reason"] == "a plugin named sm was already loaded from " + dup[0]["path"],
+            "a second sm module is skipped, naming the first", json.dumps(dup))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=["example", "tcp-manual", "discovered", "broken", "escaping",
+                                       "skipped"])
+    ap.add_argument("cci_info")
+    ap.add_argument("--config")
+    ap.add_argument("--have", action="append", default=[])
+    ap.add_argument("--plugin-dir")
+    a = ap.parse_args()
+    a.cci_info = os.path.abspath(a.cci_info)
+    c = Checker()
+    {"example": case_example, "tcp-manual": case_tcp_manual, "discovered": case_discovered,
+     "broken": case_broken, "escaping": case_escaping, "skipped": case_skipped}[a.case](c, a)
+    print("%d passed, %d failed" % (c.passed, c.failed))
+    return 1 if c.failed or c.passed == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
