@@ -127,6 +127,11 @@ static inline int cci__evq_nonempty(cci__ep_t *ep)
 	return __atomic_load_n(&ep->evq_head, __ATOMIC_RELAXED) != NULL;
 }
 
+/* Hand out the library-owned NULL-terminated list *list_p of *n_p
+ * entries (an empty one when there are none), both read under the global
+ * lock: CCI_EINVAL for a NULL out, CCI_ERROR before cci_init().  init.c. */
+int cci__list_handout(void *const *list_p, const int *n_p, const void *const **out);
+
 /* A library call needs cci_init(): CCI_SUCCESS or CCI_ERROR. */
 int cci__check_initialized(void);
 

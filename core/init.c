@@ -81,23 +81,27 @@ CCI_API int cci_finalize(void)
 	return rc;
 }
 
-CCI_API int cci_get_devices(cci_device_t *const **devices)
+int cci__list_handout(void *const *list_p, const int *n_p, const void *const **out)
 {
-	static cci_device_t *const no_devices[] = { NULL };
+	static const void *const empty[] = { NULL };
 	int rc = CCI_SUCCESS;
 
-	if (!devices)
+	if (!out)
 		return CCI_EINVAL;
 	pthread_mutex_lock(&cci__g.lock);
 	if (cci__g.refcount == 0)
 		rc = CCI_ERROR;
-	else if (cci__g.ndevs == 0)
-		*devices = no_devices;
 	else
-		/* struct cci__dev starts with its public part, so the arrays alias. */
-		*devices = (cci_device_t *const *)(void *)cci__g.devs;
+		*out = *n_p == 0 ? empty : *(const void *const *const *)list_p;
 	pthread_mutex_unlock(&cci__g.lock);
 	return rc;
+}
+
+CCI_API int cci_get_devices(cci_device_t *const **devices)
+{
+	/* struct cci__dev starts with its public part, so the arrays alias. */
+	return cci__list_handout((void *const *)&cci__g.devs, &cci__g.ndevs,
+	                         (const void *const **)(void *)devices);
 }
 
 CCI_API int cci_get_device_priority(cci_device_t *device, int *priority, int *is_default)

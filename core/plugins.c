@@ -454,37 +454,13 @@ void cci__plugins_unload(void)
 
 CCI_API int cci_get_plugins(cci_plugin_info_t *const **plugins)
 {
-	static cci_plugin_info_t *const none[] = { NULL };
-	int rc = CCI_SUCCESS;
-
-	if (!plugins)
-		return CCI_EINVAL;
-	pthread_mutex_lock(&cci__g.lock);
-	if (cci__g.refcount == 0)
-		rc = CCI_ERROR;
-	else if (cci__g.nplugin_records == 0)
-		*plugins = none;
-	else
-		/* A record starts with its public part, so the arrays alias. */
-		*plugins = (cci_plugin_info_t *const *)(void *)cci__g.plugin_records;
-	pthread_mutex_unlock(&cci__g.lock);
-	return rc;
+	/* A record starts with its public part, so the arrays alias. */
+	return cci__list_handout((void *const *)&cci__g.plugin_records, &cci__g.nplugin_records,
+	                         (const void *const **)(void *)plugins);
 }
 
 CCI_API int cci_get_plugin_dirs(const char *const **dirs)
 {
-	static const char *const none[] = { NULL };
-	int rc = CCI_SUCCESS;
-
-	if (!dirs)
-		return CCI_EINVAL;
-	pthread_mutex_lock(&cci__g.lock);
-	if (cci__g.refcount == 0)
-		rc = CCI_ERROR;
-	else if (cci__g.nplugin_dirs == 0)
-		*dirs = none;
-	else
-		*dirs = (const char *const *)cci__g.plugin_dirs;
-	pthread_mutex_unlock(&cci__g.lock);
-	return rc;
+	return cci__list_handout((void *const *)&cci__g.plugin_dirs, &cci__g.nplugin_dirs,
+	                         (const void *const **)(void *)dirs);
 }
