@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct below changes layout or meaning. */
-#define CCI_PLUGIN_ABI_VERSION 1
+#define CCI_PLUGIN_ABI_VERSION 2
 
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                   */
@@ -102,11 +102,11 @@ struct cci__dev {
 };
 
 /*
- * An event.  Allocated from the endpoint's pool with core->evt_get(),
- * filled by the plugin, queued with core->evt_post().  Once posted the core
- * owns it: it is lent to the application and, when returned, handed to
- * plugin->return_event() (if rx_buf or req_state is set) before going back
- * to the pool.
+ * An event.  Built and queued by the core's post_* services; the core owns
+ * it from then on: it is lent to the application and, when returned, a
+ * RECV goes to plugin->recv_returned() and a CONNECT_REQUEST to
+ * plugin->request_done() before the event goes back to the pool.  Plugins
+ * read rx_buf and req_state there, and touch nothing else.
  */
 struct cci__evt {
 	union cci_event ev; /* first: the application's view, filled by the plugin */
@@ -115,7 +115,6 @@ struct cci__evt {
 	cci__evt_t *next;   /* queue / pool link, core-owned */
 	void *rx_buf;       /* plugin: the receive buffer behind a RECV event */
 	void *req_state;    /* plugin: the pending request behind CONNECT_REQUEST */
-	uint64_t plugin_u64; /* plugin scratch */
 	int answered;       /* core: a CONNECT_REQUEST was accepted or rejected */
 	int lent;           /* core: handed to the application */
 	char req_data[CCI_CONN_REQ_LEN]; /* backing store for a request's payload */
@@ -227,12 +226,30 @@ struct cci_core {
 	/* The plugin is done with conn; freed once no lent event names it. */
 	void (*conn_release)(cci__conn_t *conn);
 
-	/* An event from the endpoint's pool (never NULL unless out of memory). */
-	cci__evt_t *(*evt_get)(cci__ep_t *ep);
-	/* Queue a filled event for the application; rings the OS handle. */
-	void (*evt_post)(cci__ep_t *ep, cci__evt_t *evt);
-	/* Give back an event that was never posted. */
-	void (*evt_put)(cci__ep_t *ep, cci__evt_t *evt);
+	/*
+	 * Events.  Each call builds one event and queues it for the
+	 * application (ringing the OS handle); the event holds a reference on
+	 * the connection it names.  They return CCI_SUCCESS, or CCI_ENOMEM when
+	 * no event could be had (the core has logged the loss): the plugin then
+	 * takes back what stood behind it.
+	 */
+	/* A message arrived on conn: len bytes at ptr, which stay valid until
+	 * the application returns the event and the core hands rx_buf back
+	 * through plugin->recv_returned(). */
+	int (*post_recv)(cci__conn_t *conn, void *ptr, uint32_t len, void *rx_buf);
+	/* The outcome of connect() or accept(); conn is the new connection on
+	 * success and is ignored otherwise. */
+	int (*post_connect)(cci__ep_t *ep, void *context, int status, cci__conn_t *conn);
+	int (*post_accept)(cci__ep_t *ep, void *context, int status, cci__conn_t *conn);
+	/* A connection request with len <= CCI_CONN_REQ_LEN bytes of data
+	 * (copied; CCI_EINVAL beyond); req_state is what the plugin needs to
+	 * answer it (see accept(), reject(), request_done()). */
+	int (*post_request)(cci__ep_t *ep, cci_conn_attribute_t attr, const void *data,
+	                    uint32_t len, void *req_state);
+	/* conn's keepalive timeout passed with nothing heard from the peer. */
+	int (*post_keepalive_timedout)(cci__conn_t *conn);
+	/* The device under ep failed: the endpoint can do nothing more. */
+	int (*post_dev_failed)(cci__ep_t *ep);
 
 	/*
 	 * A send or RMA finished.  context and flags are those the plugin got
@@ -324,9 +341,13 @@ struct cci_plugin {
 	               uint32_t data_len, cci_conn_attribute_t attr,
 	               void *context, const struct timeval *timeout);
 	/* (M) Answer the request behind evt (evt->req_state); the outcome of
-	 * accept is posted as an ACCEPT event. */
+	 * accept is posted as an ACCEPT event.  The core calls each at most
+	 * once per request, and calls reject() itself for a request the
+	 * application returned unanswered. */
 	int (*accept)(cci__evt_t *evt, void *context);
 	int (*reject)(cci__evt_t *evt);
+	/* (M) The request's event came back, answered: free evt->req_state. */
+	void (*request_done)(cci__evt_t *evt);
 	/* (M) Close conn, tell the peer, drop its in-flight work, then
 	 * core->conn_release(). */
 	int (*disconnect)(cci__conn_t *conn);
@@ -347,10 +368,10 @@ struct cci_plugin {
 	           const struct cci_rma_handle *remote, uint64_t remote_offset,
 	           uint64_t data_len, void *context, int flags);
 
-	/* The application returned evt (RECV with rx_buf, or a request with
-	 * req_state): release what stands behind it.  Required if the plugin
-	 * ever sets rx_buf or req_state. */
-	void (*return_event)(cci__evt_t *evt);
+	/* A RECV event posted with an rx_buf came back (returned, or dropped
+	 * with its connection): take the buffer back.  Required if the plugin
+	 * ever posts a non-NULL rx_buf. */
+	void (*recv_returned)(cci__evt_t *evt);
 
 	/* A transport-specific sentence for status, or NULL for the core's. */
 	const char *(*strerror)(cci__ep_t *ep, int status);

@@ -92,7 +92,15 @@ void cci__conf_error(cci__dev_t *dev, int kv, const char *fmt, ...) __attribute_
 /* event.c */
 cci__evt_t *cci__evt_get(cci__ep_t *ep);
 void cci__evt_post(cci__ep_t *ep, cci__evt_t *evt);
-void cci__evt_put(cci__ep_t *ep, cci__evt_t *evt);
+
+/* post.c: the event services of struct cci_core (see cci_plugin.h) */
+int cci__post_recv(cci__conn_t *conn, void *ptr, uint32_t len, void *rx_buf);
+int cci__post_connect(cci__ep_t *ep, void *context, int status, cci__conn_t *conn);
+int cci__post_accept(cci__ep_t *ep, void *context, int status, cci__conn_t *conn);
+int cci__post_request(cci__ep_t *ep, cci_conn_attribute_t attr, const void *data,
+                      uint32_t len, void *req_state);
+int cci__post_keepalive_timedout(cci__conn_t *conn);
+int cci__post_dev_failed(cci__ep_t *ep);
 void cci__evt_pool_free(cci__ep_t *ep);
 void cci__evt_purge_conn(cci__ep_t *ep, cci__conn_t *conn);
 int cci__ep_arm(cci__ep_t *ep);
@@ -119,7 +127,6 @@ void cci__send_done(cci__conn_t *conn, void *context, int flags, int status);
 int cci__rma_lookup(cci__ep_t *ep, uint64_t key, uint64_t offset, uint64_t len,
                     int access, void **addr);
 void cci__rma_table_free(cci__ep_t *ep);
-int cci__random_bytes(void *buf, size_t len);
 
 /* A lock-free peek: is an event queued?  (A hint; the queue lock decides.) */
 static inline int cci__evq_nonempty(cci__ep_t *ep)

@@ -50,7 +50,6 @@ static void evt_reset(cci__evt_t *e)
 	e->next = NULL;
 	e->rx_buf = NULL;
 	e->req_state = NULL;
-	e->plugin_u64 = 0;
 	e->answered = 0;
 	e->lent = 0;
 }
@@ -77,13 +76,6 @@ static void evt_put_locked(cci__ep_t *ep, cci__evt_t *e)
 	e->conn = NULL;
 	e->next = ep->evt_pool;
 	ep->evt_pool = e;
-}
-
-void cci__evt_put(cci__ep_t *ep, cci__evt_t *e)
-{
-	cci__spin_lock(&ep->lock);
-	evt_put_locked(ep, e);
-	cci__spin_unlock(&ep->lock);
 }
 
 static void os_handle_ring(cci__ep_t *ep)
@@ -143,11 +135,26 @@ static cci__conn_t *conn_unref_locked(cci__conn_t *c)
 	return NULL;
 }
 
-/* Let the plugin take back what stands behind an event. */
+/*
+ * Let the plugin take back what stands behind an event.  A request the
+ * application returned without answering is rejected first, so the client
+ * hears no rather than waiting for its timeout.
+ */
 static void evt_release_to_plugin(cci__evt_t *e)
 {
-	if ((e->rx_buf || e->req_state) && e->ep->plugin->return_event)
-		e->ep->plugin->return_event(e);
+	const struct cci_plugin *p = e->ep->plugin;
+
+	if (e->req_state) {
+		if (!e->answered) {
+			e->answered = 1;
+			LOG(CCI_LOG_CONN, "ep %p: a connection request returned unanswered is rejected",
+			    (void *)e->ep);
+			p->reject(e);
+		}
+		p->request_done(e);
+	} else if (e->rx_buf && p->recv_returned) {
+		p->recv_returned(e);
+	}
 }
 
 /* Remove the queued (not yet lent) events of conn. */

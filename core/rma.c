@@ -5,32 +5,14 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "core.h"
 #include "msg.h"
+#include "random.h"
 
 #define RMA_BUCKETS 1024u /* power of two */
 #define RMA_FLAGS (CCI_FLAG_READ | CCI_FLAG_WRITE)
 #define RMA_OP_FLAGS (RMA_FLAGS | CCI_FLAG_FENCE | CCI_FLAG_BLOCKING | CCI_FLAG_SILENT | CCI_FLAG_NO_COPY)
-
-int cci__random_bytes(void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = getrandom(p, len, 0);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			LOG_ERR("getrandom failed: %s", strerror(errno));
-			return CCI_ERROR;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return CCI_SUCCESS;
-}
 
 static uint32_t bucket_of(uint64_t key)
 {
@@ -66,9 +48,12 @@ static int reg_insert(cci__ep_t *ep, cci__rma_reg_t *reg)
 	if (!ep->rma_by_ptr && !(ep->rma_by_ptr = calloc(RMA_BUCKETS, sizeof(*ep->rma_by_ptr))))
 		return CCI_ENOMEM;
 	do {
-		if (cci__random_bytes(&key, sizeof(key)) != CCI_SUCCESS)
+		if (cci__random64(&key) != CCI_SUCCESS) {
+			LOG_ERR("rma: no random key for a registration: getrandom failed: %s",
+			        strerror(errno));
 			return CCI_ERROR;
-	} while (key == 0 || reg_find(ep, key));
+		}
+	} while (reg_find(ep, key));
 	reg->handle.stuff[0] = key;
 	b = bucket_of(key);
 	reg->hnext = ep->rma_table[b];

@@ -49,7 +49,11 @@
 #include <rdma/fi_rma.h>
 
 #include "cci_plugin.h"
+#include "clock.h"
+#include "conn_timers.h"
+#include "random.h"
 #include "spin.h"
+#include "status.h"
 
 extern const struct cci_core *ofi_core;
 extern const struct cci_plugin cci_ctp_ofi_plugin;
@@ -296,11 +300,8 @@ struct ofi_conn {
 	uint32_t rx_count;          /* messages heard, for keepalive */
 
 	/* Timers, under oc->lock. */
-	uint64_t deadline_ns;       /* connect timeout, 0 = none */
-	uint64_t last_heard_ns;
-	uint64_t last_ping_ns;
+	struct cci__conn_timers timers; /* connect deadline, keepalive */
 	uint32_t seen_rx;
-	uint32_t ka_armed_us;
 	uint32_t send_to_us;        /* our copy of conn->send_timeout_us */
 };
 
@@ -458,7 +459,6 @@ extern struct ofi_lib ofi_lib;
 int ofi_lib_load(const char **why);
 
 /* ofi_plugin.c */
-uint64_t ofi_now_ns(void);
 int ofi_fi_status(int fi_err);
 
 /* ofi_dev.c */
@@ -515,7 +515,7 @@ int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 int ofi_accept(cci__evt_t *evt, void *context);
 int ofi_reject(cci__evt_t *evt);
 int ofi_disconnect(cci__conn_t *conn);
-void ofi_req_returned(cci__evt_t *evt);
+void ofi_request_done(cci__evt_t *evt);
 void ofi_on_conn_msg(struct ofi_ep *sep, const struct ofi_hdr *h, const void *body,
                      uint32_t len);
 void ofi_connect_timeout(struct ofi_conn *oc);
@@ -554,7 +554,7 @@ void ofi_owed_give(struct ofi_conn *oc, uint32_t n);
 /* ofi_rx.c */
 int ofi_progress(cci__ep_t *ep);
 int ofi_progress_locked(struct ofi_ep *sep);
-void ofi_return_event(cci__evt_t *evt);
+void ofi_recv_returned(cci__evt_t *evt);
 void ofi_backlog_drain(struct ofi_ep *sep);
 void ofi_conn_opened(struct ofi_conn *oc);
 void ofi_held_free(struct ofi_conn *oc);

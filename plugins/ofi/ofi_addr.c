@@ -237,7 +237,7 @@ void ofi_peer_put_locked(struct ofi_ep *sep, struct ofi_peer *peer)
 	(void)sep;
 	if (--peer->refs > 0)
 		return;
-	peer->idle_ns = ofi_now_ns();
+	peer->idle_ns = cci__now_ns();
 }
 
 void ofi_peer_put(struct ofi_ep *sep, struct ofi_peer *peer)
@@ -366,7 +366,7 @@ void ofi_pidw_put(struct ofi_ep *sep, struct ofi_pidw *w)
 {
 	(void)sep;
 	if (w && --w->refs == 0)
-		w->idle_ns = ofi_now_ns();
+		w->idle_ns = cci__now_ns();
 }
 
 /* Close the watches unused for OFI_PEER_IDLE_NS (progress thread). */

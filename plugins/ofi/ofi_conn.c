@@ -15,7 +15,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "ofi.h"
@@ -170,24 +169,6 @@ void ofi_conn_break(struct ofi_conn *oc, int status)
 	ofi_tx_fail_all(oc, status, 1);
 }
 
-static void post_conn_event(struct ofi_ep *sep, cci_event_type_t type, int status,
-                            void *context, cci__conn_t *conn)
-{
-	cci__evt_t *evt = ofi_core->evt_get(sep->ep);
-
-	if (!evt) {
-		OFI_ERR("ofi: out of memory: a %s event is lost", cci_event_type_str(type));
-		return;
-	}
-	/* connect and accept events share their layout */
-	evt->ev.connect.type = type;
-	evt->ev.connect.status = (cci_status_t)status;
-	evt->ev.connect.context = context;
-	evt->ev.connect.connection = conn ? &conn->pub : NULL;
-	evt->conn = conn;
-	ofi_core->evt_post(sep->ep, evt);
-}
-
 /* Client: the connect failed; report it and let oc go. */
 static void connect_failed(struct ofi_conn *oc, int status, int cq_held)
 {
@@ -202,7 +183,7 @@ static void connect_failed(struct ofi_conn *oc, int status, int cq_held)
 	if (!conn)
 		return;
 	OFI_LOG(CCI_LOG_CONN, "ofi: connect %08x failed (status %d)", oc->id, status);
-	post_conn_event(oc->sep, CCI_EVENT_CONNECT, status, conn->pub.context, NULL);
+	ofi_core->post_connect(oc->sep->ep, conn->pub.context, status, NULL);
 	ofi_core->conn_release(conn);
 	conn_unlist(oc, cq_held);
 }
@@ -260,12 +241,11 @@ int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	if (!oc)
 		return CCI_ENOMEM;
 	oc->is_client = 1;
-	if (getrandom(&oc->nonce, sizeof(oc->nonce), 0) != sizeof(oc->nonce))
-		oc->nonce = ofi_now_ns() ^ (uint64_t)(uintptr_t)oc;
+	if (cci__random64(&oc->nonce) != CCI_SUCCESS)
+		oc->nonce = cci__now_ns() ^ (uint64_t)(uintptr_t)oc;
 	pthread_mutex_lock(&oc->lock);
 	if (timeout)
-		oc->deadline_ns = ofi_now_ns() + (uint64_t)timeout->tv_sec * 1000000000ull +
-		                  (uint64_t)timeout->tv_usec * 1000ull;
+		cci__ct_connecting(&oc->timers, timeout, cci__now_ns());
 	pthread_mutex_unlock(&oc->lock);
 	oc->peer = ofi_peer_get(sep, addr, alen);
 	if (!oc->peer || send_req(oc, data, data_len) != CCI_SUCCESS)
@@ -304,9 +284,8 @@ static void conn_set_peer(struct ofi_conn *oc, const struct ofi_hello *h)
 	oc->credits = h->credits < 0xffffu ? h->credits : 0xffffu;
 	if (h->mss < oc->conn->pub.max_send_size)
 		oc->conn->pub.max_send_size = h->mss;
-	oc->ka_armed_us = oc->conn->keepalive_us;
+	cci__ct_arm(&oc->timers, oc->conn->keepalive_us, cci__now_ns());
 	oc->send_to_us = oc->conn->send_timeout_us;
-	oc->last_heard_ns = ofi_now_ns();
 	oc->state = OFI_CONN_OPEN;
 }
 
@@ -344,7 +323,7 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const void *body,
 	}
 	oc->pidw = w;
 	conn_set_peer(oc, &h);
-	post_conn_event(sep, CCI_EVENT_CONNECT, CCI_SUCCESS, oc->conn->pub.context, oc->conn);
+	ofi_core->post_connect(sep->ep, oc->conn->pub.context, CCI_SUCCESS, oc->conn);
 	ofi_conn_opened(oc);
 	if (w && w->dead)
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
@@ -352,12 +331,26 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const void *body,
 	OFI_LOG(CCI_LOG_CONN, "ofi: connected %08x to peer %08x", oc->id, oc->peer_id);
 }
 
+/* Unlist req, drop its peer reference and free it. */
+static void req_forget(struct ofi_ep *sep, struct ofi_req *req)
+{
+	pthread_mutex_lock(&sep->lock);
+	for (struct ofi_req **pp = &sep->reqs; *pp; pp = &(*pp)->next) {
+		if (*pp == req) {
+			*pp = req->next;
+			break;
+		}
+	}
+	ofi_peer_put_locked(sep, req->peer);
+	pthread_mutex_unlock(&sep->lock);
+	free(req);
+}
+
 /* Server: a request arrived.  cq_lock held. */
 static void on_req(struct ofi_ep *sep, const void *body, uint32_t len)
 {
 	const uint8_t *p = body;
 	struct ofi_req *req = calloc(1, sizeof(*req));
-	cci__evt_t *evt;
 
 	if (!req || len < sizeof(req->hello))
 		goto err_free;
@@ -367,25 +360,21 @@ static void on_req(struct ofi_ep *sep, const void *body, uint32_t len)
 		goto err_free;
 	}
 	req->peer = ofi_peer_get(sep, p + sizeof(req->hello), req->hello.addr_len);
-	evt = req->peer ? ofi_core->evt_get(sep->ep) : NULL;
-	if (!evt)
-		goto err_put;
-	evt->ev.request.type = CCI_EVENT_CONNECT_REQUEST;
-	evt->ev.request.data_len = req->hello.data_len;
-	evt->ev.request.data_ptr = evt->req_data;
-	evt->ev.request.attribute = (cci_conn_attribute_t)req->hello.attr;
-	memcpy(evt->req_data, p + sizeof(req->hello) + req->hello.addr_len, req->hello.data_len);
-	evt->req_state = req;
+	if (!req->peer)
+		goto err_free;
+	/* Listed first: once posted, another thread may answer it at once. */
 	pthread_mutex_lock(&sep->lock);
 	req->state = OFI_REQ_POSTED;
 	req->next = sep->reqs;
 	sep->reqs = req;
 	pthread_mutex_unlock(&sep->lock);
-	ofi_core->evt_post(sep->ep, evt);
+	if (ofi_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.attr,
+	                           p + sizeof(req->hello) + req->hello.addr_len,
+	                           req->hello.data_len, req) == CCI_SUCCESS)
+		return;
+	req_forget(sep, req);
 	return;
 
-err_put:
-	ofi_peer_put(sep, req->peer);
 err_free:
 	free(req);
 }
@@ -489,7 +478,7 @@ int ofi_accept(cci__evt_t *evt, void *context)
 	/* ACCEPT goes first on the connection, and the ACCEPT event is
 	 * posted before any message of the client can be delivered. */
 	ofi_ctl_send(oc, OFI_T_ACCEPT, 0, &mine, sizeof(mine), OFI_CTL_ORDERED);
-	post_conn_event(sep, CCI_EVENT_ACCEPT, CCI_SUCCESS, context, oc->conn);
+	ofi_core->post_accept(sep->ep, context, CCI_SUCCESS, oc->conn);
 	if (cancelled || (oc->pidw && oc->pidw->dead))
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 	pthread_mutex_unlock(&oc->lock);
@@ -510,25 +499,10 @@ int ofi_reject(cci__evt_t *evt)
 	return CCI_SUCCESS;
 }
 
-/* The CONNECT_REQUEST event came back: an unanswered request is refused. */
-void ofi_req_returned(cci__evt_t *evt)
+/* The CONNECT_REQUEST event came back, answered: forget the request. */
+void ofi_request_done(cci__evt_t *evt)
 {
-	struct ofi_req *req = evt->req_state;
-	struct ofi_ep *sep = ofi_ep_of(evt->ep);
-	int cancelled = 0;
-
-	if (req_claim(sep, req, &cancelled) == CCI_SUCCESS && !cancelled)
-		ofi_ctl_to(sep, req->peer, req->hello.id, OFI_T_REJECT, NULL, 0);
-	pthread_mutex_lock(&sep->lock);
-	for (struct ofi_req **pp = &sep->reqs; *pp; pp = &(*pp)->next) {
-		if (*pp == req) {
-			*pp = req->next;
-			break;
-		}
-	}
-	ofi_peer_put_locked(sep, req->peer);
-	pthread_mutex_unlock(&sep->lock);
-	free(req);
+	req_forget(ofi_ep_of(evt->ep), evt->req_state);
 }
 
 void ofi_reqs_free(struct ofi_ep *sep)

@@ -254,9 +254,9 @@ int ofi_ep_create(cci__ep_t *ep, const char *service)
 /* Let the DISC messages of the closing connections leave. */
 static void ep_flush_ctl(struct ofi_ep *sep)
 {
-	uint64_t stop = ofi_now_ns() + OFI_DESTROY_FLUSH_NS;
+	uint64_t stop = cci__now_ns() + OFI_DESTROY_FLUSH_NS;
 
-	while (__atomic_load_n(&sep->ctl_out, __ATOMIC_ACQUIRE) > 0 && ofi_now_ns() < stop) {
+	while (__atomic_load_n(&sep->ctl_out, __ATOMIC_ACQUIRE) > 0 && cci__now_ns() < stop) {
 		cci__spin_lock(&sep->cq_lock);
 		ofi_progress_locked(sep);
 		cci__spin_unlock(&sep->cq_lock);

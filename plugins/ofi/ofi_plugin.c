@@ -22,69 +22,19 @@ static void ofi_finalize(void)
 	ofi_live_fini();
 }
 
-uint64_t ofi_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* A libfabric error (positive FI_* value) as a CCI status. */
 int ofi_fi_status(int fi_err)
 {
 	switch (fi_err) {
-	case 0:
-		return CCI_SUCCESS;
-	case FI_EAGAIN:
-		return CCI_EAGAIN;
-	case FI_ENOMEM:
-		return CCI_ENOMEM;
-	case FI_EINVAL:
-		return CCI_EINVAL;
-	case FI_EADDRINUSE:
-	case FI_EBUSY:
-		return CCI_EBUSY;
-	case FI_EADDRNOTAVAIL:
-		return CCI_EADDRNOTAVAIL;
-	case FI_ECONNREFUSED:
-		return CCI_ECONNREFUSED;
-	case FI_ETIMEDOUT:
-		return CCI_ETIMEDOUT;
-	case FI_ENODEV:
-	case FI_ENODATA:
-		return CCI_ENODEV;
-	case FI_EMSGSIZE:
 	case FI_ETOOSMALL:
 		return CCI_EMSGSIZE;
-	case FI_EACCES:
+	case FI_EACCES: /* a completion error: the target refused the key */
 	case FI_EKEYREJECTED:
 	case FI_ENOKEY:
 		return CCI_ERR_RMA_HANDLE;
-	case FI_ECONNRESET:
-	case FI_ECONNABORTED:
-	case FI_ENOTCONN:
-	case FI_ESHUTDOWN:
-	case FI_EHOSTDOWN:
-	case FI_ENETDOWN:
-	case FI_EHOSTUNREACH:
-	case FI_ENETUNREACH:
-	case FI_ECANCELED:
-		return CCI_ERR_DISCONNECTED;
-	case FI_EIO:
-	case FI_EREMOTEIO:
-		return CCI_ERR_RMA_OP;
 	default:
-		return CCI_ERROR;
+		return cci__errno_status(fi_err);
 	}
-}
-
-static void ofi_return_any(cci__evt_t *evt)
-{
-	if (evt->req_state)
-		ofi_req_returned(evt);
-	else
-		ofi_return_event(evt);
 }
 
 static const char *ofi_strerror(cci__ep_t *ep, int status)
@@ -119,11 +69,12 @@ __attribute__((visibility("default"))) const struct cci_plugin cci_ctp_ofi_plugi
 	.connect = ofi_connect,
 	.accept = ofi_accept,
 	.reject = ofi_reject,
+	.request_done = ofi_request_done,
 	.disconnect = ofi_disconnect,
 	.send = ofi_send,
 	.rma_register = ofi_rma_register,
 	.rma_deregister = ofi_rma_deregister,
 	.rma = ofi_rma,
-	.return_event = ofi_return_any,
+	.recv_returned = ofi_recv_returned,
 	.strerror = ofi_strerror,
 };

@@ -36,22 +36,13 @@ static int rx_full(const struct ofi_ep *sep)
 
 static void post_recv(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb)
 {
-	cci__evt_t *evt = ofi_core->evt_get(sep->ep);
-
-	if (!evt) {
-		OFI_ERR("ofi: out of memory: a message of connection %08x is dropped", oc->id);
-		ofi_rx_repost(sep, rb);
-		ofi_conn_unref(oc);
-		return;
-	}
-	evt->ev.recv.type = CCI_EVENT_RECV;
-	evt->ev.recv.len = rb->len;
-	evt->ev.recv.ptr = rb->data + rb->off;
-	evt->ev.recv.connection = &oc->conn->pub;
-	evt->conn = oc->conn;
-	evt->rx_buf = rb;
+	/* Counted first: the application may return it as soon as it is posted. */
 	__atomic_add_fetch(&sep->rx_lent, 1, __ATOMIC_RELAXED);
-	ofi_core->evt_post(sep->ep, evt);
+	if (ofi_core->post_recv(oc->conn, rb->data + rb->off, rb->len, rb) != CCI_SUCCESS) {
+		__atomic_sub_fetch(&sep->rx_lent, 1, __ATOMIC_RELAXED);
+		ofi_rx_repost(sep, rb); /* the loss is logged */
+		ofi_conn_unref(oc);
+	}
 }
 
 /* Hand rb (holding a reference on oc) to the application, or to the
@@ -327,7 +318,7 @@ int ofi_progress(cci__ep_t *ep)
 	return rc;
 }
 
-void ofi_return_event(cci__evt_t *evt)
+void ofi_recv_returned(cci__evt_t *evt)
 {
 	struct ofi_rxbuf *rb = evt->rx_buf;
 	struct ofi_conn *oc = rb->oc;

@@ -48,42 +48,16 @@ int ofi_pidw_watch(struct ofi_ep *sep, struct ofi_pidw *w)
 	return epoll_ctl(sep->epfd, EPOLL_CTL_ADD, w->fd, &ev);
 }
 
-static void post_keepalive(struct ofi_conn *oc)
-{
-	cci__evt_t *evt = ofi_core->evt_get(oc->sep->ep);
-
-	if (!evt)
-		return;
-	evt->ev.keepalive.type = CCI_EVENT_KEEPALIVE_TIMEDOUT;
-	evt->ev.keepalive.connection = &oc->conn->pub;
-	evt->conn = oc->conn;
-	ofi_core->evt_post(oc->sep->ep, evt);
-}
-
 /* Any message from the peer is a sign of life; PINGs ask for one.
  * oc->lock held. */
 static void conn_keepalive(struct ofi_conn *oc, uint64_t now)
 {
-	uint64_t ka = (uint64_t)oc->ka_armed_us * 1000ull;
-
 	if (oc->rx_count != oc->seen_rx) {
 		oc->seen_rx = oc->rx_count;
-		oc->last_heard_ns = now;
+		cci__ct_heard(&oc->timers, now);
 	}
-	if (ka == 0)
-		return;
-	/* last_heard may be a little after now (set by another thread) */
-	if ((int64_t)(now - oc->last_heard_ns) >= (int64_t)ka) {
-		OFI_LOG(CCI_LOG_CONN, "ofi: keepalive: nothing on %08x for %u us", oc->id,
-		        oc->ka_armed_us);
-		oc->ka_armed_us = 0; /* fires once, until the option is set again */
-		post_keepalive(oc);
-		return;
-	}
-	if ((int64_t)(now - oc->last_ping_ns) >= (int64_t)(ka / 4)) {
-		oc->last_ping_ns = now;
+	if (cci__ct_keepalive(&oc->timers, ofi_core, oc->conn, now) == CCI__KA_PING)
 		ofi_ctl_send(oc, OFI_T_PING, 0, NULL, 0, 0);
-	}
 }
 
 static uint64_t oldest_user_stamp(const struct ofi_conn *oc)
@@ -112,21 +86,17 @@ static void conn_probe(struct ofi_conn *oc, uint64_t now)
 {
 	if (!oc->msgq || oc->credits > 0 || oc->msgq->kind == OFI_OP_CTL ||
 	    (int64_t)(now - oc->msgq->stamp_ns) < (int64_t)OFI_PROBE_NS ||
-	    (int64_t)(now - oc->last_ping_ns) < (int64_t)OFI_PROBE_NS)
+	    cci__ns_since(oc->timers.last_ping_ns, now) < OFI_PROBE_NS)
 		return;
-	oc->last_ping_ns = now;
+	oc->timers.last_ping_ns = now;
 	ofi_ctl_send(oc, OFI_T_PING, 0, NULL, 0, OFI_CTL_TRACKED);
 }
 
 /* oc->lock held. */
 static void conn_timers(struct ofi_conn *oc, uint64_t now)
 {
-	uint64_t limit = (uint64_t)oc->send_to_us * 1000ull;
-	uint64_t oldest;
-
 	conn_keepalive(oc, now);
-	if (limit && (oldest = oldest_user_stamp(oc)) != UINT64_MAX && now > oldest &&
-	    now - oldest > limit) {
+	if (cci__ct_send_expired(oc->send_to_us, oldest_user_stamp(oc), now)) {
 		OFI_LOG(CCI_LOG_CONN, "ofi: send timeout on %08x", oc->id);
 		ofi_conn_break(oc, CCI_ETIMEDOUT);
 		return;
@@ -146,7 +116,7 @@ static void timers(struct ofi_ep *sep, uint64_t now)
 	pthread_mutex_lock(&sep->lock);
 	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
 		pthread_mutex_lock(&oc->lock);
-		if (oc->state == OFI_CONN_CONNECTING && oc->deadline_ns && now >= oc->deadline_ns &&
+		if (oc->state == OFI_CONN_CONNECTING && cci__ct_connect_expired(&oc->timers, now) &&
 		    n < OFI_EXPIRED_MAX) {
 			ofi_conn_ref(oc);
 			expired[n++] = oc;
@@ -268,7 +238,7 @@ static void *thread_main(void *arg)
 	/* Short polling sleeps must not stretch to the default 50 us slack. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	while (!__atomic_load_n(&sep->stopping, __ATOMIC_ACQUIRE)) {
-		uint64_t now = ofi_now_ns();
+		uint64_t now = cci__now_ns();
 		uint32_t act = __atomic_load_n(&sep->activity, __ATOMIC_RELAXED);
 		int armed = __atomic_load_n(&sep->app_armed, __ATOMIC_RELAXED);
 		int idle;
@@ -297,7 +267,7 @@ int ofi_thread_start(struct ofi_ep *sep)
 
 	sep->tag_wake = OFI_TAG_WAKE;
 	sep->tag_cq = OFI_TAG_CQ;
-	sep->now_ns = ofi_now_ns();
+	sep->now_ns = cci__now_ns();
 	sep->epfd = epoll_create1(EPOLL_CLOEXEC);
 	sep->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (sep->epfd < 0 || sep->wake_fd < 0 ||
@@ -342,7 +312,7 @@ int ofi_arm(cci__ep_t *ep)
 {
 	struct ofi_ep *sep = ofi_ep_of(ep);
 
-	__atomic_store_n(&sep->hot_ns, ofi_now_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&sep->hot_ns, cci__now_ns(), __ATOMIC_RELAXED);
 	__atomic_store_n(&sep->app_armed, 1, __ATOMIC_RELAXED);
 	ofi_thread_wake(sep);
 	return CCI_SUCCESS;
@@ -353,9 +323,7 @@ void ofi_conn_timeouts_changed(cci__conn_t *conn)
 	struct ofi_conn *oc = ofi_conn_of(conn);
 
 	pthread_mutex_lock(&oc->lock);
-	oc->ka_armed_us = conn->keepalive_us;
+	cci__ct_arm(&oc->timers, conn->keepalive_us, cci__now_ns());
 	oc->send_to_us = conn->send_timeout_us;
-	oc->last_heard_ns = ofi_now_ns();
-	oc->last_ping_ns = 0;
 	pthread_mutex_unlock(&oc->lock);
 }

@@ -36,7 +36,11 @@
 #include <sys/un.h>
 
 #include "cci_plugin.h"
+#include "clock.h"
+#include "conn_timers.h"
+#include "random.h"
 #include "spin.h"
+#include "status.h"
 #include "sm_ring.h"
 
 extern const struct cci_core *sm_core;
@@ -220,11 +224,8 @@ struct sm_conn {
 	int wr_status;
 
 	/* Timers, under sep->lock. */
-	uint64_t deadline_ns;       /* connect timeout, 0 = none */
-	uint64_t last_heard_ns;
-	uint64_t last_ping_ns;
-	uint64_t seen_head;
-	uint32_t ka_armed_us;       /* keepalive the timer runs for, 0 = off */
+	struct cci__conn_timers timers; /* connect deadline, keepalive */
+	uint64_t seen_head;         /* the receive ring's head at the last tick */
 };
 
 /* A connection request on the server side. */
@@ -303,8 +304,6 @@ int sm_uri_parse(const char *uri, char *path, size_t pathlen);
 int sm_check_base(const char *base);
 
 /* sm_conn.c */
-uint64_t sm_now_ns(void);
-int sm_errno_status(int err);
 int sm_ctl_send(int sock, uint16_t type, const void *body, size_t len, const int *fds, int nfds);
 int sm_ctl_recv(int sock, void *buf, size_t len, int *fds, int *nfds);
 void sm_conn_break(struct sm_conn *sc, int status);
@@ -323,7 +322,7 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 int sm_accept(cci__evt_t *evt, void *context);
 int sm_reject(cci__evt_t *evt);
 int sm_disconnect(cci__conn_t *conn);
-void sm_req_returned(cci__evt_t *evt);
+void sm_request_done(cci__evt_t *evt);
 
 /* sm_ctl.c */
 int sm_ctl_start(struct sm_ep *sep);
@@ -349,7 +348,7 @@ int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_
             void *context, int flags);
 int sm_progress(cci__ep_t *ep);
 int sm_rx_pending(struct sm_ep *sep);
-void sm_return_event(cci__evt_t *evt);
+void sm_recv_returned(cci__evt_t *evt);
 
 /* sm_rma.c */
 int sm_rma_register(cci__ep_t *ep, cci__rma_reg_t *reg);

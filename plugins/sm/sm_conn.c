@@ -24,38 +24,6 @@
 
 #define HELLO_HEAD offsetof(struct sm_ctl_hello, data)
 
-uint64_t sm_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-int sm_errno_status(int err)
-{
-	switch (err) {
-	case ENOMEM:
-	case EMFILE:
-	case ENFILE:
-	case ENOSPC:
-		return CCI_ENOMEM;
-	case ENOENT:
-	case ECONNREFUSED:
-		return CCI_ECONNREFUSED;
-	case EPIPE:
-	case ECONNRESET:
-	case ESRCH:
-		return CCI_ERR_DISCONNECTED;
-	case EAGAIN:
-		return CCI_EAGAIN;
-	case EINVAL:
-		return CCI_EINVAL;
-	default:
-		return CCI_ERROR;
-	}
-}
-
 /* The pid behind a connected UNIX socket; it must run as our user. */
 int sm_peer_pid(int sock, pid_t *pid)
 {
@@ -106,7 +74,7 @@ int sm_ctl_send(int sock, uint16_t type, const void *body, size_t len, const int
 		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
 	}
 	if (sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-		return sm_errno_status(errno);
+		return cci__errno_status(errno);
 	return CCI_SUCCESS;
 }
 
@@ -184,7 +152,7 @@ static int rx_create(struct sm_conn *sc, uint32_t count, uint32_t mss)
 err_errno:
 	SM_ERR("sm: cannot create a receive ring of %llu bytes: %s", (unsigned long long)bytes,
 	       strerror(errno));
-	return sm_errno_status(errno);
+	return cci__errno_status(errno);
 }
 
 /* Map a peer's memfd; it must carry the seals we rely on. */
@@ -312,8 +280,15 @@ static void conns_unlink(struct sm_ep *sep, struct sm_conn *sc)
 	}
 }
 
+/* The CONNECT or ACCEPT event that ends a connection's set-up. */
 static void post_conn_event(struct sm_ep *sep, cci_event_type_t type, int status,
-                            void *context, cci__conn_t *conn);
+                            void *context, cci__conn_t *conn)
+{
+	if (type == CCI_EVENT_CONNECT)
+		sm_core->post_connect(sep->ep, context, status, conn);
+	else
+		sm_core->post_accept(sep->ep, context, status, conn);
+}
 
 /*
  * Start scanning sc's receive ring, and post the event that announces the
@@ -375,31 +350,13 @@ void sm_conn_break(struct sm_conn *sc, int status)
 	pthread_mutex_unlock(&sc->tx_lock);
 }
 
-static void post_conn_event(struct sm_ep *sep, cci_event_type_t type, int status,
-                            void *context, cci__conn_t *conn)
-{
-	cci__evt_t *evt = sm_core->evt_get(sep->ep);
-
-	if (!evt) {
-		SM_ERR("sm: out of memory: a %s event is lost", cci_event_type_str(type));
-		return;
-	}
-	/* connect and accept events share their layout */
-	evt->ev.connect.type = type;
-	evt->ev.connect.status = (cci_status_t)status;
-	evt->ev.connect.context = context;
-	evt->ev.connect.connection = conn ? &conn->pub : NULL;
-	evt->conn = conn;
-	sm_core->evt_post(sep->ep, evt);
-}
-
 /* Client side: the connect failed; report and free.  sep->lock held if
  * sc is listed. */
 void sm_connect_failed(struct sm_conn *sc, int status, int listed)
 {
 	struct sm_ep *sep = sc->sep;
 
-	post_conn_event(sep, CCI_EVENT_CONNECT, status, sc->conn->pub.context, NULL);
+	sm_core->post_connect(sep->ep, sc->conn->pub.context, status, NULL);
 	if (listed) {
 		conns_unlink(sep, sc);
 		conn_close_sock(sc);
@@ -416,8 +373,7 @@ static void conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h)
 		conn->pub.max_send_size = h->mss;
 	close(sc->rx_fd);
 	sc->rx_fd = -1;
-	sc->ka_armed_us = conn->keepalive_us;
-	sc->last_heard_ns = sm_now_ns();
+	cci__ct_arm(&sc->timers, conn->keepalive_us, cci__now_ns());
 	pthread_mutex_lock(&sc->tx_lock);
 	sc->state = SM_CONN_OPEN;
 	pthread_mutex_unlock(&sc->tx_lock);
@@ -478,7 +434,7 @@ void sm_conn_on_ctl(struct sm_conn *sc)
 			sm_conn_break(sc, CCI_ERR_DISCONNECTED);
 			return;
 		}
-		sc->last_heard_ns = sm_now_ns();
+		cci__ct_heard(&sc->timers, cci__now_ns());
 		if (h.hdr.type == SM_CTL_PING)
 			sm_ctl_send(sc->sock, SM_CTL_PONG, NULL, 0, NULL, 0);
 	}
@@ -533,8 +489,7 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 	}
 	pthread_mutex_lock(&sep->lock);
 	if (timeout)
-		sc->deadline_ns = sm_now_ns() + (uint64_t)timeout->tv_sec * 1000000000ull +
-		                  (uint64_t)timeout->tv_usec * 1000ull;
+		cci__ct_connecting(&sc->timers, timeout, cci__now_ns());
 	sc->next = sep->conns;
 	sep->conns = sc;
 	ev.data.ptr = &sc->tag;
@@ -571,7 +526,7 @@ static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 	rc = sm_ctl_send(req->sock, SM_CTL_ACCEPT, &h, HELLO_HEAD, fds, SM_HELLO_FDS);
 	if (rc != CCI_SUCCESS) {
 		SM_LOG(CCI_LOG_CONN, "sm: client pid %d left before the answer", (int)req->peer_pid);
-		post_conn_event(sep, CCI_EVENT_ACCEPT, CCI_ERR_DISCONNECTED, context, NULL);
+		sm_core->post_accept(sep->ep, context, CCI_ERR_DISCONNECTED, NULL);
 		sm_conn_destroy(sc);
 		return CCI_SUCCESS;
 	}
@@ -619,28 +574,24 @@ void sm_req_on_readable(struct sm_ep *sep, struct sm_req *req)
 {
 	int nfds, n = sm_ctl_recv(req->sock, &req->hello, sizeof(req->hello), req->fds, &nfds);
 	const char *why;
-	cci__evt_t *evt;
 
 	if (n == -1)
 		return;
 	why = req_check(req, n, nfds);
-	evt = why ? NULL : sm_core->evt_get(sep->ep);
-	if (!evt) {
+	if (why) {
 		SM_WARN("sm: %s: request from pid %d dropped: %s", sep->sock_path,
-		        (int)req->peer_pid, why ? why : "out of memory");
+		        (int)req->peer_pid, why);
 		sm_req_drop(sep, req);
 		return;
 	}
-	/* The request is the event's now; the socket waits for the answer. */
+	/* The request is the event's now; the socket waits for the answer
+	 * (sep->lock, held, keeps cci_accept off it until it is posted). */
 	epoll_ctl(sep->epfd, EPOLL_CTL_DEL, req->sock, NULL);
 	req->state = SM_REQ_POSTED;
-	evt->ev.request.type = CCI_EVENT_CONNECT_REQUEST;
-	evt->ev.request.data_len = req->hello.data_len;
-	evt->ev.request.data_ptr = evt->req_data;
-	evt->ev.request.attribute = (cci_conn_attribute_t)req->hello.attr;
-	memcpy(evt->req_data, req->hello.data, req->hello.data_len);
-	evt->req_state = req;
-	sm_core->evt_post(sep->ep, evt);
+	if (sm_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.attr, req->hello.data,
+	                          req->hello.data_len, req) != CCI_SUCCESS) {
+		sm_req_drop(sep, req);
+	}
 }
 
 /* Answer REJECT and close; sep->lock held. */
@@ -696,15 +647,13 @@ void sm_req_free(struct sm_req *req)
 	free(req);
 }
 
-/* The CONNECT_REQUEST event came back: an unanswered request is refused. */
-void sm_req_returned(cci__evt_t *evt)
+/* The CONNECT_REQUEST event came back, answered: forget the request. */
+void sm_request_done(cci__evt_t *evt)
 {
 	struct sm_req *req = evt->req_state;
 	struct sm_ep *sep = sm_ep_of(evt->ep);
 
 	pthread_mutex_lock(&sep->lock);
-	if (req->state == SM_REQ_POSTED)
-		req_refuse(req);
 	for (struct sm_req **pp = &sep->reqs; *pp; pp = &(*pp)->next) {
 		if (*pp == req) {
 			*pp = req->next;
@@ -737,7 +686,7 @@ int sm_disconnect(cci__conn_t *conn)
 	sc->conn = NULL;
 	sc->rx_closed = 1;
 	/* Lent RECV events still point into the receive ring: keep it mapped
-	 * until the last one comes back (sm_return_event frees it then). */
+	 * until the last one comes back (sm_recv_returned frees it then). */
 	last = (sc->lent == 0);
 	if (!last) {
 		sc->next = sep->zombies;

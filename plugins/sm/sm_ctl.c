@@ -48,7 +48,7 @@ static void ctl_on_listen(struct sm_ep *sep)
 		req->tag.kind = SM_TAG_REQ;
 		req->sock = fd;
 		req->peer_pid = pid;
-		req->since_ns = sm_now_ns();
+		req->since_ns = cci__now_ns();
 		for (int i = 0; i < SM_HELLO_FDS; i++)
 			req->fds[i] = -1;
 		req->next = sep->reqs;
@@ -58,61 +58,39 @@ static void ctl_on_listen(struct sm_ep *sep)
 	}
 }
 
-static void post_keepalive(struct sm_conn *sc)
-{
-	cci__evt_t *evt = sm_core->evt_get(sc->sep->ep);
-
-	if (!evt)
-		return;
-	evt->ev.keepalive.type = CCI_EVENT_KEEPALIVE_TIMEDOUT;
-	evt->ev.keepalive.connection = &sc->conn->pub;
-	evt->conn = sc->conn;
-	sm_core->evt_post(sc->sep->ep, evt);
-}
-
 /* Records arriving or any control message count as signs of life. */
 static void conn_keepalive(struct sm_conn *sc, uint64_t now)
 {
-	uint64_t ka = (uint64_t)sc->ka_armed_us * 1000ull, head;
+	uint64_t head;
 
-	if (ka == 0 || sc->sock < 0)
+	if (sc->timers.ka_us == 0 || sc->sock < 0)
 		return;
 	head = atomic_load_explicit(&sc->rx.ctl->head, memory_order_relaxed);
 	if (head != sc->seen_head) {
 		sc->seen_head = head;
-		sc->last_heard_ns = now;
+		cci__ct_heard(&sc->timers, now);
 	}
-	if (now - sc->last_heard_ns >= ka) {
-		SM_LOG(CCI_LOG_CONN, "sm: keepalive: nothing from pid %d in %u us",
-		       (int)sc->peer_pid, sc->ka_armed_us);
-		sc->ka_armed_us = 0; /* fires once, until the option is set again */
-		post_keepalive(sc);
-		return;
-	}
-	if (now - sc->last_ping_ns >= ka / 4) {
-		sc->last_ping_ns = now;
+	if (cci__ct_keepalive(&sc->timers, sm_core, sc->conn, now) == CCI__KA_PING)
 		sm_ctl_send(sc->sock, SM_CTL_PING, NULL, 0, NULL, 0);
-	}
 }
 
-/* Queued sends: flush, and break the connection when the oldest is too old. */
+/* Queued sends: flush, and break the connection when the oldest is too old
+ * (a read waiting for its answer is the peer's to time). */
 static void conn_tx_timers(struct sm_conn *sc, uint64_t now)
 {
-	uint64_t limit = (uint64_t)sc->conn->send_timeout_us * 1000ull;
-	int expired;
+	uint64_t oldest;
 
 	sm_txq_flush(sc);
 	pthread_mutex_lock(&sc->tx_lock);
-	expired = limit && sc->txq && sc->txq->kind != SM_PEND_READ &&
-	          now - sc->txq->queued_ns > limit;
+	oldest = sc->txq && sc->txq->kind != SM_PEND_READ ? sc->txq->queued_ns : UINT64_MAX;
 	pthread_mutex_unlock(&sc->tx_lock);
-	if (expired)
+	if (cci__ct_send_expired(sc->conn->send_timeout_us, oldest, now))
 		sm_conn_break(sc, CCI_ETIMEDOUT);
 }
 
 static void ctl_tick(struct sm_ep *sep)
 {
-	uint64_t now = sm_now_ns();
+	uint64_t now = cci__now_ns();
 	struct sm_conn *sc, *next;
 	struct sm_req *req, *rnext;
 
@@ -120,7 +98,7 @@ static void ctl_tick(struct sm_ep *sep)
 		int fault;
 		next = sc->next;
 		if (sc->state == SM_CONN_CONNECTING) {
-			if (sc->deadline_ns && now >= sc->deadline_ns)
+			if (cci__ct_connect_expired(&sc->timers, now))
 				sm_connect_failed(sc, CCI_ETIMEDOUT, 1);
 			continue;
 		}
@@ -237,7 +215,7 @@ int sm_ctl_start(struct sm_ep *sep)
 	    ctl_watch(sep, sep->timer_fd, &sep->timer_tag, SM_TAG_TIMER) != 0) {
 		SM_ERR("sm: cannot set up the control thread of %s: %s", sep->sock_path,
 		       strerror(errno));
-		rc = sm_errno_status(errno);
+		rc = cci__errno_status(errno);
 		goto err_close;
 	}
 	/* The thread takes no signals: they belong to the application's threads. */

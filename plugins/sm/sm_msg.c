@@ -278,7 +278,7 @@ int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_
 	p->context = context;
 	p->flags = flags;
 	p->len = len;
-	p->queued_ns = sm_now_ns();
+	p->queued_ns = cci__now_ns();
 	dst = p->buf;
 	for (uint32_t i = 0; i < iovcnt; i++) {
 		memcpy(dst, iov[i].iov_base, iov[i].iov_len);
@@ -306,25 +306,19 @@ void sm_rx_fault(struct sm_conn *sc)
 
 int sm_rx_post(struct sm_ep *sep, struct sm_conn *sc, struct sm_rec *rec)
 {
-	cci__evt_t *evt;
 	uint32_t len = rec->len;
 
 	if (len > sep->mss) {
 		sm_rx_fault(sc);
 		return 0;
 	}
-	evt = sm_core->evt_get(sep->ep);
-	if (!evt)
+	/* Posted before it is consumed, so that without an event it stays
+	 * in the ring for the next pass; rx_lock keeps its return (which
+	 * releases it) waiting until it is consumed and counted. */
+	if (sm_core->post_recv(sc->conn, sm_rec_payload(rec), len, rec) != CCI_SUCCESS)
 		return 0;
 	sm_ring_consume(&sc->rx, rec);
-	evt->ev.recv.type = CCI_EVENT_RECV;
-	evt->ev.recv.len = len;
-	evt->ev.recv.ptr = sm_rec_payload(rec);
-	evt->ev.recv.connection = &sc->conn->pub;
-	evt->conn = sc->conn;
-	evt->rx_buf = rec;
 	sc->lent++;
-	sm_core->evt_post(sep->ep, evt);
 	return 1;
 }
 
@@ -438,7 +432,7 @@ static void zombie_unlink(struct sm_ep *sep, struct sm_conn *sc)
 	}
 }
 
-void sm_return_event(cci__evt_t *evt)
+void sm_recv_returned(cci__evt_t *evt)
 {
 	struct sm_conn *sc = sm_conn_of(evt->conn);
 	struct sm_ep *sep = sc->sep;

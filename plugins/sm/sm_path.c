@@ -163,7 +163,7 @@ static int bind_id(struct sm_ep *sep, const char *dir, unsigned id)
 	}
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		rc = sm_errno_status(errno);
+		rc = cci__errno_status(errno);
 		goto err_drop;
 	}
 	/* Not bound by this process (id_claim succeeded): a leftover. */

@@ -155,7 +155,7 @@ static int page_create(struct sm_ep *sep)
 
 err_errno:
 	SM_ERR("sm: cannot create the endpoint page (memfd): %s", strerror(errno));
-	return sm_errno_status(errno);
+	return cci__errno_status(errno);
 }
 
 static int bell_create(struct sm_ep *sep)
@@ -172,7 +172,7 @@ static int bell_create(struct sm_ep *sep)
 
 err_errno:
 	SM_ERR("sm: cannot create the endpoint doorbell: %s", strerror(errno));
-	return sm_errno_status(errno);
+	return cci__errno_status(errno);
 }
 
 static void ep_init_fields(struct sm_ep *sep, cci__ep_t *ep)
@@ -307,18 +307,8 @@ static void sm_conn_timeouts_changed(cci__conn_t *conn)
 	struct sm_ep *sep = sc->sep;
 
 	pthread_mutex_lock(&sep->lock);
-	sc->ka_armed_us = conn->keepalive_us;
-	sc->last_heard_ns = sm_now_ns();
-	sc->last_ping_ns = 0;
+	cci__ct_arm(&sc->timers, conn->keepalive_us, cci__now_ns());
 	pthread_mutex_unlock(&sep->lock);
-}
-
-static void sm_return_any(cci__evt_t *evt)
-{
-	if (evt->req_state)
-		sm_req_returned(evt);
-	else
-		sm_return_event(evt);
 }
 
 static const char *const sm_transports[] = { "sm", NULL };
@@ -344,10 +334,11 @@ __attribute__((visibility("default"))) const struct cci_plugin cci_ctp_sm_plugin
 	.connect = sm_connect,
 	.accept = sm_accept,
 	.reject = sm_reject,
+	.request_done = sm_request_done,
 	.disconnect = sm_disconnect,
 	.send = sm_send,
 	.rma_register = sm_rma_register,
 	.rma_deregister = sm_rma_deregister,
 	.rma = sm_rma,
-	.return_event = sm_return_any,
+	.recv_returned = sm_recv_returned,
 };

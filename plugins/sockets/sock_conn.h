@@ -1,6 +1,6 @@
 /*
  * sock_conn.h - what the socket transports share about connections: the
- * state machine, clocks, random ids and errno conversion.
+ * state machine and the raw socket calls.
  *
  * Connection states and the only legal moves between them:
  *
@@ -59,14 +59,5 @@ static inline ssize_t sock_sendmsg(int fd, const struct msghdr *mh, int flags)
 /* Is from -> to a legal move? */
 int sock_conn_can_move(int from, int to);
 const char *sock_conn_state_name(int state);
-
-/* Monotonic nanoseconds. */
-uint64_t sock_now_ns(void);
-/* A timeval as nanoseconds, saturating; 0 for NULL. */
-uint64_t sock_tv_ns(const struct timeval *tv);
-/* A random 64-bit value (never 0); CCI_SUCCESS or CCI_ERROR. */
-int sock_random64(uint64_t *v);
-/* The cci_status_t for a socket errno. */
-int sock_errno_status(int err);
 
 #endif /* CCI_SOCK_CONN_H */

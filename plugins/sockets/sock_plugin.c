@@ -97,7 +97,7 @@ static int listen_open(struct tcp_ep *sep, uint16_t port)
 	((struct sockaddr_in *)&ss)->sin_port = htons(port); /* same place in sin6 */
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return sock_errno_status(errno);
+		return cci__errno_status(errno);
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (sep->dev->bufsize) {
 		int sz = (int)sep->dev->bufsize;
@@ -106,7 +106,7 @@ static int listen_open(struct tcp_ep *sep, uint16_t port)
 	}
 	if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, SOMAXCONN) != 0 ||
 	    getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
-		int rc = sock_errno_status(errno);
+		int rc = cci__errno_status(errno);
 		TCP_LOG(CCI_LOG_EP, "tcp: cannot listen on %s port %u: %s", sep->dev->host, port,
 		        strerror(errno));
 		close(fd);
@@ -127,7 +127,7 @@ static void ep_fields_init(struct tcp_ep *sep, cci__ep_t *ep)
 	sep->listen_fd = sep->rx_epfd = sep->manual_tfd = -1;
 	pthread_mutex_init(&sep->loop_lock, NULL);
 	pthread_mutex_init(&sep->lock, NULL);
-	atomic_store(&sep->now_ns, sock_now_ns());
+	atomic_store(&sep->now_ns, cci__now_ns());
 	ep->recv_buf_count = TCP_RECV_COUNT_DEFAULT;
 	atomic_store(&sep->rb_limit, TCP_RECV_COUNT_DEFAULT);
 	ep->send_buf_count = TCP_SEND_COUNT_DEFAULT;
@@ -162,10 +162,10 @@ static int rx_set_open(struct tcp_ep *sep)
 
 	sep->rx_epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (sep->rx_epfd < 0)
-		return sock_errno_status(errno);
+		return cci__errno_status(errno);
 	if (sep->ep->os_epfd >= 0 &&
 	    epoll_ctl(sep->ep->os_epfd, EPOLL_CTL_ADD, sep->rx_epfd, &ev) != 0)
-		return sock_errno_status(errno);
+		return cci__errno_status(errno);
 	return CCI_SUCCESS;
 }
 
@@ -180,7 +180,7 @@ static int sock_ep_create(cci__ep_t *ep, const char *service)
 	if (service && sock_parse_port(service, &port) != CCI_SUCCESS) {
 		rc = CCI_EINVAL;
 	} else {
-		rc = sock_random64(&sep->id);
+		rc = cci__random64(&sep->id);
 	}
 	if (rc == CCI_SUCCESS)
 		rc = tcp_ops_prealloc(sep, TCP_OPS_PREALLOC);
@@ -294,8 +294,9 @@ __attribute__((visibility("default"))) const struct cci_plugin cci_ctp_sockets_p
 	.connect = tcp_connect,
 	.accept = tcp_accept,
 	.reject = tcp_reject,
+	.request_done = tcp_request_done,
 	.disconnect = tcp_disconnect,
 	.send = tcp_send,
 	.rma = tcp_rma,
-	.return_event = tcp_return_event,
+	.recv_returned = tcp_recv_returned,
 };

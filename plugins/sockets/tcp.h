@@ -51,11 +51,15 @@
 #include "sock_addr.h"
 #include "sock_conn.h"
 #include "sock_wire.h"
+#include "clock.h"
+#include "conn_timers.h"
+#include "random.h"
 #include "spin.h"
+#include "status.h"
 
 extern const struct cci_core *tcp_core;
 
-#define TCP_LOG(cat, ...) CCI__LOG(tcp_core, (cat), __VA_ARGS__)
+#define TCP_LOG(cat, ...) CCI__LOG(tcp_core, (cat) | CCI_LOG_CTP, __VA_ARGS__)
 #define TCP_WARN(...) tcp_core->log(CCI_LOG_WARN, __VA_ARGS__)
 #define TCP_ERR(...) tcp_core->log(CCI_LOG_ERR, __VA_ARGS__)
 
@@ -182,7 +186,6 @@ struct tcp_conn {
 	uint8_t hs[SOCK_HDR_LEN + SOCK_HELLO_LEN + CCI_CONN_REQ_LEN];
 	uint32_t hs_len, hs_off;
 	uint64_t nonce;
-	uint64_t deadline_ns;
 	void *context;
 
 	/* Transmit side, under tx_lock. */
@@ -229,10 +232,9 @@ struct tcp_conn {
 	uint32_t wr_op;                /* target: write op that failed ... */
 	int wr_status;                 /* ... with this status */
 
-	/* Timers, under sep->lock. */
-	uint64_t last_heard_ns;
-	uint64_t last_ping_ns;
-	uint32_t ka_us;                /* keepalive armed for, 0 = off */
+	/* Connect deadline and keepalive, under sep->lock (last_heard_ns is
+	 * also stamped by the receive path, a relaxed store). */
+	struct cci__conn_timers timers;
 };
 
 /* A connection request, server side. */
@@ -361,7 +363,7 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
                 cci_conn_attribute_t attr, void *context, const struct timeval *timeout);
 int tcp_accept(cci__evt_t *evt, void *context);
 int tcp_reject(cci__evt_t *evt);
-void tcp_req_returned(cci__evt_t *evt);
+void tcp_request_done(cci__evt_t *evt);
 void tcp_req_free(struct tcp_req *req);
 void tcp_hs_timers(struct tcp_ep *sep, uint64_t now);
 void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why);
@@ -431,7 +433,7 @@ void tcp_rx_apply_acks(struct tcp_conn *tc);
 void tcp_rx_acks_all(struct tcp_ep *sep);
 void tcp_rx_resume(struct tcp_ep *sep);
 void tcp_rx_release(struct tcp_conn *tc);
-void tcp_return_event(cci__evt_t *evt);
+void tcp_recv_returned(cci__evt_t *evt);
 int tcp_progress(cci__ep_t *ep);
 
 /* tcp_rma.c */

@@ -83,8 +83,7 @@ int tcp_conn_open(struct tcp_conn *tc)
 		tc->in_rx = 0;
 		return CCI_ENOMEM;
 	}
-	tc->last_heard_ns = atomic_load(&sep->now_ns);
-	tc->ka_us = tc->conn->keepalive_us;
+	cci__ct_arm(&tc->timers, tc->conn->keepalive_us, atomic_load(&sep->now_ns));
 	set_state(tc, SOCK_CONN_OPEN);
 	return CCI_SUCCESS;
 }
@@ -246,68 +245,38 @@ void tcp_conn_timeouts_changed(cci__conn_t *conn)
 	struct tcp_ep *sep = tc->sep;
 
 	pthread_mutex_lock(&sep->lock);
-	tc->ka_us = conn->keepalive_us;
-	tc->last_heard_ns = sock_now_ns();
-	tc->last_ping_ns = 0;
+	cci__ct_arm(&tc->timers, conn->keepalive_us, cci__now_ns());
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* Has the oldest unfinished send waited longer than the send timeout? */
-static int send_expired(struct tcp_conn *tc, uint64_t now)
+/* When the oldest unfinished send or RMA was queued, UINT64_MAX if none
+ * (answers to the peer's reads do not count: they are the peer's). */
+static uint64_t oldest_send_ns(struct tcp_conn *tc)
 {
-	uint64_t limit = (uint64_t)tc->conn->send_timeout_us * 1000u;
 	struct tcp_op *op;
-	int expired = 0;
+	uint64_t t;
 
-	if (limit == 0)
-		return 0;
 	cci__spin_lock(&tc->tx_lock);
 	op = tc->infl ? tc->infl : tc->txq;
 	while (op && op->kind == TCP_OP_RDRESP)
 		op = op->next;
 	if (!op && tc->reads)
 		op = tc->reads;
-	if (op && now > op->t_ns && now - op->t_ns > limit)
-		expired = 1;
+	t = op ? op->t_ns : UINT64_MAX;
 	cci__spin_unlock(&tc->tx_lock);
-	return expired;
+	return t;
 }
 
-static void keepalive_fire(struct tcp_conn *tc)
+/* A PING to a quiet peer: its PONG is a sign of life. */
+static void ping(struct tcp_conn *tc)
 {
-	cci__evt_t *e = tcp_core->evt_get(tc->sep->ep);
-
-	tc->ka_us = 0; /* once, until the application sets it again */
-	if (!e)
-		return;
-	e->ev.keepalive.type = CCI_EVENT_KEEPALIVE_TIMEDOUT;
-	e->ev.keepalive.connection = &tc->conn->pub;
-	e->conn = tc->conn;
-	tcp_core->evt_post(tc->sep->ep, e);
-	TCP_LOG(CCI_LOG_CONN, "tcp: %s silent past the keepalive timeout", tc->peer);
-}
-
-static void keepalive_check(struct tcp_conn *tc, uint64_t now)
-{
-	uint64_t ka = (uint64_t)tc->ka_us * 1000u, idle;
 	struct tcp_op *done = NULL;
 
-	if (ka == 0)
-		return;
-	idle = now > tc->last_heard_ns ? now - tc->last_heard_ns : 0;
-	if (idle >= ka) {
-		keepalive_fire(tc);
-		return;
-	}
-	/* Probe a quiet peer a few times per period: its PONG is a sign of life. */
-	if (idle >= ka / 4 && now - tc->last_ping_ns >= ka / 4) {
-		tc->last_ping_ns = now;
-		cci__spin_lock(&tc->tx_lock);
-		tcp_ctl_push(tc, SOCK_F_PING, NULL);
-		tcp_tx_flush(tc, &done);
-		cci__spin_unlock(&tc->tx_lock);
-		tcp_ops_complete(tc->sep, done);
-	}
+	cci__spin_lock(&tc->tx_lock);
+	tcp_ctl_push(tc, SOCK_F_PING, NULL);
+	tcp_tx_flush(tc, &done);
+	cci__spin_unlock(&tc->tx_lock);
+	tcp_ops_complete(tc->sep, done);
 }
 
 /* The tick: sep->lock held; with_loop when loop_lock is too (a failed
@@ -318,18 +287,19 @@ void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop)
 		int st = tcp_state(tc);
 		next = tc->next;
 		if (st == SOCK_CONN_CONNECTING || st == SOCK_CONN_HELLO_SENT) {
-			if (with_loop && tc->deadline_ns && now >= tc->deadline_ns)
+			if (with_loop && cci__ct_connect_expired(&tc->timers, now))
 				tcp_connect_fail(tc, CCI_ETIMEDOUT, "connect timeout");
 			continue;
 		}
 		if (st != SOCK_CONN_OPEN)
 			continue;
-		if (send_expired(tc, now)) {
+		if (cci__ct_send_expired(tc->conn->send_timeout_us, oldest_send_ns(tc), now)) {
 			TCP_LOG(CCI_LOG_CONN, "tcp: send to %s timed out", tc->peer);
 			tcp_conn_break(tc, CCI_ETIMEDOUT, "send timeout");
 			continue;
 		}
-		keepalive_check(tc, now);
+		if (cci__ct_keepalive(&tc->timers, tcp_core, tc->conn, now) == CCI__KA_PING)
+			ping(tc);
 		if (atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent))
 			tcp_tx_send_ack(tc);
 	}

@@ -120,23 +120,15 @@ static void req_drop(struct tcp_req *req, const char *why)
 static void req_post(struct tcp_req *req)
 {
 	struct tcp_ep *sep = req->sep;
-	cci__evt_t *e = tcp_core->evt_get(sep->ep);
 
-	if (!e) {
-		req_drop(req, "out of memory");
-		return;
-	}
 	ev_io_stop(sep->loop, &req->w);
 	req_unlink(req);
 	req->state = TCP_REQ_POSTED;
 	req_link(req, &sep->posted);
-	memcpy(e->req_data, req->buf + SOCK_HDR_LEN + SOCK_HELLO_LEN, req->hello.data_len);
-	e->ev.request.type = CCI_EVENT_CONNECT_REQUEST;
-	e->ev.request.data_len = req->hello.data_len;
-	e->ev.request.data_ptr = req->hello.data_len ? e->req_data : NULL;
-	e->ev.request.attribute = (cci_conn_attribute_t)req->hello.attr;
-	e->req_state = req;
-	tcp_core->evt_post(sep->ep, e);
+	if (tcp_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.attr,
+	                           req->buf + SOCK_HDR_LEN + SOCK_HELLO_LEN, req->hello.data_len,
+	                           req) != CCI_SUCCESS)
+		req_drop(req, "out of memory");
 }
 
 static void req_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -177,7 +169,7 @@ static void req_new(struct tcp_ep *sep, int fd, const struct sockaddr_storage *s
 	req->sep = sep;
 	req->fd = fd;
 	req->state = TCP_REQ_READING;
-	req->deadline_ns = sock_now_ns() + TCP_HS_TIMEOUT_NS;
+	req->deadline_ns = cci__now_ns() + TCP_HS_TIMEOUT_NS;
 	sock_addr_str((const struct sockaddr *)ss, req->peer, sizeof(req->peer));
 	sock_opts(fd, sep->dev->bufsize);
 	pthread_mutex_lock(&sep->lock);
@@ -242,20 +234,6 @@ static int reply_send(int fd, uint8_t type, const struct sock_reply *r)
 	return n == (ssize_t)sizeof(b) ? CCI_SUCCESS : CCI_ERR_DISCONNECTED;
 }
 
-static void accept_post(struct tcp_ep *sep, cci__conn_t *conn, int status, void *context)
-{
-	cci__evt_t *e = tcp_core->evt_get(sep->ep);
-
-	if (!e)
-		return;
-	e->ev.accept.type = CCI_EVENT_ACCEPT;
-	e->ev.accept.status = (cci_status_t)status;
-	e->ev.accept.context = context;
-	e->ev.accept.connection = status == CCI_SUCCESS ? &conn->pub : NULL;
-	e->conn = status == CCI_SUCCESS ? conn : NULL;
-	tcp_core->evt_post(sep->ep, e);
-}
-
 /* With loop_lock and sep->lock held. */
 static int accept_locked(struct tcp_req *req, void *context)
 {
@@ -280,7 +258,7 @@ static int accept_locked(struct tcp_req *req, void *context)
 	if (rc == CCI_SUCCESS)
 		rc = tcp_conn_open(tc);
 	/* The event goes first: nothing can be read before the lock drops. */
-	accept_post(sep, conn, rc, context);
+	tcp_core->post_accept(sep->ep, context, rc, conn);
 	if (rc != CCI_SUCCESS) {
 		TCP_LOG(CCI_LOG_CONN, "tcp: accepting %s failed: %s", tc->peer,
 		        tcp_core->status_text(rc));
@@ -337,15 +315,14 @@ int tcp_reject(cci__evt_t *evt)
 	return rc;
 }
 
-void tcp_req_returned(cci__evt_t *evt)
+/* The request's event came back, answered: forget the request. */
+void tcp_request_done(cci__evt_t *evt)
 {
 	struct tcp_req *req = evt->req_state;
 	struct tcp_ep *sep = req->sep;
 
 	pthread_mutex_lock(&sep->loop_lock);
 	pthread_mutex_lock(&sep->lock);
-	if (req->state == TCP_REQ_POSTED)
-		reject_locked(req); /* returned unanswered: the client is told no */
 	req->state = TCP_REQ_DONE;
 	/* Posted and done requests live on sep->posted until now. */
 	if (req->prev)
@@ -361,20 +338,6 @@ void tcp_req_returned(cci__evt_t *evt)
 
 /* ---- client ------------------------------------------------------------- */
 
-static void connect_post(struct tcp_conn *tc, int status)
-{
-	cci__evt_t *e = tcp_core->evt_get(tc->sep->ep);
-
-	if (!e)
-		return;
-	e->ev.connect.type = CCI_EVENT_CONNECT;
-	e->ev.connect.status = (cci_status_t)status;
-	e->ev.connect.context = tc->context;
-	e->ev.connect.connection = status == CCI_SUCCESS ? &tc->conn->pub : NULL;
-	e->conn = status == CCI_SUCCESS ? tc->conn : NULL;
-	tcp_core->evt_post(tc->sep->ep, e);
-}
-
 /* loop_lock and sep->lock held. */
 void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why)
 {
@@ -382,7 +345,7 @@ void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why)
 
 	TCP_LOG(CCI_LOG_CONN, "tcp: connecting to %s failed: %s", tc->peer, why);
 	atomic_store(&tc->state, SOCK_CONN_FAILED);
-	connect_post(tc, status);
+	tcp_core->post_connect(tc->sep->ep, tc->context, status, tc->conn);
 	tcp_conn_destroy(tc);
 	tcp_core->conn_release(conn);
 }
@@ -413,7 +376,7 @@ static void hs_got_reply(struct tcp_conn *tc)
 		return;
 	}
 	TCP_LOG(CCI_LOG_CONN, "tcp: connected to %s (mss %u)", tc->peer, tc->mss);
-	connect_post(tc, CCI_SUCCESS);
+	tcp_core->post_connect(tc->sep->ep, tc->context, CCI_SUCCESS, tc->conn);
 }
 
 /* Connected: send HELLO (maybe over several writable events). */
@@ -425,7 +388,7 @@ static void hs_send_hello(struct tcp_conn *tc)
 	if (tcp_state(tc) == SOCK_CONN_CONNECTING) {
 		getsockopt(tc->fd, SOL_SOCKET, SO_ERROR, &err, &el);
 		if (err) {
-			tcp_connect_fail(tc, sock_errno_status(err), strerror(err));
+			tcp_connect_fail(tc, cci__errno_status(err), strerror(err));
 			return;
 		}
 	}
@@ -437,7 +400,7 @@ static void hs_send_hello(struct tcp_conn *tc)
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
 		if (n < 0) {
-			tcp_connect_fail(tc, sock_errno_status(errno), strerror(errno));
+			tcp_connect_fail(tc, cci__errno_status(errno), strerror(errno));
 			return;
 		}
 		tc->hs_off += (uint32_t)n;
@@ -484,7 +447,7 @@ static int hello_build(struct tcp_conn *tc, cci_conn_attribute_t attr, const voi
 	                        .id = tc->sep->id };
 	struct sock_hdr fh = { .type = SOCK_F_HELLO, .len = SOCK_HELLO_LEN + len };
 
-	if (sock_random64(&tc->nonce) != CCI_SUCCESS)
+	if (cci__random64(&tc->nonce) != CCI_SUCCESS)
 		return CCI_ERROR;
 	h.nonce = tc->nonce;
 	sock_hdr_encode(tc->hs, &fh);
@@ -502,10 +465,10 @@ static int connect_socket(const struct sockaddr_storage *ss, socklen_t sl, uint3
 	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
-		return sock_errno_status(errno);
+		return cci__errno_status(errno);
 	sock_opts(fd, bufsize);
 	if (connect(fd, (const struct sockaddr *)ss, sl) != 0 && errno != EINPROGRESS) {
-		int rc = sock_errno_status(errno);
+		int rc = cci__errno_status(errno);
 		close(fd);
 		return rc;
 	}
@@ -546,7 +509,7 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 		tcp_core->conn_release(conn);
 		return CCI_ERROR;
 	}
-	tc->deadline_ns = timeout ? sock_now_ns() + sock_tv_ns(timeout) : 0;
+	cci__ct_connecting(&tc->timers, timeout, cci__now_ns());
 	pthread_mutex_lock(&sep->loop_lock);
 	pthread_mutex_lock(&sep->lock);
 	tcp_conn_link(tc);

@@ -191,7 +191,7 @@ static void async_cb(struct ev_loop *loop, ev_async *w, int revents)
 static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct tcp_ep *sep = w->data;
-	uint64_t now = sock_now_ns();
+	uint64_t now = cci__now_ns();
 
 	(void)loop;
 	(void)revents;
@@ -249,13 +249,13 @@ void tcp_loop_manual(struct tcp_ep *sep)
 		uint32_t n = atomic_load_explicit(&sep->manual_polls, memory_order_relaxed) + 1;
 		atomic_store_explicit(&sep->manual_polls, n, memory_order_relaxed);
 		if (n % TCP_MANUAL_CLOCK_EVERY != 0 ||
-		    sock_now_ns() < atomic_load_explicit(&sep->manual_next_ns, memory_order_relaxed))
+		    cci__now_ns() < atomic_load_explicit(&sep->manual_next_ns, memory_order_relaxed))
 			return;
 	}
 	/* Another thread of the application runs it now. */
 	if (pthread_mutex_trylock(&sep->loop_lock) != 0)
 		return;
-	atomic_store_explicit(&sep->manual_next_ns, sock_now_ns() + TCP_MANUAL_LOOP_NS,
+	atomic_store_explicit(&sep->manual_next_ns, cci__now_ns() + TCP_MANUAL_LOOP_NS,
 	                      memory_order_relaxed);
 	ev_run(sep->loop, EVRUN_NOWAIT);
 	pthread_mutex_unlock(&sep->loop_lock);
@@ -278,7 +278,7 @@ int tcp_loop_manual_handle(struct tcp_ep *sep)
 	    epoll_ctl(sep->ep->os_epfd, EPOLL_CTL_ADD, sep->manual_tfd, &ev) != 0 ||
 	    epoll_ctl(sep->ep->os_epfd, EPOLL_CTL_ADD, sep->listen_fd, &ev) != 0) {
 		TCP_ERR("tcp: %s: cannot build the OS handle: %s", sep->ep->uri, strerror(errno));
-		return sock_errno_status(errno);
+		return cci__errno_status(errno);
 	}
 	return CCI_SUCCESS;
 }
@@ -292,7 +292,7 @@ static int manual_tick_wanted(struct tcp_ep *sep)
 	/* An ack still owed goes out on a tick (tcp_timers_run): the peer's
 	 * completions wait for it. */
 	for (struct tcp_conn *tc = sep->conns; tc; tc = tc->next)
-		if (tcp_state(tc) != SOCK_CONN_OPEN || tc->ka_us ||
+		if (tcp_state(tc) != SOCK_CONN_OPEN || tc->timers.ka_us ||
 		    atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent))
 			return 1;
 	return 0;

@@ -78,12 +78,9 @@ int tcp_rb_available(struct tcp_ep *sep)
 	       sep->rb_count < atomic_load(&sep->rb_limit);
 }
 
-void tcp_return_event(cci__evt_t *evt)
+void tcp_recv_returned(cci__evt_t *evt)
 {
-	if (evt->req_state)
-		tcp_req_returned(evt);
-	else if (evt->rx_buf)
-		tcp_rb_put(tcp_ep_of(evt->ep), evt->rx_buf);
+	tcp_rb_put(tcp_ep_of(evt->ep), evt->rx_buf);
 }
 
 /* ---- frames ------------------------------------------------------------- */
@@ -96,26 +93,14 @@ void tcp_rx_fail(struct tcp_conn *tc, const char *why)
 
 void tcp_rx_deliver(struct tcp_conn *tc, struct tcp_rxbuf *rb, uint32_t len)
 {
-	cci__evt_t *e = tcp_core->evt_get(tc->sep->ep);
-
 	/* A big message ends this pass (when nothing is left staged, so no
 	 * byte waits in user space): the application returns its buffer
 	 * before we fill the next one, which is then that same, cached one. */
 	if (len >= TCP_ALONE_MIN && tc->st_pos == tc->st_end)
 		tc->yield = 1;
 
-	if (!e) {
-		TCP_ERR("tcp: out of memory: a message from %s is lost", tc->peer);
-		tcp_rb_put(tc->sep, rb);
-		return;
-	}
-	e->ev.recv.type = CCI_EVENT_RECV;
-	e->ev.recv.len = len;
-	e->ev.recv.ptr = tcp_rb_data(rb);
-	e->ev.recv.connection = &tc->conn->pub;
-	e->conn = tc->conn;
-	e->rx_buf = rb;
-	tcp_core->evt_post(tc->sep->ep, e);
+	if (tcp_core->post_recv(tc->conn, tcp_rb_data(rb), len, rb) != CCI_SUCCESS)
+		tcp_rb_put(tc->sep, rb); /* the loss is logged */
 }
 
 /* A watched socket is watched for reading unless it is stalled. */
@@ -355,7 +340,8 @@ static int rx_read(struct tcp_conn *tc)
 		n = sock_recv(tc->fd, direct ? tc->dst : (char *)tc->stage, want, MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	if (n > 0) {
-		tc->last_heard_ns = atomic_load_explicit(&tc->sep->now_ns, memory_order_relaxed);
+		cci__ct_heard(&tc->timers,
+		              atomic_load_explicit(&tc->sep->now_ns, memory_order_relaxed));
 		if (!direct) {
 			tc->st_pos = 0;
 			tc->st_end = (uint32_t)n;

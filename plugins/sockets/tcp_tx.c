@@ -409,7 +409,7 @@ int tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done)
 				atomic_store_explicit(&tc->tx_full, TCP_FULL_SKIP,
 				                      memory_order_relaxed);
 			} else {
-				rc = sock_errno_status(errno);
+				rc = cci__errno_status(errno);
 				tcp_conn_fault(tc, CCI_ERR_DISCONNECTED);
 			}
 			break;

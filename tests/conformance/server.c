@@ -212,6 +212,8 @@ static void srv_request(struct sstate *s, cci_event_t *ev)
 	}
 	if (s->o->action == SRV_REJECT)
 		CHECK_RC(cci_reject(ev), CCI_SUCCESS);
+	else if (s->o->action == SRV_RETURN)
+		; /* the core must reject it for us */
 	else
 		CHECK_RC(cci_accept(ev, ctx), CCI_SUCCESS);
 	if (s->o->decide_twice) {

@@ -14,7 +14,8 @@
 enum srv_action {
 	SRV_ACCEPT = 0,
 	SRV_REJECT,
-	SRV_IGNORE          /* hold the request, neither accept nor reject */
+	SRV_IGNORE,         /* hold the request, neither accept nor reject */
+	SRV_RETURN          /* return the request's event unanswered */
 };
 
 struct srv_opts {

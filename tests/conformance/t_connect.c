@@ -128,10 +128,10 @@ static void max_send_size_is_the_smaller_side(void)
 	h_teardown(ep);
 }
 
-static void reject_gives_econnrefused(void)
+static void refused_by(enum srv_action action)
 {
 	struct srv s;
-	struct srv_opts o = { .action = SRV_REJECT };
+	struct srv_opts o = { .action = action };
 	struct srv_stats st;
 	cci_endpoint_t *ep;
 	cci_event_t *ev;
@@ -150,6 +150,17 @@ static void reject_gives_econnrefused(void)
 	srv_stop(&s, &st);
 	CHECK(st.requests == 1 && st.accepts == 0);
 	h_teardown(ep);
+}
+
+static void reject_gives_econnrefused(void)
+{
+	refused_by(SRV_REJECT);
+}
+
+/* Well before any timeout: the client is told no, not left waiting. */
+static void request_returned_unanswered_is_rejected(void)
+{
+	refused_by(SRV_RETURN);
 }
 
 static void second_decision_is_einval(void)
@@ -391,6 +402,8 @@ const struct h_test t_connect_tests[] = {
 	  max_send_size_is_the_smaller_side, H_NEEDS_DEVICE, 0 },
 	{ "a rejected request gives the client CCI_ECONNREFUSED and no connection",
 	  reject_gives_econnrefused, H_NEEDS_DEVICE, 0 },
+	{ "a request whose event is returned unanswered gives the client CCI_ECONNREFUSED",
+	  request_returned_unanswered_is_rejected, H_NEEDS_DEVICE, 0 },
 	{ "accepting or rejecting a request a second time fails with CCI_EINVAL",
 	  second_decision_is_einval, H_NEEDS_DEVICE, 0 },
 	{ "connect to the URI of a destroyed endpoint fails without hanging",

@@ -41,6 +41,7 @@ static int connect_(cci__ep_t *ep, const char *u, const void *d, uint32_t l,
 }
 static int accept_(cci__evt_t *e, void *c) { (void)e; (void)c; return CCI_ERROR; }
 static int reject_(cci__evt_t *e) { (void)e; return CCI_ERROR; }
+static void request_done_(cci__evt_t *e) { (void)e; }
 static int disconnect_(cci__conn_t *c) { (void)c; return CCI_ERROR; }
 static int send_(cci__conn_t *c, const struct iovec *i, uint32_t n, uint32_t l, void *x, int f)
 {
@@ -75,6 +76,7 @@ __attribute__((visibility("default"))) const struct cci_plugin PLUGIN_SYMBOL = {
 	.connect = connect_,
 	.accept = accept_,
 	.reject = reject_,
+	.request_done = request_done_,
 	.disconnect = disconnect_,
 	.send = send_,
 	.rma = rma_,
