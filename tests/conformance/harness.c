@@ -163,18 +163,29 @@ int h_count_fds(void)
 	return n - 1; /* the directory's own descriptor */
 }
 
-cci_device_t *h_find_device(void)
+/* The first device of the transport under test, up or (up_only == 0) not. */
+static cci_device_t *find_device(int up_only)
 {
 	cci_device_t *const *devs = NULL;
 
 	if (cci_get_devices(&devs) != CCI_SUCCESS || !devs)
 		return NULL;
-	if (!h_transport)
-		return devs[0];
 	for (int i = 0; devs[i]; i++)
-		if (devs[i]->transport && strcmp(devs[i]->transport, h_transport) == 0)
+		if ((!h_transport ||
+		     (devs[i]->transport && strcmp(devs[i]->transport, h_transport) == 0)) &&
+		    (devs[i]->up || !up_only))
 			return devs[i];
 	return NULL;
+}
+
+cci_device_t *h_find_device(void)
+{
+	return find_device(1);
+}
+
+cci_device_t *h_find_down_device(void)
+{
+	return find_device(0);
 }
 
 cci_device_t *h_setup(void)

@@ -79,8 +79,11 @@ int h_count_fds(void);
 /* cci_init() (REQUIREd to succeed) and the device of the transport under
  * test; skips the test when there is none. */
 cci_device_t *h_setup(void);
-/* The device of the transport under test after cci_init(), or NULL. */
+/* The first device of the transport under test that is up, after
+ * cci_init(), or NULL. */
 cci_device_t *h_find_device(void);
+/* The first of the transport, up or down (a down one says why in info). */
+cci_device_t *h_find_down_device(void);
 /* An endpoint on dev (REQUIREd to succeed); fd may be NULL. */
 cci_endpoint_t *h_endpoint(cci_device_t *dev, cci_os_handle_t *fd);
 /* The endpoint's URI, malloc'd (REQUIREd to succeed). */

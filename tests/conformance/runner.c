@@ -203,7 +203,8 @@ static void trampoline(void)
  * there is, else the reason to skip device tests. */
 static const char *probe_device(void)
 {
-	static char reason[256];
+	static char reason[512];
+	char why[256] = "";
 	int fds[2];
 	char c = 0;
 	pid_t pid;
@@ -214,9 +215,13 @@ static const char *probe_device(void)
 	pid = fork();
 	if (pid == 0) {
 		close(fds[0]);
+		cci_device_t *down = NULL;
 		c = cci_init(CCI_ABI_VERSION, 0, &(uint32_t){ 0 }) != CCI_SUCCESS ? 'i'
 		    : h_find_device() ? 'y' : 'n';
-		if (write(fds[1], &c, 1) < 0)
+		if (c == 'n' && (down = h_find_down_device()))
+			snprintf(why, sizeof(why), "%s: %s", down->name,
+			         down->info ? down->info : "no reason given");
+		if (write(fds[1], &c, 1) < 0 || write(fds[1], why, strlen(why)) < 0)
 			_exit(1);
 		_exit(0);
 	}
@@ -226,14 +231,20 @@ static const char *probe_device(void)
 
 		if (poll(&pfd, 1, 10000) <= 0 || read(fds[0], &c, 1) != 1)
 			c = 0;
+		else if (c == 'n' && read(fds[0], why, sizeof(why) - 1) < 0)
+			why[0] = '\0';
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 	}
 	close(fds[0]);
 	if (c != 'n')
 		return NULL;
-	snprintf(reason, sizeof(reason), "no device of transport %s (check CCI_CTP "
-	         "and CCI_CONFIG)", h_transport_name());
+	if (why[0])
+		snprintf(reason, sizeof(reason), "the device of transport %s is down here (%s)",
+		         h_transport_name(), why);
+	else
+		snprintf(reason, sizeof(reason), "no device of transport %s (check CCI_CTP "
+		         "and CCI_CONFIG)", h_transport_name());
 	return reason;
 }
 

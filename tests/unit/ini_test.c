@@ -12,6 +12,7 @@
 
 #include "cci.h"
 #include "ini.h"
+#include "unit_run.h"
 
 static const char *example_path = "config/cci.ini.example";
 
@@ -347,10 +348,7 @@ static void cleanup(void)
 	ini_free(&f);
 }
 
-static const struct {
-	const char *name;
-	CU_TestFunc fn;
-} tests[] = {
+static const struct unit_test tests[] = {
 	{ "# and ; comments are ignored, whole-line and trailing", test_comments },
 	{ "# or ; not after whitespace is part of the value", test_comment_char_inside_value },
 	{ "whitespace around names, keys and values is trimmed", test_whitespace_trimmed },
@@ -385,27 +383,11 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	CU_pSuite suite;
-	unsigned failures;
-	size_t i;
+	int rc;
 
 	if (argc > 1)
 		example_path = argv[1];
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	suite = CU_add_suite("ini", NULL, NULL);
-	for (i = 0; suite != NULL && i < sizeof(tests) / sizeof(tests[0]); i++) {
-		if (CU_add_test(suite, tests[i].name, tests[i].fn) == NULL)
-			suite = NULL;
-	}
-	if (suite == NULL) {
-		CU_cleanup_registry();
-		return 2;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
+	rc = UNIT_RUN("ini", tests);
 	cleanup();
-	return failures == 0 ? 0 : 1;
+	return rc;
 }

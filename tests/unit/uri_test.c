@@ -7,6 +7,7 @@
 
 #include "cci.h"
 #include "uri.h"
+#include "unit_run.h"
 
 /* Split uri; on success check the scheme and the rest. */
 static void expect_split(const char *uri, const char *scheme, const char *rest)
@@ -250,10 +251,7 @@ static void test_whole_uri(void)
 	CU_ASSERT_EQUAL(port, 4000);
 }
 
-static const struct {
-	const char *name;
-	CU_TestFunc fn;
-} tests[] = {
+static const struct unit_test tests[] = {
 	{ "every scheme of the API splits at ://", test_api_schemes },
 	{ "a scheme may hold digits, + - and . after its first letter", test_scheme_chars },
 	{ "a URI without :// is rejected", test_missing_separator },
@@ -277,24 +275,5 @@ static const struct {
 
 int main(void)
 {
-	CU_pSuite suite;
-	unsigned failures;
-	size_t i;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	suite = CU_add_suite("uri", NULL, NULL);
-	for (i = 0; suite != NULL && i < sizeof(tests) / sizeof(tests[0]); i++) {
-		if (CU_add_test(suite, tests[i].name, tests[i].fn) == NULL)
-			suite = NULL;
-	}
-	if (suite == NULL) {
-		CU_cleanup_registry();
-		return 2;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures == 0 ? 0 : 1;
+	return UNIT_RUN("uri", tests);
 }
