@@ -126,4 +126,5 @@ __attribute__((visibility("default"))) const struct cci_plugin cci_ctp_ofi_plugi
 	.rma = ofi_rma,
 	.return_event = ofi_return_any,
 	.strerror = ofi_strerror,
+	.conf_keys = ofi_conf_keys,
 };
