@@ -626,11 +626,12 @@ static inline const char *cci_event_type_str(cci_event_type_t type)
 /* ------------------------------------------------------------------------ */
 /*
  * Not in CCI 2.  These calls let a tool (cci_info) show what the library
- * found and why: the plugins it tried, where it looked, and the ordering
- * facts of each device.  A CCI 2 program never needs them and sees no
- * change.  Each returns CCI_ERROR before cci_init() (and after the last
- * cci_finalize()) and CCI_EINVAL for a NULL pointer argument; outputs are
- * written only on success.  Safe to call from any thread.
+ * found and why: the plugins it tried, where it looked, the ini keys each
+ * plugin reads, and the ordering facts of each device.  A CCI 2 program
+ * never needs them and sees no change.  Each returns CCI_ERROR before
+ * cci_init() (and after the last cci_finalize()) and CCI_EINVAL for a NULL
+ * pointer argument; outputs are written only on success.  Safe to call
+ * from any thread.
  *
  * "The starting cci_init()" below is the call that found the library
  * stopped: the first one, or the first after the last cci_finalize().
@@ -655,8 +656,9 @@ typedef const struct cci_plugin_info {
 	cci_plugin_status_t status;
 	/* Why it was skipped, as the library logs it: "cannot load:
 	 * undefined symbol: x", "ABI version ...", "mandatory op missing
-	 * (...)", "init failed (...)", "excluded by CCI_CTP=...", "a plugin
-	 * named x was already loaded from ..."; "" when loaded.  Never NULL. */
+	 * (...)", "conf_keys: key ...", "init failed (...)", "excluded by
+	 * CCI_CTP=...", "a plugin named x was already loaded from ..."; ""
+	 * when loaded.  Never NULL. */
 	const char *reason;
 	/* NULL-terminated names it serves (its ini transport= values and URI
 	 * schemes); never NULL, empty when its table was not usable. */
@@ -690,6 +692,48 @@ CCI_DECLSPEC int cci_get_plugin_dirs(const char *const **dirs);
  */
 CCI_DECLSPEC int cci_get_device_priority(cci_device_t *device, int *priority,
                                          int *is_default);
+
+/* Defined when this header has cci_get_plugin_keys(). */
+#define CCI_EXT_PLUGIN_KEYS 1
+
+/* The kind of value an ini key of a plugin takes. */
+typedef enum cci_conf_type {
+	CCI_CONF_UINT = 1,   /* a decimal integer in min..max */
+	CCI_CONF_STRING = 2, /* a string of min..max bytes */
+	CCI_CONF_CHOICE = 3, /* one of the words in choices */
+	CCI_CONF_CUSTOM = 4  /* a string the plugin checks by its own rule (help says which) */
+} cci_conf_type_t;
+
+/* One key a plugin reads in the config sections of its transports
+ * (besides the core's transport, priority and default).  Read-only. */
+typedef const struct cci_conf_key_info {
+	const char *name;            /* "mss" */
+	cci_conf_type_t type;
+	/* CCI_CONF_UINT: the range of the value; CCI_CONF_STRING: of its
+	 * length in bytes; 0 and 0 for the other types. */
+	uint64_t min, max;
+	/* CCI_CONF_CHOICE: the words accepted, NULL-terminated; an empty
+	 * list for the other types.  Never NULL. */
+	const char *const *choices;
+	/* The value used when a section omits the key, as a config file
+	 * would write it ("8192"), or NULL when there is none to write
+	 * (the plugin decides from the host, or the key is simply off;
+	 * help says which). */
+	const char *def;
+	const char *help;            /* one sentence, from the plugin's README; never NULL */
+} cci_conf_key_info_t;
+
+/*
+ * Get the NULL-terminated list of the ini keys plugin reads, in the order
+ * of its README.  plugin must come from cci_get_plugins(), else
+ * CCI_EINVAL.  The list is empty for a plugin whose ops table could not
+ * be read or that declares no keys; a plugin excluded by CCI_CTP, or
+ * shadowed by one of the same name, still lists its keys.  The list and
+ * its strings are owned by the library and live as long as plugin does,
+ * until the last cci_finalize().
+ */
+CCI_DECLSPEC int cci_get_plugin_keys(cci_plugin_info_t *plugin,
+                                     cci_conf_key_info_t *const **keys);
 
 #ifdef __cplusplus
 }

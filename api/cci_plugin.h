@@ -36,7 +36,11 @@
 extern "C" {
 #endif
 
-/* Bumped whenever a struct below changes layout or meaning. */
+/*
+ * Bumped whenever a struct below changes layout or meaning.  A member
+ * added at the end of struct cci_plugin or struct cci_core does not bump
+ * it: both start with their size, so each side sees what the other has.
+ */
 #define CCI_PLUGIN_ABI_VERSION 2
 
 /* ------------------------------------------------------------------------ */
@@ -201,6 +205,58 @@ static inline uint64_t cci__handle_len(const struct cci_rma_handle *h) { return 
 static inline int cci__handle_flags(const struct cci_rma_handle *h) { return (int)(h->stuff[3] & 0xffffffffu); }
 
 /* ------------------------------------------------------------------------ */
+/* Config keys                                                               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * One ini key of a plugin's config sections.  A plugin describes all its
+ * keys in one static table, in the order of its README, ended by an entry
+ * whose name is NULL, and names it in its ops table (conf_keys).  The
+ * table belongs to the plugin and must stay unchanged while the module is
+ * loaded; the core copies what cci_info shows.  The core checks the table
+ * when it loads the plugin (names unique and not a core key, sizes that
+ * fit the type, each default accepted by its own key) and skips a plugin
+ * whose table is wrong, saying which key and why.
+ *
+ * core->conf_parse() reads a section against the table into a struct of
+ * the plugin's (out): the value of each key goes to the size bytes at
+ * out + offset ("the field"), converted by type:
+ *   CCI_CONF_UINT    decimal digits only, min..max; the field is a
+ *                    uint16_t, uint32_t or uint64_t, by size.
+ *   CCI_CONF_STRING  1..size-1 bytes, copied with its NUL into a char
+ *                    array of size bytes.
+ *   CCI_CONF_CHOICE  one of choices (NULL-terminated); the field is an
+ *                    int, the index of the word.
+ *   CCI_CONF_CUSTOM  any non-empty string; check converts it into the
+ *                    field and is mandatory.
+ * check, when set, then gets the value as written and the field as
+ * converted; it may refuse the value, or finish converting it, for a
+ * rule only the plugin knows (an address family, an absolute path).
+ * On refusal it returns CCI_EINVAL and writes to why the end of the
+ * sentence that begins with the quoted value: "is not an absolute path".
+ * It must not keep value, which dies with the device's conf.
+ */
+struct cci_conf_key {
+	const char *name;            /* NULL ends the table */
+	cci_conf_type_t type;
+	uint64_t min, max;           /* CCI_CONF_UINT: the range */
+	/* Written into the field before the section is read, as a value of
+	 * the section would be; NULL leaves the field as the plugin set it
+	 * (a default found on the host, or off): help then says what. */
+	const char *def;
+	const char *const *choices;  /* CCI_CONF_CHOICE: the words, NULL-terminated */
+	const char *help;            /* one sentence for cci_info, from the README */
+	size_t offset, size;         /* the field in out */
+	int (*check)(const char *value, void *field, char *why, size_t whylen);
+};
+
+/* .def of a CCI_CONF_UINT key from a macro that is a plain decimal literal
+ * (no suffix, no expression): .def = CCI_CONF_NUM(SM_MSS_DEFAULT).  The
+ * load-time check refuses anything else. */
+#define CCI_CONF_NUM(x) CCI__CONF_STR(x)
+#define CCI__CONF_STR(x) #x
+
+/* ------------------------------------------------------------------------ */
 /* Services the core offers to plugins                                       */
 /* ------------------------------------------------------------------------ */
 
@@ -274,6 +330,21 @@ struct cci_core {
 	 * when libcci was opened with dlopen(RTLD_LOCAL), as FFIs do.
 	 */
 	const char *(*status_text)(int status);
+
+	/*
+	 * dev_configure() only: read dev->conf against keys (the plugin's
+	 * conf_keys table) into out.  The core keys (transport, priority,
+	 * default) are skipped; every default of the table is written first;
+	 * then each entry of the section, in file order, is found in keys,
+	 * converted and checked into its field.  A key the table lacks, or a
+	 * value it refuses, is logged through conf_error with the same words
+	 * for every plugin, and gives CCI_EINVAL; out is then partly written
+	 * and the plugin discards it.  kv_p, if not NULL, has one int per key
+	 * of keys, in table order: each gets the index in dev->conf of the
+	 * entry that set the key (for conf_error on a rule that spans keys),
+	 * or -1 when the section omits it.
+	 */
+	int (*conf_parse)(cci__dev_t *dev, const struct cci_conf_key *keys, void *out, int *kv_p);
 };
 
 #define CCI__LOG(core, cat, ...)                                   \
@@ -306,8 +377,8 @@ struct cci_plugin {
 
 	/* (M) No config file: add the devices found with core->dev_add(). */
 	int (*discover)(void);
-	/* (M) A config section names this plugin: read dev->conf (skipping
-	 * the core keys transport, priority, default), fill dev->pub. */
+	/* (M) A config section names this plugin: read dev->conf (with
+	 * core->conf_parse() and conf_keys), fill dev->pub. */
 	int (*dev_configure)(cci__dev_t *dev);
 	/* Free dev->priv. */
 	void (*dev_free)(cci__dev_t *dev);
@@ -375,6 +446,11 @@ struct cci_plugin {
 
 	/* A transport-specific sentence for status, or NULL for the core's. */
 	const char *(*strerror)(cci__ep_t *ep, int status);
+
+	/* The ini keys of its config sections (see struct cci_conf_key), or
+	 * NULL if it takes none.  Added after the first plugins of this ABI
+	 * version: the core reads it only when size covers it. */
+	const struct cci_conf_key *conf_keys;
 };
 
 #ifdef __cplusplus

@@ -3,8 +3,9 @@
  *
  * Every section is a device.  The core reads its own keys (transport,
  * priority, default) and hands the section to the plugin serving the
- * transport, which checks the rest.  Every mistake fails cci_init() with
- * one line naming the file, the line and the problem.
+ * transport, which has the rest read against its table of keys
+ * (conf_keys.c).  Every mistake fails cci_init() with one line naming the
+ * file, the line and the problem.
  */
 #include <errno.h>
 #include <stdarg.h>

@@ -14,12 +14,21 @@
 /* Public entry points are exported; everything else stays hidden. */
 #define CCI_API __attribute__((visibility("default")))
 
+/* One key of a plugin's table, for cci_get_plugin_keys(); the public
+ * part first, so that an array of these reads as the public array. */
+struct cci__key_record {
+	struct cci_conf_key_info pub;
+	char *name, *def, *help;     /* backing store of the public strings */
+	char **choices;              /* NULL-terminated, never NULL */
+};
+
 /* What became of one plugin module, for cci_get_plugins(); the public
  * part first, so that an array of these reads as the public array. */
 struct cci__plugin_record {
 	struct cci_plugin_info pub;
 	char *name, *path, *reason;  /* backing store of the public strings */
 	char **transports;           /* NULL-terminated copy: outlives dlclose() */
+	struct cci__key_record **keys; /* NULL-terminated copy of its conf_keys */
 };
 
 /* A loaded plugin module. */
@@ -77,6 +86,7 @@ int cci__plugins_load(void);
 void cci__plugins_unload(void);
 const struct cci_plugin *cci__plugin_for_transport(const char *transport);
 int cci__plugin_serves(const struct cci_plugin *p, const char *transport);
+const struct cci_conf_key *cci__plugin_conf_keys(const struct cci_plugin *p);
 
 /* devices.c */
 cci__dev_t *cci__dev_new(const struct cci_plugin *plugin, const char *name);
@@ -88,6 +98,15 @@ cci__dev_t *cci__dev_from_pub(cci_device_t *pub);
 /* config.c */
 int cci__config_load(const char *path);
 void cci__conf_error(cci__dev_t *dev, int kv, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* conf_keys.c */
+int cci__conf_is_core_key(const char *key);
+int cci__conf_parse(cci__dev_t *dev, const struct cci_conf_key *keys, void *out, int *kv_p);
+/* CCI_EINVAL, with why naming the key, if a plugin's table is unusable. */
+int cci__conf_keys_check(const struct cci_conf_key *keys, char *why, size_t len);
+/* A NULL-terminated deep copy of keys (an empty one for NULL); NULL on ENOMEM. */
+struct cci__key_record **cci__conf_keys_copy(const struct cci_conf_key *keys);
+void cci__conf_keys_free(struct cci__key_record **list);
 
 /* event.c */
 cci__evt_t *cci__evt_get(cci__ep_t *ep);

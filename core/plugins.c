@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,16 @@ int cci__plugin_serves(const struct cci_plugin *p, const char *transport)
 		if (strcmp(*t, transport) == 0)
 			return 1;
 	return 0;
+}
+
+/* The size of the first tables of this ABI version, before conf_keys. */
+#define PLUGIN_SIZE_MIN offsetof(struct cci_plugin, conf_keys)
+
+const struct cci_conf_key *cci__plugin_conf_keys(const struct cci_plugin *p)
+{
+	if (p->size < PLUGIN_SIZE_MIN + sizeof(p->conf_keys))
+		return NULL;
+	return p->conf_keys;
 }
 
 const struct cci_plugin *cci__plugin_for_transport(const char *transport)
@@ -116,6 +127,7 @@ static void record_free(struct cci__plugin_record *r)
 	free(r->path);
 	free(r->reason);
 	strings_free(r->transports);
+	cci__conf_keys_free(r->keys);
 	free(r);
 }
 
@@ -142,7 +154,8 @@ static int record_add(const char *name, const char *path, const struct cci_plugi
 	r->path = strdup(path);
 	r->reason = strdup(reason ? reason : "");
 	r->transports = strings_copy(ops ? ops->transports : NULL);
-	if (!r->name || !r->path || !r->reason || !r->transports) {
+	r->keys = cci__conf_keys_copy(ops ? cci__plugin_conf_keys(ops) : NULL);
+	if (!r->name || !r->path || !r->reason || !r->transports || !r->keys) {
 		record_free(r);
 		return CCI_ENOMEM;
 	}
@@ -197,9 +210,9 @@ static int plugin_check(const struct cci_plugin *p, char *why, size_t len)
 {
 	const char *missing = NULL;
 
-	if (p->abi_version != CCI_PLUGIN_ABI_VERSION || p->size < sizeof(struct cci_plugin)) {
-		snprintf(why, len, "ABI version %u, size %zu; expected %u, %zu", p->abi_version,
-		         p->size, CCI_PLUGIN_ABI_VERSION, sizeof(struct cci_plugin));
+	if (p->abi_version != CCI_PLUGIN_ABI_VERSION || p->size < PLUGIN_SIZE_MIN) {
+		snprintf(why, len, "ABI version %u, size %zu; expected %u, at least %zu",
+		         p->abi_version, p->size, CCI_PLUGIN_ABI_VERSION, PLUGIN_SIZE_MIN);
 		return CCI_EINVAL;
 	}
 	if (!p->name || !p->transports || !p->transports[0])
@@ -216,7 +229,7 @@ static int plugin_check(const struct cci_plugin *p, char *why, size_t len)
 		snprintf(why, len, "mandatory op missing (%s)", missing);
 		return CCI_EINVAL;
 	}
-	return CCI_SUCCESS;
+	return cci__conf_keys_check(cci__plugin_conf_keys(p), why, len);
 }
 
 /* The <name> of cci_ctp_<name>.so; 0 if file is not named like a plugin. */
@@ -269,7 +282,7 @@ static int plugin_keep(void *dl, const struct cci_plugin *ops, const char *path)
  * recorded, not fatal.  Fails only with CCI_ENOMEM. */
 static int plugin_try(const char *dir, const char *file)
 {
-	char path[PATH_MAX], sym[128], name[PLUGIN_NAME_MAX + 1], why[256];
+	char path[PATH_MAX], sym[128], name[PLUGIN_NAME_MAX + 1], why[512];
 	const struct cci__plugin_mod *prev;
 	const struct cci_plugin *ops;
 	void *dl;
@@ -457,6 +470,26 @@ CCI_API int cci_get_plugins(cci_plugin_info_t *const **plugins)
 	/* A record starts with its public part, so the arrays alias. */
 	return cci__list_handout((void *const *)&cci__g.plugin_records, &cci__g.nplugin_records,
 	                         (const void *const **)(void *)plugins);
+}
+
+CCI_API int cci_get_plugin_keys(cci_plugin_info_t *plugin, cci_conf_key_info_t *const **keys)
+{
+	int rc = CCI_EINVAL;
+
+	if (!plugin || !keys)
+		return CCI_EINVAL;
+	pthread_mutex_lock(&cci__g.lock);
+	if (cci__g.refcount == 0)
+		rc = CCI_ERROR;
+	for (int i = 0; rc == CCI_EINVAL && i < cci__g.nplugin_records; i++) {
+		if (&cci__g.plugin_records[i]->pub != plugin)
+			continue;
+		/* A key record starts with its public part, so the arrays alias. */
+		*keys = (cci_conf_key_info_t *const *)(void *)cci__g.plugin_records[i]->keys;
+		rc = CCI_SUCCESS;
+	}
+	pthread_mutex_unlock(&cci__g.lock);
+	return rc;
 }
 
 CCI_API int cci_get_plugin_dirs(const char *const **dirs)

@@ -20,4 +20,5 @@ const struct cci_core cci__core_services = {
 	.send_done = cci__send_done,
 	.rma_lookup = cci__rma_lookup,
 	.status_text = cci__status_text,
+	.conf_parse = cci__conf_parse,
 };

@@ -5,7 +5,8 @@
  * program does not get the device or transport it expected.
  *
  * It uses the public API only, plus the plugin-info extension of cci.h
- * (cci_get_plugins, cci_get_plugin_dirs, cci_get_device_priority).
+ * (cci_get_plugins, cci_get_plugin_keys, cci_get_plugin_dirs,
+ * cci_get_device_priority).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@ struct info {
 	int ndevices;
 	int *priority, *is_default;         /* per device */
 	cci_plugin_info_t *const *plugins;
+	cci_conf_key_info_t *const **keys;  /* per plugin: the ini keys it reads */
 	const char *const *dirs;
 };
 
@@ -196,7 +198,44 @@ static void json_device(const struct info *in, int i, int last)
 	printf("\n    }%s\n", last ? "" : ",");
 }
 
-static void json_plugin(cci_plugin_info_t *p, int last)
+static const char *key_type_name(cci_conf_type_t type)
+{
+	switch (type) {
+	case CCI_CONF_UINT: return "integer";
+	case CCI_CONF_STRING: return "string";
+	case CCI_CONF_CHOICE: return "choice";
+	case CCI_CONF_CUSTOM: return "custom";
+	}
+	return "unknown";
+}
+
+/* min and max mean something for integers (the value) and strings (its length). */
+static int key_has_range(cci_conf_key_info_t *k)
+{
+	return k->type == CCI_CONF_UINT || k->type == CCI_CONF_STRING;
+}
+
+static void json_key(cci_conf_key_info_t *k, int last)
+{
+	const char *ind = "          ";
+
+	printf("        {\n");
+	json_kv_str(ind, "name", k->name, 0);
+	json_kv_str(ind, "type", key_type_name(k->type), 0);
+	if (key_has_range(k))
+		printf("%s\"min\": %llu,\n%s\"max\": %llu,\n", ind, (unsigned long long)k->min, ind,
+		       (unsigned long long)k->max);
+	else
+		printf("%s\"min\": null,\n%s\"max\": null,\n", ind, ind);
+	printf("%s\"choices\": ", ind);
+	json_str_array(k->choices);
+	printf(",\n");
+	json_kv_str(ind, "default", k->def, 0);
+	json_kv_str(ind, "help", k->help, 1);
+	printf("        }%s\n", last ? "" : ",");
+}
+
+static void json_plugin(cci_plugin_info_t *p, cci_conf_key_info_t *const *keys, int last)
 {
 	const char *ind = "      ";
 
@@ -207,7 +246,10 @@ static void json_plugin(cci_plugin_info_t *p, int last)
 	json_kv_str(ind, "path", p->path, 0);
 	printf("%s\"transports\": ", ind);
 	json_str_array(p->transports);
-	printf("\n    }%s\n", last ? "" : ",");
+	printf(",\n%s\"keys\": [%s", ind, keys[0] ? "\n" : "");
+	for (int i = 0; keys[i]; i++)
+		json_key(keys[i], !keys[i + 1]);
+	printf("%s]\n    }%s\n", keys[0] ? ind : "", last ? "" : ",");
 }
 
 static void json_environment(void)
@@ -227,7 +269,7 @@ static void json_print(const struct info *in)
 		json_device(in, i, i + 1 == in->ndevices);
 	printf("  ],\n  \"plugins\": [\n");
 	for (int i = 0; in->plugins[i]; i++)
-		json_plugin(in->plugins[i], in->plugins[i + 1] == NULL);
+		json_plugin(in->plugins[i], in->keys[i], in->plugins[i + 1] == NULL);
 	printf("  ],\n  \"plugin_dirs\": ");
 	json_str_array(in->dirs);
 	printf(",\n");
@@ -278,7 +320,54 @@ static void text_device(const struct info *in, int i)
 		printf("    %-15s%s\n", k == 0 ? "conf_argv:" : "", d->conf_argv[k]);
 }
 
-static void text_plugin(cci_plugin_info_t *p, int verbose)
+/* text in lines of at most width columns (a longer word stands alone). */
+static void text_wrapped(const char *indent, const char *text, size_t width)
+{
+	size_t room = width - strlen(indent), col = 0;
+	const char *p = text;
+
+	while (*p) {
+		size_t n = strcspn(p, " ");
+		if (col > 0 && col + 1 + n > room) {
+			putchar('\n');
+			col = 0;
+		}
+		printf("%s%s%.*s", col ? "" : indent, col ? " " : "", (int)n, p);
+		col += n + (col ? 1 : 0);
+		p += n;
+		p += strspn(p, " ");
+	}
+	putchar('\n');
+}
+
+/* "integer 64..1048576; default 8192": what a config file may write. */
+static void text_key(cci_conf_key_info_t *k)
+{
+	printf("    key %s: ", k->name);
+	switch (k->type) {
+	case CCI_CONF_UINT:
+		printf("integer %llu..%llu", (unsigned long long)k->min, (unsigned long long)k->max);
+		break;
+	case CCI_CONF_STRING:
+		printf("string of %llu..%llu bytes", (unsigned long long)k->min,
+		       (unsigned long long)k->max);
+		break;
+	case CCI_CONF_CHOICE:
+		printf("one of");
+		for (int c = 0; k->choices[c]; c++)
+			printf("%s %s", c ? "," : "", k->choices[c]);
+		break;
+	case CCI_CONF_CUSTOM:
+		printf("string the plugin checks");
+		break;
+	}
+	if (k->def) /* else the help says what happens */
+		printf("; default %s", k->def);
+	putchar('\n');
+	text_wrapped("      ", k->help, 78);
+}
+
+static void text_plugin(cci_plugin_info_t *p, cci_conf_key_info_t *const *keys, int verbose)
 {
 	if (p->status == CCI_PLUGIN_LOADED) {
 		printf("  %s: loaded (transports:", p->name);
@@ -288,8 +377,11 @@ static void text_plugin(cci_plugin_info_t *p, int verbose)
 	} else {
 		printf("  %s: skipped: %s\n", p->name, p->reason);
 	}
-	if (verbose)
-		printf("    path: %s\n", p->path);
+	if (!verbose)
+		return;
+	printf("    path: %s\n", p->path);
+	for (int i = 0; keys[i]; i++)
+		text_key(keys[i]);
 }
 
 static void text_print(const struct info *in, const struct info_opts *o)
@@ -311,7 +403,7 @@ static void text_print(const struct info *in, const struct info_opts *o)
 	printf("plugins: %d tried, %d loaded, %d skipped\n", nplugins, nloaded,
 	       nplugins - nloaded);
 	for (int i = 0; in->plugins[i]; i++)
-		text_plugin(in->plugins[i], o->verbose);
+		text_plugin(in->plugins[i], in->keys[i], o->verbose);
 	if (!o->verbose)
 		return;
 	printf("plugin search directories, in order:\n");
@@ -364,7 +456,7 @@ static int call_failed(const char *call, int rc)
 /* Fill in from the initialised library; a failure is reported here. */
 static int info_collect(struct info *in)
 {
-	int rc;
+	int nplugins = 0, rc;
 
 	if ((rc = cci_get_devices(&in->devices)) != CCI_SUCCESS)
 		return call_failed("cci_get_devices", rc);
@@ -374,10 +466,16 @@ static int info_collect(struct info *in)
 		return call_failed("cci_get_plugin_dirs", rc);
 	while (in->devices[in->ndevices])
 		in->ndevices++;
+	while (in->plugins[nplugins])
+		nplugins++;
 	in->priority = calloc((size_t)in->ndevices + 1, sizeof(int));
 	in->is_default = calloc((size_t)in->ndevices + 1, sizeof(int));
-	if (!in->priority || !in->is_default)
+	in->keys = calloc((size_t)nplugins + 1, sizeof(*in->keys));
+	if (!in->priority || !in->is_default || !in->keys)
 		return call_failed("calloc", CCI_ENOMEM);
+	for (int i = 0; i < nplugins; i++)
+		if ((rc = cci_get_plugin_keys(in->plugins[i], &in->keys[i])) != CCI_SUCCESS)
+			return call_failed("cci_get_plugin_keys", rc);
 	for (int i = 0; i < in->ndevices; i++) {
 		rc = cci_get_device_priority(in->devices[i], &in->priority[i], &in->is_default[i]);
 		if (rc != CCI_SUCCESS)
@@ -391,8 +489,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: cci_info [-v] [--json]\n"
 		"List the CCI devices of this host and the transport plugins found or skipped.\n"
-		"  -v, --verbose  also each plugin's path, the plugin search directories and\n"
-		"                 the environment\n"
+		"  -v, --verbose  also each plugin's path and ini keys, the plugin search\n"
+		"                 directories and the environment\n"
 		"  -j, --json     one JSON document on stdout instead of text\n"
 		"  -h, --help     this help\n"
 		"Environment: CCI_CONFIG (device file), CCI_CTP (plugin filter),\n"
@@ -450,6 +548,7 @@ int main(int argc, char **argv)
 	}
 	free(in.priority);
 	free(in.is_default);
+	free(in.keys);
 	if (cci_finalize() != CCI_SUCCESS && rc == CCI_SUCCESS)
 		rc = call_failed("cci_finalize", CCI_ERROR);
 	if (fflush(stdout) != 0 || ferror(stdout)) {

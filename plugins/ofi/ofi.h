@@ -63,7 +63,7 @@ extern const struct cci_plugin cci_ctp_ofi_plugin;
 #define OFI_ERR(...) ofi_core->log(CCI_LOG_ERR, __VA_ARGS__)
 
 #define OFI_API_VERSION FI_VERSION(1, 17)
-#define OFI_MSS_DEFAULT 65536u        /* payload bytes of one message */
+#define OFI_MSS_DEFAULT 65536         /* payload bytes of one message; a plain literal: the table's default */
 #define OFI_MSS_MIN 8192u
 #define OFI_MSS_MAX (1u << 20)
 #define OFI_RECV_COUNT_DEFAULT 64u    /* recv_buf_count */
@@ -462,6 +462,7 @@ int ofi_lib_load(const char **why);
 int ofi_fi_status(int fi_err);
 
 /* ofi_dev.c */
+extern const struct cci_conf_key ofi_conf_keys[];
 int ofi_discover(void);
 int ofi_dev_configure(cci__dev_t *dev);
 void ofi_dev_free(cci__dev_t *dev);

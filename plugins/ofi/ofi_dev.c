@@ -24,12 +24,44 @@
                         FI_MR_ENDPOINT)
 #define OFI_MAX_DEVS 32
 
-/* Settings of a config section before resolution. */
+enum ofi_key { OFI_KEY_PROVIDER, OFI_KEY_DOMAIN, OFI_KEY_IFACE, OFI_KEY_MSS, OFI_KEY_COUNT };
+
+/* Settings of a config section before resolution; "" when absent. */
 struct ofi_conf {
-	const char *provider, *domain, *iface;
+	char provider[OFI_PROV_LEN], domain[OFI_PROV_LEN], iface[OFI_PROV_LEN];
 	uint32_t mss;
-	int kv_provider;  /* index of provider= for messages, -1 if absent */
+	int kv[OFI_KEY_COUNT]; /* the conf entry of each key, for messages; -1 if absent */
 };
+
+/* The ini keys, as plugins/ofi/README.md lists them. */
+const struct cci_conf_key ofi_conf_keys[] = {
+	[OFI_KEY_PROVIDER] = {
+		.name = "provider", .type = CCI_CONF_STRING,
+		.offset = offsetof(struct ofi_conf, provider), .size = OFI_PROV_LEN,
+		.help = "a libfabric provider, full (tcp;ofi_rxm) or core (tcp); one missing on "
+		        "this host makes a device that is down (default: the first usable one)" },
+	[OFI_KEY_DOMAIN] = {
+		.name = "domain", .type = CCI_CONF_STRING,
+		.offset = offsetof(struct ofi_conf, domain), .size = OFI_PROV_LEN,
+		.help = "a libfabric domain name (fi_info's domain:), e.g. eth0 or mlx5_0 "
+		        "(default: the provider's first)" },
+	[OFI_KEY_IFACE] = {
+		.name = "iface", .type = CCI_CONF_STRING,
+		.offset = offsetof(struct ofi_conf, iface), .size = OFI_PROV_LEN,
+		.help = "a network interface; the endpoint binds to its address (default: any)" },
+	[OFI_KEY_MSS] = {
+		.name = "mss", .type = CCI_CONF_UINT, .min = OFI_MSS_MIN, .max = OFI_MSS_MAX,
+		.def = CCI_CONF_NUM(OFI_MSS_DEFAULT), .offset = offsetof(struct ofi_conf, mss),
+		.size = sizeof(uint32_t),
+		.help = "largest message, in bytes, capped by the provider" },
+	[OFI_KEY_COUNT] = { .name = NULL },
+};
+
+/* A string key of the section, NULL when it is absent (a given one is never empty). */
+static const char *given(const char *value)
+{
+	return value[0] ? value : NULL;
+}
 
 struct fi_info *ofi_hints(const char *prov, const char *domain)
 {
@@ -208,48 +240,6 @@ static int iface_address(const char *name, char *node, size_t len)
 	return found;
 }
 
-static int parse_mss(cci__dev_t *dev, int i, uint32_t *mss)
-{
-	const char *v = dev->conf[i].value;
-	char *end;
-	unsigned long n = strtoul(v, &end, 10);
-
-	if (*v == '\0' || *end != '\0' || n < OFI_MSS_MIN || n > OFI_MSS_MAX) {
-		ofi_core->conf_error(dev, i, "mss must be %u..%u bytes", OFI_MSS_MIN, OFI_MSS_MAX);
-		return CCI_EINVAL;
-	}
-	*mss = (uint32_t)n;
-	return CCI_SUCCESS;
-}
-
-/* One key of the section; CCI_EINVAL after conf_error. */
-static int conf_key(cci__dev_t *dev, int i, struct ofi_conf *c)
-{
-	const char *k = dev->conf[i].key, *v = dev->conf[i].value;
-
-	if (!strcmp(k, "transport") || !strcmp(k, "priority") || !strcmp(k, "default"))
-		return CCI_SUCCESS;
-	if (!strcmp(k, "mss"))
-		return parse_mss(dev, i, &c->mss);
-	if (*v == '\0' || strlen(v) >= OFI_PROV_LEN) {
-		ofi_core->conf_error(dev, i, "needs a value shorter than %d bytes", OFI_PROV_LEN);
-		return CCI_EINVAL;
-	}
-	if (!strcmp(k, "provider")) {
-		c->provider = v;
-		c->kv_provider = i;
-	} else if (!strcmp(k, "domain")) {
-		c->domain = v;
-	} else if (!strcmp(k, "iface")) {
-		c->iface = v;
-	} else {
-		ofi_core->conf_error(dev, i, "unknown key for transport ofi (known: provider, "
-		                     "domain, iface, mss)");
-		return CCI_EINVAL;
-	}
-	return CCI_SUCCESS;
-}
-
 /* Does entry fi match the provider= value (full name or core name)? */
 static int prov_matches(const struct fi_info *fi, const char *want)
 {
@@ -264,14 +254,14 @@ static int prov_matches(const struct fi_info *fi, const char *want)
 /* The device could not be resolved on this host: keep it, down. */
 static void dev_down(cci__dev_t *dev, const struct ofi_conf *c, const char *why)
 {
+	const char *prov = given(c->provider) ? c->provider : "any";
 	struct ofi_dev *d = calloc(1, sizeof(*d));
 
-	OFI_WARN("ofi: device [%s] (provider %s): %s; the device is down", dev->pub.name,
-	         c->provider ? c->provider : "any", why);
+	OFI_WARN("ofi: device [%s] (provider %s): %s; the device is down", dev->pub.name, prov,
+	         why);
 	if (!d)
 		return;
-	snprintf(d->info_text, sizeof(d->info_text), "libfabric provider %s: %s",
-	         c->provider ? c->provider : "any", why);
+	snprintf(d->info_text, sizeof(d->info_text), "libfabric provider %s: %s", prov, why);
 	dev->priv = d;
 	dev->pub.up = 0;
 	dev->pub.max_send_size = OFI_MSS_MIN;
@@ -283,16 +273,16 @@ static void dev_down(cci__dev_t *dev, const struct ofi_conf *c, const char *why)
 static int conf_pick(cci__dev_t *dev, const struct ofi_conf *c, struct fi_info *list,
                      const char *node)
 {
-	const char *why = NULL;
+	const char *want = given(c->provider), *why = NULL;
 
 	for (struct fi_info *fi = list; fi; fi = fi->next) {
-		if (!prov_matches(fi, c->provider))
+		if (!prov_matches(fi, want))
 			continue;
 		why = info_unusable(fi);
 		if (!why)
 			return dev_publish(dev, fi, node, c->mss);
-		if (c->provider) {
-			ofi_core->conf_error(dev, c->kv_provider, "provider %s refused: %s",
+		if (want) {
+			ofi_core->conf_error(dev, c->kv[OFI_KEY_PROVIDER], "provider %s refused: %s",
 			                     fi->fabric_attr->prov_name, why);
 			return CCI_EINVAL;
 		}
@@ -303,24 +293,25 @@ static int conf_pick(cci__dev_t *dev, const struct ofi_conf *c, struct fi_info *
 
 int ofi_dev_configure(cci__dev_t *dev)
 {
-	struct ofi_conf c = { .kv_provider = -1 };
+	struct ofi_conf c = { 0 };
 	struct fi_info *hints, *list = NULL;
 	char node[64] = "", why[160];
 	const char *lib_why = NULL;
 	int rc;
 
-	for (int i = 0; i < dev->conf_count; i++)
-		if (conf_key(dev, i, &c) != CCI_SUCCESS)
-			return CCI_EINVAL;
+	rc = ofi_core->conf_parse(dev, ofi_conf_keys, &c, c.kv);
+	if (rc != CCI_SUCCESS)
+		return rc;
 	if (ofi_lib_load(&lib_why) != CCI_SUCCESS) {
 		dev_down(dev, &c, lib_why);
 		return CCI_SUCCESS;
 	}
-	if (c.iface && !iface_address(c.iface, node, sizeof(node))) {
-		ofi_core->conf_error(dev, -1, "iface %s has no IP address on this host", c.iface);
+	if (given(c.iface) && !iface_address(c.iface, node, sizeof(node))) {
+		ofi_core->conf_error(dev, c.kv[OFI_KEY_IFACE], "\"%s\" has no IP address on this host",
+		                     c.iface);
 		return CCI_EINVAL;
 	}
-	hints = ofi_hints(c.provider, c.domain);
+	hints = ofi_hints(given(c.provider), given(c.domain));
 	if (!hints)
 		return CCI_ENOMEM;
 	rc = ofi_lib.getinfo(OFI_API_VERSION, node[0] ? node : NULL, NULL, node[0] ? FI_SOURCE : 0,

@@ -77,4 +77,5 @@ __attribute__((visibility("default"))) const struct cci_plugin cci_ctp_ofi_plugi
 	.rma = ofi_rma,
 	.recv_returned = ofi_recv_returned,
 	.strerror = ofi_strerror,
+	.conf_keys = ofi_conf_keys,
 };

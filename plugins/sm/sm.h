@@ -49,7 +49,7 @@ extern const struct cci_core *sm_core;
 #define SM_WARN(...) sm_core->log(CCI_LOG_WARN, __VA_ARGS__)
 #define SM_ERR(...) sm_core->log(CCI_LOG_ERR, __VA_ARGS__)
 
-#define SM_MSS_DEFAULT 8192u
+#define SM_MSS_DEFAULT 8192 /* a plain literal: it is the table's default too */
 #define SM_MSS_MIN 64u
 #define SM_MSS_MAX 1048576u
 #define SM_BUF_COUNT_DEFAULT 64u
@@ -58,7 +58,10 @@ extern const struct cci_core *sm_core;
 #define SM_REQ_WAIT_NS 10000000000ull /* an accepted socket must ask within 10 s */
 #define SM_SUN_PATH ((int)sizeof(((struct sockaddr_un *)0)->sun_path))
 
-/* Device settings (ini keys path=, mss=, rma=). */
+/* path= with room for "/<pid>/<id>" after it in a socket address. */
+#define SM_BASE_SIZE (SM_SUN_PATH - 18)
+
+/* Device settings (ini keys path=, mss=, rma=; the table in sm_plugin.c). */
 struct sm_dev {
 	char base[SM_SUN_PATH];
 	uint32_t mss;

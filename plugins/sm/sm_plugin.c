@@ -66,58 +66,46 @@ static int sm_discover(void)
 	return CCI_SUCCESS;
 }
 
-/* One "key = value" of a config section; CCI_EINVAL after conf_error. */
-static int conf_apply(cci__dev_t *dev, struct sm_dev *d, int i)
+/* path= must be absolute: endpoint URIs are sm://<path>/<pid>/<id>. */
+static int path_check(const char *value, void *field, char *why, size_t whylen)
 {
-	const char *k = dev->conf[i].key, *v = dev->conf[i].value;
-	char *end;
-
-	if (!strcmp(k, "transport") || !strcmp(k, "priority") || !strcmp(k, "default"))
+	(void)field;
+	if (value[0] == '/')
 		return CCI_SUCCESS;
-	if (!strcmp(k, "path")) {
-		/* Room for "/<pid>/<id>" in a socket address. */
-		if (v[0] != '/' || strlen(v) + 18 >= sizeof(d->base)) {
-			sm_core->conf_error(dev, i, "path must be absolute and under %zu bytes",
-			                    sizeof(d->base) - 18);
-			return CCI_EINVAL;
-		}
-		strcpy(d->base, v);
-		return CCI_SUCCESS;
-	}
-	if (!strcmp(k, "mss")) {
-		unsigned long n;
-		errno = 0;
-		n = strtoul(v, &end, 10);
-		if (errno || *v == '\0' || *end != '\0' || n < SM_MSS_MIN || n > SM_MSS_MAX) {
-			sm_core->conf_error(dev, i, "mss must be %u..%u", SM_MSS_MIN, SM_MSS_MAX);
-			return CCI_EINVAL;
-		}
-		d->mss = (uint32_t)n;
-		return CCI_SUCCESS;
-	}
-	if (!strcmp(k, "rma")) {
-		if (strcmp(v, "cma") && strcmp(v, "copy")) {
-			sm_core->conf_error(dev, i, "rma must be cma or copy");
-			return CCI_EINVAL;
-		}
-		d->rma_copy = !strcmp(v, "copy");
-		return CCI_SUCCESS;
-	}
-	sm_core->conf_error(dev, i, "unknown key for transport sm");
+	snprintf(why, whylen, "is not an absolute path");
 	return CCI_EINVAL;
 }
+
+static const char *const sm_rma_modes[] = { "cma", "copy", NULL };
+
+/* The ini keys, as plugins/sm/README.md lists them. */
+static const struct cci_conf_key sm_conf_keys[] = {
+	{ .name = "path", .type = CCI_CONF_STRING, .check = path_check,
+	  .offset = offsetof(struct sm_dev, base), .size = SM_BASE_SIZE,
+	  .help = "absolute directory of the endpoints' sockets; endpoint URIs read "
+	          "sm://<path>/<pid>/<id> (default /tmp/cci-sm-<uid>)" },
+	{ .name = "mss", .type = CCI_CONF_UINT, .min = SM_MSS_MIN, .max = SM_MSS_MAX,
+	  .def = CCI_CONF_NUM(SM_MSS_DEFAULT), .offset = offsetof(struct sm_dev, mss),
+	  .size = sizeof(uint32_t), .help = "largest message, in bytes" },
+	{ .name = "rma", .type = CCI_CONF_CHOICE, .choices = sm_rma_modes, .def = "cma",
+	  .offset = offsetof(struct sm_dev, rma_copy), .size = sizeof(int),
+	  .help = "how RMA moves data: cma copies straight between the processes "
+	          "(falling back to copy when the kernel forbids it), copy goes through "
+	          "shared bounce buffers" },
+	{ .name = NULL },
+};
 
 static int sm_dev_configure(cci__dev_t *dev)
 {
 	struct sm_dev *d = dev_defaults();
+	int rc;
 
 	if (!d)
 		return CCI_ENOMEM;
-	for (int i = 0; i < dev->conf_count; i++) {
-		if (conf_apply(dev, d, i) != CCI_SUCCESS) {
-			free(d);
-			return CCI_EINVAL;
-		}
+	rc = sm_core->conf_parse(dev, sm_conf_keys, d, NULL);
+	if (rc != CCI_SUCCESS) {
+		free(d);
+		return rc;
 	}
 	dev_publish(dev, d);
 	return CCI_SUCCESS;
@@ -341,4 +329,5 @@ __attribute__((visibility("default"))) const struct cci_plugin cci_ctp_sm_plugin
 	.rma_deregister = sm_rma_deregister,
 	.rma = sm_rma,
 	.recv_returned = sm_recv_returned,
+	.conf_keys = sm_conf_keys,
 };

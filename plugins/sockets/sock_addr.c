@@ -72,7 +72,7 @@ static uint64_t if_rate(const char *ifname)
 }
 
 static void dev_fill(struct sock_dev *d, const struct sockaddr *sa, const char *ifname,
-                     const struct sock_dev_limits *lim)
+                     uint32_t mss)
 {
 	memset(d, 0, sizeof(*d));
 	memcpy(&d->addr, sa, sa_len(sa->sa_family));
@@ -80,7 +80,7 @@ static void dev_fill(struct sock_dev *d, const struct sockaddr *sa, const char *
 	((struct sockaddr_in *)&d->addr)->sin_port = 0; /* same offset in sin6 */
 	snprintf(d->ifname, sizeof(d->ifname), "%s", ifname);
 	host_str(sa, d->host, sizeof(d->host));
-	d->mss = lim->mss_default;
+	d->mss = mss;
 	d->up = 1;
 	snprintf(d->info, sizeof(d->info), "TCP/IP on %s, address %s", ifname, d->host);
 }
@@ -98,8 +98,7 @@ static int addr_index(const struct ifaddrs *all, const struct ifaddrs *ifa)
 	return n;
 }
 
-int sock_discover(const char *prefix, const struct sock_dev_limits *lim,
-                  sock_dev_add_fn add, void *arg)
+int sock_discover(const char *prefix, uint32_t mss, sock_dev_add_fn add, void *arg)
 {
 	struct ifaddrs *all, *ifa;
 	struct sock_dev d;
@@ -122,7 +121,7 @@ int sock_discover(const char *prefix, const struct sock_dev_limits *lim,
 		else
 			snprintf(name, sizeof(name), "%s%s-%s-%d", prefix,
 			         fam == AF_INET6 ? "6" : "", ifa->ifa_name, idx + 1);
-		dev_fill(&d, ifa->ifa_addr, ifa->ifa_name, lim);
+		dev_fill(&d, ifa->ifa_addr, ifa->ifa_name, mss);
 		rc = add(arg, name, &d, if_rate(ifa->ifa_name));
 	}
 	freeifaddrs(all);
@@ -207,59 +206,13 @@ static int parse_ip(const char *v, struct sockaddr_storage *ss)
 	return -1;
 }
 
-/* One key of the section into d (ip/interface only recorded here). */
-static int conf_key(const struct cci_core *core, cci__dev_t *dev, int i,
-                    const struct sock_dev_limits *lim, struct sock_dev *d, int *ip_i, int *if_i)
+int sock_conf_ip(const char *value, void *field, char *why, size_t whylen)
 {
-	const char *k = dev->conf[i].key, *v = dev->conf[i].value;
-	uint32_t n;
-
-	if (!strcmp(k, "transport") || !strcmp(k, "priority") || !strcmp(k, "default"))
+	if (parse_ip(value, field) == 0)
 		return CCI_SUCCESS;
-	if (!strcmp(k, "ip")) {
-		if (parse_ip(v, &d->addr) != 0) {
-			core->conf_error(dev, i, "\"%s\" is not a numeric IPv4 or IPv6 address "
-			                 "(IPv6 link-local addresses are not supported)", v);
-			return CCI_EINVAL;
-		}
-		*ip_i = i;
-	} else if (!strcmp(k, "interface")) {
-		if (strlen(v) == 0 || strlen(v) >= sizeof(d->ifname)) {
-			core->conf_error(dev, i, "\"%s\" is not an interface name", v);
-			return CCI_EINVAL;
-		}
-		snprintf(d->ifname, sizeof(d->ifname), "%s", v);
-		*if_i = i;
-	} else if (!strcmp(k, "port")) {
-		if (parse_u32(v, 0, 65535, &n) != 0) {
-			core->conf_error(dev, i, "\"%s\" is not a port (0..65535)", v);
-			return CCI_EINVAL;
-		}
-		d->port = (uint16_t)n;
-	} else if (!strcmp(k, "mss")) {
-		if (parse_u32(v, lim->mss_min, lim->mss_max, &d->mss) != 0) {
-			core->conf_error(dev, i, "\"%s\" is not a size in %u..%u", v, lim->mss_min,
-			                 lim->mss_max);
-			return CCI_EINVAL;
-		}
-	} else if (!strcmp(k, "bufsize")) {
-		if (parse_u32(v, 0, lim->bufsize_max, &d->bufsize) != 0) {
-			core->conf_error(dev, i, "\"%s\" is not a buffer size in 0..%u", v,
-			                 lim->bufsize_max);
-			return CCI_EINVAL;
-		}
-	} else if (!strcmp(k, "progress")) {
-		if (strcmp(v, "auto") != 0 && strcmp(v, "manual") != 0) {
-			core->conf_error(dev, i, "\"%s\" is not a progress mode (auto or manual)", v);
-			return CCI_EINVAL;
-		}
-		d->manual_progress = !strcmp(v, "manual");
-	} else {
-		core->conf_error(dev, i, "unknown key for transport %s (known: ip, interface, "
-		                 "port, mss, bufsize, progress)", dev->pub.transport);
-		return CCI_EINVAL;
-	}
-	return CCI_SUCCESS;
+	snprintf(why, whylen, "is not a numeric IPv4 or IPv6 address (IPv6 link-local "
+	         "addresses are not supported)");
+	return CCI_EINVAL;
 }
 
 /* Settle the bind address from ip= and interface=. */
@@ -294,17 +247,17 @@ static int conf_address(const struct cci_core *core, cci__dev_t *dev, struct soc
 }
 
 int sock_dev_configure(const struct cci_core *core, cci__dev_t *dev,
-                       const struct sock_dev_limits *lim, struct sock_dev *d)
+                       const struct cci_conf_key *keys, struct sock_dev *d)
 {
-	int ip_i = -1, if_i = -1;
+	int kv[SOCK_KEY_COUNT];
+	int rc;
 
 	memset(d, 0, sizeof(*d));
-	d->mss = lim->mss_default;
 	d->up = 1;
-	for (int i = 0; i < dev->conf_count; i++)
-		if (conf_key(core, dev, i, lim, d, &ip_i, &if_i) != CCI_SUCCESS)
-			return CCI_EINVAL;
-	return conf_address(core, dev, d, ip_i, if_i);
+	rc = core->conf_parse(dev, keys, d, kv);
+	if (rc != CCI_SUCCESS)
+		return rc;
+	return conf_address(core, dev, d, kv[SOCK_KEY_IP], kv[SOCK_KEY_INTERFACE]);
 }
 
 int sock_parse_port(const char *service, uint16_t *port)

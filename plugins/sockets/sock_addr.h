@@ -32,11 +32,24 @@ struct sock_dev {
 	char info[192];
 };
 
-/* Limits a transport gives to the ini parser. */
-struct sock_dev_limits {
-	uint32_t mss_default, mss_min, mss_max;
-	uint32_t bufsize_max;
+/*
+ * The ini keys of a device section, in the order of the transport's
+ * table (struct cci_conf_key, parsed into a struct sock_dev), which gives
+ * each transport its own limits.
+ */
+enum sock_key {
+	SOCK_KEY_IP,        /* CCI_CONF_CUSTOM into addr, checked by sock_conf_ip */
+	SOCK_KEY_INTERFACE, /* into ifname */
+	SOCK_KEY_PORT,      /* into port */
+	SOCK_KEY_MSS,       /* into mss */
+	SOCK_KEY_BUFSIZE,   /* into bufsize */
+	SOCK_KEY_PROGRESS,  /* auto or manual, into manual_progress */
+	SOCK_KEY_COUNT
 };
+
+/* The check of ip=: a numeric IPv4 or IPv6 address, not IPv6
+ * link-local, into the struct sockaddr_storage at field. */
+int sock_conf_ip(const char *value, void *field, char *why, size_t whylen);
 
 /* Called once per discovered device; returns a cci_status_t. */
 typedef int (*sock_dev_add_fn)(void *arg, const char *name, const struct sock_dev *d,
@@ -48,16 +61,16 @@ typedef int (*sock_dev_add_fn)(void *arg, const char *name, const struct sock_de
  * Names: "<prefix>-<ifname>" for IPv4, "<prefix>6-<ifname>" for IPv6,
  * with "-2", "-3", ... for further addresses of one interface.
  */
-int sock_discover(const char *prefix, const struct sock_dev_limits *lim,
-                  sock_dev_add_fn add, void *arg);
+int sock_discover(const char *prefix, uint32_t mss, sock_dev_add_fn add, void *arg);
 
 /*
- * Read a config section (keys ip, interface, port, mss, bufsize; the core's
- * transport, priority and default are skipped) into d.  An unknown key or
- * a bad value is reported with core->conf_error and gives CCI_EINVAL.
+ * Read a config section into d through core->conf_parse with keys (the
+ * transport's table, indexed by enum sock_key), then settle the bind
+ * address from ip= and interface=.  An unknown key or a bad value is
+ * reported by the core and gives CCI_EINVAL.
  */
 int sock_dev_configure(const struct cci_core *core, cci__dev_t *dev,
-                       const struct sock_dev_limits *lim, struct sock_dev *d);
+                       const struct cci_conf_key *keys, struct sock_dev *d);
 
 /* "port" of cci_create_endpoint_at: decimal 0..65535, nothing else. */
 int sock_parse_port(const char *service, uint16_t *port);

@@ -144,12 +144,28 @@ static int (*plugins_fn)(cci_plugin_info_t *const **) = cci_get_plugins;
 static int (*plugin_dirs_fn)(const char *const **) = cci_get_plugin_dirs;
 static int (*device_priority_fn)(cci_device_t *, int *, int *) = cci_get_device_priority;
 
+#ifndef CCI_EXT_PLUGIN_KEYS
+#error "cci.h does not announce cci_get_plugin_keys"
+#endif
+STATIC_ASSERT(CCI_CONF_UINT == 1 && CCI_CONF_STRING == 2 && CCI_CONF_CHOICE == 3 &&
+              CCI_CONF_CUSTOM == 4, "config key types");
+STATIC_ASSERT(offsetof(struct cci_conf_key_info, name) == 0 &&
+              offsetof(struct cci_conf_key_info, type) == 8 &&
+              offsetof(struct cci_conf_key_info, min) == 16 &&
+              offsetof(struct cci_conf_key_info, max) == 24 &&
+              offsetof(struct cci_conf_key_info, choices) == 32 &&
+              offsetof(struct cci_conf_key_info, def) == 40 &&
+              offsetof(struct cci_conf_key_info, help) == 48 &&
+              sizeof(cci_conf_key_info_t) == 56, "struct cci_conf_key_info layout");
+static int (*plugin_keys_fn)(cci_plugin_info_t *, cci_conf_key_info_t *const **) =
+	cci_get_plugin_keys;
+
 int main(void)
 {
 	/* The inline helper is part of the header's contract too. */
 	int declared = init_fn && devices_fn && ep_fn && ep_at_fn && strerror_fn && accept_fn &&
 	               connect_fn && opt_fn && event_fn && sendv_fn && reg_fn && rma_fn &&
-	               plugins_fn && plugin_dirs_fn && device_priority_fn;
+	               plugins_fn && plugin_dirs_fn && device_priority_fn && plugin_keys_fn;
 
 	if (cci_event_type_str(CCI_EVENT_RECV)[0] == '\0' || !declared)
 		return 1;

@@ -1,10 +1,26 @@
 /*
  * bad_plugin.c - broken plugins the core must refuse without crashing.
- * Built four times: BAD_ABI (a future ABI version), BAD_OPS (a mandatory
+ * Built five times: BAD_ABI (a future ABI version), BAD_OPS (a mandatory
  * op missing), BAD_INIT (init fails), BAD_UNDEF (needs a symbol nothing
- * defines, so dlopen() fails).  PLUGIN_SYMBOL names the export.
+ * defines, so dlopen() fails), BAD_KEYS (a key's default outside its own
+ * range).  And once as OLD_SIZE, a sound plugin whose table ends before
+ * conf_keys, as one built before that member was added at the end: the
+ * core must load it (members added at the end keep the ABI version).
+ * PLUGIN_SYMBOL names the export.
  */
 #include "cci_plugin.h"
+
+#ifdef BAD_KEYS
+static struct {
+	uint32_t mss;
+} bad_conf;
+
+static const struct cci_conf_key bad_keys[] = {
+	{ .name = "mss", .type = CCI_CONF_UINT, .min = 64, .max = 1024, .def = "8192",
+	  .offset = 0, .size = sizeof(bad_conf.mss), .help = "a default outside its range" },
+	{ .name = NULL },
+};
+#endif
 
 #ifdef BAD_UNDEF
 /* Defined nowhere: a module built against a library that is not there. */
@@ -58,7 +74,11 @@ static int rma_(cci__conn_t *c, const void *m, uint32_t ml, cci__rma_reg_t *lh, 
 #endif
 
 __attribute__((visibility("default"))) const struct cci_plugin PLUGIN_SYMBOL = {
+#ifdef OLD_SIZE
+	.size = offsetof(struct cci_plugin, conf_keys),
+#else
 	.size = sizeof(struct cci_plugin),
+#endif
 #ifdef BAD_ABI
 	.abi_version = CCI_PLUGIN_ABI_VERSION + 100,
 #else
@@ -80,5 +100,8 @@ __attribute__((visibility("default"))) const struct cci_plugin PLUGIN_SYMBOL = {
 	.disconnect = disconnect_,
 	.send = send_,
 	.rma = rma_,
+#endif
+#ifdef BAD_KEYS
+	.conf_keys = bad_keys,
 #endif
 };

@@ -5,8 +5,8 @@ usage: cci_info_test.py CASE CCI_INFO [--config FILE] [--have tcp|ofi]... [--plu
 
 CASE is one of:
   example     CCI_CONFIG=--config (config/cci.ini.example): its devices, in
-              order, with their settings; text and --json agree; -v, -h and a
-              bad option behave.
+              order, with their settings; each plugin's ini keys; text and
+              --json agree; -v, -h and a bad option behave.
   tcp-manual  CCI_CONFIG=--config (tests/sockets/tcp-manual.ini): one tcp
               device with the plugin's own priority.
   discovered  no CCI_CONFIG: the sm device is discovered, with no conf_argv.
@@ -18,7 +18,8 @@ CASE is one of:
               JSON parses and gives the strings back.
   skipped     CCI_PLUGIN_PATH=--plugin-dir (the bad plugins of tests/core):
               each is listed as skipped with its reason; CCI_CTP exclusions
-              and duplicates are listed too.
+              and duplicates are listed too, and a plugin table from before
+              conf_keys loads, with no keys.
 
 --have names the optional plugins that were built: their devices must then
 be listed, and must not be otherwise.  Prints "N passed, N failed".
@@ -95,7 +96,24 @@ def parse_text(out):
                                        "line": rest})
         elif section == "plugins" and line.startswith("    path: ") and doc["plugins"]:
             doc["plugins"][-1]["path"] = line[len("    path: "):]
+        elif section == "plugins" and line.startswith("    key ") and doc["plugins"]:
+            name, _, desc = line[len("    key "):].partition(": ")
+            doc["plugins"][-1].setdefault("keys", []).append(
+                {"name": name, "desc": desc, "help": ""})
+        elif section == "plugins" and line.startswith("      ") and doc["plugins"] and \
+                doc["plugins"][-1].get("keys"):
+            key = doc["plugins"][-1]["keys"][-1]
+            key["help"] = (key["help"] + " " + line.strip()).strip()
     return doc
+
+
+def key_desc(k):
+    """What the text output says of a key of the JSON document."""
+    desc = {"integer": lambda: "integer %d..%d" % (k["min"], k["max"]),
+            "string": lambda: "string of %d..%d bytes" % (k["min"], k["max"]),
+            "choice": lambda: "one of " + ", ".join(k["choices"]),
+            "custom": lambda: "string the plugin checks"}[k["type"]]()
+    return desc + ("; default " + k["default"] if k["default"] is not None else "")
 
 
 def get_json(c, cci_info, **env):
@@ -181,6 +199,11 @@ def case_example(c, a):
     c.check(text["devices"] and text["devices"][0].get("pci") == "none",
             "a device off PCI shows pci: none")
     check_loaded(c, doc, "sm", "sm")
+    check_keys(c, doc, "sm", SM_KEYS)
+    if "tcp" in have:
+        check_keys(c, doc, "sockets", TCP_KEYS)
+    if "ofi" in have:
+        check_keys(c, doc, "ofi", OFI_KEYS)
     if "tcp" in have:
         check_device(c, doc, "tcp-lo", {"transport": "tcp", "up": True, "default": False,
                                         "priority": 30, "conf_argv": ["transport=tcp",
@@ -198,15 +221,45 @@ def case_example(c, a):
     check_options(c, a, out, doc)
 
 
+SM_KEYS = [("path", "string", 1, 89, [], None), ("mss", "integer", 64, 1048576, [], "8192"),
+           ("rma", "choice", None, None, ["cma", "copy"], "cma")]
+TCP_KEYS = [("ip", "custom", None, None, [], None),
+            ("interface", "string", 1, 15, [], None),
+            ("port", "integer", 0, 65535, [], "0"),
+            ("mss", "integer", 64, 16777216, [], "65536"),
+            ("bufsize", "integer", 0, 268435456, [], "0"),
+            ("progress", "choice", None, None, ["auto", "manual"], "auto")]
+OFI_KEYS = [("provider", "string", 1, 63, [], None), ("domain", "string", 1, 63, [], None),
+            ("iface", "string", 1, 63, [], None),
+            ("mss", "integer", 8192, 1048576, [], "65536")]
+
+
+def check_keys(c, doc, name, want):
+    """The JSON lists plugin name's ini keys, in order, each with a help text."""
+    p = plugin(doc, name) or {}
+    got = [(k["name"], k["type"], k["min"], k["max"], k["choices"], k["default"])
+           for k in p.get("keys", [])]
+    c.check(got == want, "plugin %s lists its ini keys with type, range, choices and default"
+            % name, "want %r\ngot  %r" % (want, got))
+    c.check(all(isinstance(k["help"], str) and k["help"] for k in p.get("keys", [])),
+            "every key of plugin %s has a help text" % name, json.dumps(p.get("keys")))
+
+
 def check_options(c, a, plain, doc):
-    """-v adds paths, directories and the environment; -h and bad options."""
-    c.check("path: " not in plain and "search directories" not in plain,
-            "without -v no plugin path or search directory is shown")
+    """-v adds paths, keys, directories and the environment; -h and bad options."""
+    c.check("path: " not in plain and "search directories" not in plain and
+            "    key " not in plain,
+            "without -v no plugin path, key or search directory is shown")
     rc, out, err = run(a.cci_info, ["-v"], CCI_CONFIG=a.config)
     c.check(rc == 0, "cci_info -v exits 0", err)
     text = parse_text(out)
     c.check([p.get("path") for p in text["plugins"]] == [p["path"] for p in doc["plugins"]],
             "-v shows each plugin's path", out)
+    tkeys = [[(k["name"], k["desc"], k["help"]) for k in p.get("keys", [])]
+             for p in text["plugins"]]
+    jkeys = [[(k["name"], key_desc(k), k["help"]) for k in p["keys"]] for p in doc["plugins"]]
+    c.check(tkeys == jkeys, "-v shows each plugin's keys as the JSON does",
+            "text: %r\njson: %r" % (tkeys, jkeys))
     c.check(doc["plugin_dirs"] and "plugin search directories, in order:\n" +
             "".join("  %s\n" % d for d in doc["plugin_dirs"]) in out,
             "-v lists the search directories, as the JSON does", out)
@@ -347,6 +400,8 @@ def case_skipped(c, a):
             json.dumps(doc["plugin_dirs"]))
     for name, reason in (("badabi", "ABI version "), ("badops", "mandatory op missing ("),
                          ("badinit", "init failed ("),
+                         ("badkeys", 'conf_keys: key "mss": default "8192" is not an integer '
+                                     'in 64..1024'),
                          ("badundef", "cannot load: undefined symbol: bad_plugin_missing_symbol")):
         p = plugin(doc, name)
         if c.check(p is not None, "plugin %s is listed" % name, json.dumps(doc["plugins"])):
@@ -357,7 +412,12 @@ def case_skipped(c, a):
             c.check("  %s: skipped: %s" % (name, reason) in out and
                     "    path: %s" % p["path"] in out,
                     "the text shows %s skipped with its reason and path" % name, out)
+            c.check(p["keys"] == [], "plugin %s lists no keys" % name, json.dumps(p))
+    old = plugin(doc, "oldsize")
+    c.check(old is not None and old["status"] == "loaded" and old["keys"] == [],
+            "a plugin table from before conf_keys is loaded, with no keys", json.dumps(old))
     check_loaded(c, doc, "sm", "sm")
+    check_keys(c, doc, "sm", SM_KEYS)
     c.check(not any(x["transport"].startswith("bogus") for x in doc["devices"]),
             "no device of a skipped plugin is listed")
     check_filtered(c, a, doc)

@@ -1,8 +1,9 @@
 /*
  * plugin_test.c - broken plugins in CCI_PLUGIN_PATH are logged and skipped;
  * the library still starts with the good ones.  The plugin-info extension
- * (cci_get_plugins, cci_get_plugin_dirs, cci_get_device_priority) reports
- * every attempt with the reason that was logged.
+ * (cci_get_plugins, cci_get_plugin_keys, cci_get_plugin_dirs,
+ * cci_get_device_priority) reports every attempt with the reason that was
+ * logged, and the ini keys of each plugin.
  */
 #include <CUnit/Basic.h>
 #include <stdio.h>
@@ -16,17 +17,35 @@
 static char err_text[16384];
 static int init_rc = -1;
 
+/* "keys sm: path mss rma", or "keys sm: (failed)". */
+static void print_keys(cci_plugin_info_t *p)
+{
+	cci_conf_key_info_t *const *keys;
+
+	fprintf(stderr, "keys %s:", p->name);
+	if (cci_get_plugin_keys(p, &keys) != CCI_SUCCESS) {
+		fprintf(stderr, " (failed)\n");
+		return;
+	}
+	for (int k = 0; keys[k]; k++)
+		fprintf(stderr, " %s", keys[k]->name);
+	fprintf(stderr, "\n");
+}
+
 /* In the child: what the extension reports, one line each, on stderr. */
 static void print_records(void)
 {
 	cci_plugin_info_t *const *plugins;
 	const char *const *dirs;
 
-	if (cci_get_plugins(&plugins) == CCI_SUCCESS)
+	if (cci_get_plugins(&plugins) == CCI_SUCCESS) {
 		for (int i = 0; plugins[i]; i++)
 			fprintf(stderr, "record %s %s %s\n", plugins[i]->name,
 			        plugins[i]->status == CCI_PLUGIN_LOADED ? "loaded" : "skipped",
 			        plugins[i]->reason);
+		for (int i = 0; plugins[i]; i++)
+			print_keys(plugins[i]);
+	}
 	if (cci_get_plugin_dirs(&dirs) == CCI_SUCCESS)
 		for (int i = 0; dirs[i]; i++)
 			fprintf(stderr, "dir %s\n", dirs[i]);
@@ -96,6 +115,26 @@ static void test_undefined_symbol_is_skipped(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "undefined symbol: bad_plugin_missing_symbol"));
 }
 
+static void test_bad_key_table_is_skipped_naming_the_key(void)
+{
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "cci_ctp_badkeys.so: conf_keys: key \"mss\": "
+	                                        "default \"8192\" is not an integer in 64..1024: skipped"));
+}
+
+static void test_table_without_conf_keys_loads(void)
+{
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nrecord oldsize loaded \n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nkeys oldsize:\n"));
+}
+
+static void test_plugin_keys_are_listed(void)
+{
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nkeys sm: path mss rma\n"));
+	/* A skipped plugin has a list too, empty when its table was not read. */
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nkeys badkeys:\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nkeys badabi:\n"));
+}
+
 static void test_every_attempt_is_recorded_with_its_reason(void)
 {
 	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nrecord sm loaded \n"));
@@ -103,6 +142,7 @@ static void test_every_attempt_is_recorded_with_its_reason(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nrecord badops skipped mandatory op missing ("));
 	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nrecord badinit skipped init failed ("));
 	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nrecord badundef skipped cannot load: "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nrecord badkeys skipped conf_keys: key "));
 }
 
 static void test_search_dirs_are_recorded(void)
@@ -113,13 +153,15 @@ static void test_search_dirs_are_recorded(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, line));
 }
 
-/* A device the library never handed out. */
+/* A device and a plugin the library never handed out. */
 static const struct cci_device foreign = { .name = "foreign" };
+static const struct cci_plugin_info foreign_plugin = { .name = "foreign" };
 
 /* Before cci_init and after the last cci_finalize the lists do not exist. */
 static void test_extension_needs_the_library_started(void)
 {
 	cci_plugin_info_t *const *plugins = NULL;
+	cci_conf_key_info_t *const *keys = NULL;
 	const char *const *dirs = NULL;
 	int prio = -1, def = -1;
 
@@ -139,10 +181,14 @@ static void test_extension_needs_the_library_started(void)
 	cci_finalize();
 	CU_ASSERT_EQUAL(cci_get_plugins(&plugins), CCI_ERROR);
 	CU_ASSERT_EQUAL(cci_get_device_priority(&foreign, &prio, &def), CCI_ERROR);
+	CU_ASSERT_EQUAL(cci_get_plugin_keys(&foreign_plugin, &keys), CCI_ERROR);
+	CU_ASSERT_PTR_NULL(keys);
 }
 
 static void test_extension_checks_its_arguments(void)
 {
+	cci_conf_key_info_t *const *keys = NULL;
+	cci_plugin_info_t *const *plugins;
 	cci_device_t *const *devs;
 	int prio = -1, def = -1;
 
@@ -159,6 +205,13 @@ static void test_extension_checks_its_arguments(void)
 	CU_ASSERT_EQUAL(cci_get_device_priority(devs[0], &prio, &def), CCI_SUCCESS);
 	CU_ASSERT(prio >= 0 && prio <= 100);
 	CU_ASSERT(def == 0 || def == 1);
+	CU_ASSERT_EQUAL(cci_get_plugins(&plugins), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(cci_get_plugin_keys(NULL, &keys), CCI_EINVAL);
+	CU_ASSERT_EQUAL(cci_get_plugin_keys(plugins[0], NULL), CCI_EINVAL);
+	CU_ASSERT_EQUAL(cci_get_plugin_keys(&foreign_plugin, &keys), CCI_EINVAL);
+	CU_ASSERT_PTR_NULL(keys);
+	CU_ASSERT_EQUAL(cci_get_plugin_keys(plugins[0], &keys), CCI_SUCCESS);
+	CU_ASSERT_PTR_NOT_NULL(keys);
 	cci_finalize();
 }
 
@@ -180,6 +233,11 @@ int main(void)
 	CU_add_test(s, "a plugin whose init fails is skipped", test_failing_init_is_skipped);
 	CU_add_test(s, "a plugin with an undefined symbol is skipped",
 	            test_undefined_symbol_is_skipped);
+	CU_add_test(s, "a plugin whose key table is wrong is skipped, naming the key",
+	            test_bad_key_table_is_skipped_naming_the_key);
+	CU_add_test(s, "a plugin table from before conf_keys still loads",
+	            test_table_without_conf_keys_loads);
+	CU_add_test(s, "cci_get_plugin_keys lists each plugin's keys", test_plugin_keys_are_listed);
 	CU_add_test(s, "cci_get_plugins lists every attempt with its reason",
 	            test_every_attempt_is_recorded_with_its_reason);
 	CU_add_test(s, "cci_get_plugin_dirs lists CCI_PLUGIN_PATH", test_search_dirs_are_recorded);
