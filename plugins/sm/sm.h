@@ -15,9 +15,12 @@
  *                   (sends) or malloc'd (copy-RMA replies, rare).
  *
  * Locks, always taken in this order:
- *   sep->lock     connection and request lists, control sockets, epoll
- *                 registrations, timers; held by the control thread
- *                 while it handles events.
+ *   sep->eng.lock the control thread's loop and its watchers (the loop
+ *                 lock, see plugins/common/engine.h): held by the thread
+ *                 except while it sleeps; connect, accept and disconnect
+ *                 take it to start or stop a control socket's watcher.
+ *   sep->lock     connection and request lists, control sockets, timers;
+ *                 taken by the control thread's callbacks.
  *   sep->rx_lock  the consumer side: rx_set, every receive ring's read
  *                 and tail, lent counts.  progress() only try-locks it.
  *   sc->tx_lock   the producer side of one connection: its transmit ring,
@@ -38,6 +41,7 @@
 #include "cci_plugin.h"
 #include "clock.h"
 #include "conn_timers.h"
+#include "engine.h"
 #include "random.h"
 #include "spin.h"
 #include "status.h"
@@ -54,7 +58,7 @@ extern const struct cci_core *sm_core;
 #define SM_MSS_MAX 1048576u
 #define SM_BUF_COUNT_DEFAULT 64u
 #define SM_BUF_COUNT_MAX 65536u
-#define SM_TICK_NS 5000000ull       /* control thread timer tick */
+#define SM_TICK_S 0.005             /* control thread timer tick */
 #define SM_REQ_WAIT_NS 10000000000ull /* an accepted socket must ask within 10 s */
 #define SM_SUN_PATH ((int)sizeof(((struct sockaddr_un *)0)->sun_path))
 
@@ -144,12 +148,6 @@ struct sm_ctl_hello {
 /* Objects                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* What an epoll registration of the control thread points at. */
-enum sm_tag_kind { SM_TAG_LISTEN, SM_TAG_WAKE, SM_TAG_TIMER, SM_TAG_REQ, SM_TAG_CONN };
-struct sm_tag {
-	int kind;
-};
-
 enum sm_pend_kind {
 	SM_PEND_MSG,    /* a message copied in buf */
 	SM_PEND_DONE,   /* an RMA whose data already moved: just its completion */
@@ -190,7 +188,7 @@ enum sm_conn_state {
 struct sm_ep;
 
 struct sm_conn {
-	struct sm_tag tag;          /* first: epoll tag */
+	ev_io ctl_w;                /* its control socket, on the engine; the loop lock */
 	struct sm_ep *sep;
 	cci__conn_t *conn;          /* the core's; NULL once released */
 	struct sm_conn *next;       /* sep->conns */
@@ -234,7 +232,8 @@ struct sm_conn {
 /* A connection request on the server side. */
 enum sm_req_state { SM_REQ_WAIT, SM_REQ_POSTED, SM_REQ_DONE };
 struct sm_req {
-	struct sm_tag tag;          /* first: epoll tag */
+	ev_io w;                    /* its socket until posted; the loop lock */
+	struct sm_ep *sep;
 	struct sm_req *next;        /* sep->reqs */
 	int sock;
 	int state;
@@ -253,20 +252,17 @@ struct sm_ep {
 	pthread_mutex_t lock;
 	struct sm_conn *conns;
 	struct sm_req *reqs;
-	uint64_t gen;               /* bumped when an epoll-registered object is freed */
-	int stopping;
 
 	cci__spinlock_t rx_lock;   /* spin.h: progress only ever try-locks it */
 	struct sm_conn **rx_set;    /* open connections, scanned by progress */
 	uint32_t rx_n, rx_cap;
 	struct sm_conn *zombies;    /* disconnected, RECV events still lent */
 
-	/* Control thread. */
-	pthread_t thread;
-	int thread_started;
-	int epfd, wake_fd, timer_fd;
-	int tick_on;
-	struct sm_tag listen_tag, wake_tag, timer_tag;
+	/* Control thread: the shared engine, with the listening socket and
+	 * every control socket; the tick runs while there is something to time. */
+	struct cci__engine eng;
+	ev_io listen_w;
+	ev_prepare tick_arm_w;
 
 	/* Naming. */
 	int listen_fd;
@@ -319,7 +315,6 @@ void sm_connect_failed(struct sm_conn *sc, int status, int listed);
 int sm_peer_pid(int sock, pid_t *pid);
 int sm_ep_attach_peer(struct sm_conn *sc, const struct sm_ctl_hello *h, int *fds);
 void sm_rxset_add(struct sm_ep *sep, struct sm_conn *sc, cci_event_type_t type, void *context);
-void sm_wake(struct sm_ep *sep);
 int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
                cci_conn_attribute_t attr, void *context, const struct timeval *timeout);
 int sm_accept(cci__evt_t *evt, void *context);
@@ -330,6 +325,10 @@ void sm_request_done(cci__evt_t *evt);
 /* sm_ctl.c */
 int sm_ctl_start(struct sm_ep *sep);
 void sm_ctl_stop(struct sm_ep *sep);
+/* Start watching sc's control socket / stop a watcher; the loop lock held.
+ * Another thread than the loop's then wakes it (cci__engine_cmd). */
+void sm_ctl_watch_conn(struct sm_conn *sc);
+void sm_ctl_unwatch(struct sm_ep *sep, ev_io *w);
 
 /* sm_msg.c */
 int sm_pool_init(struct sm_ep *sep, uint32_t count);

@@ -13,7 +13,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -34,14 +33,6 @@ int sm_peer_pid(int sock, pid_t *pid)
 		return CCI_EADDRNOTAVAIL;
 	*pid = cr.pid;
 	return CCI_SUCCESS;
-}
-
-void sm_wake(struct sm_ep *sep)
-{
-	uint64_t one = 1;
-
-	if (write(sep->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		SM_LOG(CCI_LOG_CONN, "sm: waking the control thread: %s", strerror(errno));
 }
 
 int sm_ctl_send(int sock, uint16_t type, const void *body, size_t len, const int *fds, int nfds)
@@ -209,7 +200,6 @@ static struct sm_conn *conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, vo
 
 	if (!sc)
 		return NULL;
-	sc->tag.kind = SM_TAG_CONN;
 	sc->sep = sep;
 	sc->sock = sc->peer_bell = sc->rx_fd = -1;
 	sc->rma_copy = sep->rma_copy;
@@ -241,7 +231,7 @@ static void conn_unmap_tx(struct sm_conn *sc)
 	sc->peer_bell = -1;
 }
 
-/* Free everything of sc, without events; it is on no list and no epoll set. */
+/* Free everything of sc, without events; it is on no list, its watcher stopped. */
 void sm_conn_destroy(struct sm_conn *sc)
 {
 	if (sc->sock >= 0)
@@ -259,15 +249,15 @@ void sm_conn_destroy(struct sm_conn *sc)
 	free(sc);
 }
 
-/* Stop watching sc's control socket and close it; sep->lock held. */
+/* Stop watching sc's control socket and close it; the loop lock and
+ * sep->lock held. */
 static void conn_close_sock(struct sm_conn *sc)
 {
 	if (sc->sock < 0)
 		return;
-	epoll_ctl(sc->sep->epfd, EPOLL_CTL_DEL, sc->sock, NULL);
+	sm_ctl_unwatch(sc->sep, &sc->ctl_w);
 	close(sc->sock);
 	sc->sock = -1;
-	sc->sep->gen++;
 }
 
 static void conns_unlink(struct sm_ep *sep, struct sm_conn *sc)
@@ -446,7 +436,6 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 	struct sm_ep *sep = sm_ep_of(ep);
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct sm_ctl_hello h = { .attr = (uint32_t)attr, .data_len = data_len };
-	struct epoll_event ev = { .events = EPOLLIN };
 	int fds[SM_HELLO_FDS];
 	struct sm_conn *sc;
 	int rc;
@@ -487,23 +476,24 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 		sm_connect_failed(sc, CCI_ECONNREFUSED, 0);
 		return CCI_SUCCESS;
 	}
+	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
 	if (timeout)
 		cci__ct_connecting(&sc->timers, timeout, cci__now_ns());
 	sc->next = sep->conns;
 	sep->conns = sc;
-	ev.data.ptr = &sc->tag;
-	epoll_ctl(sep->epfd, EPOLL_CTL_ADD, sc->sock, &ev);
+	sm_ctl_watch_conn(sc);
 	pthread_mutex_unlock(&sep->lock);
-	sm_wake(sep);
+	pthread_mutex_unlock(&sep->eng.lock);
+	cci__engine_cmd(&sep->eng, 0); /* the loop sees the watcher and runs the tick */
 	return CCI_SUCCESS;
 }
 
-/* Server side, sep->lock held: build the connection and answer ACCEPT. */
+/* Server side, the loop lock and sep->lock held: build the connection and
+ * answer ACCEPT. */
 static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 {
 	struct sm_ctl_hello h = { .mss = sep->mss, .pid = (uint32_t)getpid() };
-	struct epoll_event ev = { .events = EPOLLIN };
 	int fds[SM_HELLO_FDS];
 	struct sm_conn *sc = conn_new(sep, (cci_conn_attribute_t)req->hello.attr, context);
 	int rc;
@@ -535,13 +525,12 @@ static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 	conn_open(sc, &req->hello);
 	sc->next = sep->conns;
 	sep->conns = sc;
-	ev.data.ptr = &sc->tag;
-	epoll_ctl(sep->epfd, EPOLL_CTL_ADD, sc->sock, &ev);
+	sm_ctl_watch_conn(sc);
 	sm_rxset_add(sep, sc, CCI_EVENT_ACCEPT, context);
 	return CCI_SUCCESS;
 }
 
-/* Forget a request that never became an event; sep->lock held. */
+/* Forget a request that never became an event; loop thread, sep->lock held. */
 void sm_req_drop(struct sm_ep *sep, struct sm_req *req)
 {
 	for (struct sm_req **pp = &sep->reqs; *pp; pp = &(*pp)->next) {
@@ -550,9 +539,7 @@ void sm_req_drop(struct sm_ep *sep, struct sm_req *req)
 			break;
 		}
 	}
-	if (req->sock >= 0)
-		epoll_ctl(sep->epfd, EPOLL_CTL_DEL, req->sock, NULL);
-	sep->gen++;
+	sm_ctl_unwatch(sep, &req->w);
 	sm_req_free(req);
 }
 
@@ -586,7 +573,7 @@ void sm_req_on_readable(struct sm_ep *sep, struct sm_req *req)
 	}
 	/* The request is the event's now; the socket waits for the answer
 	 * (sep->lock, held, keeps cci_accept off it until it is posted). */
-	epoll_ctl(sep->epfd, EPOLL_CTL_DEL, req->sock, NULL);
+	sm_ctl_unwatch(sep, &req->w);
 	req->state = SM_REQ_POSTED;
 	if (sm_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.attr, req->hello.data,
 	                          req->hello.data_len, req) != CCI_SUCCESS) {
@@ -611,6 +598,7 @@ int sm_accept(cci__evt_t *evt, void *context)
 	struct sm_ep *sep = sm_ep_of(evt->ep);
 	int rc = CCI_EINVAL;
 
+	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
 	if (req->state == SM_REQ_POSTED) {
 		rc = accept_locked(sep, req, context);
@@ -619,6 +607,8 @@ int sm_accept(cci__evt_t *evt, void *context)
 		req->state = SM_REQ_DONE;
 	}
 	pthread_mutex_unlock(&sep->lock);
+	pthread_mutex_unlock(&sep->eng.lock);
+	cci__engine_cmd(&sep->eng, 0); /* the loop sees the new watcher */
 	return rc;
 }
 
@@ -670,6 +660,7 @@ int sm_disconnect(cci__conn_t *conn)
 	struct sm_ep *sep = sc->sep;
 	int last;
 
+	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
 	if (sc->sock >= 0 && sc->state == SM_CONN_OPEN)
 		sm_ctl_send(sc->sock, SM_CTL_DISCONNECT, NULL, 0, NULL, 0);
@@ -694,6 +685,7 @@ int sm_disconnect(cci__conn_t *conn)
 	}
 	cci__spin_unlock(&sep->rx_lock);
 	pthread_mutex_unlock(&sep->lock);
+	pthread_mutex_unlock(&sep->eng.lock);
 	SM_LOG(CCI_LOG_CONN, "sm: disconnected from pid %d", (int)sc->peer_pid);
 	sm_core->conn_release(conn);
 	if (last)

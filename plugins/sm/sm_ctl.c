@@ -1,35 +1,66 @@
 /*
- * sm_ctl.c - the per-endpoint control thread.
+ * sm_ctl.c - the per-endpoint control thread: the shared progress engine
+ * (plugins/common/engine.h) with the listening socket and every control
+ * socket as watchers, and a tick that runs while there is a connection or
+ * a request to time.
  *
- * It sleeps in epoll on the listening socket, every control socket, a
- * timer and a wake-up eventfd.  It accepts connection requests, answers
- * PINGs (so a peer that computes without calling the library still looks
- * alive, while a stopped one does not), notices peers that die (their
- * control socket hangs up), and on each timer tick runs connect timeouts,
- * keepalives, send timeouts and flushes queued sends.  It never touches
- * the data path of messages in flight.
+ * It accepts connection requests, answers PINGs (so a peer that computes
+ * without calling the library still looks alive, while a stopped one does
+ * not), notices peers that die (their control socket hangs up), and on
+ * each tick runs connect timeouts, keepalives, send timeouts and flushes
+ * queued sends.  It never touches the data path of messages in flight.
  *
- * Everything it does happens under sep->lock.  Objects registered in its
- * epoll set are freed (by it or by application threads) only after being
- * removed from the set and with sep->gen bumped; a batch of events is
- * abandoned when gen moved, since the registrations are level-triggered
- * the events still valid come back at the next epoll_wait().
+ * Its callbacks run with the loop lock held and take sep->lock.  A watcher
+ * is stopped (under the loop lock) before its object is freed, which also
+ * drops any event of it still pending in the batch being handled.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "sm.h"
 
+static void req_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct sm_req *req = w->data;
+	struct sm_ep *sep = req->sep;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&sep->lock);
+	sm_req_on_readable(sep, req);
+	pthread_mutex_unlock(&sep->lock);
+}
+
+static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct sm_conn *sc = w->data;
+	struct sm_ep *sep = sc->sep;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&sep->lock);
+	sm_conn_on_ctl(sc);
+	pthread_mutex_unlock(&sep->lock);
+}
+
+void sm_ctl_watch_conn(struct sm_conn *sc)
+{
+	ev_io_init(&sc->ctl_w, conn_cb, sc->sock, EV_READ);
+	sc->ctl_w.data = sc;
+	ev_io_start(sc->sep->eng.loop, &sc->ctl_w);
+}
+
+void sm_ctl_unwatch(struct sm_ep *sep, ev_io *w)
+{
+	ev_io_stop(sep->eng.loop, w);
+}
+
+/* Loop thread, sep->lock held. */
 static void ctl_on_listen(struct sm_ep *sep)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
 	struct sm_req *req;
 	int fd;
 
@@ -45,7 +76,7 @@ static void ctl_on_listen(struct sm_ep *sep)
 			close(fd);
 			continue;
 		}
-		req->tag.kind = SM_TAG_REQ;
+		req->sep = sep;
 		req->sock = fd;
 		req->peer_pid = pid;
 		req->since_ns = cci__now_ns();
@@ -53,8 +84,9 @@ static void ctl_on_listen(struct sm_ep *sep)
 			req->fds[i] = -1;
 		req->next = sep->reqs;
 		sep->reqs = req;
-		ev.data.ptr = &req->tag;
-		epoll_ctl(sep->epfd, EPOLL_CTL_ADD, fd, &ev);
+		ev_io_init(&req->w, req_cb, fd, EV_READ);
+		req->w.data = req;
+		ev_io_start(sep->eng.loop, &req->w);
 	}
 }
 
@@ -88,9 +120,8 @@ static void conn_tx_timers(struct sm_conn *sc, uint64_t now)
 		sm_conn_break(sc, CCI_ETIMEDOUT);
 }
 
-static void ctl_tick(struct sm_ep *sep)
+static void ctl_tick(struct sm_ep *sep, uint64_t now)
 {
-	uint64_t now = cci__now_ns();
 	struct sm_conn *sc, *next;
 	struct sm_req *req, *rnext;
 
@@ -122,136 +153,63 @@ static void ctl_tick(struct sm_ep *sep)
 	}
 }
 
-/* Run the timer only while there is something to time. */
-static void ctl_tick_arm(struct sm_ep *sep)
+static void listen_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	int want = sep->conns != NULL || sep->reqs != NULL;
-	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+	struct sm_ep *sep = w->data;
 
-	if (want == sep->tick_on)
-		return;
-	if (want)
-		its.it_interval.tv_nsec = its.it_value.tv_nsec = (long)SM_TICK_NS;
-	if (timerfd_settime(sep->timer_fd, 0, &its, NULL) == 0)
-		sep->tick_on = want;
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&sep->lock);
+	ctl_on_listen(sep);
+	pthread_mutex_unlock(&sep->lock);
 }
 
-static void ctl_dispatch(struct sm_ep *sep, struct sm_tag *tag)
+static void on_tick(void *owner, uint64_t now, int app_polled)
 {
-	uint64_t v;
+	struct sm_ep *sep = owner;
 
-	switch (tag->kind) {
-	case SM_TAG_LISTEN:
-		ctl_on_listen(sep);
-		break;
-	case SM_TAG_WAKE:
-		if (read(sep->wake_fd, &v, sizeof(v)) < 0)
-			break;
-		break;
-	case SM_TAG_TIMER:
-		if (read(sep->timer_fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
-			ctl_tick(sep);
-		break;
-	case SM_TAG_REQ:
-		sm_req_on_readable(sep, (struct sm_req *)tag);
-		break;
-	case SM_TAG_CONN:
-		sm_conn_on_ctl((struct sm_conn *)tag);
-		break;
-	}
+	(void)app_polled; /* the data path is the application's alone */
+	pthread_mutex_lock(&sep->lock);
+	ctl_tick(sep, now);
+	pthread_mutex_unlock(&sep->lock);
 }
 
-static void *ctl_main(void *arg)
+/* Before each sleep: run the tick only while there is something to time. */
+static void tick_arm_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
-	struct sm_ep *sep = arg;
-	struct epoll_event evs[32];
+	struct sm_ep *sep = w->data;
+	int want;
 
-	for (;;) {
-		uint64_t gen;
-		int n;
-
-		pthread_mutex_lock(&sep->lock);
-		if (sep->stopping) {
-			pthread_mutex_unlock(&sep->lock);
-			break;
-		}
-		ctl_tick_arm(sep);
-		gen = sep->gen;
-		pthread_mutex_unlock(&sep->lock);
-		n = epoll_wait(sep->epfd, evs, 32, -1);
-		if (n < 0 && errno != EINTR) {
-			SM_ERR("sm: control thread of %s: epoll_wait: %s", sep->sock_path,
-			       strerror(errno));
-			break;
-		}
-		pthread_mutex_lock(&sep->lock);
-		for (int i = 0; i < n && sep->gen == gen && !sep->stopping; i++)
-			ctl_dispatch(sep, evs[i].data.ptr);
-		pthread_mutex_unlock(&sep->lock);
-	}
-	return NULL;
-}
-
-static int ctl_watch(struct sm_ep *sep, int fd, struct sm_tag *tag, int kind)
-{
-	struct epoll_event ev = { .events = EPOLLIN };
-
-	tag->kind = kind;
-	ev.data.ptr = tag;
-	return epoll_ctl(sep->epfd, EPOLL_CTL_ADD, fd, &ev);
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&sep->lock);
+	want = sep->conns != NULL || sep->reqs != NULL;
+	pthread_mutex_unlock(&sep->lock);
+	cci__engine_tick(&sep->eng, want);
 }
 
 int sm_ctl_start(struct sm_ep *sep)
 {
-	sigset_t all, old;
-	int rc;
-
-	sep->epfd = epoll_create1(EPOLL_CLOEXEC);
-	sep->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	sep->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (sep->epfd < 0 || sep->wake_fd < 0 || sep->timer_fd < 0 ||
-	    ctl_watch(sep, sep->listen_fd, &sep->listen_tag, SM_TAG_LISTEN) != 0 ||
-	    ctl_watch(sep, sep->wake_fd, &sep->wake_tag, SM_TAG_WAKE) != 0 ||
-	    ctl_watch(sep, sep->timer_fd, &sep->timer_tag, SM_TAG_TIMER) != 0) {
-		SM_ERR("sm: cannot set up the control thread of %s: %s", sep->sock_path,
-		       strerror(errno));
-		rc = cci__errno_status(errno);
-		goto err_close;
+	if (cci__engine_init(&sep->eng, sep, SM_TICK_S, 1, NULL, on_tick) != CCI_SUCCESS) {
+		SM_ERR("sm: cannot set up the control thread of %s: out of memory", sep->sock_path);
+		return CCI_ENOMEM;
 	}
-	/* The thread takes no signals: they belong to the application's threads. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&sep->thread, NULL, ctl_main, sep);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
-		SM_ERR("sm: cannot start the control thread of %s: %s", sep->sock_path,
-		       strerror(rc));
-		rc = CCI_ENOMEM;
-		goto err_close;
+	ev_io_init(&sep->listen_w, listen_cb, sep->listen_fd, EV_READ);
+	sep->listen_w.data = sep;
+	ev_io_start(sep->eng.loop, &sep->listen_w);
+	ev_prepare_init(&sep->tick_arm_w, tick_arm_cb);
+	sep->tick_arm_w.data = sep;
+	ev_prepare_start(sep->eng.loop, &sep->tick_arm_w);
+	if (cci__engine_start(&sep->eng) != CCI_SUCCESS) {
+		SM_ERR("sm: cannot start the control thread of %s", sep->sock_path);
+		cci__engine_fini(&sep->eng);
+		return CCI_ENOMEM;
 	}
-	sep->thread_started = 1;
 	return CCI_SUCCESS;
-
-err_close:
-	sm_ctl_stop(sep);
-	return rc;
 }
 
 void sm_ctl_stop(struct sm_ep *sep)
 {
-	if (sep->thread_started) {
-		pthread_mutex_lock(&sep->lock);
-		sep->stopping = 1;
-		pthread_mutex_unlock(&sep->lock);
-		sm_wake(sep);
-		pthread_join(sep->thread, NULL);
-		sep->thread_started = 0;
-	}
-	if (sep->epfd >= 0)
-		close(sep->epfd);
-	if (sep->wake_fd >= 0)
-		close(sep->wake_fd);
-	if (sep->timer_fd >= 0)
-		close(sep->timer_fd);
-	sep->epfd = sep->wake_fd = sep->timer_fd = -1;
+	cci__engine_stop(&sep->eng);
+	cci__engine_fini(&sep->eng);
 }

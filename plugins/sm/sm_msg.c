@@ -301,7 +301,7 @@ void sm_rx_fault(struct sm_conn *sc)
 	SM_WARN("sm: malformed record from pid %d; connection closed", (int)sc->peer_pid);
 	sc->rx_dead = 1;
 	atomic_store(&sc->fault, CCI_ERR_DISCONNECTED);
-	sm_wake(sc->sep);
+	cci__engine_cmd(&sc->sep->eng, 0);
 }
 
 int sm_rx_post(struct sm_ep *sep, struct sm_conn *sc, struct sm_rec *rec)

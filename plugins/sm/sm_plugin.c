@@ -172,7 +172,7 @@ static void ep_init_fields(struct sm_ep *sep, cci__ep_t *ep)
 	sep->dev = d;
 	sep->mss = d->mss;
 	sep->rma_copy = d->rma_copy;
-	sep->listen_fd = sep->epfd = sep->wake_fd = sep->timer_fd = -1;
+	sep->listen_fd = -1;
 	sep->bell_fd = sep->page_fd = -1;
 	pthread_mutex_init(&sep->lock, NULL);
 	pthread_mutex_init(&sep->reg_lock, NULL);

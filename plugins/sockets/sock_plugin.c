@@ -155,7 +155,6 @@ static void ep_fields_init(struct tcp_ep *sep, cci__ep_t *ep)
 	sep->mss = sep->dev->mss;
 	sep->manual = sep->dev->manual_progress;
 	sep->listen_fd = sep->rx_epfd = sep->manual_tfd = -1;
-	pthread_mutex_init(&sep->loop_lock, NULL);
 	pthread_mutex_init(&sep->lock, NULL);
 	atomic_store(&sep->now_ns, cci__now_ns());
 	ep->recv_buf_count = TCP_RECV_COUNT_DEFAULT;
@@ -168,9 +167,7 @@ static void ep_fields_init(struct tcp_ep *sep, cci__ep_t *ep)
 /* Free what ep_create built; no thread runs on the endpoint. */
 static void ep_release(struct tcp_ep *sep)
 {
-	if (sep->loop)
-		ev_loop_destroy(sep->loop);
-	sep->loop = NULL;
+	cci__engine_fini(&sep->eng);
 	if (sep->listen_fd >= 0)
 		close(sep->listen_fd);
 	if (sep->rx_epfd >= 0)
@@ -180,7 +177,6 @@ static void ep_release(struct tcp_ep *sep)
 	tcp_ops_free(sep);
 	tcp_rb_fini(sep);
 	free(sep->open);
-	pthread_mutex_destroy(&sep->loop_lock);
 	pthread_mutex_destroy(&sep->lock);
 }
 

@@ -26,7 +26,7 @@
  *   struct tcp_rxbuf a receive buffer (mss bytes), lent with RECV events.
  *
  * Locks, always taken in this order:
- *   sep->loop_lock  the libev loop and its watchers; held by the progress
+ *   sep->eng.lock   the libev loop and its watchers; held by the progress
  *                   thread except while it sleeps.  Connection set-up and
  *                   teardown (connect, accept, disconnect) take it.
  *   sep->lock       the receive side of every connection, the connection
@@ -53,6 +53,7 @@
 #include "sock_wire.h"
 #include "clock.h"
 #include "conn_timers.h"
+#include "engine.h"
 #include "random.h"
 #include "spin.h"
 #include "status.h"
@@ -95,8 +96,7 @@ extern const struct cci_core *tcp_core;
 #define TCP_MANUAL_LOOP_NS 100000ull /* progress=manual: loop work at most this often */
 #define TCP_MANUAL_CLOCK_EVERY 16u    /* ... judged by a clock read every this many polls */
 
-/* Commands for the progress thread (sep->cmd bits). */
-#define TCP_CMD_STOP 1u
+/* Commands for the progress thread (engine command bits). */
 #define TCP_CMD_TX 2u     /* a connection has queued bytes (thread mode) */
 #define TCP_CMD_RX 4u     /* receive buffers came back: resume stalled reads */
 #define TCP_CMD_FAULT 8u  /* a connection must be broken */
@@ -181,7 +181,7 @@ struct tcp_conn {
 	char peer[64];
 	uint32_t mss;
 
-	/* Handshake (client), under loop_lock and sep->lock. */
+	/* Handshake (client), under the loop lock and sep->lock. */
 	ev_io hs_w;
 	uint8_t hs[SOCK_HDR_LEN + SOCK_HELLO_LEN + CCI_CONN_REQ_LEN];
 	uint32_t hs_len, hs_off;
@@ -269,16 +269,9 @@ struct tcp_ep {
 	int manual_tfd;                /* ... with an OS handle: a timerfd in it, armed
 	                                * for one tick while anything waits for the
 	                                * loop (tcp_loop_manual_arm) */
-	struct ev_loop *loop;
-	pthread_mutex_t loop_lock;
-	pthread_t thread;
-	int thread_started;
-	ev_async async_w;
+	struct cci__engine eng;        /* the loop; eng.lock is the loop lock */
 	ev_io listen_w, rx_w;
-	ev_timer tick_w;
-	_Atomic unsigned cmd;
 	_Atomic int thread_mode;
-	_Atomic int app_polled;
 	_Atomic int tick_due;          /* the tick could not lock: progress() runs it */
 	_Atomic uint64_t now_ns;       /* coarse clock, updated by the tick */
 
@@ -319,15 +312,6 @@ static inline struct tcp_ep *tcp_ep_of(cci__ep_t *ep)
 static inline struct tcp_conn *tcp_conn_of(cci__conn_t *conn)
 {
 	return conn->priv;
-}
-
-/* The application is active on ep (polling or sending): the progress
- * thread keeps off the sockets.  No store when it already knows, so the
- * line stays shared. */
-static inline void tcp_app_active(struct tcp_ep *sep)
-{
-	if (!atomic_load_explicit(&sep->app_polled, memory_order_relaxed))
-		atomic_store_explicit(&sep->app_polled, 1, memory_order_relaxed);
 }
 
 static inline int tcp_state(struct tcp_conn *tc)

@@ -191,7 +191,7 @@ static void close_gracefully(struct tcp_conn *tc)
 			break;
 }
 
-/* Free everything of tc; loop_lock and sep->lock held (or no thread runs). */
+/* Free everything of tc; the loop lock and sep->lock held (or no thread runs). */
 void tcp_conn_destroy(struct tcp_conn *tc)
 {
 	struct tcp_ep *sep = tc->sep;
@@ -199,9 +199,9 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 	int clean;
 
 	if (ev_is_active(&tc->hs_w))
-		ev_io_stop(sep->loop, &tc->hs_w);
+		ev_io_stop(sep->eng.loop, &tc->hs_w);
 	if (tc->w_on)
-		ev_io_stop(sep->loop, &tc->w_w);
+		ev_io_stop(sep->eng.loop, &tc->w_w);
 	tc->w_on = 0;
 	cci__spin_lock(&tc->tx_lock);
 	clean = tcp_state(tc) == SOCK_CONN_OPEN && tc->ctl_off == 0 &&
@@ -229,12 +229,12 @@ int tcp_disconnect(cci__conn_t *conn)
 	struct tcp_conn *tc = tcp_conn_of(conn);
 	struct tcp_ep *sep = tc->sep;
 
-	pthread_mutex_lock(&sep->loop_lock);
+	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
 	TCP_LOG(CCI_LOG_CONN, "tcp: disconnecting from %s", tc->peer);
 	tcp_conn_destroy(tc);
 	pthread_mutex_unlock(&sep->lock);
-	pthread_mutex_unlock(&sep->loop_lock);
+	pthread_mutex_unlock(&sep->eng.lock);
 	tcp_core->conn_release(conn);
 	return CCI_SUCCESS;
 }
@@ -279,7 +279,7 @@ static void ping(struct tcp_conn *tc)
 	tcp_ops_complete(tc->sep, done);
 }
 
-/* The tick: sep->lock held; with_loop when loop_lock is too (a failed
+/* The tick: sep->lock held; with_loop when the loop lock is too (a failed
  * connect stops its watcher). */
 void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop)
 {

@@ -104,7 +104,7 @@ static void req_link(struct tcp_req *req, struct tcp_req **head)
 void tcp_req_free(struct tcp_req *req)
 {
 	if (ev_is_active(&req->w))
-		ev_io_stop(req->sep->loop, &req->w);
+		ev_io_stop(req->sep->eng.loop, &req->w);
 	if (req->fd >= 0)
 		close(req->fd);
 	free(req);
@@ -121,7 +121,7 @@ static void req_post(struct tcp_req *req)
 {
 	struct tcp_ep *sep = req->sep;
 
-	ev_io_stop(sep->loop, &req->w);
+	ev_io_stop(sep->eng.loop, &req->w);
 	req_unlink(req);
 	req->state = TCP_REQ_POSTED;
 	req_link(req, &sep->posted);
@@ -183,7 +183,7 @@ static void req_new(struct tcp_ep *sep, int fd, const struct sockaddr_storage *s
 	sep->nreqs++;
 	ev_io_init(&req->w, req_cb, fd, EV_READ);
 	req->w.data = req;
-	ev_io_start(sep->loop, &req->w);
+	ev_io_start(sep->eng.loop, &req->w);
 	pthread_mutex_unlock(&sep->lock);
 }
 
@@ -234,7 +234,7 @@ static int reply_send(int fd, uint8_t type, const struct sock_reply *r)
 	return n == (ssize_t)sizeof(b) ? CCI_SUCCESS : CCI_ERR_DISCONNECTED;
 }
 
-/* With loop_lock and sep->lock held. */
+/* With the loop lock and sep->lock held. */
 static int accept_locked(struct tcp_req *req, void *context)
 {
 	struct tcp_ep *sep = req->sep;
@@ -276,14 +276,14 @@ int tcp_accept(cci__evt_t *evt, void *context)
 	struct tcp_ep *sep = req->sep;
 	int rc = CCI_EINVAL;
 
-	pthread_mutex_lock(&sep->loop_lock);
+	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
 	if (req->state == TCP_REQ_POSTED) {
 		req->state = TCP_REQ_DONE;
 		rc = accept_locked(req, context);
 	}
 	pthread_mutex_unlock(&sep->lock);
-	pthread_mutex_unlock(&sep->loop_lock);
+	pthread_mutex_unlock(&sep->eng.lock);
 	return rc;
 }
 
@@ -304,14 +304,14 @@ int tcp_reject(cci__evt_t *evt)
 	struct tcp_ep *sep = req->sep;
 	int rc = CCI_EINVAL;
 
-	pthread_mutex_lock(&sep->loop_lock);
+	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
 	if (req->state == TCP_REQ_POSTED) {
 		reject_locked(req);
 		rc = CCI_SUCCESS;
 	}
 	pthread_mutex_unlock(&sep->lock);
-	pthread_mutex_unlock(&sep->loop_lock);
+	pthread_mutex_unlock(&sep->eng.lock);
 	return rc;
 }
 
@@ -321,7 +321,7 @@ void tcp_request_done(cci__evt_t *evt)
 	struct tcp_req *req = evt->req_state;
 	struct tcp_ep *sep = req->sep;
 
-	pthread_mutex_lock(&sep->loop_lock);
+	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
 	req->state = TCP_REQ_DONE;
 	/* Posted and done requests live on sep->posted until now. */
@@ -333,12 +333,12 @@ void tcp_request_done(cci__evt_t *evt)
 		req->next->prev = req->prev;
 	tcp_req_free(req);
 	pthread_mutex_unlock(&sep->lock);
-	pthread_mutex_unlock(&sep->loop_lock);
+	pthread_mutex_unlock(&sep->eng.lock);
 }
 
 /* ---- client ------------------------------------------------------------- */
 
-/* loop_lock and sep->lock held. */
+/* The loop lock and sep->lock held. */
 void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why)
 {
 	cci__conn_t *conn = tc->conn;
@@ -367,7 +367,7 @@ static void hs_got_reply(struct tcp_conn *tc)
 		tcp_connect_fail(tc, CCI_ECONNREFUSED, "rejected by the server");
 		return;
 	}
-	ev_io_stop(tc->sep->loop, &tc->hs_w);
+	ev_io_stop(tc->sep->eng.loop, &tc->hs_w);
 	tc->mss = r.mss < tc->sep->mss ? r.mss : tc->sep->mss;
 	tc->conn->pub.max_send_size = tc->mss;
 	rc = tcp_conn_open(tc);
@@ -407,9 +407,9 @@ static void hs_send_hello(struct tcp_conn *tc)
 	}
 	atomic_store(&tc->state, SOCK_CONN_HELLO_SENT);
 	tc->hs_off = 0;
-	ev_io_stop(tc->sep->loop, &tc->hs_w);
+	ev_io_stop(tc->sep->eng.loop, &tc->hs_w);
 	ev_io_set(&tc->hs_w, tc->fd, EV_READ);
-	ev_io_start(tc->sep->loop, &tc->hs_w);
+	ev_io_start(tc->sep->eng.loop, &tc->hs_w);
 }
 
 static void hs_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -510,14 +510,14 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 		return CCI_ERROR;
 	}
 	cci__ct_connecting(&tc->timers, timeout, cci__now_ns());
-	pthread_mutex_lock(&sep->loop_lock);
+	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
 	tcp_conn_link(tc);
 	ev_io_init(&tc->hs_w, hs_cb, fd, EV_WRITE);
 	tc->hs_w.data = tc;
-	ev_io_start(sep->loop, &tc->hs_w);
+	ev_io_start(sep->eng.loop, &tc->hs_w);
 	pthread_mutex_unlock(&sep->lock);
 	tcp_loop_cmd(sep, 0); /* the loop picks the new watcher up */
-	pthread_mutex_unlock(&sep->loop_lock);
+	pthread_mutex_unlock(&sep->eng.lock);
 	return CCI_SUCCESS;
 }

@@ -1,13 +1,13 @@
 /*
- * tcp_loop.c - the endpoint's progress thread: a libev loop with the
- * listening socket, handshake sockets, a tick for timers and, in thread
- * mode, the connections' sockets.
+ * tcp_loop.c - the endpoint's progress thread: the shared engine
+ * (plugins/common/engine.h, a libev loop) with the listening socket,
+ * handshake sockets, a tick for timers and, in thread mode, the
+ * connections' sockets.
  *
- * Other threads touch the loop's watchers only with loop_lock held (the
- * loop releases it while it sleeps, see ev_set_loop_release_cb) and then
- * wake it with the async watcher.  The data path never does: it leaves a
- * command bit in sep->cmd and calls ev_async_send(), which costs a system
- * call only when the loop is not already being woken.
+ * Other threads touch the loop's watchers only with the loop lock
+ * (sep->eng.lock) held and then wake it.  The data path never does: it
+ * leaves a command bit (TCP_CMD_*) with cci__engine_cmd(), which costs a
+ * system call only when the loop is not already being woken.
  *
  * Modes.  While the application polls, progress() reads the sockets and
  * the loop leaves them alone (no thread wake-up per message; with few
@@ -26,7 +26,6 @@
  * moves while the application makes no call.
  */
 #include <errno.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
@@ -45,25 +44,9 @@ static void manual_wake_soon(struct tcp_ep *sep)
 		        strerror(errno));
 }
 
-static void l_release(struct ev_loop *loop)
-{
-	struct tcp_ep *sep = ev_userdata(loop);
-
-	pthread_mutex_unlock(&sep->loop_lock);
-}
-
-static void l_acquire(struct ev_loop *loop)
-{
-	struct tcp_ep *sep = ev_userdata(loop);
-
-	pthread_mutex_lock(&sep->loop_lock);
-}
-
 void tcp_loop_cmd(struct tcp_ep *sep, unsigned cmd)
 {
-	if (cmd)
-		atomic_fetch_or(&sep->cmd, cmd);
-	ev_async_send(sep->loop, &sep->async_w);
+	cci__engine_cmd(&sep->eng, cmd);
 	if (sep->manual_tfd >= 0)
 		manual_wake_soon(sep);
 }
@@ -103,9 +86,9 @@ void tcp_ww_update(struct tcp_conn *tc)
 	if (want) {
 		ev_io_init(&tc->w_w, ww_cb, tc->fd, EV_WRITE);
 		tc->w_w.data = tc;
-		ev_io_start(sep->loop, &tc->w_w);
+		ev_io_start(sep->eng.loop, &tc->w_w);
 	} else {
-		ev_io_stop(sep->loop, &tc->w_w);
+		ev_io_stop(sep->eng.loop, &tc->w_w);
 	}
 	tc->w_on = want;
 }
@@ -138,7 +121,7 @@ static void mode_thread(struct tcp_ep *sep)
 	atomic_store(&sep->thread_mode, 1);
 	TCP_LOG(CCI_LOG_CTP, "tcp: %s: the application is idle, the progress thread "
 	        "takes the sockets", sep->ep->uri);
-	ev_io_start(sep->loop, &sep->rx_w);
+	ev_io_start(sep->eng.loop, &sep->rx_w);
 	pthread_mutex_lock(&sep->lock);
 	tcp_rx_watch_update(sep);
 	if (sep->acks_pending)
@@ -157,23 +140,17 @@ static void mode_app(struct tcp_ep *sep)
 	atomic_store(&sep->thread_mode, 0);
 	TCP_LOG(CCI_LOG_CTP, "tcp: %s: the application polls, the progress thread "
 	        "leaves the sockets", sep->ep->uri);
-	ev_io_stop(sep->loop, &sep->rx_w);
+	ev_io_stop(sep->eng.loop, &sep->rx_w);
 	pthread_mutex_lock(&sep->lock);
 	tcp_rx_watch_update(sep);
 	ww_update_all(sep);
 	pthread_mutex_unlock(&sep->lock);
 }
 
-static void async_cb(struct ev_loop *loop, ev_async *w, int revents)
+static void on_cmd(void *owner, unsigned cmd)
 {
-	struct tcp_ep *sep = w->data;
-	unsigned cmd = atomic_exchange(&sep->cmd, 0);
+	struct tcp_ep *sep = owner;
 
-	(void)revents;
-	if (cmd & TCP_CMD_STOP) {
-		ev_break(loop, EVBREAK_ALL);
-		return;
-	}
 	if (cmd & TCP_CMD_WAKE)
 		mode_thread(sep);
 	if (!(cmd & (TCP_CMD_TX | TCP_CMD_RX | TCP_CMD_FAULT)))
@@ -188,15 +165,12 @@ static void async_cb(struct ev_loop *loop, ev_async *w, int revents)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+static void on_tick(void *owner, uint64_t now, int app_polled)
 {
-	struct tcp_ep *sep = w->data;
-	uint64_t now = cci__now_ns();
+	struct tcp_ep *sep = owner;
 
-	(void)loop;
-	(void)revents;
 	atomic_store(&sep->now_ns, now);
-	if (atomic_exchange(&sep->app_polled, 0))
+	if (app_polled)
 		mode_app(sep);
 	else
 		mode_thread(sep);
@@ -211,7 +185,7 @@ static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* The tick's work; sep->lock held, and loop_lock when with_loop (the
+/* The tick's work; sep->lock held, and the loop lock when with_loop (the
  * handshake timers stop watchers). */
 void tcp_timers_run(struct tcp_ep *sep, uint64_t now, int with_loop)
 {
@@ -227,12 +201,12 @@ void tcp_timers_run(struct tcp_ep *sep, uint64_t now, int with_loop)
 /* progress() found the tick's work left to it; sep->lock held. */
 void tcp_timers_in_app(struct tcp_ep *sep)
 {
-	int with_loop = pthread_mutex_trylock(&sep->loop_lock) == 0;
+	int with_loop = pthread_mutex_trylock(&sep->eng.lock) == 0;
 
 	atomic_store(&sep->tick_due, !with_loop);
 	tcp_timers_run(sep, atomic_load(&sep->now_ns), with_loop);
 	if (with_loop) {
-		pthread_mutex_unlock(&sep->loop_lock);
+		pthread_mutex_unlock(&sep->eng.lock);
 		tcp_loop_cmd(sep, 0); /* watchers may have stopped */
 	}
 }
@@ -244,7 +218,7 @@ void tcp_loop_manual(struct tcp_ep *sep)
 {
 	/* With an OS handle, a wake-up may have come from the loop's sockets
 	 * or the timerfd: always look. */
-	if (!ev_async_pending(&sep->async_w) && sep->manual_tfd < 0) {
+	if (!cci__engine_cmd_pending(&sep->eng) && sep->manual_tfd < 0) {
 		/* A count, not a lock: polls of several threads may merge. */
 		uint32_t n = atomic_load_explicit(&sep->manual_polls, memory_order_relaxed) + 1;
 		atomic_store_explicit(&sep->manual_polls, n, memory_order_relaxed);
@@ -252,13 +226,10 @@ void tcp_loop_manual(struct tcp_ep *sep)
 		    cci__now_ns() < atomic_load_explicit(&sep->manual_next_ns, memory_order_relaxed))
 			return;
 	}
-	/* Another thread of the application runs it now. */
-	if (pthread_mutex_trylock(&sep->loop_lock) != 0)
-		return;
-	atomic_store_explicit(&sep->manual_next_ns, cci__now_ns() + TCP_MANUAL_LOOP_NS,
-	                      memory_order_relaxed);
-	ev_run(sep->loop, EVRUN_NOWAIT);
-	pthread_mutex_unlock(&sep->loop_lock);
+	/* Unless another thread of the application runs it now. */
+	if (cci__engine_run_nowait(&sep->eng))
+		atomic_store_explicit(&sep->manual_next_ns, cci__now_ns() + TCP_MANUAL_LOOP_NS,
+		                      memory_order_relaxed);
 }
 
 /*
@@ -287,7 +258,7 @@ int tcp_loop_manual_handle(struct tcp_ep *sep)
 static int manual_tick_wanted(struct tcp_ep *sep)
 {
 	if (sep->reqs || atomic_load(&sep->tx_busy) || atomic_load(&sep->pool_out) > 0 ||
-	    atomic_load(&sep->nfaults) || ev_async_pending(&sep->async_w))
+	    atomic_load(&sep->nfaults) || cci__engine_cmd_pending(&sep->eng))
 		return 1;
 	/* An ack still owed goes out on a tick (tcp_timers_run): the peer's
 	 * completions wait for it. */
@@ -316,76 +287,41 @@ void tcp_loop_manual_arm(struct tcp_ep *sep)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-static void *loop_main(void *arg)
-{
-	struct tcp_ep *sep = arg;
-
-	pthread_mutex_lock(&sep->loop_lock);
-	ev_run(sep->loop, 0);
-	pthread_mutex_unlock(&sep->loop_lock);
-	return NULL;
-}
-
 static void watchers_init(struct tcp_ep *sep)
 {
-	ev_async_init(&sep->async_w, async_cb);
-	sep->async_w.data = sep;
-	ev_async_start(sep->loop, &sep->async_w);
+	struct ev_loop *loop = sep->eng.loop;
+
 	ev_io_init(&sep->listen_w, tcp_listen_cb, sep->listen_fd, EV_READ);
 	sep->listen_w.data = sep;
-	ev_io_start(sep->loop, &sep->listen_w);
+	ev_io_start(loop, &sep->listen_w);
 	ev_io_init(&sep->rx_w, rx_cb, sep->rx_epfd, EV_READ);
 	sep->rx_w.data = sep;
-	ev_timer_init(&sep->tick_w, tick_cb, TCP_TICK_S, TCP_TICK_S);
-	sep->tick_w.data = sep;
-	ev_timer_start(sep->loop, &sep->tick_w);
 	if (sep->manual)
 		return;
 	/* Until the application polls, the thread does the reading. */
 	atomic_store(&sep->thread_mode, 1);
-	ev_io_start(sep->loop, &sep->rx_w);
+	ev_io_start(loop, &sep->rx_w);
 }
 
+/* With progress=manual nothing sleeps in the loop (tcp_loop_manual runs it
+ * without waiting), so the engine runs without a thread. */
 int tcp_loop_start(struct tcp_ep *sep)
 {
-	sigset_t all, old;
-	int err;
-
-	sep->loop = ev_loop_new(EVBACKEND_EPOLL | EVFLAG_NOENV | EVFLAG_NOSIGMASK);
-	if (!sep->loop) {
+	if (cci__engine_init(&sep->eng, sep, TCP_TICK_S, !sep->manual, on_cmd, on_tick) !=
+	    CCI_SUCCESS) {
 		TCP_ERR("tcp: cannot create the event loop (libev)");
 		return CCI_ENOMEM;
 	}
-	ev_set_userdata(sep->loop, sep);
-	/* The thread gives loop_lock up while it sleeps.  With progress=manual
-	 * nothing sleeps in the loop (tcp_loop_manual runs it without
-	 * waiting): loop_lock stays held for the whole run, or a second
-	 * polling thread could enter the loop while the first polls. */
-	if (!sep->manual)
-		ev_set_loop_release_cb(sep->loop, l_release, l_acquire);
 	watchers_init(sep);
-	if (sep->manual)
-		return CCI_SUCCESS;
-	/* The thread takes no signals: they belong to the application. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&sep->thread, NULL, loop_main, sep);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err) {
-		TCP_ERR("tcp: cannot start the progress thread: %s", strerror(err));
-		ev_loop_destroy(sep->loop);
-		sep->loop = NULL;
+	if (cci__engine_start(&sep->eng) != CCI_SUCCESS) {
+		TCP_ERR("tcp: cannot start the progress thread of %s", sep->ep->uri);
+		cci__engine_fini(&sep->eng);
 		return CCI_ENOMEM;
 	}
-	sep->thread_started = 1;
 	return CCI_SUCCESS;
 }
 
 void tcp_loop_stop(struct tcp_ep *sep)
 {
-	if (!sep->thread_started)
-		return;
-	tcp_loop_cmd(sep, TCP_CMD_STOP);
-	pthread_join(sep->thread, NULL);
-	sep->thread_started = 0;
+	cci__engine_stop(&sep->eng);
 }

@@ -43,7 +43,7 @@ int tcp_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 	struct tcp_op *op = tcp_op_get_app(sep), *done = NULL;
 	struct iovec iov = { (void *)msg_ptr, msg_len };
 
-	tcp_app_active(sep);
+	cci__engine_app_active(&sep->eng);
 	if (!op)
 		return CCI_ENOBUFS;
 	op->tc = tc;

@@ -519,7 +519,7 @@ int tcp_progress(cci__ep_t *ep)
 	struct tcp_ep *sep = tcp_ep_of(ep);
 	int starved;
 
-	tcp_app_active(sep);
+	cci__engine_app_active(&sep->eng);
 	if (sep->manual)
 		tcp_loop_manual(sep);
 	/* Wait for the progress thread if it holds the lock: it is reading

@@ -584,7 +584,7 @@ int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 	struct tcp_op *op = tcp_op_get_app(sep), *done = NULL;
 	int rc = CCI_SUCCESS;
 
-	tcp_app_active(sep);
+	cci__engine_app_active(&sep->eng);
 	if (!op)
 		return CCI_ENOBUFS;
 	op->kind = TCP_OP_MSG;

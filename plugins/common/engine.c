@@ -1,0 +1,142 @@
+/*
+ * engine.c - see engine.h.
+ */
+#include <signal.h>
+#include <string.h>
+
+#include "cci.h"
+#include "clock.h"
+#include "engine.h"
+
+static void l_release(struct ev_loop *loop)
+{
+	struct cci__engine *e = ev_userdata(loop);
+
+	pthread_mutex_unlock(&e->lock);
+}
+
+static void l_acquire(struct ev_loop *loop)
+{
+	struct cci__engine *e = ev_userdata(loop);
+
+	pthread_mutex_lock(&e->lock);
+}
+
+static void async_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	struct cci__engine *e = w->data;
+	unsigned cmd = atomic_exchange(&e->cmd, 0);
+
+	(void)revents;
+	if (cmd & CCI__ENGINE_STOP) {
+		ev_break(loop, EVBREAK_ALL);
+		return;
+	}
+	if (e->on_cmd)
+		e->on_cmd(e->owner, cmd);
+}
+
+static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct cci__engine *e = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (e->on_tick)
+		e->on_tick(e->owner, cci__now_ns(), atomic_exchange(&e->app_polled, 0));
+}
+
+int cci__engine_init(struct cci__engine *e, void *owner, double tick_s, int threaded,
+                     void (*on_cmd)(void *owner, unsigned cmd),
+                     void (*on_tick)(void *owner, uint64_t now, int app_polled))
+{
+	memset(e, 0, sizeof(*e));
+	e->loop = ev_loop_new(EVBACKEND_EPOLL | EVFLAG_NOENV | EVFLAG_NOSIGMASK);
+	if (!e->loop)
+		return CCI_ENOMEM;
+	pthread_mutex_init(&e->lock, NULL);
+	e->owner = owner;
+	e->threaded = threaded;
+	e->on_cmd = on_cmd;
+	e->on_tick = on_tick;
+	ev_set_userdata(e->loop, e);
+	if (threaded)
+		ev_set_loop_release_cb(e->loop, l_release, l_acquire);
+	ev_async_init(&e->async_w, async_cb);
+	e->async_w.data = e;
+	ev_async_start(e->loop, &e->async_w);
+	ev_timer_init(&e->tick_w, tick_cb, tick_s, tick_s);
+	e->tick_w.data = e;
+	ev_timer_start(e->loop, &e->tick_w);
+	return CCI_SUCCESS;
+}
+
+static void *engine_main(void *arg)
+{
+	struct cci__engine *e = arg;
+
+	pthread_mutex_lock(&e->lock);
+	ev_run(e->loop, 0);
+	pthread_mutex_unlock(&e->lock);
+	return NULL;
+}
+
+int cci__engine_start(struct cci__engine *e)
+{
+	sigset_t all, old;
+	int err;
+
+	if (!e->threaded)
+		return CCI_SUCCESS;
+	/* The thread takes no signals: they belong to the application. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&e->thread, NULL, engine_main, e);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return CCI_ENOMEM;
+	e->thread_started = 1;
+	return CCI_SUCCESS;
+}
+
+void cci__engine_stop(struct cci__engine *e)
+{
+	if (!e->thread_started)
+		return;
+	cci__engine_cmd(e, CCI__ENGINE_STOP);
+	pthread_join(e->thread, NULL);
+	e->thread_started = 0;
+}
+
+void cci__engine_fini(struct cci__engine *e)
+{
+	if (!e->loop)
+		return;
+	ev_loop_destroy(e->loop);
+	e->loop = NULL;
+	pthread_mutex_destroy(&e->lock);
+}
+
+void cci__engine_cmd(struct cci__engine *e, unsigned cmd)
+{
+	if (cmd)
+		atomic_fetch_or(&e->cmd, cmd);
+	ev_async_send(e->loop, &e->async_w);
+}
+
+int cci__engine_run_nowait(struct cci__engine *e)
+{
+	if (pthread_mutex_trylock(&e->lock) != 0)
+		return 0;
+	ev_run(e->loop, EVRUN_NOWAIT);
+	pthread_mutex_unlock(&e->lock);
+	return 1;
+}
+
+void cci__engine_tick(struct cci__engine *e, int on)
+{
+	if (on && !ev_is_active(&e->tick_w))
+		ev_timer_start(e->loop, &e->tick_w);
+	else if (!on && ev_is_active(&e->tick_w))
+		ev_timer_stop(e->loop, &e->tick_w);
+}

@@ -1,0 +1,96 @@
+/*
+ * engine.h - the progress engine of an endpoint, shared by the plugins:
+ * one libev loop per endpoint, run by a thread of its own or, when the
+ * plugin has no thread (progress = manual), by the application's progress
+ * calls through cci__engine_run_nowait().
+ *
+ * Locking.  e->lock guards the loop and every watcher on it.  The engine's
+ * thread holds it while it runs callbacks and gives it up only while it
+ * sleeps (ev_set_loop_release_cb), so callbacks run with it held.  Another
+ * thread that starts or stops a watcher takes it first (before any lock of
+ * the plugin's, which the callbacks take inside it), then wakes the loop
+ * with cci__engine_cmd(e, 0) so the change takes effect.
+ *
+ * Commands.  cci__engine_cmd() may be called from any thread without the
+ * lock: it ORs bits into e->cmd and wakes the loop, which costs a system
+ * call only when no wake-up is pending; the loop hands the bits to on_cmd.
+ *
+ * The tick.  Every tick_s seconds (while the tick runs, cci__engine_tick)
+ * on_tick gets the time and whether the application called the plugin
+ * since the previous tick (cci__engine_app_active, from its progress and
+ * send paths): the rule by which a progress thread keeps off the sockets
+ * while the application polls, and takes them when it computes.
+ *
+ * Lifetime.  The struct lives in the plugin's endpoint; init, then start,
+ * then (at ep_destroy) stop, which joins the thread, then fini.
+ */
+#ifndef CCI_COMMON_ENGINE_H
+#define CCI_COMMON_ENGINE_H
+
+#include <ev.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define CCI__ENGINE_STOP (1u << 31) /* a command bit of the engine's own */
+
+struct cci__engine {
+	struct ev_loop *loop;
+	pthread_mutex_t lock; /* the loop and its watchers, see above */
+	ev_async async_w;
+	ev_timer tick_w;
+	_Atomic unsigned cmd;
+	_Atomic int app_polled;
+	int threaded;         /* a thread of its own runs the loop */
+	int thread_started;
+	pthread_t thread;
+	void *owner;          /* the plugin's endpoint, handed to the callbacks */
+	void (*on_cmd)(void *owner, unsigned cmd);
+	void (*on_tick)(void *owner, uint64_t now, int app_polled);
+};
+
+/*
+ * Create the loop (epoll), its command watcher and its tick (running from
+ * now).  threaded: cci__engine_start() will run it in a thread; otherwise
+ * the lock stays held for each whole cci__engine_run_nowait().  Returns
+ * CCI_SUCCESS or CCI_ENOMEM.
+ */
+int cci__engine_init(struct cci__engine *e, void *owner, double tick_s, int threaded,
+                     void (*on_cmd)(void *owner, unsigned cmd),
+                     void (*on_tick)(void *owner, uint64_t now, int app_polled));
+
+/* Start the thread (a no-op unless threaded); it takes no signals.
+ * CCI_SUCCESS or CCI_ENOMEM. */
+int cci__engine_start(struct cci__engine *e);
+
+/* Stop and join the thread (if started); the loop stays, watchers too. */
+void cci__engine_stop(struct cci__engine *e);
+
+/* Destroy the loop; every watcher must be stopped or forgotten. */
+void cci__engine_fini(struct cci__engine *e);
+
+/* Queue command bits for on_cmd (0: just wake the loop); any thread. */
+void cci__engine_cmd(struct cci__engine *e, unsigned cmd);
+
+/* Run the loop once without waiting, unless another thread runs it now
+ * (then 0).  For engines without a thread. */
+int cci__engine_run_nowait(struct cci__engine *e);
+
+/* Start (on != 0) or stop the tick; e->lock held. */
+void cci__engine_tick(struct cci__engine *e, int on);
+
+/* Is a command or wake-up waiting for the loop? */
+static inline int cci__engine_cmd_pending(struct cci__engine *e)
+{
+	return ev_async_pending(&e->async_w);
+}
+
+/* The application called in (polled or sent): the next tick is told.  No
+ * store when the flag is already up, so the line stays shared. */
+static inline void cci__engine_app_active(struct cci__engine *e)
+{
+	if (!atomic_load_explicit(&e->app_polled, memory_order_relaxed))
+		atomic_store_explicit(&e->app_polled, 1, memory_order_relaxed);
+}
+
+#endif /* CCI_COMMON_ENGINE_H */
