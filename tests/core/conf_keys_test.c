@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cci.h"
+#include "unit_run.h"
 
 struct child_result {
 	int rc;             /* cci_init's return code */
@@ -301,10 +302,7 @@ static void test_ofi_defaults_and_good_section(void)
 
 int main(void)
 {
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} tests[] = {
+	static const struct unit_test tests[] = {
 		{ "a key given twice in a section is refused naming both lines",
 		  test_repeated_key_is_refused },
 		{ "sm: an unknown key names file, line, section, key and the known keys",
@@ -335,22 +333,12 @@ int main(void)
 		  test_ofi_defaults_and_good_section },
 #endif
 	};
-	CU_pSuite s;
-	int fd = mkstemp(cfg_path), failed;
+	int fd = mkstemp(cfg_path), rc;
 
 	if (fd < 0)
 		return 1;
 	close(fd);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	CU_set_fail_on_inactive(CU_FALSE);
-	s = CU_add_suite("conf-keys", NULL, NULL);
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-		CU_add_test(s, tests[i].name, tests[i].fn);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = (int)(CU_get_number_of_failures() + CU_get_number_of_tests_failed());
-	CU_cleanup_registry();
+	rc = UNIT_RUN("conf-keys", tests);
 	unlink(cfg_path);
-	return failed ? 1 : 0;
+	return rc;
 }

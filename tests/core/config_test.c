@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cci.h"
+#include "unit_run.h"
 
 struct child_result {
 	int rc;             /* cci_init's return code */
@@ -230,10 +231,7 @@ static void test_shipped_example_loads(void)
 
 int main(void)
 {
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} tests[] = {
+	static const struct unit_test tests[] = {
 		{ "without CCI_CONFIG the sm device is offered", test_no_config_offers_sm },
 		{ "an unreadable file fails init naming the path", test_unreadable_file_names_the_path },
 		{ "a syntax error names file and line", test_syntax_error_names_line },
@@ -250,22 +248,12 @@ int main(void)
 		{ "CCI_CTP keep list keeps sm", test_ctp_keep_list },
 		{ "config/cci.ini.example loads with its devices", test_shipped_example_loads },
 	};
-	CU_pSuite s;
-	int fd = mkstemp(cfg_path), failed;
+	int fd = mkstemp(cfg_path), rc;
 
 	if (fd < 0)
 		return 1;
 	close(fd);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	CU_set_fail_on_inactive(CU_FALSE);
-	s = CU_add_suite("config", NULL, NULL);
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-		CU_add_test(s, tests[i].name, tests[i].fn);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = (int)(CU_get_number_of_failures() + CU_get_number_of_tests_failed());
-	CU_cleanup_registry();
+	rc = UNIT_RUN("config", tests);
 	unlink(cfg_path);
-	return failed ? 1 : 0;
+	return rc;
 }

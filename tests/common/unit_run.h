@@ -1,5 +1,6 @@
 /*
- * unit_run.h - the one main loop of the unit suites: register a table of
+ * unit_run.h - the one main loop of the CUnit suites made of one table of
+ * tests (tests/unit, and tests/core's config suites): register a table of
  * tests as one CUnit suite, run it verbosely, and turn the outcome into
  * an exit status (0 all passed, 1 a failure, 2 CUnit could not start).
  */
