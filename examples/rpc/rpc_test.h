@@ -27,6 +27,7 @@ struct rpc_test_call {
 	size_t arg_len, res_cap;
 	int want_status;
 	rpc_call_id_t id;
+	unsigned seq;       /* the client's call number, in issue order */
 };
 
 /* Build call number i of client `client` (deterministic); slow picks the

@@ -10,8 +10,11 @@
  * Kill mode: slow calls, `window` in flight, until the server dies (the
  * launcher kills it once we say we are warmed up).  Each call must either
  * succeed with the right result or fail with RPC_EDEAD/RPC_ETIMEDOUT, no
- * success may follow the first failure, a new call must then fail at
- * once, and everything must be over within RPC_KILL_BOUND_S of the signal.
+ * call issued after one that failed may succeed (calls issued before it
+ * may: their replies can arrive before the death is seen, and calls are
+ * judged oldest first except one that fails at its start), a new call
+ * must then fail at once, and everything must be over within
+ * RPC_KILL_BOUND_S of the signal.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +35,7 @@ struct load {
 	unsigned head, count;
 	unsigned done, wrong, sync, async, rma;
 	unsigned failed;            /* kill mode: calls that saw the death */
+	unsigned first_fail_seq;    /* ... the earliest issued of them */
 	uint64_t notify_ns, first_fail_ns, deadline_ns;
 };
 
@@ -47,11 +51,14 @@ static void judge_kill(struct load *l, struct rpc_test_call *c, int status,
 	if (status == RPC_EDEAD || status == RPC_ETIMEDOUT) {
 		if (!l->failed++)
 			l->first_fail_ns = ex_now_ns();
+		if (l->failed == 1 || c->seq < l->first_fail_seq)
+			l->first_fail_seq = c->seq;
 		return;
 	}
-	if (l->failed) {
-		fprintf(stderr, "client %u: a call ended with \"%s\" after the server died\n",
-			l->o->id, rpc_strerror(status));
+	if (l->failed && c->seq > l->first_fail_seq) {
+		fprintf(stderr, "client %u: call %u ended with \"%s\" after call %u saw the "
+			"server's death\n", l->o->id, c->seq, rpc_strerror(status),
+			l->first_fail_seq);
 		l->wrong++;
 	} else if (!rpc_test_call_check(c, status, reply)) {
 		l->wrong++;
@@ -136,6 +143,7 @@ static bool run_calls(struct load *l)
 			l->wrong++;
 			return true;
 		}
+		c.seq = i;
 		if (l->o->kill_mode) {
 			maybe_notify(l);
 			if (!start_async(l, &c) && l->failed)
