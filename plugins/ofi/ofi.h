@@ -573,7 +573,7 @@ void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_hdr *h, const void *bod
 void ofi_mrc_free(struct ofi_conn *oc);
 void ofi_mrs_free(struct ofi_ep *sep);
 
-/* ofi_thread.c */
+/* ofi_loop.c */
 int ofi_thread_start(struct ofi_ep *sep);
 void ofi_thread_stop(struct ofi_ep *sep);
 void ofi_thread_wake(struct ofi_ep *sep);

@@ -1,5 +1,5 @@
 /*
- * ofi_thread.c - the endpoint's progress thread: timers (connect
+ * ofi_loop.c - the endpoint's progress thread: timers (connect
  * timeouts, keepalive, send timeouts, late credits), peer processes that
  * die, and progress while the application does not make any.
  *

@@ -302,35 +302,47 @@ void sm_path_unlisten(struct sm_ep *sep);
 int sm_uri_parse(const char *uri, char *path, size_t pathlen);
 int sm_check_base(const char *base);
 
-/* sm_conn.c */
+/* sm_wire.c */
 int sm_ctl_send(int sock, uint16_t type, const void *body, size_t len, const int *fds, int nfds);
 int sm_ctl_recv(int sock, void *buf, size_t len, int *fds, int *nfds);
-void sm_conn_break(struct sm_conn *sc, int status);
-void sm_conn_destroy(struct sm_conn *sc);
-void sm_conn_on_ctl(struct sm_conn *sc);
-void sm_req_free(struct sm_req *req);
-void sm_req_on_readable(struct sm_ep *sep, struct sm_req *req);
-void sm_req_drop(struct sm_ep *sep, struct sm_req *req);
-void sm_connect_failed(struct sm_conn *sc, int status, int listed);
 int sm_peer_pid(int sock, pid_t *pid);
+
+/* sm_conn.c */
+struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *context);
 int sm_ep_attach_peer(struct sm_conn *sc, const struct sm_ctl_hello *h, int *fds);
+void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h);
 void sm_rxset_add(struct sm_ep *sep, struct sm_conn *sc, cci_event_type_t type, void *context);
+void sm_conn_on_ctl(struct sm_conn *sc);
+void sm_conn_break(struct sm_conn *sc, int status);
+void sm_connect_failed(struct sm_conn *sc, int status, int listed);
+void sm_conn_destroy(struct sm_conn *sc);
+int sm_disconnect(cci__conn_t *conn);
+void sm_conn_timeouts_changed(cci__conn_t *conn);
+
+/* sm_hs.c */
+/* Take the connections waiting on the listening socket; loop thread,
+ * sep->lock held. */
+void sm_hs_on_listen(struct sm_ep *sep);
+void sm_req_drop(struct sm_ep *sep, struct sm_req *req);
+void sm_req_free(struct sm_req *req);
 int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
                cci_conn_attribute_t attr, void *context, const struct timeval *timeout);
 int sm_accept(cci__evt_t *evt, void *context);
 int sm_reject(cci__evt_t *evt);
-int sm_disconnect(cci__conn_t *conn);
 void sm_request_done(cci__evt_t *evt);
 
-/* sm_ctl.c */
-int sm_ctl_start(struct sm_ep *sep);
-void sm_ctl_stop(struct sm_ep *sep);
-/* Start watching sc's control socket / stop a watcher; the loop lock held.
- * Another thread than the loop's then wakes it (cci__engine_cmd). */
-void sm_ctl_watch_conn(struct sm_conn *sc);
-void sm_ctl_unwatch(struct sm_ep *sep, ev_io *w);
+/* sm_loop.c */
+int sm_loop_start(struct sm_ep *sep);
+void sm_loop_stop(struct sm_ep *sep);
 
-/* sm_msg.c */
+/* sm_ep.c */
+int sm_ep_create(cci__ep_t *ep, const char *service);
+void sm_ep_destroy(cci__ep_t *ep);
+int sm_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);
+int sm_arm(cci__ep_t *ep);
+int sm_progress(cci__ep_t *ep);
+
+/* sm_tx.c */
 int sm_pool_init(struct sm_ep *sep, uint32_t count);
 void sm_pool_fini(struct sm_ep *sep);
 int sm_pool_resize(struct sm_ep *sep, uint32_t count);
@@ -339,16 +351,22 @@ void sm_pend_put(struct sm_ep *sep, struct sm_pend *p);
 void sm_txq_push(struct sm_conn *sc, struct sm_pend *p);
 void sm_txq_flush(struct sm_conn *sc);
 void sm_txq_flush_locked(struct sm_conn *sc);
-int sm_rx_post(struct sm_ep *sep, struct sm_conn *sc, struct sm_rec *rec);
-void sm_rx_consume_release(struct sm_conn *sc, struct sm_rec *rec);
-void sm_rx_fault(struct sm_conn *sc);
 void sm_txq_fail(struct sm_conn *sc, int first_status, int notify);
+/* Flush the queues of every open connection; rx_lock held (rx_set). */
+void sm_tx_flush_all(struct sm_ep *sep);
 int sm_tx_place(struct sm_conn *sc, uint16_t type, uint32_t aux, const struct iovec *iov,
                 uint32_t iovcnt, uint32_t len);
 void sm_ring_bell(struct sm_conn *sc);
 int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
             void *context, int flags);
-int sm_progress(cci__ep_t *ep);
+
+/* sm_rx.c */
+int sm_rx_post(struct sm_ep *sep, struct sm_conn *sc, struct sm_rec *rec);
+void sm_rx_consume_release(struct sm_conn *sc, struct sm_rec *rec);
+void sm_rx_fault(struct sm_conn *sc);
+/* Drain every open connection's ring; rx_lock held.  CCI_ENOBUFS when
+ * nothing came because the application holds every buffer. */
+int sm_rx_drain_all(struct sm_ep *sep);
 int sm_rx_pending(struct sm_ep *sep);
 void sm_recv_returned(cci__evt_t *evt);
 

@@ -1,5 +1,5 @@
 /*
- * sm_ctl.c - the per-endpoint control thread: the shared progress engine
+ * sm_loop.c - the per-endpoint control thread: the shared progress engine
  * (plugins/common/engine.h) with the listening socket and every control
  * socket as watchers, and a tick that runs while there is a connection or
  * a request to time.
@@ -21,74 +21,6 @@
 #include <unistd.h>
 
 #include "sm.h"
-
-static void req_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct sm_req *req = w->data;
-	struct sm_ep *sep = req->sep;
-
-	(void)loop;
-	(void)revents;
-	pthread_mutex_lock(&sep->lock);
-	sm_req_on_readable(sep, req);
-	pthread_mutex_unlock(&sep->lock);
-}
-
-static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct sm_conn *sc = w->data;
-	struct sm_ep *sep = sc->sep;
-
-	(void)loop;
-	(void)revents;
-	pthread_mutex_lock(&sep->lock);
-	sm_conn_on_ctl(sc);
-	pthread_mutex_unlock(&sep->lock);
-}
-
-void sm_ctl_watch_conn(struct sm_conn *sc)
-{
-	ev_io_init(&sc->ctl_w, conn_cb, sc->sock, EV_READ);
-	sc->ctl_w.data = sc;
-	ev_io_start(sc->sep->eng.loop, &sc->ctl_w);
-}
-
-void sm_ctl_unwatch(struct sm_ep *sep, ev_io *w)
-{
-	ev_io_stop(sep->eng.loop, w);
-}
-
-/* Loop thread, sep->lock held. */
-static void ctl_on_listen(struct sm_ep *sep)
-{
-	struct sm_req *req;
-	int fd;
-
-	while ((fd = accept4(sep->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-		pid_t pid = 0;
-		if (sm_peer_pid(fd, &pid) != CCI_SUCCESS) {
-			SM_WARN("sm: %s: connection from another user refused", sep->sock_path);
-			close(fd);
-			continue;
-		}
-		req = calloc(1, sizeof(*req));
-		if (!req) {
-			close(fd);
-			continue;
-		}
-		req->sep = sep;
-		req->sock = fd;
-		req->peer_pid = pid;
-		req->since_ns = cci__now_ns();
-		for (int i = 0; i < SM_HELLO_FDS; i++)
-			req->fds[i] = -1;
-		req->next = sep->reqs;
-		sep->reqs = req;
-		ev_io_init(&req->w, req_cb, fd, EV_READ);
-		req->w.data = req;
-		ev_io_start(sep->eng.loop, &req->w);
-	}
-}
 
 /* Records arriving or any control message count as signs of life. */
 static void conn_keepalive(struct sm_conn *sc, uint64_t now)
@@ -160,7 +92,7 @@ static void listen_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&sep->lock);
-	ctl_on_listen(sep);
+	sm_hs_on_listen(sep);
 	pthread_mutex_unlock(&sep->lock);
 }
 
@@ -188,7 +120,7 @@ static void tick_arm_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	cci__engine_tick(&sep->eng, want);
 }
 
-int sm_ctl_start(struct sm_ep *sep)
+int sm_loop_start(struct sm_ep *sep)
 {
 	if (cci__engine_init(&sep->eng, sep, SM_TICK_S, 1, NULL, on_tick) != CCI_SUCCESS) {
 		SM_ERR("sm: cannot set up the control thread of %s: out of memory", sep->sock_path);
@@ -208,7 +140,7 @@ int sm_ctl_start(struct sm_ep *sep)
 	return CCI_SUCCESS;
 }
 
-void sm_ctl_stop(struct sm_ep *sep)
+void sm_loop_stop(struct sm_ep *sep)
 {
 	cci__engine_stop(&sep->eng);
 	cci__engine_fini(&sep->eng);

@@ -345,7 +345,7 @@ static int ack_place(struct sm_conn *sc, uint32_t op_id, int status)
 	return sm_tx_place(sc, SM_REC_RMA_ACK, op_id, &iov, 1, sizeof(st));
 }
 
-/* Copy-RMA steps at the head of the queue (sm_msg.c's pend_place). */
+/* Copy-RMA steps at the head of the queue (sm_tx.c's pend_place). */
 int sm_rma_place(struct sm_conn *sc, struct sm_pend *p)
 {
 	struct iovec iov = { p->buf, p->len };

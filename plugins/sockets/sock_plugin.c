@@ -1,14 +1,10 @@
 /*
- * sock_plugin.c - the sockets plugin: its ops table, devices, and tcp
- * endpoint creation and destruction.
+ * sock_plugin.c - the sockets plugin: its ops table, its devices and the
+ * ini keys of a tcp section.
  */
-#include <arpa/inet.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <unistd.h>
 
 #include "spin.h"
 #include "tcp.h"
@@ -116,187 +112,6 @@ static void sock_dev_free(cci__dev_t *dev)
 	dev->priv = NULL;
 }
 
-/* ---- endpoints ---------------------------------------------------------- */
-
-static int listen_open(struct tcp_ep *sep, uint16_t port)
-{
-	struct sockaddr_storage ss = sep->dev->addr;
-	socklen_t sl = sep->dev->addrlen;
-	int one = 1, fd;
-
-	((struct sockaddr_in *)&ss)->sin_port = htons(port); /* same place in sin6 */
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return cci__errno_status(errno);
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (sep->dev->bufsize) {
-		int sz = (int)sep->dev->bufsize;
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-	}
-	if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, SOMAXCONN) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
-		int rc = cci__errno_status(errno);
-		TCP_LOG(CCI_LOG_EP, "tcp: cannot listen on %s port %u: %s", sep->dev->host, port,
-		        strerror(errno));
-		close(fd);
-		return rc;
-	}
-	sep->listen_fd = fd;
-	sep->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-	return CCI_SUCCESS;
-}
-
-static void ep_fields_init(struct tcp_ep *sep, cci__ep_t *ep)
-{
-	memset(sep, 0, sizeof(*sep));
-	sep->ep = ep;
-	sep->dev = ep->dev->priv;
-	sep->mss = sep->dev->mss;
-	sep->manual = sep->dev->manual_progress;
-	sep->listen_fd = sep->rx_epfd = sep->manual_tfd = -1;
-	pthread_mutex_init(&sep->lock, NULL);
-	atomic_store(&sep->now_ns, cci__now_ns());
-	ep->recv_buf_count = TCP_RECV_COUNT_DEFAULT;
-	atomic_store(&sep->rb_limit, TCP_RECV_COUNT_DEFAULT);
-	ep->send_buf_count = TCP_SEND_COUNT_DEFAULT;
-	atomic_store(&sep->pool_limit, TCP_SEND_COUNT_DEFAULT);
-	memset(&ep->rma_align, 0, sizeof(ep->rma_align));
-}
-
-/* Free what ep_create built; no thread runs on the endpoint. */
-static void ep_release(struct tcp_ep *sep)
-{
-	cci__engine_fini(&sep->eng);
-	if (sep->listen_fd >= 0)
-		close(sep->listen_fd);
-	if (sep->rx_epfd >= 0)
-		close(sep->rx_epfd);
-	if (sep->manual_tfd >= 0)
-		close(sep->manual_tfd);
-	tcp_ops_free(sep);
-	tcp_rb_fini(sep);
-	free(sep->open);
-	pthread_mutex_destroy(&sep->lock);
-}
-
-/* The readable-connection set joins the OS handle: it turns readable as
- * soon as a socket has bytes for cci_get_event. */
-static int rx_set_open(struct tcp_ep *sep)
-{
-	struct epoll_event ev = { .events = EPOLLIN };
-
-	sep->rx_epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (sep->rx_epfd < 0)
-		return cci__errno_status(errno);
-	if (sep->ep->os_epfd >= 0 &&
-	    epoll_ctl(sep->ep->os_epfd, EPOLL_CTL_ADD, sep->rx_epfd, &ev) != 0)
-		return cci__errno_status(errno);
-	return CCI_SUCCESS;
-}
-
-static int sock_ep_create(cci__ep_t *ep, const char *service)
-{
-	struct tcp_ep *sep = tcp_ep_of(ep);
-	uint16_t port;
-	int rc;
-
-	ep_fields_init(sep, ep);
-	port = sep->dev->port;
-	if (service && sock_parse_port(service, &port) != CCI_SUCCESS) {
-		rc = CCI_EINVAL;
-	} else {
-		rc = cci__random64(&sep->id);
-	}
-	if (rc == CCI_SUCCESS)
-		rc = tcp_ops_prealloc(sep, TCP_OPS_PREALLOC);
-	if (rc == CCI_SUCCESS)
-		rc = listen_open(sep, port);
-	if (rc == CCI_SUCCESS)
-		rc = rx_set_open(sep);
-	if (rc == CCI_SUCCESS && !(ep->uri = sock_uri_make("tcp", sep->dev, sep->port)))
-		rc = CCI_ENOMEM;
-	if (rc == CCI_SUCCESS)
-		rc = tcp_loop_start(sep);
-	if (rc == CCI_SUCCESS && sep->manual && ep->os_epfd >= 0)
-		rc = tcp_loop_manual_handle(sep);
-	if (rc != CCI_SUCCESS) {
-		free(ep->uri);
-		ep->uri = NULL;
-		ep_release(sep);
-		return rc;
-	}
-	TCP_LOG(CCI_LOG_EP, "tcp: endpoint %s (mss %u)", ep->uri, sep->mss);
-	return CCI_SUCCESS;
-}
-
-static void sock_ep_destroy(cci__ep_t *ep)
-{
-	struct tcp_ep *sep = tcp_ep_of(ep);
-
-	tcp_loop_stop(sep);
-	TCP_LOG(CCI_LOG_EP, "tcp: endpoint %s closing: %u receive buffers, %u ops in use",
-	        ep->uri, sep->rb_count, atomic_load(&sep->pool_out));
-	/* No other thread runs on this endpoint any more (API contract). */
-	while (sep->conns) {
-		struct tcp_conn *tc = sep->conns;
-		cci__conn_t *conn = tc->conn;
-		tcp_conn_destroy(tc);
-		/* Drop the plugin's reference; lent events keep theirs. */
-		tcp_core->conn_release(conn);
-	}
-	while (sep->reqs) {
-		struct tcp_req *req = sep->reqs;
-		sep->reqs = req->next;
-		tcp_req_free(req);
-	}
-	while (sep->posted) {
-		struct tcp_req *req = sep->posted;
-		sep->posted = req->next;
-		tcp_req_free(req);
-	}
-	ep_release(sep);
-}
-
-static int sock_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
-{
-	struct tcp_ep *sep = tcp_ep_of(ep);
-
-	if (value == 0 || value > TCP_BUF_COUNT_MAX)
-		return CCI_ERANGE;
-	if (name == CCI_OPT_ENDPT_RECV_BUF_COUNT) {
-		atomic_store(&sep->rb_limit, value);
-		if (atomic_load(&sep->rx_starved))
-			tcp_loop_cmd(sep, TCP_CMD_RX);
-	} else {
-		cci__spin_lock(&sep->pool_lock);
-		atomic_store(&sep->pool_limit, value);
-		cci__spin_unlock(&sep->pool_lock);
-	}
-	return CCI_SUCCESS;
-}
-
-/* About to sleep on the OS handle: socket bytes wake it by themselves
- * (the readable set is in it); queued bytes need the thread, or with
- * progress=manual the handle's timerfd (tcp_loop_manual_arm).  Acks read
- * but not applied yet (tcp_rx_conn leaves them to the next pass) and a
- * receive buffer returned while starved are work for cci_get_event now. */
-static int sock_arm(cci__ep_t *ep)
-{
-	struct tcp_ep *sep = tcp_ep_of(ep);
-	int pending;
-
-	if (sep->manual)
-		tcp_loop_manual_arm(sep);
-	else if (atomic_load(&sep->tx_busy) && !atomic_load(&sep->thread_mode))
-		tcp_loop_cmd(sep, TCP_CMD_WAKE);
-	pthread_mutex_lock(&sep->lock);
-	pending = sep->acks_pending ||
-	          (atomic_load(&sep->rx_starved) && tcp_rb_available(sep));
-	pthread_mutex_unlock(&sep->lock);
-	return pending ? CCI_EAGAIN : CCI_SUCCESS;
-}
-
 static const char *const sock_transports[] = { "tcp", NULL };
 
 __attribute__((visibility("default"))) const struct cci_plugin cci_ctp_sockets_plugin = {
@@ -311,11 +126,11 @@ __attribute__((visibility("default"))) const struct cci_plugin cci_ctp_sockets_p
 	.discover = sock_discover_devs,
 	.dev_configure = sock_dev_configure_one,
 	.dev_free = sock_dev_free,
-	.ep_create = sock_ep_create,
-	.ep_destroy = sock_ep_destroy,
+	.ep_create = tcp_ep_create,
+	.ep_destroy = tcp_ep_destroy,
 	.progress = tcp_progress,
-	.arm = sock_arm,
-	.ep_set_buf_count = sock_ep_set_buf_count,
+	.arm = tcp_arm,
+	.ep_set_buf_count = tcp_ep_set_buf_count,
 	.conn_timeouts_changed = tcp_conn_timeouts_changed,
 	.connect = tcp_connect,
 	.accept = tcp_accept,

@@ -330,6 +330,12 @@ static inline uint64_t tcp_ack_take(struct tcp_conn *tc)
 	return ack;
 }
 
+/* tcp_ep.c */
+int tcp_ep_create(cci__ep_t *ep, const char *service);
+void tcp_ep_destroy(cci__ep_t *ep);
+int tcp_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);
+int tcp_arm(cci__ep_t *ep);
+
 /* tcp_loop.c */
 int tcp_loop_start(struct tcp_ep *sep);
 void tcp_loop_stop(struct tcp_ep *sep);

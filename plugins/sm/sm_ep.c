@@ -1,0 +1,210 @@
+/*
+ * sm_ep.c - an endpoint: its doorbell and endpoint page, its listening
+ * socket and control thread, progress and arming of the OS handle.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "sm.h"
+
+/* The endpoint page: RW here, sealed so that peers can only map it read-only. */
+static int page_create(struct sm_ep *sep)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t len = (sizeof(struct sm_ep_page) + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
+	void *p;
+
+	sep->page_fd = memfd_create("cci-sm-ep", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (sep->page_fd < 0 || ftruncate(sep->page_fd, (off_t)len) != 0)
+		goto err_errno;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, sep->page_fd, 0);
+	if (p == MAP_FAILED)
+		goto err_errno;
+	sep->page = p;
+	sep->page_len = len;
+	sep->page->magic = SM_PAGE_MAGIC;
+	sep->page->version = SM_PAGE_VERSION;
+	sep->page->pid = (uint32_t)getpid();
+	sep->page->nslots = SM_REG_SLOTS;
+	if (fcntl(sep->page_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE |
+	          F_SEAL_SEAL) != 0)
+		goto err_errno;
+	return CCI_SUCCESS;
+
+err_errno:
+	SM_ERR("sm: cannot create the endpoint page (memfd): %s", strerror(errno));
+	return cci__errno_status(errno);
+}
+
+static int bell_create(struct sm_ep *sep)
+{
+	cci__ep_t *ep = sep->ep;
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	sep->bell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (sep->bell_fd < 0)
+		goto err_errno;
+	if (ep->os_epfd >= 0 && epoll_ctl(ep->os_epfd, EPOLL_CTL_ADD, sep->bell_fd, &ev) != 0)
+		goto err_errno;
+	return CCI_SUCCESS;
+
+err_errno:
+	SM_ERR("sm: cannot create the endpoint doorbell: %s", strerror(errno));
+	return cci__errno_status(errno);
+}
+
+static void ep_init_fields(struct sm_ep *sep, cci__ep_t *ep)
+{
+	const struct sm_dev *d = ep->dev->priv;
+
+	memset(sep, 0, sizeof(*sep));
+	sep->ep = ep;
+	sep->dev = d;
+	sep->mss = d->mss;
+	sep->rma_copy = d->rma_copy;
+	sep->listen_fd = -1;
+	sep->bell_fd = sep->page_fd = -1;
+	pthread_mutex_init(&sep->lock, NULL);
+	pthread_mutex_init(&sep->reg_lock, NULL);
+	pthread_mutex_init(&sep->pool_lock, NULL);
+	ep->recv_buf_count = SM_BUF_COUNT_DEFAULT;
+	ep->send_buf_count = SM_BUF_COUNT_DEFAULT;
+	memset(&ep->rma_align, 0, sizeof(ep->rma_align));
+}
+
+/* Free what ep_create built; the control thread is stopped. */
+static void ep_release(struct sm_ep *sep)
+{
+	sm_path_unlisten(sep);
+	if (sep->bell_fd >= 0)
+		close(sep->bell_fd);
+	if (sep->page)
+		munmap(sep->page, sep->page_len);
+	if (sep->page_fd >= 0)
+		close(sep->page_fd);
+	sm_pool_fini(sep);
+	free(sep->rx_set);
+	pthread_mutex_destroy(&sep->lock);
+	pthread_mutex_destroy(&sep->reg_lock);
+	pthread_mutex_destroy(&sep->pool_lock);
+}
+
+int sm_ep_create(cci__ep_t *ep, const char *service)
+{
+	struct sm_ep *sep = sm_ep_of(ep);
+	size_t ulen;
+	int rc;
+
+	ep_init_fields(sep, ep);
+	rc = sm_path_listen(sep, service);
+	if (rc == CCI_SUCCESS)
+		rc = page_create(sep);
+	if (rc == CCI_SUCCESS)
+		rc = bell_create(sep);
+	if (rc == CCI_SUCCESS)
+		rc = sm_pool_init(sep, ep->send_buf_count);
+	if (rc != CCI_SUCCESS)
+		goto err_release;
+	ulen = strlen(sep->sock_path) + 6;
+	ep->uri = malloc(ulen);
+	if (!ep->uri) {
+		rc = CCI_ENOMEM;
+		goto err_release;
+	}
+	snprintf(ep->uri, ulen, "sm://%s", sep->sock_path);
+	rc = sm_loop_start(sep);
+	if (rc != CCI_SUCCESS)
+		goto err_free_uri;
+	SM_LOG(CCI_LOG_EP, "sm: endpoint %s (mss %u, rma %s)", ep->uri, sep->mss,
+	       sep->rma_copy ? "copy" : "cma");
+	return CCI_SUCCESS;
+
+err_free_uri:
+	free(ep->uri);
+	ep->uri = NULL;
+err_release:
+	ep_release(sep);
+	return rc;
+}
+
+void sm_ep_destroy(cci__ep_t *ep)
+{
+	struct sm_ep *sep = sm_ep_of(ep);
+
+	sm_loop_stop(sep);
+	/* No other thread runs on this endpoint any more (API contract). */
+	while (sep->conns) {
+		struct sm_conn *sc = sep->conns;
+		sep->conns = sc->next;
+		sm_conn_destroy(sc);
+	}
+	while (sep->zombies) {
+		struct sm_conn *sc = sep->zombies;
+		sep->zombies = sc->next;
+		sm_conn_destroy(sc);
+	}
+	while (sep->reqs) {
+		struct sm_req *req = sep->reqs;
+		sep->reqs = req->next;
+		sm_req_free(req);
+	}
+	ep_release(sep);
+}
+
+int sm_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
+{
+	struct sm_ep *sep = sm_ep_of(ep);
+
+	if (value == 0 || value > SM_BUF_COUNT_MAX)
+		return CCI_ERANGE;
+	if (name == CCI_OPT_ENDPT_RECV_BUF_COUNT)
+		return sm_ring_size_for(value, sep->mss) ? CCI_SUCCESS : CCI_ERANGE;
+	return sm_pool_resize(sep, value);
+}
+
+/*
+ * Arm: drain the doorbell, raise the flag peers look at after publishing,
+ * then look again so that a record published before the flag was visible
+ * is not slept through.
+ */
+int sm_arm(cci__ep_t *ep)
+{
+	struct sm_ep *sep = sm_ep_of(ep);
+	uint64_t v;
+
+	if (read(sep->bell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		SM_LOG(CCI_LOG_EP, "sm: doorbell read: %s", strerror(errno));
+	atomic_store_explicit(&sep->page->armed, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	return sm_rx_pending(sep) ? CCI_EAGAIN : CCI_SUCCESS;
+}
+
+int sm_progress(cci__ep_t *ep)
+{
+	struct sm_ep *sep = sm_ep_of(ep);
+	int rc;
+
+	/* The application is awake: peers need not ring any more, and a ring
+	 * that came is drained now, so the OS handle is readable only while
+	 * there is work.  Only endpoints that armed (waited on their OS
+	 * handle) pay this system call; polling ones never arm. */
+	if (atomic_load_explicit(&sep->page->armed, memory_order_relaxed)) {
+		uint64_t v;
+		atomic_store_explicit(&sep->page->armed, 0, memory_order_relaxed);
+		if (read(sep->bell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			SM_LOG(CCI_LOG_EP, "sm: doorbell read: %s", strerror(errno));
+	}
+	if (!cci__spin_trylock(&sep->rx_lock))
+		return CCI_SUCCESS; /* another thread is receiving for us */
+	rc = sm_rx_drain_all(sep);
+	if (atomic_load_explicit(&sep->txq_busy, memory_order_relaxed))
+		sm_tx_flush_all(sep);
+	cci__spin_unlock(&sep->rx_lock);
+	return rc;
+}

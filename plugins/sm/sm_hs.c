@@ -1,0 +1,369 @@
+/*
+ * sm_hs.c - the handshake.  A client connects to the server endpoint's
+ * listening socket and sends REQ with its hello (mss, ring size, payload)
+ * and three descriptors: its receive ring, its doorbell and its endpoint
+ * page.  The server posts the request; cci_accept maps the client's
+ * segments and answers ACCEPT with its own three, cci_reject answers
+ * REJECT.  The socket then stays as the connection's control socket.
+ *
+ * Each side creates the ring it receives on (sized by its own
+ * recv_buf_count and mss) and hands its memfd to the peer, which maps it
+ * to produce into.  Splitting the rings this way lets each receiver size
+ * its own buffer, which a single segment created by the client could not.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sm.h"
+
+#define HELLO_HEAD offsetof(struct sm_ctl_hello, data)
+
+static int hello_valid(const struct sm_ctl_hello *h, int n, uint16_t type)
+{
+	return n >= (int)HELLO_HEAD && h->hdr.magic == SM_CTL_MAGIC &&
+	       h->hdr.version == SM_CTL_VERSION && h->hdr.type == type &&
+	       h->data_len <= CCI_CONN_REQ_LEN && n == (int)(HELLO_HEAD + h->data_len) &&
+	       h->mss >= SM_MSS_MIN && h->mss <= SM_MSS_MAX;
+}
+
+/* Client side: the server's answer.  sep->lock held. */
+static void client_on_answer(struct sm_conn *sc, const struct sm_ctl_hello *h, int n,
+                             int *fds, int nfds)
+{
+	int ok = n >= (int)sizeof(h->hdr) && h->hdr.magic == SM_CTL_MAGIC;
+
+	if (ok && h->hdr.type == SM_CTL_REJECT) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
+		return;
+	}
+	if (!hello_valid(h, n, SM_CTL_ACCEPT) || nfds != SM_HELLO_FDS ||
+	    sm_ep_attach_peer(sc, h, fds) != CCI_SUCCESS) {
+		SM_WARN("sm: malformed answer from the server (pid %d); connection refused",
+		        (int)sc->peer_pid);
+		if (nfds != SM_HELLO_FDS)
+			for (int i = 0; i < nfds; i++)
+				close(fds[i]);
+		sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
+		return;
+	}
+	sm_conn_open(sc, h);
+	sm_rxset_add(sc->sep, sc, CCI_EVENT_CONNECT, sc->conn->pub.context);
+}
+
+/* Client side: the server answered, or hung up.  sep->lock held. */
+static void client_on_readable(struct sm_conn *sc)
+{
+	struct sm_ctl_hello h;
+	int fds[SM_HELLO_FDS], nfds;
+	int n = sm_ctl_recv(sc->sock, &h, sizeof(h), fds, &nfds);
+
+	if (n == -1)
+		return;
+	if (n <= 0)
+		sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
+	else
+		client_on_answer(sc, &h, n, fds, nfds);
+}
+
+static void req_on_readable(struct sm_ep *sep, struct sm_req *req);
+
+static void req_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct sm_req *req = w->data;
+	struct sm_ep *sep = req->sep;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&sep->lock);
+	req_on_readable(sep, req);
+	pthread_mutex_unlock(&sep->lock);
+}
+
+static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct sm_conn *sc = w->data;
+	struct sm_ep *sep = sc->sep;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&sep->lock);
+	if (sc->state == SM_CONN_CONNECTING)
+		client_on_readable(sc);
+	else
+		sm_conn_on_ctl(sc);
+	pthread_mutex_unlock(&sep->lock);
+}
+
+/* Watch sc's control socket; the loop lock held.  Another thread than the
+ * loop's then wakes it (cci__engine_cmd). */
+static void conn_watch(struct sm_conn *sc)
+{
+	ev_io_init(&sc->ctl_w, conn_cb, sc->sock, EV_READ);
+	sc->ctl_w.data = sc;
+	ev_io_start(sc->sep->eng.loop, &sc->ctl_w);
+}
+
+void sm_hs_on_listen(struct sm_ep *sep)
+{
+	struct sm_req *req;
+	int fd;
+
+	while ((fd = accept4(sep->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		pid_t pid = 0;
+		if (sm_peer_pid(fd, &pid) != CCI_SUCCESS) {
+			SM_WARN("sm: %s: connection from another user refused", sep->sock_path);
+			close(fd);
+			continue;
+		}
+		req = calloc(1, sizeof(*req));
+		if (!req) {
+			close(fd);
+			continue;
+		}
+		req->sep = sep;
+		req->sock = fd;
+		req->peer_pid = pid;
+		req->since_ns = cci__now_ns();
+		for (int i = 0; i < SM_HELLO_FDS; i++)
+			req->fds[i] = -1;
+		req->next = sep->reqs;
+		sep->reqs = req;
+		ev_io_init(&req->w, req_cb, fd, EV_READ);
+		req->w.data = req;
+		ev_io_start(sep->eng.loop, &req->w);
+	}
+}
+
+int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
+               cci_conn_attribute_t attr, void *context, const struct timeval *timeout)
+{
+	struct sm_ep *sep = sm_ep_of(ep);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sm_ctl_hello h = { .attr = (uint32_t)attr, .data_len = data_len };
+	int fds[SM_HELLO_FDS];
+	struct sm_conn *sc;
+	int rc;
+
+	if (sm_uri_parse(uri, sa.sun_path, sizeof(sa.sun_path)) != CCI_SUCCESS) {
+		SM_LOG(CCI_LOG_CONN, "sm: cannot parse URI \"%s\" (want sm://<dir>/<pid>/<id>)", uri);
+		return CCI_EINVAL;
+	}
+	if (attr > CCI_CONN_ATTR_UU)
+		return CCI_EINVAL; /* no multicast between processes */
+	sc = sm_conn_new(sep, attr, context);
+	if (!sc)
+		return CCI_ENOMEM;
+	sc->is_client = 1;
+	sc->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (sc->sock < 0 || connect(sc->sock, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		SM_LOG(CCI_LOG_CONN, "sm: nobody listens at %s: %s", sa.sun_path, strerror(errno));
+		sm_connect_failed(sc, CCI_ECONNREFUSED, 0);
+		return CCI_SUCCESS;
+	}
+	if (sm_peer_pid(sc->sock, &sc->peer_pid) != CCI_SUCCESS) {
+		SM_WARN("sm: %s is served by another user; connection refused", sa.sun_path);
+		sm_connect_failed(sc, CCI_ECONNREFUSED, 0);
+		return CCI_SUCCESS;
+	}
+	h.mss = sep->mss;
+	h.pid = (uint32_t)getpid();
+	h.ring_size = sc->rx.size;
+	if (data_len)
+		memcpy(h.data, data, data_len);
+	fds[0] = sc->rx_fd;
+	fds[1] = sep->bell_fd;
+	fds[2] = sep->page_fd;
+	rc = sm_ctl_send(sc->sock, SM_CTL_REQ, &h, HELLO_HEAD + data_len, fds, SM_HELLO_FDS);
+	if (rc != CCI_SUCCESS) {
+		SM_LOG(CCI_LOG_CONN, "sm: cannot send the request to %s: %s", sa.sun_path,
+		       strerror(errno));
+		sm_connect_failed(sc, CCI_ECONNREFUSED, 0);
+		return CCI_SUCCESS;
+	}
+	pthread_mutex_lock(&sep->eng.lock);
+	pthread_mutex_lock(&sep->lock);
+	if (timeout)
+		cci__ct_connecting(&sc->timers, timeout, cci__now_ns());
+	sc->next = sep->conns;
+	sep->conns = sc;
+	conn_watch(sc);
+	pthread_mutex_unlock(&sep->lock);
+	pthread_mutex_unlock(&sep->eng.lock);
+	cci__engine_cmd(&sep->eng, 0); /* the loop sees the watcher and runs the tick */
+	return CCI_SUCCESS;
+}
+
+/* Server side, the loop lock and sep->lock held: build the connection and
+ * answer ACCEPT. */
+static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
+{
+	struct sm_ctl_hello h = { .mss = sep->mss, .pid = (uint32_t)getpid() };
+	int fds[SM_HELLO_FDS];
+	struct sm_conn *sc = sm_conn_new(sep, (cci_conn_attribute_t)req->hello.attr, context);
+	int rc;
+
+	if (!sc)
+		return CCI_ENOMEM;
+	sc->peer_pid = req->peer_pid;
+	rc = sm_ep_attach_peer(sc, &req->hello, req->fds);
+	for (int i = 0; i < SM_HELLO_FDS; i++)
+		req->fds[i] = -1; /* consumed by sm_ep_attach_peer */
+	if (rc != CCI_SUCCESS) {
+		SM_WARN("sm: cannot map the segments of pid %d; request refused", (int)req->peer_pid);
+		sm_conn_destroy(sc);
+		return rc;
+	}
+	h.ring_size = sc->rx.size;
+	fds[0] = sc->rx_fd;
+	fds[1] = sep->bell_fd;
+	fds[2] = sep->page_fd;
+	rc = sm_ctl_send(req->sock, SM_CTL_ACCEPT, &h, HELLO_HEAD, fds, SM_HELLO_FDS);
+	if (rc != CCI_SUCCESS) {
+		SM_LOG(CCI_LOG_CONN, "sm: client pid %d left before the answer", (int)req->peer_pid);
+		sm_core->post_accept(sep->ep, context, CCI_ERR_DISCONNECTED, NULL);
+		sm_conn_destroy(sc);
+		return CCI_SUCCESS;
+	}
+	sc->sock = req->sock; /* the connection owns the socket now */
+	req->sock = -1;
+	sm_conn_open(sc, &req->hello);
+	sc->next = sep->conns;
+	sep->conns = sc;
+	conn_watch(sc);
+	sm_rxset_add(sep, sc, CCI_EVENT_ACCEPT, context);
+	return CCI_SUCCESS;
+}
+
+/* Forget a request that never became an event; loop thread, sep->lock held. */
+void sm_req_drop(struct sm_ep *sep, struct sm_req *req)
+{
+	for (struct sm_req **pp = &sep->reqs; *pp; pp = &(*pp)->next) {
+		if (*pp == req) {
+			*pp = req->next;
+			break;
+		}
+	}
+	ev_io_stop(sep->eng.loop, &req->w);
+	sm_req_free(req);
+}
+
+static const char *req_check(const struct sm_req *req, int n, int nfds)
+{
+	if (n <= 0)
+		return "the socket closed before a request";
+	if (!hello_valid(&req->hello, n, SM_CTL_REQ))
+		return "malformed request (magic, version or length)";
+	if (req->hello.attr > CCI_CONN_ATTR_UU)
+		return "unsupported connection attribute";
+	if (nfds != SM_HELLO_FDS)
+		return "shared-memory descriptors missing";
+	return NULL;
+}
+
+/* A connection request arrived (or the socket failed); sep->lock held. */
+static void req_on_readable(struct sm_ep *sep, struct sm_req *req)
+{
+	int nfds, n = sm_ctl_recv(req->sock, &req->hello, sizeof(req->hello), req->fds, &nfds);
+	const char *why;
+
+	if (n == -1)
+		return;
+	why = req_check(req, n, nfds);
+	if (why) {
+		SM_WARN("sm: %s: request from pid %d dropped: %s", sep->sock_path,
+		        (int)req->peer_pid, why);
+		sm_req_drop(sep, req);
+		return;
+	}
+	/* The request is the event's now; the socket waits for the answer
+	 * (sep->lock, held, keeps cci_accept off it until it is posted). */
+	ev_io_stop(sep->eng.loop, &req->w);
+	req->state = SM_REQ_POSTED;
+	if (sm_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.attr, req->hello.data,
+	                          req->hello.data_len, req) != CCI_SUCCESS) {
+		sm_req_drop(sep, req);
+	}
+}
+
+/* Answer REJECT and close; sep->lock held. */
+static void req_refuse(struct sm_req *req)
+{
+	if (req->sock >= 0) {
+		sm_ctl_send(req->sock, SM_CTL_REJECT, NULL, 0, NULL, 0);
+		close(req->sock);
+		req->sock = -1;
+	}
+	req->state = SM_REQ_DONE;
+}
+
+int sm_accept(cci__evt_t *evt, void *context)
+{
+	struct sm_req *req = evt->req_state;
+	struct sm_ep *sep = sm_ep_of(evt->ep);
+	int rc = CCI_EINVAL;
+
+	pthread_mutex_lock(&sep->eng.lock);
+	pthread_mutex_lock(&sep->lock);
+	if (req->state == SM_REQ_POSTED) {
+		rc = accept_locked(sep, req, context);
+		if (rc != CCI_SUCCESS)
+			req_refuse(req);
+		req->state = SM_REQ_DONE;
+	}
+	pthread_mutex_unlock(&sep->lock);
+	pthread_mutex_unlock(&sep->eng.lock);
+	cci__engine_cmd(&sep->eng, 0); /* the loop sees the new watcher */
+	return rc;
+}
+
+int sm_reject(cci__evt_t *evt)
+{
+	struct sm_req *req = evt->req_state;
+	struct sm_ep *sep = sm_ep_of(evt->ep);
+	int rc = CCI_EINVAL;
+
+	pthread_mutex_lock(&sep->lock);
+	if (req->state == SM_REQ_POSTED) {
+		req_refuse(req);
+		rc = CCI_SUCCESS;
+	}
+	pthread_mutex_unlock(&sep->lock);
+	return rc;
+}
+
+void sm_req_free(struct sm_req *req)
+{
+	if (req->sock >= 0)
+		close(req->sock);
+	for (int i = 0; i < SM_HELLO_FDS; i++)
+		if (req->fds[i] >= 0)
+			close(req->fds[i]);
+	free(req);
+}
+
+/* The CONNECT_REQUEST event came back, answered: forget the request. */
+void sm_request_done(cci__evt_t *evt)
+{
+	struct sm_req *req = evt->req_state;
+	struct sm_ep *sep = sm_ep_of(evt->ep);
+
+	pthread_mutex_lock(&sep->lock);
+	for (struct sm_req **pp = &sep->reqs; *pp; pp = &(*pp)->next) {
+		if (*pp == req) {
+			*pp = req->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sep->lock);
+	sm_req_free(req);
+}

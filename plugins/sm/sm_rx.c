@@ -1,0 +1,155 @@
+/*
+ * sm_rx.c - the receive side: progress() (sm_ep.c) drains the rings of
+ * the open connections here, a RECV is posted per message record (RMA
+ * records go to sm_rma.c), and each record is taken back when its event
+ * is returned.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sm.h"
+
+#define SM_RX_BATCH 64 /* records taken from one ring per progress call */
+
+/* The ring holds garbage: stop reading it and let the control thread
+ * break the connection.  rx_lock held. */
+void sm_rx_fault(struct sm_conn *sc)
+{
+	SM_WARN("sm: malformed record from pid %d; connection closed", (int)sc->peer_pid);
+	sc->rx_dead = 1;
+	atomic_store(&sc->fault, CCI_ERR_DISCONNECTED);
+	cci__engine_cmd(&sc->sep->eng, 0);
+}
+
+int sm_rx_post(struct sm_ep *sep, struct sm_conn *sc, struct sm_rec *rec)
+{
+	uint32_t len = rec->len;
+
+	if (len > sep->mss) {
+		sm_rx_fault(sc);
+		return 0;
+	}
+	/* Posted before it is consumed, so that without an event it stays
+	 * in the ring for the next pass; rx_lock keeps its return (which
+	 * releases it) waiting until it is consumed and counted. */
+	if (sm_core->post_recv(sc->conn, sm_rec_payload(rec), len, rec) != CCI_SUCCESS)
+		return 0;
+	sm_ring_consume(&sc->rx, rec);
+	sc->lent++;
+	return 1;
+}
+
+/* Take what the peer published; rx_lock held.  Returns records handled. */
+static int rx_drain(struct sm_ep *sep, struct sm_conn *sc)
+{
+	int n;
+
+	for (n = 0; n < SM_RX_BATCH; n++) {
+		int bad = 0;
+		struct sm_rec *rec = sm_ring_peek(&sc->rx, &bad);
+		if (!rec) {
+			if (bad)
+				sm_rx_fault(sc);
+			break;
+		}
+		if (!(rec->type == SM_REC_MSG ? sm_rx_post(sep, sc, rec) : sm_rma_on_record(sc, rec)))
+			break;
+	}
+	return n;
+}
+
+/* After a drain that found nothing more: the peer waits for space
+ * (prod_waiting) that only returning events of this ring can give. */
+static int rx_starved(const struct sm_conn *sc)
+{
+	return sc->lent > 0 && sm_ring_blocked(&sc->rx, sc->sep->mss) &&
+	       atomic_load_explicit(&sc->rx.ctl->prod_waiting, memory_order_relaxed);
+}
+
+int sm_rx_drain_all(struct sm_ep *sep)
+{
+	int got = 0, starved = 0;
+
+	for (uint32_t i = 0; i < sep->rx_n; i++) {
+		struct sm_conn *sc = sep->rx_set[i];
+		if (sc->rx_dead)
+			continue;
+		got += rx_drain(sep, sc);
+		starved |= rx_starved(sc);
+	}
+	return (got == 0 && starved) ? CCI_ENOBUFS : CCI_SUCCESS;
+}
+
+/* Is a record waiting in any ring?  For arm(). */
+int sm_rx_pending(struct sm_ep *sep)
+{
+	int pending = 0;
+
+	cci__spin_lock(&sep->rx_lock);
+	for (uint32_t i = 0; i < sep->rx_n && !pending; i++) {
+		int bad = 0;
+		struct sm_conn *sc = sep->rx_set[i];
+		pending = !sc->rx_dead && (sm_ring_peek(&sc->rx, &bad) != NULL || bad);
+	}
+	cci__spin_unlock(&sep->rx_lock);
+	return pending;
+}
+
+/*
+ * A record went back: free ring space, and wake a producer that waits for
+ * it.  No full fence between publishing tail and reading prod_waiting: in
+ * the rare interleaving where both sides miss each other, the producer's
+ * own progress or its control thread's tick (5 ms) flushes the queue.
+ */
+static void rx_release(struct sm_conn *sc, struct sm_rec *rec)
+{
+	static const uint64_t one = 1;
+
+	if (!sm_ring_release(&sc->rx, rec))
+		return;
+	if (atomic_load_explicit(&sc->rx.ctl->prod_waiting, memory_order_relaxed)) {
+		atomic_store_explicit(&sc->rx.ctl->prod_waiting, 0, memory_order_relaxed);
+		if (sc->peer_bell >= 0 && write(sc->peer_bell, &one, sizeof(one)) < 0 &&
+		    errno != EAGAIN)
+			SM_LOG(CCI_LOG_MSG, "sm: doorbell of pid %d: %s", (int)sc->peer_pid,
+			       strerror(errno));
+	}
+}
+
+void sm_rx_consume_release(struct sm_conn *sc, struct sm_rec *rec)
+{
+	sm_ring_consume(&sc->rx, rec);
+	rx_release(sc, rec);
+}
+
+static void zombie_unlink(struct sm_ep *sep, struct sm_conn *sc)
+{
+	for (struct sm_conn **pp = &sep->zombies; *pp; pp = &(*pp)->next) {
+		if (*pp == sc) {
+			*pp = sc->next;
+			return;
+		}
+	}
+}
+
+void sm_recv_returned(cci__evt_t *evt)
+{
+	struct sm_conn *sc = sm_conn_of(evt->conn);
+	struct sm_ep *sep = sc->sep;
+	int dead = 0;
+
+	cci__spin_lock(&sep->rx_lock);
+	sc->lent--;
+	if (sc->rx_closed) {
+		dead = sc->lent == 0;
+		if (dead)
+			zombie_unlink(sep, sc);
+	} else {
+		rx_release(sc, evt->rx_buf);
+	}
+	cci__spin_unlock(&sep->rx_lock);
+	if (dead)
+		sm_conn_destroy(sc);
+}

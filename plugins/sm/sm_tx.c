@@ -1,0 +1,295 @@
+/*
+ * sm_tx.c - the transmit side: send, the pool of pending descriptors and
+ * the queue of sends waiting for ring space.
+ *
+ * A reliable send completes as soon as its record sits in the peer's
+ * ring.  When the ring is full the send is copied into a descriptor from
+ * the endpoint's pool (send_buf_count of them, mss bytes each) and queued;
+ * queues are flushed in order by progress() and by the control thread's
+ * tick, and a new send never overtakes a queued one.  No allocation and no
+ * system call happen on the path of a message that fits, except the
+ * doorbell write to a peer that sleeps on its OS handle.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sm.h"
+
+/* ------------------------------------------------------------------------ */
+/* The pool of pending descriptors                                           */
+/* ------------------------------------------------------------------------ */
+
+static struct sm_pend *pend_alloc(uint32_t mss)
+{
+	struct sm_pend *p = malloc(sizeof(*p) + mss);
+
+	if (p) {
+		memset(p, 0, sizeof(*p));
+		p->buf = (char *)(p + 1);
+		p->pooled = 1;
+	}
+	return p;
+}
+
+int sm_pool_init(struct sm_ep *sep, uint32_t count)
+{
+	sep->pool_limit = count;
+	for (uint32_t i = 0; i < count; i++) {
+		struct sm_pend *p = pend_alloc(sep->mss);
+		if (!p)
+			return CCI_ENOMEM;
+		p->next = sep->pool;
+		sep->pool = p;
+		sep->pool_free_n++;
+	}
+	return CCI_SUCCESS;
+}
+
+void sm_pool_fini(struct sm_ep *sep)
+{
+	while (sep->pool) {
+		struct sm_pend *p = sep->pool;
+		sep->pool = p->next;
+		free(p);
+	}
+	sep->pool_free_n = 0;
+}
+
+/* A new send_buf_count: grow the free list now, shrink it as descriptors return. */
+int sm_pool_resize(struct sm_ep *sep, uint32_t count)
+{
+	int rc = CCI_SUCCESS;
+
+	pthread_mutex_lock(&sep->pool_lock);
+	sep->pool_limit = count;
+	while (sep->pool_out + sep->pool_free_n < count) {
+		struct sm_pend *p = pend_alloc(sep->mss);
+		if (!p) {
+			rc = CCI_ENOMEM;
+			break;
+		}
+		p->next = sep->pool;
+		sep->pool = p;
+		sep->pool_free_n++;
+	}
+	while (sep->pool && sep->pool_out + sep->pool_free_n > count) {
+		struct sm_pend *p = sep->pool;
+		sep->pool = p->next;
+		sep->pool_free_n--;
+		free(p);
+	}
+	pthread_mutex_unlock(&sep->pool_lock);
+	return rc;
+}
+
+struct sm_pend *sm_pend_get(struct sm_ep *sep)
+{
+	struct sm_pend *p = NULL;
+
+	pthread_mutex_lock(&sep->pool_lock);
+	if (sep->pool_out < sep->pool_limit && sep->pool) {
+		p = sep->pool;
+		sep->pool = p->next;
+		sep->pool_free_n--;
+		sep->pool_out++;
+	}
+	pthread_mutex_unlock(&sep->pool_lock);
+	if (p) {
+		char *buf = p->buf;
+		memset(p, 0, sizeof(*p));
+		p->buf = buf;
+		p->pooled = 1;
+	}
+	return p;
+}
+
+void sm_pend_put(struct sm_ep *sep, struct sm_pend *p)
+{
+	if (!p->pooled) {
+		free(p);
+		return;
+	}
+	pthread_mutex_lock(&sep->pool_lock);
+	sep->pool_out--;
+	if (sep->pool_out + sep->pool_free_n >= sep->pool_limit) {
+		free(p);
+	} else {
+		p->next = sep->pool;
+		sep->pool = p;
+		sep->pool_free_n++;
+	}
+	pthread_mutex_unlock(&sep->pool_lock);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Transmit                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* After publishing: wake the peer if it sleeps on its OS handle. */
+void sm_ring_bell(struct sm_conn *sc)
+{
+	static const uint64_t one = 1;
+
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&sc->peer_page->armed, memory_order_relaxed) &&
+	    write(sc->peer_bell, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		SM_LOG(CCI_LOG_MSG, "sm: doorbell of pid %d: %s", (int)sc->peer_pid, strerror(errno));
+}
+
+/* Copy one record into the peer's ring; tx_lock held.  CCI_EAGAIN if full. */
+int sm_tx_place(struct sm_conn *sc, uint16_t type, uint32_t aux, const struct iovec *iov,
+                uint32_t iovcnt, uint32_t len)
+{
+	struct sm_rec *rec = sm_ring_reserve(&sc->tx, len);
+	char *p;
+
+	if (!rec)
+		return CCI_EAGAIN;
+	p = sm_rec_payload(rec);
+	for (uint32_t i = 0; i < iovcnt; i++) {
+		memcpy(p, iov[i].iov_base, iov[i].iov_len);
+		p += iov[i].iov_len;
+	}
+	sm_ring_commit(&sc->tx, rec, type, len, aux);
+	sm_ring_bell(sc);
+	return CCI_SUCCESS;
+}
+
+/* Queue p behind the others; tx_lock held. */
+void sm_txq_push(struct sm_conn *sc, struct sm_pend *p)
+{
+	p->next = NULL;
+	if (sc->txq_tail) {
+		sc->txq_tail->next = p;
+	} else {
+		sc->txq = p;
+		atomic_fetch_add_explicit(&sc->sep->txq_busy, 1, memory_order_relaxed);
+	}
+	sc->txq_tail = p;
+	/* Ask the consumer for a doorbell when it frees space. */
+	atomic_store_explicit(&sc->tx.ctl->prod_waiting, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+static void txq_pop(struct sm_conn *sc)
+{
+	sc->txq = sc->txq->next;
+	if (!sc->txq) {
+		sc->txq_tail = NULL;
+		atomic_fetch_sub_explicit(&sc->sep->txq_busy, 1, memory_order_relaxed);
+	}
+}
+
+/* Sends and RMA initiations complete through the core; replies do not. */
+static int pend_is_user(const struct sm_pend *p)
+{
+	return p->kind != SM_PEND_RDRESP && p->kind != SM_PEND_ACK;
+}
+
+/* Place the head of the queue.  SUCCESS: done; EAGAIN: no room; 1: kept elsewhere. */
+static int pend_place(struct sm_conn *sc, struct sm_pend *p)
+{
+	struct iovec iov = { p->buf, p->len };
+
+	switch (p->kind) {
+	case SM_PEND_MSG:
+		return sm_tx_place(sc, SM_REC_MSG, 0, &iov, p->len ? 1 : 0, p->len);
+	case SM_PEND_DONE:
+		if (p->len == 0)
+			return CCI_SUCCESS;
+		return sm_tx_place(sc, SM_REC_MSG, 0, &iov, 1, p->len);
+	default:
+		return sm_rma_place(sc, p);
+	}
+}
+
+/* Flush in order; tx_lock held. */
+void sm_txq_flush_locked(struct sm_conn *sc)
+{
+	struct sm_pend *p;
+
+	while ((p = sc->txq) != NULL && sc->state == SM_CONN_OPEN) {
+		int rc = pend_place(sc, p);
+		if (rc == CCI_EAGAIN)
+			break;
+		txq_pop(sc);
+		if (rc == 1) { /* a copy RMA write, now waiting for its ACK */
+			p->next = sc->rma_wait;
+			sc->rma_wait = p;
+			continue;
+		}
+		if (pend_is_user(p))
+			sm_core->send_done(sc->conn, p->context, p->flags, p->status);
+		sm_pend_put(sc->sep, p);
+	}
+}
+
+void sm_txq_flush(struct sm_conn *sc)
+{
+	if (pthread_mutex_trylock(&sc->tx_lock) != 0)
+		return; /* the holder flushes or will be followed by another flush */
+	sm_txq_flush_locked(sc);
+	pthread_mutex_unlock(&sc->tx_lock);
+}
+
+/* Fail the queue: completions with first_status, then CCI_ERR_DISCONNECTED
+ * (notify), or silently dropped.  tx_lock held (or sc is private). */
+void sm_txq_fail(struct sm_conn *sc, int first_status, int notify)
+{
+	while (sc->txq) {
+		struct sm_pend *p = sc->txq;
+		txq_pop(sc);
+		if (notify && pend_is_user(p) && sc->conn) {
+			sm_core->send_done(sc->conn, p->context, p->flags, first_status);
+			first_status = CCI_ERR_DISCONNECTED;
+		}
+		sm_pend_put(sc->sep, p);
+	}
+}
+
+int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
+            void *context, int flags)
+{
+	struct sm_conn *sc = sm_conn_of(conn);
+	struct sm_pend *p;
+	char *dst;
+
+	pthread_mutex_lock(&sc->tx_lock);
+	if (sc->state != SM_CONN_OPEN) {
+		int rc = sc->tx_err;
+		pthread_mutex_unlock(&sc->tx_lock);
+		return rc;
+	}
+	if (!sc->txq && sm_tx_place(sc, SM_REC_MSG, 0, iov, iovcnt, len) == CCI_SUCCESS) {
+		pthread_mutex_unlock(&sc->tx_lock);
+		sm_core->send_done(conn, context, flags, CCI_SUCCESS);
+		return CCI_SUCCESS;
+	}
+	p = sm_pend_get(sc->sep);
+	if (!p) {
+		pthread_mutex_unlock(&sc->tx_lock);
+		return CCI_ENOBUFS;
+	}
+	p->kind = SM_PEND_MSG;
+	p->context = context;
+	p->flags = flags;
+	p->len = len;
+	p->queued_ns = cci__now_ns();
+	dst = p->buf;
+	for (uint32_t i = 0; i < iovcnt; i++) {
+		memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+		dst += iov[i].iov_len;
+	}
+	sm_txq_push(sc, p);
+	sm_txq_flush_locked(sc); /* space may have appeared since the attempt */
+	pthread_mutex_unlock(&sc->tx_lock);
+	return CCI_SUCCESS;
+}
+
+void sm_tx_flush_all(struct sm_ep *sep)
+{
+	for (uint32_t i = 0; i < sep->rx_n; i++)
+		sm_txq_flush(sep->rx_set[i]);
+}

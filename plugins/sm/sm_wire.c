@@ -1,0 +1,112 @@
+/*
+ * sm_wire.c - the control messages on an endpoint's UNIX sockets: one
+ * message per SOCK_SEQPACKET record, with the segments' descriptors
+ * passed alongside (SCM_RIGHTS), and the peer's credentials.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sm.h"
+
+/* The pid behind a connected UNIX socket; it must run as our user. */
+int sm_peer_pid(int sock, pid_t *pid)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || cr.uid != geteuid())
+		return CCI_EADDRNOTAVAIL;
+	*pid = cr.pid;
+	return CCI_SUCCESS;
+}
+
+int sm_ctl_send(int sock, uint16_t type, const void *body, size_t len, const int *fds, int nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * SM_HELLO_FDS)];
+		struct cmsghdr align;
+	} cm;
+	struct sm_ctl_hdr h = { SM_CTL_MAGIC, SM_CTL_VERSION, type };
+	struct sm_ctl_hello hello;
+	struct iovec iov;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (body) {
+		memcpy(&hello, body, len);
+		hello.hdr = h;
+		iov = (struct iovec){ &hello, len };
+	} else {
+		iov = (struct iovec){ &h, sizeof(h) };
+	}
+	if (nfds > 0) {
+		struct cmsghdr *c;
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	}
+	if (sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		return cci__errno_status(errno);
+	return CCI_SUCCESS;
+}
+
+/* Collect the descriptors of one message; closes extras. */
+static void ctl_take_fds(struct msghdr *mh, int *fds, int *nfds, int max)
+{
+	*nfds = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		int n, *p;
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		p = (int *)CMSG_DATA(c);
+		for (int i = 0; i < n; i++) {
+			int fd;
+			memcpy(&fd, p + i, sizeof(fd));
+			if (*nfds < max)
+				fds[(*nfds)++] = fd;
+			else
+				close(fd);
+		}
+	}
+}
+
+/* One control message: > 0 bytes, 0 at EOF, -1 when none is waiting,
+ * -2 on an error. */
+int sm_ctl_recv(int sock, void *buf, size_t len, int *fds, int *nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * (SM_HELLO_FDS + 2))];
+		struct cmsghdr align;
+	} cm;
+	struct iovec iov = { buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+	                     .msg_controllen = sizeof(cm.buf) };
+	ssize_t n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	*nfds = 0;
+	if (n < 0)
+		return (errno == EAGAIN || errno == EINTR) ? -1 : -2;
+	ctl_take_fds(&mh, fds, nfds, SM_HELLO_FDS);
+	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+		for (int i = 0; i < *nfds; i++) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
+		*nfds = 0;
+		return -2;
+	}
+	return n > INT32_MAX ? -2 : (int)n;
+}
