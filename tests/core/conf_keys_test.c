@@ -15,25 +15,10 @@
 #include <unistd.h>
 
 #include "cci.h"
+#include "init_child.h"
 #include "unit_run.h"
 
-struct child_result {
-	int rc;             /* cci_init's return code */
-	char out[4096];     /* "name up max_send_size uri" per device */
-	char err[8192];     /* the child's stderr */
-};
-
 static char cfg_path[] = "/tmp/cci-conf-keys-test-XXXXXX";
-
-static void read_all(int fd, char *buf, size_t len)
-{
-	size_t off = 0;
-	ssize_t n;
-
-	while (off + 1 < len && (n = read(fd, buf + off, len - 1 - off)) > 0)
-		off += (size_t)n;
-	buf[off] = '\0';
-}
 
 /* In the child: init, list the devices on out_fd, exit with the code. */
 static void child_main(int out_fd)
@@ -62,32 +47,7 @@ static void child_main(int out_fd)
 /* cci_init in a child with CCI_CONFIG naming a file that holds text. */
 static void run_init(const char *text, struct child_result *r)
 {
-	int out[2], err[2], status;
-	FILE *f = fopen(cfg_path, "w");
-	pid_t pid;
-
-	CU_ASSERT_FATAL(f != NULL);
-	fputs(text, f);
-	fclose(f);
-	CU_ASSERT_FATAL(pipe(out) == 0 && pipe(err) == 0);
-	pid = fork();
-	CU_ASSERT_FATAL(pid >= 0);
-	if (pid == 0) {
-		dup2(err[1], 2);
-		close(out[0]);
-		close(err[0]);
-		setenv("CCI_CONFIG", cfg_path, 1);
-		unsetenv("CCI_CTP");
-		child_main(out[1]);
-	}
-	close(out[1]);
-	close(err[1]);
-	read_all(out[0], r->out, sizeof(r->out));
-	read_all(err[0], r->err, sizeof(r->err));
-	close(out[0]);
-	close(err[0]);
-	waitpid(pid, &status, 0);
-	r->rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	init_child_run(cfg_path, text, NULL, child_main, r);
 }
 
 /*

@@ -13,25 +13,10 @@
 #include <unistd.h>
 
 #include "cci.h"
+#include "init_child.h"
 #include "unit_run.h"
 
-struct child_result {
-	int rc;             /* cci_init's return code */
-	char out[4096];     /* the device list, one "name transport argc" line each */
-	char err[8192];     /* the child's stderr */
-};
-
 static char cfg_path[] = "/tmp/cci-config-test-XXXXXX";
-
-static void read_all(int fd, char *buf, size_t len)
-{
-	size_t off = 0;
-	ssize_t n;
-
-	while (off + 1 < len && (n = read(fd, buf + off, len - 1 - off)) > 0)
-		off += (size_t)n;
-	buf[off] = '\0';
-}
 
 static void run_init_at(const char *path, const char *text, const char *ctp,
                         struct child_result *r);
@@ -65,40 +50,7 @@ static void child_main(int out_fd)
 static void run_init_at(const char *path, const char *text, const char *ctp,
                         struct child_result *r)
 {
-	int out[2], err[2], status;
-	pid_t pid;
-
-	if (text) {
-		FILE *f = fopen(path, "w");
-		CU_ASSERT_FATAL(f != NULL);
-		fputs(text, f);
-		fclose(f);
-	}
-	CU_ASSERT_FATAL(pipe(out) == 0 && pipe(err) == 0);
-	pid = fork();
-	CU_ASSERT_FATAL(pid >= 0);
-	if (pid == 0) {
-		dup2(err[1], 2);
-		close(out[0]);
-		close(err[0]);
-		if (path)
-			setenv("CCI_CONFIG", path, 1);
-		else
-			unsetenv("CCI_CONFIG");
-		if (ctp)
-			setenv("CCI_CTP", ctp, 1);
-		else
-			unsetenv("CCI_CTP");
-		child_main(out[1]);
-	}
-	close(out[1]);
-	close(err[1]);
-	read_all(out[0], r->out, sizeof(r->out));
-	read_all(err[0], r->err, sizeof(r->err));
-	close(out[0]);
-	close(err[0]);
-	waitpid(pid, &status, 0);
-	r->rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	init_child_run(path, text, ctp, child_main, r);
 }
 
 /* The child's stderr names the file, "path:line", and the problem. */
