@@ -158,11 +158,10 @@ class RecvEvent(Event):
         return f" length={self.length}"
 
 
-class ConnectEvent(_StatusEvent):
-    """The outcome of Endpoint.connect(): status (SUCCESS, ECONNREFUSED when
-    rejected, ETIMEDOUT...), context, connection (None unless SUCCESS)."""
+class _ConnResultEvent(_StatusEvent):
+    """CONNECT and ACCEPT share their layout: status, context, connection
+    (None unless SUCCESS)."""
     __slots__ = ("context", "connection")
-    type = EventType.CONNECT
 
     def __init__(self, ep, ptr):
         Event.__init__(self, ep, ptr)
@@ -172,6 +171,13 @@ class ConnectEvent(_StatusEvent):
         self.connection = None
         if self.status == 0 and c.connection != _NULL:
             self.connection = ep._add_connection(c.connection, self.context)
+
+
+class ConnectEvent(_ConnResultEvent):
+    """The outcome of Endpoint.connect(): status (SUCCESS, ECONNREFUSED when
+    rejected, ETIMEDOUT...), context, connection (None unless SUCCESS)."""
+    __slots__ = ()
+    type = EventType.CONNECT
 
 
 class ConnectRequestEvent(Event):
@@ -213,20 +219,11 @@ class ConnectRequestEvent(Event):
         return f" attribute={self.attribute.name} data={self.data[:16]!r}"
 
 
-class AcceptEvent(_StatusEvent):
+class AcceptEvent(_ConnResultEvent):
     """The outcome of ConnectRequestEvent.accept(): status, context,
     connection (None unless SUCCESS)."""
-    __slots__ = ("context", "connection")
+    __slots__ = ()
     type = EventType.ACCEPT
-
-    def __init__(self, ep, ptr):
-        Event.__init__(self, ep, ptr)
-        a = ptr.accept
-        self.status = _STATUS.get(a.status, a.status)
-        self.context = _context(ep, a.context)
-        self.connection = None
-        if self.status == 0 and a.connection != _NULL:
-            self.connection = ep._add_connection(a.connection, self.context)
 
 
 class KeepaliveTimedOutEvent(Event):

@@ -251,16 +251,21 @@ class PingPong:
                 return ev
             self.handle_event(ev)
 
-    def post_send(self, data):
+    def post(self, start):
+        """start() a send or RMA; while buffers are out, reap an event and
+        try again (only when something in flight will give one back)."""
         while True:
             try:
-                self.conn.send(data)
+                start()
                 break
             except cci.errors.NoBuffers:
                 if not self.inflight:
                     raise
                 self.handle_event(self.must_event())
         self.inflight += 1
+
+    def post_send(self, data):
+        self.post(lambda: self.conn.send(data))
 
     def send_ctl(self, typ, size=0, seq=0):
         handle = self.local.bytes if typ == CTL_HANDLE else bytes(32)
@@ -404,15 +409,7 @@ class PingPong:
         elif o.verify:
             self.view[:size] = bytes(size)
         msg = None if o.nomsg else CTL.pack(PP_MAGIC, CTL_RMA_DONE, size, seq, bytes(32))
-        while True:
-            try:
-                self.conn.rma(self.local, 0, self.remote, 0, size, o.rma_op, msg)
-                break
-            except cci.errors.NoBuffers:
-                if not self.inflight:
-                    raise
-                self.handle_event(self.must_event())
-        self.inflight += 1
+        self.post(lambda: self.conn.rma(self.local, 0, self.remote, 0, size, o.rma_op, msg))
         self.wait_idle()
         if not o.verify:
             return
