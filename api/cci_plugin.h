@@ -68,17 +68,20 @@ enum cci_log_cat {
 /* Core objects shared with plugins                                          */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * Each struct below is the plugins' view of a core object: every field a
+ * plugin may read or write, and nothing else.  The core's own bookkeeping
+ * (event queues, reference counts, hash links) lies past the end of the
+ * view, declared in the core alone, so a plugin never allocates, copies
+ * or takes the size of one of these.
+ */
+
 struct cci_plugin;
 typedef struct cci__dev cci__dev_t;
 typedef struct cci__ep cci__ep_t;
 typedef struct cci__conn cci__conn_t;
 typedef struct cci__evt cci__evt_t;
 typedef struct cci__rma_reg cci__rma_reg_t;
-
-/* A spinlock (plugins/common/spin.h): the core's event queue lock. */
-typedef struct {
-	int locked;
-} cci__spinlock_t;
 
 /* One "key = value" line of a device's config section. */
 struct cci__conf_kv {
@@ -97,12 +100,10 @@ struct cci__conf_kv {
 struct cci__dev {
 	struct cci_device pub; /* first: the application's view */
 	const struct cci_plugin *plugin;
-	int priority;          /* 0..100 */
-	int is_default;
 	struct cci__conf_kv *conf; /* conf_count entries, all keys of the section */
 	int conf_count;
-	char *info_buf;            /* backing store of pub.info, owned by the core */
 	void *priv;                /* the plugin's; freed in dev_free() */
+	/* The core's own fields follow, out of the plugins' sight. */
 };
 
 /*
@@ -116,12 +117,9 @@ struct cci__evt {
 	union cci_event ev; /* first: the application's view, filled by the plugin */
 	cci__ep_t *ep;
 	cci__conn_t *conn;  /* the connection it belongs to, or NULL */
-	cci__evt_t *next;   /* queue / pool link, core-owned */
 	void *rx_buf;       /* plugin: the receive buffer behind a RECV event */
 	void *req_state;    /* plugin: the pending request behind CONNECT_REQUEST */
-	int answered;       /* core: a CONNECT_REQUEST was accepted or rejected */
-	int lent;           /* core: handed to the application */
-	char req_data[CCI_CONN_REQ_LEN]; /* backing store for a request's payload */
+	/* The core's own fields follow, out of the plugins' sight. */
 };
 
 /*
@@ -142,25 +140,9 @@ struct cci__ep {
 	char *uri;                   /* malloc'd by the plugin in ep_create; freed by the core */
 	cci_alignment_t rma_align;   /* the plugin sets it in ep_create */
 
-	/* Core internals below; plugins do not touch them. */
-	cci__spinlock_t lock;        /* event queue, pool, connection refs */
-	cci__evt_t *evq_head, *evq_tail;
-	cci__evt_t *evt_pool;
-	void *evt_chunks;            /* list of allocated event chunks */
-	uint32_t evq_len;
-	int os_epfd;                 /* the OS handle (epoll), -1 if none */
-	int os_evfd;                 /* eventfd readable while events are queued, -1 if none */
-	int rung;                    /* os_evfd was rung and not drained yet */
-	int pollers;                 /* threads in cci_get_event's progress: they ring for it */
-	int starved;                 /* cci_get_event said CCI_ENOBUFS: a return rings */
-	int closing;
-	pthread_mutex_t rma_lock;
-	cci__rma_reg_t **rma_table;  /* hash of registrations by key */
-	cci__rma_reg_t **rma_by_ptr; /* the same, by handle address */
-	uint32_t rma_buckets;
-	cci__ep_t *next_ep;          /* the core's list of endpoints */
-
+	int os_epfd;                 /* the OS handle (epoll), -1 if none: see ep_create */
 	void *priv;                  /* points into this allocation */
+	/* The core's own fields follow, out of the plugins' sight. */
 };
 
 /*
@@ -174,10 +156,8 @@ struct cci__conn {
 	cci__ep_t *ep;
 	uint32_t send_timeout_us;  /* copied from the endpoint at creation */
 	uint32_t keepalive_us;
-	/* Core internals. */
-	int refs;                  /* events lent + 1 while the plugin holds it */
-	int disconnected;          /* cci_disconnect() was called */
 	void *priv;
+	/* The core's own fields follow, out of the plugins' sight. */
 };
 
 /*
@@ -192,9 +172,8 @@ struct cci__rma_reg {
 	void *start;
 	uint64_t length;
 	int flags;                    /* CCI_FLAG_READ | CCI_FLAG_WRITE */
-	cci__rma_reg_t *hnext;        /* core: hash chain by key */
-	cci__rma_reg_t *pnext;        /* core: hash chain by handle address */
 	void *priv;                   /* the plugin's (e.g. a memory region) */
+	/* The core's own fields follow, out of the plugins' sight. */
 };
 
 /* Serialised handle: stuff[0] key, stuff[1] address, stuff[2] length,

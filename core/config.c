@@ -93,7 +93,7 @@ static int dev_core_keys(cci__dev_t *dev, const cci__dev_t **first_default)
 				cci__conf_error(dev, i, "\"%s\" is not a priority (an integer 0..100)", v);
 				return CCI_EINVAL;
 			}
-			dev->priority = (int)n;
+			core_dev(dev)->priority = (int)n;
 		} else if (strcmp(k, "default") == 0) {
 			if (parse_int(v, 0, 1, &n) != CCI_SUCCESS) {
 				cci__conf_error(dev, i, "\"%s\" is not 0 or 1", v);
@@ -104,7 +104,7 @@ static int dev_core_keys(cci__dev_t *dev, const cci__dev_t **first_default)
 				                (*first_default)->pub.name);
 				return CCI_EINVAL;
 			}
-			dev->is_default = (int)n;
+			core_dev(dev)->is_default = (int)n;
 			if (n)
 				*first_default = dev;
 		}

@@ -12,7 +12,7 @@
 
 cci__conn_t *cci__conn_alloc(cci__ep_t *ep, cci_conn_attribute_t attr, void *context)
 {
-	size_t head = (sizeof(cci__conn_t) + CONN_ALIGN - 1) / CONN_ALIGN * CONN_ALIGN;
+	size_t head = (sizeof(struct cci__conn_core) + CONN_ALIGN - 1) / CONN_ALIGN * CONN_ALIGN;
 	size_t priv = (ep->plugin->conn_priv_size + CONN_ALIGN - 1) / CONN_ALIGN * CONN_ALIGN;
 	cci__conn_t *c = aligned_alloc(CONN_ALIGN, head + priv);
 
@@ -26,7 +26,7 @@ cci__conn_t *cci__conn_alloc(cci__ep_t *ep, cci_conn_attribute_t attr, void *con
 	c->ep = ep;
 	c->send_timeout_us = ep->send_timeout_us;
 	c->keepalive_us = ep->keepalive_us;
-	c->refs = 1; /* the plugin's, dropped by cci__conn_release() */
+	core_conn(c)->refs = 1; /* the plugin's, dropped by cci__conn_release() */
 	c->priv = (char *)c + head;
 	return c;
 }
@@ -36,9 +36,9 @@ void cci__conn_release(cci__conn_t *c)
 	cci__ep_t *ep = c->ep;
 	int last;
 
-	cci__spin_lock(&ep->lock);
-	last = (--c->refs == 0);
-	cci__spin_unlock(&ep->lock);
+	cci__spin_lock(&core_ep(ep)->lock);
+	last = (--core_conn(c)->refs == 0);
+	cci__spin_unlock(&core_ep(ep)->lock);
 	if (last)
 		free(c);
 }
@@ -88,12 +88,12 @@ static int request_claim(cci__evt_t *e)
 
 	if (!e || e->ev.type != CCI_EVENT_CONNECT_REQUEST)
 		return CCI_EINVAL;
-	cci__spin_lock(&e->ep->lock);
-	if (e->lent && !e->answered) {
-		e->answered = 1;
+	cci__spin_lock(&core_ep(e->ep)->lock);
+	if (core_evt(e)->lent && !core_evt(e)->answered) {
+		core_evt(e)->answered = 1;
 		rc = CCI_SUCCESS;
 	}
-	cci__spin_unlock(&e->ep->lock);
+	cci__spin_unlock(&core_ep(e->ep)->lock);
 	return rc;
 }
 
@@ -126,11 +126,11 @@ CCI_API int cci_disconnect(cci_connection_t *connection)
 	if (!c)
 		return CCI_EINVAL;
 	ep = c->ep;
-	cci__spin_lock(&ep->lock);
-	rc = c->disconnected ? CCI_EINVAL : CCI_SUCCESS;
-	c->disconnected = 1;
-	c->refs++; /* keep it alive until we are done here */
-	cci__spin_unlock(&ep->lock);
+	cci__spin_lock(&core_ep(ep)->lock);
+	rc = core_conn(c)->disconnected ? CCI_EINVAL : CCI_SUCCESS;
+	core_conn(c)->disconnected = 1;
+	core_conn(c)->refs++; /* keep it alive until we are done here */
+	cci__spin_unlock(&core_ep(ep)->lock);
 	if (rc != CCI_SUCCESS) {
 		cci__conn_release(c);
 		return rc;

@@ -10,6 +10,66 @@
 
 #include "cci.h"
 #include "cci_plugin.h"
+#include "spin.h"
+
+/*
+ * The core's side of the objects it shares with plugins.  cci_plugin.h
+ * shows plugins only the first member of each, their view; what follows
+ * it is the core's alone, so no plugin can read or break it.  The core
+ * allocates every one of these whole, so a pointer to the view is a
+ * pointer to the whole (C11 6.7.2.1p15) and core_ep() and the others
+ * convert back.
+ */
+struct cci__dev_core {
+	cci__dev_t dev;
+	int priority;              /* 0..100 */
+	int is_default;
+};
+
+struct cci__evt_core {
+	cci__evt_t evt;
+	cci__evt_t *next;          /* queue / pool link */
+	int answered;              /* a CONNECT_REQUEST was accepted or rejected */
+	int lent;                  /* handed to the application */
+	char req_data[CCI_CONN_REQ_LEN]; /* backing store for a request's payload */
+};
+
+struct cci__ep_core {
+	cci__ep_t ep;
+	cci__spinlock_t lock;        /* event queue, pool, connection refs */
+	cci__evt_t *evq_head, *evq_tail;
+	cci__evt_t *evt_pool;
+	void *evt_chunks;            /* list of allocated event chunks */
+	uint32_t evq_len;
+	int os_evfd;                 /* eventfd readable while events are queued, -1 if none */
+	int rung;                    /* os_evfd was rung and not drained yet */
+	int pollers;                 /* threads in cci_get_event's progress: they ring for it */
+	int starved;                 /* cci_get_event said CCI_ENOBUFS: a return rings */
+	int closing;
+	pthread_mutex_t rma_lock;
+	cci__rma_reg_t **rma_table;  /* hash of registrations by key */
+	cci__rma_reg_t **rma_by_ptr; /* the same, by handle address */
+	uint32_t rma_buckets;
+	cci__ep_t *next_ep;          /* cci__g.eps */
+};
+
+struct cci__conn_core {
+	cci__conn_t conn;
+	int refs;                  /* events lent + 1 while the plugin holds it */
+	int disconnected;          /* cci_disconnect() was called */
+};
+
+struct cci__rma_reg_core {
+	cci__rma_reg_t reg;
+	cci__rma_reg_t *hnext;     /* hash chain by key */
+	cci__rma_reg_t *pnext;     /* hash chain by handle address */
+};
+
+static inline struct cci__dev_core *core_dev(cci__dev_t *d) { return (struct cci__dev_core *)d; }
+static inline struct cci__evt_core *core_evt(cci__evt_t *e) { return (struct cci__evt_core *)e; }
+static inline struct cci__ep_core *core_ep(cci__ep_t *ep) { return (struct cci__ep_core *)ep; }
+static inline struct cci__conn_core *core_conn(cci__conn_t *c) { return (struct cci__conn_core *)c; }
+static inline struct cci__rma_reg_core *core_reg(cci__rma_reg_t *r) { return (struct cci__rma_reg_core *)r; }
 
 /* Public entry points are exported; everything else stays hidden. */
 #define CCI_API __attribute__((visibility("default")))
@@ -150,7 +210,7 @@ void cci__rma_table_free(cci__ep_t *ep);
 /* A lock-free peek: is an event queued?  (A hint; the queue lock decides.) */
 static inline int cci__evq_nonempty(cci__ep_t *ep)
 {
-	return __atomic_load_n(&ep->evq_head, __ATOMIC_RELAXED) != NULL;
+	return __atomic_load_n(&core_ep(ep)->evq_head, __ATOMIC_RELAXED) != NULL;
 }
 
 /* Hand out the library-owned NULL-terminated list *list_p of *n_p

@@ -14,7 +14,7 @@ cci__dev_t *cci__dev_new(const struct cci_plugin *plugin, const char *name)
 	cci__dev_t *dev, **grown;
 
 	/* Zeroed, padding included: bindings read these structs by offset. */
-	dev = calloc(1, sizeof(*dev));
+	dev = calloc(1, sizeof(struct cci__dev_core));
 	grown = realloc(cci__g.devs, sizeof(*grown) * (size_t)(cci__g.ndevs + 2));
 	if (!dev || !grown) {
 		free(dev);
@@ -32,7 +32,7 @@ cci__dev_t *cci__dev_new(const struct cci_plugin *plugin, const char *name)
 	dev->pub.pci.domain = dev->pub.pci.bus = UINT32_MAX;
 	dev->pub.pci.dev = dev->pub.pci.func = UINT32_MAX;
 	dev->plugin = plugin;
-	dev->priority = plugin->priority;
+	core_dev(dev)->priority = plugin->priority;
 	cci__g.devs[cci__g.ndevs++] = dev;
 	cci__g.devs[cci__g.ndevs] = NULL;
 	return dev;
@@ -53,16 +53,16 @@ int cci__devices_discover(void)
 }
 
 /* up first, then the default, then priority, then rate; stable otherwise. */
-static int dev_before(const cci__dev_t *a, const cci__dev_t *b)
+static int dev_before(const struct cci__dev_core *a, const struct cci__dev_core *b)
 {
-	if (!a->pub.up != !b->pub.up)
-		return a->pub.up != 0;
+	if (!a->dev.pub.up != !b->dev.pub.up)
+		return a->dev.pub.up != 0;
 	if (a->is_default != b->is_default)
 		return a->is_default;
 	if (a->priority != b->priority)
 		return a->priority > b->priority;
-	if (a->pub.rate != b->pub.rate)
-		return a->pub.rate > b->pub.rate;
+	if (a->dev.pub.rate != b->dev.pub.rate)
+		return a->dev.pub.rate > b->dev.pub.rate;
 	return 0;
 }
 
@@ -72,7 +72,7 @@ void cci__devices_sort(void)
 	for (int i = 1; i < cci__g.ndevs; i++) {
 		cci__dev_t *d = cci__g.devs[i];
 		int j = i - 1;
-		while (j >= 0 && dev_before(d, cci__g.devs[j])) {
+		while (j >= 0 && dev_before(core_dev(d), core_dev(cci__g.devs[j]))) {
 			cci__g.devs[j + 1] = cci__g.devs[j];
 			j--;
 		}
@@ -94,7 +94,6 @@ static void dev_free(cci__dev_t *dev)
 			free((char *)*a);
 		free((void *)dev->pub.conf_argv);
 	}
-	free(dev->info_buf);
 	free((char *)dev->pub.name);
 	free(dev);
 }

@@ -17,7 +17,7 @@
 static cci__dev_t *default_device(void)
 {
 	for (int i = 0; i < cci__g.ndevs; i++)
-		if (cci__g.devs[i]->is_default && cci__g.devs[i]->pub.up)
+		if (core_dev(cci__g.devs[i])->is_default && cci__g.devs[i]->pub.up)
 			return cci__g.devs[i];
 	for (int i = 0; i < cci__g.ndevs; i++)
 		if (cci__g.devs[i]->pub.up)
@@ -27,7 +27,7 @@ static cci__dev_t *default_device(void)
 
 static cci__ep_t *ep_alloc(cci__dev_t *dev)
 {
-	size_t head = (sizeof(cci__ep_t) + EP_ALIGN - 1) / EP_ALIGN * EP_ALIGN;
+	size_t head = (sizeof(struct cci__ep_core) + EP_ALIGN - 1) / EP_ALIGN * EP_ALIGN;
 	size_t priv = (dev->plugin->ep_priv_size + EP_ALIGN - 1) / EP_ALIGN * EP_ALIGN;
 	cci__ep_t *ep = aligned_alloc(EP_ALIGN, head + priv);
 
@@ -38,8 +38,8 @@ static cci__ep_t *ep_alloc(cci__dev_t *dev)
 	ep->dev = dev;
 	ep->plugin = dev->plugin;
 	ep->priv = (char *)ep + head;
-	ep->os_epfd = ep->os_evfd = -1;
-	pthread_mutex_init(&ep->rma_lock, NULL);
+	ep->os_epfd = core_ep(ep)->os_evfd = -1;
+	pthread_mutex_init(&core_ep(ep)->rma_lock, NULL);
 	return ep;
 }
 
@@ -51,9 +51,9 @@ static int os_handle_open(cci__ep_t *ep)
 	struct epoll_event ev = { .events = EPOLLIN };
 
 	ep->os_epfd = epoll_create1(EPOLL_CLOEXEC);
-	ep->os_evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (ep->os_epfd < 0 || ep->os_evfd < 0 ||
-	    epoll_ctl(ep->os_epfd, EPOLL_CTL_ADD, ep->os_evfd, &ev) != 0) {
+	core_ep(ep)->os_evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (ep->os_epfd < 0 || core_ep(ep)->os_evfd < 0 ||
+	    epoll_ctl(ep->os_epfd, EPOLL_CTL_ADD, core_ep(ep)->os_evfd, &ev) != 0) {
 		LOG_ERR("endpoint: cannot create its OS handle (epoll/eventfd): %s", strerror(errno));
 		return CCI_ENOMEM;
 	}
@@ -64,12 +64,12 @@ static void ep_free(cci__ep_t *ep)
 {
 	if (ep->os_epfd >= 0)
 		close(ep->os_epfd);
-	if (ep->os_evfd >= 0)
-		close(ep->os_evfd);
+	if (core_ep(ep)->os_evfd >= 0)
+		close(core_ep(ep)->os_evfd);
 	cci__evt_drop_conn_refs(ep);
 	cci__evt_pool_free(ep);
 	cci__rma_table_free(ep);
-	pthread_mutex_destroy(&ep->rma_lock);
+	pthread_mutex_destroy(&core_ep(ep)->rma_lock);
 	free(ep->uri);
 	free(ep);
 }
@@ -114,7 +114,7 @@ CCI_API int cci_create_endpoint_at(cci_device_t *device, const char *service, in
 	rc = dev->plugin->ep_create(ep, service);
 	if (rc != CCI_SUCCESS)
 		goto err_free;
-	ep->next_ep = cci__g.eps;
+	core_ep(ep)->next_ep = cci__g.eps;
 	cci__g.eps = ep;
 	pthread_mutex_unlock(&cci__g.lock);
 	LOG(CCI_LOG_EP, "endpoint %s opened on device %s", ep->uri ? ep->uri : "?", dev->pub.name);
@@ -139,7 +139,7 @@ CCI_API int cci_create_endpoint(cci_device_t *device, int flags, cci_endpoint_t 
 /* With the global lock held. */
 int cci__ep_is_open(cci__ep_t *ep)
 {
-	for (cci__ep_t *e = cci__g.eps; e; e = e->next_ep)
+	for (cci__ep_t *e = cci__g.eps; e; e = core_ep(e)->next_ep)
 		if (e == ep)
 			return 1;
 	return 0;
@@ -148,13 +148,13 @@ int cci__ep_is_open(cci__ep_t *ep)
 /* Unlink, let the plugin close everything, free; global lock held. */
 void cci__ep_destroy_locked(cci__ep_t *ep)
 {
-	for (cci__ep_t **pp = &cci__g.eps; *pp; pp = &(*pp)->next_ep) {
+	for (cci__ep_t **pp = &cci__g.eps; *pp; pp = &core_ep((*pp))->next_ep) {
 		if (*pp == ep) {
-			*pp = ep->next_ep;
+			*pp = core_ep(ep)->next_ep;
 			break;
 		}
 	}
-	ep->closing = 1;
+	core_ep(ep)->closing = 1;
 	ep->plugin->ep_destroy(ep);
 	LOG(CCI_LOG_EP, "endpoint %s destroyed", ep->uri ? ep->uri : "?");
 	ep_free(ep);
@@ -183,7 +183,7 @@ CCI_API int cci_arm_os_handle(cci_endpoint_t *endpoint, int flags)
 	static int flags_logged;
 
 	cci__flags_keep(flags, 0, &flags_logged, CCI_LOG_EP, "cci_arm_os_handle");
-	if (!ep || ep->os_evfd < 0)
+	if (!ep || core_ep(ep)->os_evfd < 0)
 		return CCI_EINVAL;
 	if (cci__evq_settle(ep))
 		return CCI_EAGAIN;

@@ -22,22 +22,22 @@
 /* A chunk of events; the first word links chunks for freeing. */
 struct evt_chunk {
 	struct evt_chunk *next;
-	cci__evt_t evts[EVT_CHUNK];
+	struct cci__evt_core evts[EVT_CHUNK];
 };
 
-/* Called with ep->lock held. */
+/* Called with core_ep(ep)->lock held. */
 static int pool_grow(cci__ep_t *ep)
 {
 	struct evt_chunk *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return CCI_ENOMEM;
-	c->next = ep->evt_chunks;
-	ep->evt_chunks = c;
+	c->next = core_ep(ep)->evt_chunks;
+	core_ep(ep)->evt_chunks = c;
 	for (int i = 0; i < EVT_CHUNK; i++) {
-		c->evts[i].ep = ep;
-		c->evts[i].next = ep->evt_pool;
-		ep->evt_pool = &c->evts[i];
+		c->evts[i].evt.ep = ep;
+		c->evts[i].next = core_ep(ep)->evt_pool;
+		core_ep(ep)->evt_pool = &c->evts[i].evt;
 	}
 	return CCI_SUCCESS;
 }
@@ -47,35 +47,35 @@ static void evt_reset(cci__evt_t *e)
 	/* Only the header: req_data is rewritten by whoever uses it. */
 	memset(&e->ev, 0, sizeof(e->ev));
 	e->conn = NULL;
-	e->next = NULL;
+	core_evt(e)->next = NULL;
 	e->rx_buf = NULL;
 	e->req_state = NULL;
-	e->answered = 0;
-	e->lent = 0;
+	core_evt(e)->answered = 0;
+	core_evt(e)->lent = 0;
 }
 
 cci__evt_t *cci__evt_get(cci__ep_t *ep)
 {
 	cci__evt_t *e;
 
-	cci__spin_lock(&ep->lock);
-	if (!ep->evt_pool && pool_grow(ep) != CCI_SUCCESS) {
-		cci__spin_unlock(&ep->lock);
+	cci__spin_lock(&core_ep(ep)->lock);
+	if (!core_ep(ep)->evt_pool && pool_grow(ep) != CCI_SUCCESS) {
+		cci__spin_unlock(&core_ep(ep)->lock);
 		return NULL;
 	}
-	e = ep->evt_pool;
-	ep->evt_pool = e->next;
-	cci__spin_unlock(&ep->lock);
+	e = core_ep(ep)->evt_pool;
+	core_ep(ep)->evt_pool = core_evt(e)->next;
+	cci__spin_unlock(&core_ep(ep)->lock);
 	evt_reset(e);
 	return e;
 }
 
-/* With ep->lock held. */
+/* With core_ep(ep)->lock held. */
 static void evt_put_locked(cci__ep_t *ep, cci__evt_t *e)
 {
 	e->conn = NULL;
-	e->next = ep->evt_pool;
-	ep->evt_pool = e;
+	core_evt(e)->next = core_ep(ep)->evt_pool;
+	core_ep(ep)->evt_pool = e;
 }
 
 static void os_handle_ring(cci__ep_t *ep)
@@ -84,7 +84,7 @@ static void os_handle_ring(cci__ep_t *ep)
 	ssize_t n;
 
 	do
-		n = write(ep->os_evfd, &one, sizeof(one));
+		n = write(core_ep(ep)->os_evfd, &one, sizeof(one));
 	while (n < 0 && errno == EINTR);
 }
 
@@ -94,14 +94,14 @@ static void os_handle_ring(cci__ep_t *ep)
  * the event came (the wire, a timer, or a call such as cci_accept).  Only
  * the first event into an empty queue pays the write, and none while a
  * thread inside cci_get_event's progress will look at the queue when it
- * leaves (it rings then for what it leaves behind).  With ep->lock held;
+ * leaves (it rings then for what it leaves behind).  With core_ep(ep)->lock held;
  * returns whether the caller must ring after unlocking.
  */
 static int os_handle_should_ring(cci__ep_t *ep)
 {
-	if (ep->os_evfd < 0 || ep->rung || ep->pollers > 0 || !ep->evq_head)
+	if (core_ep(ep)->os_evfd < 0 || core_ep(ep)->rung || core_ep(ep)->pollers > 0 || !core_ep(ep)->evq_head)
 		return 0;
-	ep->rung = 1;
+	core_ep(ep)->rung = 1;
 	return 1;
 }
 
@@ -109,28 +109,28 @@ void cci__evt_post(cci__ep_t *ep, cci__evt_t *e)
 {
 	int ring;
 
-	e->next = NULL;
-	cci__spin_lock(&ep->lock);
+	core_evt(e)->next = NULL;
+	cci__spin_lock(&core_ep(ep)->lock);
 	if (e->conn)
-		e->conn->refs++;
-	if (ep->evq_tail)
-		ep->evq_tail->next = e;
+		core_conn(e->conn)->refs++;
+	if (core_ep(ep)->evq_tail)
+		core_evt(core_ep(ep)->evq_tail)->next = e;
 	else
-		__atomic_store_n(&ep->evq_head, e, __ATOMIC_RELAXED);
-	ep->evq_tail = e;
-	ep->evq_len++;
+		__atomic_store_n(&core_ep(ep)->evq_head, e, __ATOMIC_RELAXED);
+	core_ep(ep)->evq_tail = e;
+	core_ep(ep)->evq_len++;
 	ring = os_handle_should_ring(ep);
-	cci__spin_unlock(&ep->lock);
+	cci__spin_unlock(&core_ep(ep)->lock);
 	if (ring)
 		os_handle_ring(ep);
 	LOG(CCI_LOG_EVENT, "ep %p: posted %s", (void *)ep, cci_event_type_str(e->ev.type));
 }
 
-/* Drop the connection reference of an event; with ep->lock held.
+/* Drop the connection reference of an event; with core_ep(ep)->lock held.
  * Returns the connection if that was its last reference. */
 static cci__conn_t *conn_unref_locked(cci__conn_t *c)
 {
-	if (c && --c->refs == 0)
+	if (c && --core_conn(c)->refs == 0)
 		return c;
 	return NULL;
 }
@@ -145,8 +145,8 @@ static void evt_release_to_plugin(cci__evt_t *e)
 	const struct cci_plugin *p = e->ep->plugin;
 
 	if (e->req_state) {
-		if (!e->answered) {
-			e->answered = 1;
+		if (!core_evt(e)->answered) {
+			core_evt(e)->answered = 1;
 			LOG(CCI_LOG_CONN, "ep %p: a connection request returned unanswered is rejected",
 			    (void *)e->ep);
 			p->reject(e);
@@ -163,32 +163,32 @@ void cci__evt_purge_conn(cci__ep_t *ep, cci__conn_t *conn)
 	cci__evt_t *keep_head = NULL, *keep_tail = NULL, *drop = NULL, *e, *next;
 	cci__conn_t *dead = NULL;
 
-	cci__spin_lock(&ep->lock);
-	for (e = ep->evq_head; e; e = next) {
-		next = e->next;
-		e->next = NULL;
+	cci__spin_lock(&core_ep(ep)->lock);
+	for (e = core_ep(ep)->evq_head; e; e = next) {
+		next = core_evt(e)->next;
+		core_evt(e)->next = NULL;
 		if (e->conn == conn) {
-			e->next = drop;
+			core_evt(e)->next = drop;
 			drop = e;
-			ep->evq_len--;
+			core_ep(ep)->evq_len--;
 		} else {
 			if (keep_tail)
-				keep_tail->next = e;
+				core_evt(keep_tail)->next = e;
 			else
 				keep_head = e;
 			keep_tail = e;
 		}
 	}
-	__atomic_store_n(&ep->evq_head, keep_head, __ATOMIC_RELAXED);
-	ep->evq_tail = keep_tail;
-	cci__spin_unlock(&ep->lock);
+	__atomic_store_n(&core_ep(ep)->evq_head, keep_head, __ATOMIC_RELAXED);
+	core_ep(ep)->evq_tail = keep_tail;
+	cci__spin_unlock(&core_ep(ep)->lock);
 	for (e = drop; e; e = next) {
-		next = e->next;
+		next = core_evt(e)->next;
 		evt_release_to_plugin(e);
-		cci__spin_lock(&ep->lock);
+		cci__spin_lock(&core_ep(ep)->lock);
 		dead = conn_unref_locked(e->conn);
 		evt_put_locked(ep, e);
-		cci__spin_unlock(&ep->lock);
+		cci__spin_unlock(&core_ep(ep)->lock);
 		if (dead)
 			free(dead);
 	}
@@ -200,28 +200,28 @@ static void os_handle_drain(cci__ep_t *ep)
 	ssize_t n;
 
 	do
-		n = read(ep->os_evfd, &v, sizeof(v));
+		n = read(core_ep(ep)->os_evfd, &v, sizeof(v));
 	while (n < 0 && errno == EINTR);
 }
 
-/* Pop the next queued event and lend it; NULL if none.  With ep->lock
+/* Pop the next queued event and lend it; NULL if none.  With core_ep(ep)->lock
  * held.  An emptied queue quiets the OS handle again if it was rung
  * (under the lock, so a ring for a later event is never eaten; only when
  * rung, so endpoints without a handle pay no system call). */
 static cci__evt_t *evq_pop_locked(cci__ep_t *ep)
 {
-	cci__evt_t *e = ep->evq_head;
+	cci__evt_t *e = core_ep(ep)->evq_head;
 
 	if (e) {
-		__atomic_store_n(&ep->evq_head, e->next, __ATOMIC_RELAXED);
-		if (!e->next)
-			ep->evq_tail = NULL;
-		ep->evq_len--;
-		e->lent = 1;
+		__atomic_store_n(&core_ep(ep)->evq_head, core_evt(e)->next, __ATOMIC_RELAXED);
+		if (!core_evt(e)->next)
+			core_ep(ep)->evq_tail = NULL;
+		core_ep(ep)->evq_len--;
+		core_evt(e)->lent = 1;
 	}
-	if (!ep->evq_head && ep->rung) {
+	if (!core_ep(ep)->evq_head && core_ep(ep)->rung) {
 		os_handle_drain(ep);
-		ep->rung = 0;
+		core_ep(ep)->rung = 0;
 	}
 	return e;
 }
@@ -230,9 +230,9 @@ static cci__evt_t *evq_pop(cci__ep_t *ep)
 {
 	cci__evt_t *e;
 
-	cci__spin_lock(&ep->lock);
+	cci__spin_lock(&core_ep(ep)->lock);
 	e = evq_pop_locked(ep);
-	cci__spin_unlock(&ep->lock);
+	cci__spin_unlock(&core_ep(ep)->lock);
 	return e;
 }
 
@@ -242,13 +242,13 @@ int cci__evq_settle(cci__ep_t *ep)
 {
 	int queued;
 
-	cci__spin_lock(&ep->lock);
-	if (!ep->evq_head && ep->rung) {
+	cci__spin_lock(&core_ep(ep)->lock);
+	if (!core_ep(ep)->evq_head && core_ep(ep)->rung) {
 		os_handle_drain(ep);
-		ep->rung = 0;
+		core_ep(ep)->rung = 0;
 	}
-	queued = ep->evq_head != NULL;
-	cci__spin_unlock(&ep->lock);
+	queued = core_ep(ep)->evq_head != NULL;
+	cci__spin_unlock(&core_ep(ep)->lock);
 	return queued;
 }
 
@@ -259,10 +259,10 @@ static void os_handle_ring_now(cci__ep_t *ep)
 {
 	int ring;
 
-	cci__spin_lock(&ep->lock);
-	ring = !ep->rung;
-	ep->rung = 1;
-	cci__spin_unlock(&ep->lock);
+	cci__spin_lock(&core_ep(ep)->lock);
+	ring = !core_ep(ep)->rung;
+	core_ep(ep)->rung = 1;
+	cci__spin_unlock(&core_ep(ep)->lock);
 	if (ring)
 		os_handle_ring(ep);
 }
@@ -295,18 +295,18 @@ static int get_event_with_handle(cci__ep_t *ep, cci__evt_t **e_p)
 	cci__evt_t *e;
 	int prc = CCI_SUCCESS, ring, empty;
 
-	cci__spin_lock(&ep->lock);
+	cci__spin_lock(&core_ep(ep)->lock);
 	e = evq_pop_locked(ep);
 	if (!e)
-		ep->pollers++;
-	cci__spin_unlock(&ep->lock);
+		core_ep(ep)->pollers++;
+	cci__spin_unlock(&core_ep(ep)->lock);
 	if (!e) {
 		prc = ep->plugin->progress(ep);
-		cci__spin_lock(&ep->lock);
-		ep->pollers--;
+		cci__spin_lock(&core_ep(ep)->lock);
+		core_ep(ep)->pollers--;
 		e = evq_pop_locked(ep);
 		ring = os_handle_should_ring(ep);
-		cci__spin_unlock(&ep->lock);
+		cci__spin_unlock(&core_ep(ep)->lock);
 		if (ring)
 			os_handle_ring(ep);
 	}
@@ -314,7 +314,7 @@ static int get_event_with_handle(cci__ep_t *ep, cci__evt_t **e_p)
 	if (!e && prc == CCI_ENOBUFS) {
 		/* Nothing can come until the application returns an event:
 		 * the return rings the handle (cci_return_event). */
-		__atomic_store_n(&ep->starved, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&core_ep(ep)->starved, 1, __ATOMIC_RELAXED);
 		return CCI_ENOBUFS;
 	}
 	if (empty && cci__ep_arm(ep) == CCI_EAGAIN && !e)
@@ -333,7 +333,7 @@ CCI_API int cci_get_event(cci_endpoint_t *endpoint, cci_event_t **event)
 
 	if (!ep || !event)
 		return CCI_EINVAL;
-	if (ep->os_evfd >= 0) {
+	if (core_ep(ep)->os_evfd >= 0) {
 		rc = get_event_with_handle(ep, &e);
 	} else {
 		/* Hand out what is queued before looking for more. */
@@ -361,19 +361,19 @@ CCI_API int cci_return_event(cci_event_t *event)
 	if (!e)
 		return CCI_EINVAL;
 	ep = e->ep;
-	if (!e->lent)
+	if (!core_evt(e)->lent)
 		return CCI_EINVAL; /* returned twice, or never handed out */
-	e->lent = 0;
+	core_evt(e)->lent = 0;
 	evt_release_to_plugin(e);
-	cci__spin_lock(&ep->lock);
+	cci__spin_lock(&core_ep(ep)->lock);
 	dead = conn_unref_locked(e->conn);
 	evt_put_locked(ep, e);
-	cci__spin_unlock(&ep->lock);
+	cci__spin_unlock(&core_ep(ep)->lock);
 	free(dead);
 	/* A buffer is free again: what waited for one can arrive now, so a
 	 * waiter on the OS handle must look. */
-	if (__atomic_load_n(&ep->starved, __ATOMIC_RELAXED)) {
-		__atomic_store_n(&ep->starved, 0, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&core_ep(ep)->starved, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&core_ep(ep)->starved, 0, __ATOMIC_RELAXED);
 		os_handle_ring_now(ep);
 	}
 	return CCI_SUCCESS;
@@ -383,10 +383,10 @@ CCI_API int cci_return_event(cci_event_t *event)
  * on connections, freeing the connections nobody else holds. */
 void cci__evt_drop_conn_refs(cci__ep_t *ep)
 {
-	for (struct evt_chunk *c = ep->evt_chunks; c; c = c->next) {
+	for (struct evt_chunk *c = core_ep(ep)->evt_chunks; c; c = c->next) {
 		for (int i = 0; i < EVT_CHUNK; i++) {
-			cci__conn_t *dead = conn_unref_locked(c->evts[i].conn);
-			c->evts[i].conn = NULL;
+			cci__conn_t *dead = conn_unref_locked(c->evts[i].evt.conn);
+			c->evts[i].evt.conn = NULL;
 			free(dead);
 		}
 	}
@@ -395,13 +395,13 @@ void cci__evt_drop_conn_refs(cci__ep_t *ep)
 /* Free every event of a dying endpoint. */
 void cci__evt_pool_free(cci__ep_t *ep)
 {
-	struct evt_chunk *c = ep->evt_chunks, *next;
+	struct evt_chunk *c = core_ep(ep)->evt_chunks, *next;
 
 	for (; c; c = next) {
 		next = c->next;
 		free(c);
 	}
-	ep->evt_chunks = NULL;
-	ep->evt_pool = NULL;
-	ep->evq_head = ep->evq_tail = NULL;
+	core_ep(ep)->evt_chunks = NULL;
+	core_ep(ep)->evt_pool = NULL;
+	core_ep(ep)->evq_head = core_ep(ep)->evq_tail = NULL;
 }

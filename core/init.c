@@ -106,7 +106,7 @@ CCI_API int cci_get_devices(cci_device_t *const **devices)
 
 CCI_API int cci_get_device_priority(cci_device_t *device, int *priority, int *is_default)
 {
-	const cci__dev_t *dev;
+	cci__dev_t *dev;
 	int rc = CCI_SUCCESS;
 
 	if (!device || !priority || !is_default)
@@ -117,8 +117,8 @@ CCI_API int cci_get_device_priority(cci_device_t *device, int *priority, int *is
 	} else if ((dev = cci__dev_from_pub(device)) == NULL) {
 		rc = CCI_EINVAL;
 	} else {
-		*priority = dev->priority;
-		*is_default = dev->is_default;
+		*priority = core_dev(dev)->priority;
+		*is_default = core_dev(dev)->is_default;
 	}
 	pthread_mutex_unlock(&cci__g.lock);
 	return rc;

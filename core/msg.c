@@ -62,7 +62,7 @@ static int send_common(cci__conn_t *c, const struct iovec *iov, uint32_t iovcnt,
 
 	if (len > c->pub.max_send_size)
 		return CCI_EMSGSIZE;
-	if (c->disconnected)
+	if (core_conn(c)->disconnected)
 		return CCI_ERR_DISCONNECTED;
 	if (flags & CCI_FLAG_BLOCKING)
 		context = &w;

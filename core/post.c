@@ -83,10 +83,10 @@ int cci__post_request(cci__ep_t *ep, cci_conn_attribute_t attr, const void *data
 	if (!e)
 		return CCI_ENOMEM;
 	if (len > 0)
-		memcpy(e->req_data, data, len);
+		memcpy(core_evt(e)->req_data, data, len);
 	e->ev.request.type = CCI_EVENT_CONNECT_REQUEST;
 	e->ev.request.data_len = len;
-	e->ev.request.data_ptr = e->req_data; /* never NULL, even with no data */
+	e->ev.request.data_ptr = core_evt(e)->req_data; /* never NULL, even with no data */
 	e->ev.request.attribute = attr;
 	e->req_state = req_state;
 	cci__evt_post(ep, e);

@@ -29,9 +29,9 @@ static uint32_t bucket_of_ptr(const struct cci_rma_handle *h)
 /* With rma_lock held. */
 static cci__rma_reg_t *reg_find(cci__ep_t *ep, uint64_t key)
 {
-	if (!ep->rma_table)
+	if (!core_ep(ep)->rma_table)
 		return NULL;
-	for (cci__rma_reg_t *r = ep->rma_table[bucket_of(key)]; r; r = r->hnext)
+	for (cci__rma_reg_t *r = core_ep(ep)->rma_table[bucket_of(key)]; r; r = core_reg(r)->hnext)
 		if (cci__handle_key(&r->handle) == key)
 			return r;
 	return NULL;
@@ -43,9 +43,9 @@ static int reg_insert(cci__ep_t *ep, cci__rma_reg_t *reg)
 	uint64_t key;
 	uint32_t b;
 
-	if (!ep->rma_table && !(ep->rma_table = calloc(RMA_BUCKETS, sizeof(*ep->rma_table))))
+	if (!core_ep(ep)->rma_table && !(core_ep(ep)->rma_table = calloc(RMA_BUCKETS, sizeof(*core_ep(ep)->rma_table))))
 		return CCI_ENOMEM;
-	if (!ep->rma_by_ptr && !(ep->rma_by_ptr = calloc(RMA_BUCKETS, sizeof(*ep->rma_by_ptr))))
+	if (!core_ep(ep)->rma_by_ptr && !(core_ep(ep)->rma_by_ptr = calloc(RMA_BUCKETS, sizeof(*core_ep(ep)->rma_by_ptr))))
 		return CCI_ENOMEM;
 	do {
 		if (cci__random64(&key) != CCI_SUCCESS) {
@@ -56,27 +56,27 @@ static int reg_insert(cci__ep_t *ep, cci__rma_reg_t *reg)
 	} while (reg_find(ep, key));
 	reg->handle.stuff[0] = key;
 	b = bucket_of(key);
-	reg->hnext = ep->rma_table[b];
-	ep->rma_table[b] = reg;
+	core_reg(reg)->hnext = core_ep(ep)->rma_table[b];
+	core_ep(ep)->rma_table[b] = reg;
 	b = bucket_of_ptr(&reg->handle);
-	reg->pnext = ep->rma_by_ptr[b];
-	ep->rma_by_ptr[b] = reg;
+	core_reg(reg)->pnext = core_ep(ep)->rma_by_ptr[b];
+	core_ep(ep)->rma_by_ptr[b] = reg;
 	return CCI_SUCCESS;
 }
 
 static void reg_unlink(cci__ep_t *ep, cci__rma_reg_t *reg)
 {
-	cci__rma_reg_t **pp = &ep->rma_table[bucket_of(cci__handle_key(&reg->handle))];
+	cci__rma_reg_t **pp = &core_ep(ep)->rma_table[bucket_of(cci__handle_key(&reg->handle))];
 
-	for (; *pp; pp = &(*pp)->hnext) {
+	for (; *pp; pp = &core_reg((*pp))->hnext) {
 		if (*pp == reg) {
-			*pp = reg->hnext;
+			*pp = core_reg(reg)->hnext;
 			break;
 		}
 	}
-	for (pp = &ep->rma_by_ptr[bucket_of_ptr(&reg->handle)]; *pp; pp = &(*pp)->pnext) {
+	for (pp = &core_ep(ep)->rma_by_ptr[bucket_of_ptr(&reg->handle)]; *pp; pp = &core_reg((*pp))->pnext) {
 		if (*pp == reg) {
-			*pp = reg->pnext;
+			*pp = core_reg(reg)->pnext;
 			break;
 		}
 	}
@@ -85,9 +85,9 @@ static void reg_unlink(cci__ep_t *ep, cci__rma_reg_t *reg)
 /* The live registration whose handle is at h, or NULL; rma_lock held. */
 static cci__rma_reg_t *reg_find_ptr(cci__ep_t *ep, const struct cci_rma_handle *h)
 {
-	if (!ep->rma_by_ptr)
+	if (!core_ep(ep)->rma_by_ptr)
 		return NULL;
-	for (cci__rma_reg_t *r = ep->rma_by_ptr[bucket_of_ptr(h)]; r; r = r->pnext)
+	for (cci__rma_reg_t *r = core_ep(ep)->rma_by_ptr[bucket_of_ptr(h)]; r; r = core_reg(r)->pnext)
 		if (&r->handle == h)
 			return r;
 	return NULL;
@@ -106,7 +106,7 @@ CCI_API int cci_rma_register(cci_endpoint_t *endpoint, void *start, uint64_t len
 	if (!ep || !start || length == 0 || !rma_handle ||
 	    (uintptr_t)start + length < (uintptr_t)start)
 		return CCI_EINVAL;
-	reg = calloc(1, sizeof(*reg));
+	reg = calloc(1, sizeof(struct cci__rma_reg_core));
 	if (!reg)
 		return CCI_ENOMEM;
 	reg->ep = ep;
@@ -116,15 +116,15 @@ CCI_API int cci_rma_register(cci_endpoint_t *endpoint, void *start, uint64_t len
 	reg->handle.stuff[1] = (uint64_t)(uintptr_t)start;
 	reg->handle.stuff[2] = length;
 	reg->handle.stuff[3] = (uint64_t)(uint32_t)flags;
-	pthread_mutex_lock(&ep->rma_lock);
+	pthread_mutex_lock(&core_ep(ep)->rma_lock);
 	rc = reg_insert(ep, reg);
-	pthread_mutex_unlock(&ep->rma_lock);
+	pthread_mutex_unlock(&core_ep(ep)->rma_lock);
 	if (rc == CCI_SUCCESS && ep->plugin->rma_register)
 		rc = ep->plugin->rma_register(ep, reg);
 	if (rc != CCI_SUCCESS) {
-		pthread_mutex_lock(&ep->rma_lock);
+		pthread_mutex_lock(&core_ep(ep)->rma_lock);
 		reg_unlink(ep, reg);
-		pthread_mutex_unlock(&ep->rma_lock);
+		pthread_mutex_unlock(&core_ep(ep)->rma_lock);
 		free(reg);
 		return rc;
 	}
@@ -138,9 +138,9 @@ static cci__rma_reg_t *local_reg(cci__ep_t *ep, const struct cci_rma_handle *h)
 {
 	cci__rma_reg_t *r;
 
-	pthread_mutex_lock(&ep->rma_lock);
+	pthread_mutex_lock(&core_ep(ep)->rma_lock);
 	r = reg_find_ptr(ep, h);
-	pthread_mutex_unlock(&ep->rma_lock);
+	pthread_mutex_unlock(&core_ep(ep)->rma_lock);
 	return r;
 }
 
@@ -151,11 +151,11 @@ CCI_API int cci_rma_deregister(cci_endpoint_t *endpoint, cci_rma_handle_t *rma_h
 
 	if (!ep || !rma_handle)
 		return CCI_EINVAL;
-	pthread_mutex_lock(&ep->rma_lock);
+	pthread_mutex_lock(&core_ep(ep)->rma_lock);
 	r = reg_find_ptr(ep, rma_handle);
 	if (r)
 		reg_unlink(ep, r);
-	pthread_mutex_unlock(&ep->rma_lock);
+	pthread_mutex_unlock(&core_ep(ep)->rma_lock);
 	if (!r)
 		return CCI_EINVAL;
 	if (ep->plugin->rma_deregister)
@@ -175,7 +175,7 @@ int cci__rma_lookup(cci__ep_t *ep, uint64_t key, uint64_t offset, uint64_t len, 
 	cci__rma_reg_t *r;
 	int rc = CCI_SUCCESS;
 
-	pthread_mutex_lock(&ep->rma_lock);
+	pthread_mutex_lock(&core_ep(ep)->rma_lock);
 	r = reg_find(ep, key);
 	if (!r || (r->flags & access) != access)
 		rc = CCI_ERR_RMA_HANDLE;
@@ -183,25 +183,25 @@ int cci__rma_lookup(cci__ep_t *ep, uint64_t key, uint64_t offset, uint64_t len, 
 		rc = CCI_EINVAL;
 	else
 		*addr = (char *)r->start + offset;
-	pthread_mutex_unlock(&ep->rma_lock);
+	pthread_mutex_unlock(&core_ep(ep)->rma_lock);
 	return rc;
 }
 
 void cci__rma_table_free(cci__ep_t *ep)
 {
-	if (!ep->rma_table)
+	if (!core_ep(ep)->rma_table)
 		return;
 	for (uint32_t b = 0; b < RMA_BUCKETS; b++) {
-		cci__rma_reg_t *r = ep->rma_table[b], *next;
+		cci__rma_reg_t *r = core_ep(ep)->rma_table[b], *next;
 		for (; r; r = next) {
-			next = r->hnext;
+			next = core_reg(r)->hnext;
 			free(r);
 		}
 	}
-	free(ep->rma_table);
-	free(ep->rma_by_ptr);
-	ep->rma_table = NULL;
-	ep->rma_by_ptr = NULL;
+	free(core_ep(ep)->rma_table);
+	free(core_ep(ep)->rma_by_ptr);
+	core_ep(ep)->rma_table = NULL;
+	core_ep(ep)->rma_by_ptr = NULL;
 }
 
 /* The initiator's checks of cci_rma; the target checks again. */
@@ -246,7 +246,7 @@ CCI_API int cci_rma(cci_connection_t *connection, const void *msg_ptr, uint32_t 
 	               data_len, flags);
 	if (rc != CCI_SUCCESS)
 		return rc;
-	if (c->disconnected)
+	if (core_conn(c)->disconnected)
 		return CCI_ERR_DISCONNECTED;
 	if (flags & CCI_FLAG_BLOCKING)
 		context = &w;

@@ -14,7 +14,9 @@
 
 #include <sched.h>
 
-#include "cci_plugin.h" /* cci__spinlock_t */
+typedef struct {
+	int locked;
+} cci__spinlock_t;
 
 static inline void cci__cpu_relax(void)
 {
