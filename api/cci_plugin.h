@@ -41,7 +41,7 @@ extern "C" {
  * added at the end of struct cci_plugin or struct cci_core does not bump
  * it: both start with their size, so each side sees what the other has.
  */
-#define CCI_PLUGIN_ABI_VERSION 2
+#define CCI_PLUGIN_ABI_VERSION 3
 
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                   */
