@@ -40,7 +40,7 @@
 
 #include "cci_plugin.h"
 #include "clock.h"
-#include "conn_timers.h"
+#include "conn_base.h"
 #include "engine.h"
 #include "random.h"
 #include "spin.h"
@@ -178,22 +178,16 @@ struct sm_pend {
 	char *buf;          /* mss bytes for pooled descriptors */
 };
 
-enum sm_conn_state {
-	SM_CONN_CONNECTING, /* client: request sent, no answer yet */
-	SM_CONN_OPEN,
-	SM_CONN_BROKEN,     /* peer gone or timed out: sends fail */
-	SM_CONN_CLOSED      /* disconnected locally: waiting for lent RECVs */
-};
-
 struct sm_ep;
 
 struct sm_conn {
+	struct cci__conn_base base; /* first; the state changes under tx_lock, the
+	                             * timers under sep->lock */
 	ev_io ctl_w;                /* its control socket, on the engine; the loop lock */
 	struct sm_ep *sep;
 	cci__conn_t *conn;          /* the core's; NULL once released */
 	struct sm_conn *next;       /* sep->conns */
 	int sock;                   /* control socket, -1 once closed */
-	int state;                  /* enum sm_conn_state; tx_lock to change */
 	_Atomic int fault;          /* a status the control thread must break with */
 	pid_t peer_pid;
 	int is_client;
@@ -224,8 +218,7 @@ struct sm_conn {
 	uint32_t wr_op;             /* copy write being received */
 	int wr_status;
 
-	/* Timers, under sep->lock. */
-	struct cci__conn_timers timers; /* connect deadline, keepalive */
+	/* Keepalive, under sep->lock. */
 	uint64_t seen_head;         /* the receive ring's head at the last tick */
 };
 

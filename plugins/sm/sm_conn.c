@@ -224,7 +224,7 @@ static void rxset_remove(struct sm_ep *sep, struct sm_conn *sc)
  */
 void sm_conn_break(struct sm_conn *sc, int status)
 {
-	if (sc->state != SM_CONN_OPEN)
+	if (!cci__conn_is_open(&sc->base))
 		return;
 	SM_LOG(CCI_LOG_CONN, "sm: connection %p to pid %d broken (status %d)", (void *)sc,
 	       (int)sc->peer_pid, status);
@@ -232,7 +232,7 @@ void sm_conn_break(struct sm_conn *sc, int status)
 		sm_ctl_send(sc->sock, SM_CTL_DISCONNECT, NULL, 0, NULL, 0);
 	conn_close_sock(sc);
 	pthread_mutex_lock(&sc->tx_lock);
-	sc->state = SM_CONN_BROKEN;
+	cci__conn_move(&sc->base, CCI__CONN_BROKEN, sm_core, sc->conn);
 	sc->tx_err = CCI_ERR_DISCONNECTED;
 	sm_txq_fail(sc, status, 1);
 	sm_rma_fail_waiting(sc, 1);
@@ -262,9 +262,9 @@ void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h)
 		conn->pub.max_send_size = h->mss;
 	close(sc->rx_fd);
 	sc->rx_fd = -1;
-	cci__ct_arm(&sc->timers, conn->keepalive_us, cci__now_ns());
+	cci__ct_arm(&sc->base.timers, conn->keepalive_us, cci__now_ns());
 	pthread_mutex_lock(&sc->tx_lock);
-	sc->state = SM_CONN_OPEN;
+	cci__conn_move(&sc->base, CCI__CONN_OPEN, sm_core, sc->conn);
 	pthread_mutex_unlock(&sc->tx_lock);
 }
 
@@ -282,7 +282,7 @@ void sm_conn_on_ctl(struct sm_conn *sc)
 			sm_conn_break(sc, CCI_ERR_DISCONNECTED);
 			return;
 		}
-		cci__ct_heard(&sc->timers, cci__now_ns());
+		cci__ct_heard(&sc->base.timers, cci__now_ns());
 		if (h.hdr.type == SM_CTL_PING)
 			sm_ctl_send(sc->sock, SM_CTL_PONG, NULL, 0, NULL, 0);
 	}
@@ -296,14 +296,14 @@ int sm_disconnect(cci__conn_t *conn)
 
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
-	if (sc->sock >= 0 && sc->state == SM_CONN_OPEN)
+	if (sc->sock >= 0 && cci__conn_is_open(&sc->base))
 		sm_ctl_send(sc->sock, SM_CTL_DISCONNECT, NULL, 0, NULL, 0);
 	conn_close_sock(sc);
 	conns_unlink(sep, sc);
 	cci__spin_lock(&sep->rx_lock);
 	rxset_remove(sep, sc);
 	pthread_mutex_lock(&sc->tx_lock);
-	sc->state = SM_CONN_CLOSED;
+	cci__conn_move(&sc->base, CCI__CONN_CLOSED, sm_core, sc->conn);
 	sm_txq_fail(sc, CCI_ERR_DISCONNECTED, 0);
 	sm_rma_fail_waiting(sc, 0);
 	conn_unmap_tx(sc);
@@ -333,6 +333,6 @@ void sm_conn_timeouts_changed(cci__conn_t *conn)
 	struct sm_ep *sep = sc->sep;
 
 	pthread_mutex_lock(&sep->lock);
-	cci__ct_arm(&sc->timers, conn->keepalive_us, cci__now_ns());
+	cci__ct_arm(&sc->base.timers, conn->keepalive_us, cci__now_ns());
 	pthread_mutex_unlock(&sep->lock);
 }

@@ -97,7 +97,7 @@ static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&sep->lock);
-	if (sc->state == SM_CONN_CONNECTING)
+	if (cci__conn_state(&sc->base) == CCI__CONN_CONNECTING)
 		client_on_readable(sc);
 	else
 		sm_conn_on_ctl(sc);
@@ -193,7 +193,7 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
 	if (timeout)
-		cci__ct_connecting(&sc->timers, timeout, cci__now_ns());
+		cci__ct_connecting(&sc->base.timers, timeout, cci__now_ns());
 	sc->next = sep->conns;
 	sep->conns = sc;
 	conn_watch(sc);

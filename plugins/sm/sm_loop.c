@@ -23,34 +23,56 @@
 #include "sm.h"
 
 /* Records arriving or any control message count as signs of life. */
-static void conn_keepalive(struct sm_conn *sc, uint64_t now)
+static void conn_heard(struct sm_conn *sc, uint64_t now)
 {
 	uint64_t head;
 
-	if (sc->timers.ka_us == 0 || sc->sock < 0)
+	if (sc->base.timers.ka_us == 0)
 		return;
 	head = atomic_load_explicit(&sc->rx.ctl->head, memory_order_relaxed);
 	if (head != sc->seen_head) {
 		sc->seen_head = head;
-		cci__ct_heard(&sc->timers, now);
+		cci__ct_heard(&sc->base.timers, now);
 	}
-	if (cci__ct_keepalive(&sc->timers, sm_core, sc->conn, now) == CCI__KA_PING)
-		sm_ctl_send(sc->sock, SM_CTL_PING, NULL, 0, NULL, 0);
 }
 
-/* Queued sends: flush, and break the connection when the oldest is too old
- * (a read waiting for its answer is the peer's to time). */
-static void conn_tx_timers(struct sm_conn *sc, uint64_t now)
+/* The oldest queued send; a read waiting for its answer is the peer's to
+ * time. */
+static uint64_t oldest_send_ns(void *pc)
 {
+	struct sm_conn *sc = pc;
 	uint64_t oldest;
 
-	sm_txq_flush(sc);
 	pthread_mutex_lock(&sc->tx_lock);
 	oldest = sc->txq && sc->txq->kind != SM_PEND_READ ? sc->txq->queued_ns : UINT64_MAX;
 	pthread_mutex_unlock(&sc->tx_lock);
-	if (cci__ct_send_expired(sc->conn->send_timeout_us, oldest, now))
-		sm_conn_break(sc, CCI_ETIMEDOUT);
+	return oldest;
 }
+
+static void ping(void *pc)
+{
+	struct sm_conn *sc = pc;
+
+	if (sc->sock >= 0)
+		sm_ctl_send(sc->sock, SM_CTL_PING, NULL, 0, NULL, 0);
+}
+
+static void connect_expired(void *pc)
+{
+	sm_connect_failed(pc, CCI_ETIMEDOUT, 1);
+}
+
+static void send_expired(void *pc)
+{
+	sm_conn_break(pc, CCI_ETIMEDOUT);
+}
+
+static const struct cci__conn_tick_ops tick_ops = {
+	.oldest_send_ns = oldest_send_ns,
+	.ping = ping,
+	.connect_expired = connect_expired,
+	.send_expired = send_expired,
+};
 
 static void ctl_tick(struct sm_ep *sep, uint64_t now)
 {
@@ -60,20 +82,16 @@ static void ctl_tick(struct sm_ep *sep, uint64_t now)
 	for (sc = sep->conns; sc; sc = next) {
 		int fault;
 		next = sc->next;
-		if (sc->state == SM_CONN_CONNECTING) {
-			if (cci__ct_connect_expired(&sc->timers, now))
-				sm_connect_failed(sc, CCI_ETIMEDOUT, 1);
-			continue;
+		if (cci__conn_is_open(&sc->base)) {
+			fault = atomic_exchange(&sc->fault, 0);
+			if (fault) {
+				sm_conn_break(sc, fault);
+				continue;
+			}
+			conn_heard(sc, now);
+			sm_txq_flush(sc);
 		}
-		if (sc->state != SM_CONN_OPEN)
-			continue;
-		fault = atomic_exchange(&sc->fault, 0);
-		if (fault) {
-			sm_conn_break(sc, fault);
-			continue;
-		}
-		conn_keepalive(sc, now);
-		conn_tx_timers(sc, now);
+		cci__conn_tick(&sc->base, sc->conn, sm_core, &tick_ops, sc, now);
 	}
 	for (req = sep->reqs; req; req = rnext) {
 		rnext = req->next;

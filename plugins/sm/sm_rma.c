@@ -193,7 +193,7 @@ static int cma_finish(struct sm_conn *sc, const void *msg, uint32_t msg_len, voi
 	struct sm_pend *p;
 
 	pthread_mutex_lock(&sc->tx_lock);
-	if (sc->state != SM_CONN_OPEN) {
+	if (!cci__conn_is_open(&sc->base)) {
 		int rc = sc->tx_err;
 		pthread_mutex_unlock(&sc->tx_lock);
 		return rc;
@@ -231,7 +231,7 @@ static int rma_cma(struct sm_conn *sc, char *local, const struct cci_rma_handle 
 	pid_t pid;
 
 	pthread_mutex_lock(&sc->tx_lock);
-	rc = sc->state == SM_CONN_OPEN ? CCI_SUCCESS : sc->tx_err;
+	rc = cci__conn_is_open(&sc->base) ? CCI_SUCCESS : sc->tx_err;
 	if (rc == CCI_SUCCESS)
 		rc = peer_lookup(sc->peer_page, cci__handle_key(remote), roff, len,
 		                 write ? CCI_FLAG_WRITE : CCI_FLAG_READ, &raddr);
@@ -259,7 +259,7 @@ static int rma_copy_start(struct sm_conn *sc, const void *msg, uint32_t msg_len,
 	struct sm_pend *p;
 
 	pthread_mutex_lock(&sc->tx_lock);
-	if (sc->state != SM_CONN_OPEN) {
+	if (!cci__conn_is_open(&sc->base)) {
 		int rc = sc->tx_err;
 		pthread_mutex_unlock(&sc->tx_lock);
 		return rc;
@@ -414,7 +414,7 @@ static void reply_queue(struct sm_conn *sc, int kind, uint32_t op_id, int status
 	p->total = len;
 	p->queued_ns = cci__now_ns();
 	pthread_mutex_lock(&sc->tx_lock);
-	if (sc->state == SM_CONN_OPEN) {
+	if (cci__conn_is_open(&sc->base)) {
 		sm_txq_push(sc, p);
 		sm_txq_flush_locked(sc);
 		p = NULL;

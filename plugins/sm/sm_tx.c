@@ -210,7 +210,7 @@ void sm_txq_flush_locked(struct sm_conn *sc)
 {
 	struct sm_pend *p;
 
-	while ((p = sc->txq) != NULL && sc->state == SM_CONN_OPEN) {
+	while ((p = sc->txq) != NULL && cci__conn_is_open(&sc->base)) {
 		int rc = pend_place(sc, p);
 		if (rc == CCI_EAGAIN)
 			break;
@@ -257,7 +257,7 @@ int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_
 	char *dst;
 
 	pthread_mutex_lock(&sc->tx_lock);
-	if (sc->state != SM_CONN_OPEN) {
+	if (!cci__conn_is_open(&sc->base)) {
 		int rc = sc->tx_err;
 		pthread_mutex_unlock(&sc->tx_lock);
 		return rc;

@@ -1,0 +1,86 @@
+/*
+ * conn_base.h - what every transport's connection shares: its state
+ * machine and its timers (conn_timers.h), and the tick that drives them.
+ *
+ * A plugin embeds a struct cci__conn_base first in its connection.  The
+ * state moves only along the legal edges below (cci__conn_move logs any
+ * other move under the ctp category, so a protocol bug shows in
+ * CCI_DEBUG=ctp), and it is atomic: the data path reads it without the
+ * lock that writers hold.  Once a tick, under the lock that guards the
+ * connection's timers, the plugin calls cci__conn_tick(), which applies
+ * the connect deadline, the send timeout and the keepalive through the
+ * plugin's callbacks; what only the plugin knows (how to ping, which send
+ * is the oldest, how to break) stays in the plugin.
+ */
+#ifndef CCI_COMMON_CONN_BASE_H
+#define CCI_COMMON_CONN_BASE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "cci_plugin.h"
+#include "conn_timers.h"
+
+enum cci__conn_state {
+	CCI__CONN_CONNECTING = 0, /* client: the attempt runs (a plugin may have sub-steps) */
+	CCI__CONN_OPEN,
+	CCI__CONN_FAILED,         /* client: the attempt failed, it never opened */
+	CCI__CONN_BROKEN,         /* peer gone, disconnected us or timed out: sends fail */
+	CCI__CONN_CLOSED,         /* disconnected here, or the endpoint is closing */
+	CCI__CONN_NSTATES
+};
+/* Legal moves: CONNECTING -> OPEN | FAILED | CLOSED, OPEN -> BROKEN |
+ * CLOSED, FAILED and BROKEN -> CLOSED.  A zeroed base is CONNECTING, on
+ * either side: a server's connection opens when it is accepted. */
+
+struct cci__conn_base {
+	_Atomic int state;              /* enum cci__conn_state */
+	struct cci__conn_timers timers; /* under the plugin's timer lock */
+};
+
+/* Is from -> to a legal move? */
+int cci__conn_can_move(int from, int to);
+const char *cci__conn_state_name(int state);
+
+static inline int cci__conn_state(const struct cci__conn_base *b)
+{
+	return atomic_load_explicit(&b->state, memory_order_acquire);
+}
+
+static inline int cci__conn_is_open(const struct cci__conn_base *b)
+{
+	return cci__conn_state(b) == CCI__CONN_OPEN;
+}
+
+/* Move b to state to, under the plugin's lock for state changes; an
+ * illegal move is made all the same and logged, naming conn (may be NULL). */
+void cci__conn_move(struct cci__conn_base *b, int to, const struct cci_core *core,
+                    const cci__conn_t *conn);
+
+/* The plugin's side of a tick.  Each gets the plugin's connection (pc). */
+struct cci__conn_tick_ops {
+	/* When the oldest unfinished send or RMA was queued (cci__now_ns), or
+	 * UINT64_MAX when nothing is waiting on the peer. */
+	uint64_t (*oldest_send_ns)(void *pc);
+	/* Probe the quiet peer; its answer counts as hearing from it. */
+	void (*ping)(void *pc);
+	/* The connect deadline passed: fail the attempt with CCI_ETIMEDOUT.
+	 * NULL when connect deadlines cannot be acted on in this tick. */
+	void (*connect_expired)(void *pc);
+	/* The oldest send outlived the send timeout: break the connection
+	 * with CCI_ETIMEDOUT. */
+	void (*send_expired)(void *pc);
+};
+
+/*
+ * One tick of one connection: a connecting one past its deadline gets
+ * connect_expired; an open one gets send_expired when its oldest send is
+ * too old (conn->send_timeout_us), else the keepalive step (a
+ * KEEPALIVE_TIMEDOUT event, posted here, or ping).  Returns 1 when the
+ * connection is open and was not broken by this tick (the plugin's own
+ * periodic work may follow), 0 otherwise.
+ */
+int cci__conn_tick(struct cci__conn_base *b, cci__conn_t *conn, const struct cci_core *core,
+                   const struct cci__conn_tick_ops *ops, void *pc, uint64_t now);
+
+#endif /* CCI_COMMON_CONN_BASE_H */
