@@ -58,6 +58,7 @@ extern const struct cci_core *sm_core;
 #define SM_MSS_MAX 1048576u
 #define SM_BUF_COUNT_DEFAULT 64u
 #define SM_BUF_COUNT_MAX 65536u
+#define SM_FRAG_HDR 16u /* copy RMA: {key or offset, offset or 0} before fragment bytes */
 #define SM_TICK_S 0.005             /* control thread timer tick */
 #define SM_REQ_WAIT_NS 10000000000ull /* an accepted socket must ask within 10 s */
 #define SM_SUN_PATH ((int)sizeof(((struct sockaddr_un *)0)->sun_path))
@@ -345,6 +346,7 @@ void sm_txq_push(struct sm_conn *sc, struct sm_pend *p);
 void sm_txq_flush(struct sm_conn *sc);
 void sm_txq_flush_locked(struct sm_conn *sc);
 void sm_txq_fail(struct sm_conn *sc, int first_status, int notify);
+void sm_rma_fail_waiting(struct sm_conn *sc, int notify);
 /* Flush the queues of every open connection; rx_lock held (rx_set). */
 void sm_tx_flush_all(struct sm_ep *sep);
 int sm_tx_place(struct sm_conn *sc, uint16_t type, uint32_t aux, const struct iovec *iov,
@@ -359,7 +361,6 @@ void sm_rx_consume_release(struct sm_conn *sc, struct sm_rec *rec);
 void sm_rx_fault(struct sm_conn *sc);
 /* Drain every open connection's ring; rx_lock held.  CCI_ENOBUFS when
  * nothing came because the application holds every buffer. */
-int sm_rx_drain_all(struct sm_ep *sep);
 int sm_rx_pending(struct sm_ep *sep);
 void sm_recv_returned(cci__evt_t *evt);
 
@@ -369,8 +370,6 @@ void sm_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg);
 int sm_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_reg_t *local,
            uint64_t local_offset, const struct cci_rma_handle *remote, uint64_t remote_offset,
            uint64_t data_len, void *context, int flags);
-int sm_rma_place(struct sm_conn *sc, struct sm_pend *p);
 int sm_rma_on_record(struct sm_conn *sc, struct sm_rec *rec);
-void sm_rma_fail_waiting(struct sm_conn *sc, int notify);
 
 #endif /* CCI_SM_H */

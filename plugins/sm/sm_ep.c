@@ -168,6 +168,49 @@ int sm_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
 	return sm_pool_resize(sep, value);
 }
 
+#define SM_RX_BATCH 64 /* records taken from one ring per progress call */
+
+/* Take what the peer published; rx_lock held.  Returns records handled. */
+static int rx_drain(struct sm_ep *sep, struct sm_conn *sc)
+{
+	int n;
+
+	for (n = 0; n < SM_RX_BATCH; n++) {
+		int bad = 0;
+		struct sm_rec *rec = sm_ring_peek(&sc->rx, &bad);
+		if (!rec) {
+			if (bad)
+				sm_rx_fault(sc);
+			break;
+		}
+		if (!(rec->type == SM_REC_MSG ? sm_rx_post(sep, sc, rec) : sm_rma_on_record(sc, rec)))
+			break;
+	}
+	return n;
+}
+
+/* After a drain that found nothing more: the peer waits for space
+ * (prod_waiting) that only returning events of this ring can give. */
+static int rx_starved(const struct sm_conn *sc)
+{
+	return sc->lent > 0 && sm_ring_blocked(&sc->rx, sc->sep->mss) &&
+	       atomic_load_explicit(&sc->rx.ctl->prod_waiting, memory_order_relaxed);
+}
+
+static int rx_drain_all(struct sm_ep *sep)
+{
+	int got = 0, starved = 0;
+
+	for (uint32_t i = 0; i < sep->rx_n; i++) {
+		struct sm_conn *sc = sep->rx_set[i];
+		if (sc->rx_dead)
+			continue;
+		got += rx_drain(sep, sc);
+		starved |= rx_starved(sc);
+	}
+	return (got == 0 && starved) ? CCI_ENOBUFS : CCI_SUCCESS;
+}
+
 /*
  * Arm: drain the doorbell, raise the flag peers look at after publishing,
  * then look again so that a record published before the flag was visible
@@ -202,7 +245,7 @@ int sm_progress(cci__ep_t *ep)
 	}
 	if (!cci__spin_trylock(&sep->rx_lock))
 		return CCI_SUCCESS; /* another thread is receiving for us */
-	rc = sm_rx_drain_all(sep);
+	rc = rx_drain_all(sep);
 	if (atomic_load_explicit(&sep->txq_busy, memory_order_relaxed))
 		sm_tx_flush_all(sep);
 	cci__spin_unlock(&sep->rx_lock);

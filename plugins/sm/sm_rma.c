@@ -28,7 +28,6 @@
 
 #include "sm.h"
 
-#define SM_FRAG_HDR 16u /* {key or offset, offset or 0} before fragment bytes */
 #define SM_RMA_FALLBACK 1000
 
 /* ------------------------------------------------------------------------ */
@@ -310,87 +309,6 @@ int sm_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_re
 	}
 	return rma_copy_start(sc, msg_ptr, msg_len, laddr, remote, remote_offset, data_len,
 	                      context, flags);
-}
-
-/* Fragments of a write or of read data, as many as fit; tx_lock held. */
-static int frags_place(struct sm_conn *sc, struct sm_pend *p, uint16_t type)
-{
-	uint64_t max = sc->conn->pub.max_send_size - SM_FRAG_HDR;
-	int placed = 0;
-
-	while (p->done < p->total) {
-		uint64_t chunk = p->total - p->done < max ? p->total - p->done : max;
-		struct sm_rec *rec = sm_ring_reserve(&sc->tx, (uint32_t)(SM_FRAG_HDR + chunk));
-		uint64_t *h;
-		if (!rec)
-			break;
-		h = sm_rec_payload(rec);
-		h[0] = type == SM_REC_WR_FRAG ? p->key : p->done;
-		h[1] = type == SM_REC_WR_FRAG ? p->roff + p->done : 0;
-		memcpy(h + 2, p->laddr + p->done, chunk);
-		sm_ring_commit(&sc->tx, rec, type, (uint32_t)(SM_FRAG_HDR + chunk), p->op_id);
-		p->done += chunk;
-		placed = 1;
-	}
-	if (placed)
-		sm_ring_bell(sc);
-	return p->done == p->total ? CCI_SUCCESS : CCI_EAGAIN;
-}
-
-static int ack_place(struct sm_conn *sc, uint32_t op_id, int status)
-{
-	int32_t st = status;
-	struct iovec iov = { &st, sizeof(st) };
-
-	return sm_tx_place(sc, SM_REC_RMA_ACK, op_id, &iov, 1, sizeof(st));
-}
-
-/* Copy-RMA steps at the head of the queue (sm_tx.c's pend_place). */
-int sm_rma_place(struct sm_conn *sc, struct sm_pend *p)
-{
-	struct iovec iov = { p->buf, p->len };
-	uint64_t rq[3];
-
-	if ((p->kind == SM_PEND_WRITE || p->kind == SM_PEND_READ) && p->want_fence && sc->rma_wait)
-		return CCI_EAGAIN;
-	switch (p->kind) {
-	case SM_PEND_WRITE:
-		if (frags_place(sc, p, SM_REC_WR_FRAG) != CCI_SUCCESS ||
-		    sm_tx_place(sc, SM_REC_WR_END, p->op_id, &iov, p->len ? 1 : 0, p->len) !=
-		            CCI_SUCCESS)
-			return CCI_EAGAIN;
-		return 1; /* the caller moves it to rma_wait: it completes at its ACK */
-	case SM_PEND_READ:
-		if (p->req_sent)
-			return CCI_EAGAIN; /* until its ACK turns it into a DONE */
-		rq[0] = p->key;
-		rq[1] = p->roff;
-		rq[2] = p->total;
-		iov = (struct iovec){ rq, sizeof(rq) };
-		if (sm_tx_place(sc, SM_REC_RD_REQ, p->op_id, &iov, 1, sizeof(rq)) != CCI_SUCCESS)
-			return CCI_EAGAIN;
-		p->req_sent = 1;
-		return CCI_EAGAIN;
-	case SM_PEND_RDRESP:
-		if (frags_place(sc, p, SM_REC_RD_FRAG) != CCI_SUCCESS)
-			return CCI_EAGAIN;
-		return ack_place(sc, p->op_id, CCI_SUCCESS);
-	case SM_PEND_ACK:
-		return ack_place(sc, p->op_id, p->status);
-	}
-	return CCI_SUCCESS;
-}
-
-/* Copy RMAs waiting for an ACK fail (notify) or vanish; tx_lock held. */
-void sm_rma_fail_waiting(struct sm_conn *sc, int notify)
-{
-	while (sc->rma_wait) {
-		struct sm_pend *p = sc->rma_wait;
-		sc->rma_wait = p->next;
-		if (notify && sc->conn)
-			sm_core->send_done(sc->conn, p->context, p->flags, CCI_ERR_DISCONNECTED);
-		sm_pend_put(sc->sep, p);
-	}
 }
 
 /* ------------------------------------------------------------------------ */

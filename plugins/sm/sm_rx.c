@@ -1,8 +1,8 @@
 /*
  * sm_rx.c - the receive side: progress() (sm_ep.c) drains the rings of
- * the open connections here, a RECV is posted per message record (RMA
- * records go to sm_rma.c), and each record is taken back when its event
- * is returned.
+ * the open connections and hands each message record here, which posts a
+ * RECV for it (RMA records go to sm_rma.c), and each record is taken back
+ * when its event is returned.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,8 +10,6 @@
 #include <unistd.h>
 
 #include "sm.h"
-
-#define SM_RX_BATCH 64 /* records taken from one ring per progress call */
 
 /* The ring holds garbage: stop reading it and let the control thread
  * break the connection.  rx_lock held. */
@@ -39,47 +37,6 @@ int sm_rx_post(struct sm_ep *sep, struct sm_conn *sc, struct sm_rec *rec)
 	sm_ring_consume(&sc->rx, rec);
 	sc->lent++;
 	return 1;
-}
-
-/* Take what the peer published; rx_lock held.  Returns records handled. */
-static int rx_drain(struct sm_ep *sep, struct sm_conn *sc)
-{
-	int n;
-
-	for (n = 0; n < SM_RX_BATCH; n++) {
-		int bad = 0;
-		struct sm_rec *rec = sm_ring_peek(&sc->rx, &bad);
-		if (!rec) {
-			if (bad)
-				sm_rx_fault(sc);
-			break;
-		}
-		if (!(rec->type == SM_REC_MSG ? sm_rx_post(sep, sc, rec) : sm_rma_on_record(sc, rec)))
-			break;
-	}
-	return n;
-}
-
-/* After a drain that found nothing more: the peer waits for space
- * (prod_waiting) that only returning events of this ring can give. */
-static int rx_starved(const struct sm_conn *sc)
-{
-	return sc->lent > 0 && sm_ring_blocked(&sc->rx, sc->sep->mss) &&
-	       atomic_load_explicit(&sc->rx.ctl->prod_waiting, memory_order_relaxed);
-}
-
-int sm_rx_drain_all(struct sm_ep *sep)
-{
-	int got = 0, starved = 0;
-
-	for (uint32_t i = 0; i < sep->rx_n; i++) {
-		struct sm_conn *sc = sep->rx_set[i];
-		if (sc->rx_dead)
-			continue;
-		got += rx_drain(sep, sc);
-		starved |= rx_starved(sc);
-	}
-	return (got == 0 && starved) ? CCI_ENOBUFS : CCI_SUCCESS;
 }
 
 /* Is a record waiting in any ring?  For arm(). */

@@ -6,9 +6,11 @@
  * ring.  When the ring is full the send is copied into a descriptor from
  * the endpoint's pool (send_buf_count of them, mss bytes each) and queued;
  * queues are flushed in order by progress() and by the control thread's
- * tick, and a new send never overtakes a queued one.  No allocation and no
- * system call happen on the path of a message that fits, except the
- * doorbell write to a peer that sleeps on its OS handle.
+ * tick, and a new send never overtakes a queued one.  Every record an
+ * endpoint sends is framed here, the copy-RMA ones too (sm_rma.c queues
+ * them as descriptors).  No allocation and no system call happen on the
+ * path of a message that fits, except the doorbell write to a peer that
+ * sleeps on its OS handle.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -188,6 +190,75 @@ static int pend_is_user(const struct sm_pend *p)
 	return p->kind != SM_PEND_RDRESP && p->kind != SM_PEND_ACK;
 }
 
+/* Fragments of a write or of read data, as many as fit; tx_lock held. */
+static int frags_place(struct sm_conn *sc, struct sm_pend *p, uint16_t type)
+{
+	uint64_t max = sc->conn->pub.max_send_size - SM_FRAG_HDR;
+	int placed = 0;
+
+	while (p->done < p->total) {
+		uint64_t chunk = p->total - p->done < max ? p->total - p->done : max;
+		struct sm_rec *rec = sm_ring_reserve(&sc->tx, (uint32_t)(SM_FRAG_HDR + chunk));
+		uint64_t *h;
+		if (!rec)
+			break;
+		h = sm_rec_payload(rec);
+		h[0] = type == SM_REC_WR_FRAG ? p->key : p->done;
+		h[1] = type == SM_REC_WR_FRAG ? p->roff + p->done : 0;
+		memcpy(h + 2, p->laddr + p->done, chunk);
+		sm_ring_commit(&sc->tx, rec, type, (uint32_t)(SM_FRAG_HDR + chunk), p->op_id);
+		p->done += chunk;
+		placed = 1;
+	}
+	if (placed)
+		sm_ring_bell(sc);
+	return p->done == p->total ? CCI_SUCCESS : CCI_EAGAIN;
+}
+
+static int ack_place(struct sm_conn *sc, uint32_t op_id, int status)
+{
+	int32_t st = status;
+	struct iovec iov = { &st, sizeof(st) };
+
+	return sm_tx_place(sc, SM_REC_RMA_ACK, op_id, &iov, 1, sizeof(st));
+}
+
+/* Copy-RMA steps at the head of the queue. */
+static int rma_place(struct sm_conn *sc, struct sm_pend *p)
+{
+	struct iovec iov = { p->buf, p->len };
+	uint64_t rq[3];
+
+	if ((p->kind == SM_PEND_WRITE || p->kind == SM_PEND_READ) && p->want_fence && sc->rma_wait)
+		return CCI_EAGAIN;
+	switch (p->kind) {
+	case SM_PEND_WRITE:
+		if (frags_place(sc, p, SM_REC_WR_FRAG) != CCI_SUCCESS ||
+		    sm_tx_place(sc, SM_REC_WR_END, p->op_id, &iov, p->len ? 1 : 0, p->len) !=
+		            CCI_SUCCESS)
+			return CCI_EAGAIN;
+		return 1; /* the caller moves it to rma_wait: it completes at its ACK */
+	case SM_PEND_READ:
+		if (p->req_sent)
+			return CCI_EAGAIN; /* until its ACK turns it into a DONE */
+		rq[0] = p->key;
+		rq[1] = p->roff;
+		rq[2] = p->total;
+		iov = (struct iovec){ rq, sizeof(rq) };
+		if (sm_tx_place(sc, SM_REC_RD_REQ, p->op_id, &iov, 1, sizeof(rq)) != CCI_SUCCESS)
+			return CCI_EAGAIN;
+		p->req_sent = 1;
+		return CCI_EAGAIN;
+	case SM_PEND_RDRESP:
+		if (frags_place(sc, p, SM_REC_RD_FRAG) != CCI_SUCCESS)
+			return CCI_EAGAIN;
+		return ack_place(sc, p->op_id, CCI_SUCCESS);
+	case SM_PEND_ACK:
+		return ack_place(sc, p->op_id, p->status);
+	}
+	return CCI_SUCCESS;
+}
+
 /* Place the head of the queue.  SUCCESS: done; EAGAIN: no room; 1: kept elsewhere. */
 static int pend_place(struct sm_conn *sc, struct sm_pend *p)
 {
@@ -201,7 +272,7 @@ static int pend_place(struct sm_conn *sc, struct sm_pend *p)
 			return CCI_SUCCESS;
 		return sm_tx_place(sc, SM_REC_MSG, 0, &iov, 1, p->len);
 	default:
-		return sm_rma_place(sc, p);
+		return rma_place(sc, p);
 	}
 }
 
@@ -245,6 +316,18 @@ void sm_txq_fail(struct sm_conn *sc, int first_status, int notify)
 			sm_core->send_done(sc->conn, p->context, p->flags, first_status);
 			first_status = CCI_ERR_DISCONNECTED;
 		}
+		sm_pend_put(sc->sep, p);
+	}
+}
+
+/* Copy RMAs waiting for an ACK fail (notify) or vanish; tx_lock held. */
+void sm_rma_fail_waiting(struct sm_conn *sc, int notify)
+{
+	while (sc->rma_wait) {
+		struct sm_pend *p = sc->rma_wait;
+		sc->rma_wait = p->next;
+		if (notify && sc->conn)
+			sm_core->send_done(sc->conn, p->context, p->flags, CCI_ERR_DISCONNECTED);
 		sm_pend_put(sc->sep, p);
 	}
 }
