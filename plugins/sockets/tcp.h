@@ -370,9 +370,8 @@ int tcp_disconnect(cci__conn_t *conn);
 void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop);
 void tcp_conn_timeouts_changed(cci__conn_t *conn);
 
-/* tcp_tx.c */
+/* tcp_pool.c */
 struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force);
-struct tcp_op *tcp_op_get_app(struct tcp_ep *sep);
 void tcp_op_put(struct tcp_ep *sep, struct tcp_op *op);
 void tcp_ops_free(struct tcp_ep *sep);
 int tcp_ops_prealloc(struct tcp_ep *sep, uint32_t n);
@@ -387,6 +386,14 @@ static inline void tcp_op_copy_release(struct tcp_op *op)
 /* Copy op's message bytes out of the caller's pieces (into op->buf or a
  * big buffer): 0 or CCI_ENOMEM. */
 int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len);
+struct tcp_rxbuf *tcp_rb_get(struct tcp_ep *sep);
+void tcp_rb_put(struct tcp_ep *sep, struct tcp_rxbuf *rb);
+int tcp_rb_available(struct tcp_ep *sep);
+void tcp_rb_fini(struct tcp_ep *sep);
+void tcp_recv_returned(cci__evt_t *evt);
+
+/* tcp_tx.c */
+struct tcp_op *tcp_op_get_app(struct tcp_ep *sep);
 void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done);
 int tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done);
 void tcp_tx_flush_all(struct tcp_ep *sep);
@@ -405,14 +412,10 @@ uint32_t tcp_msg_linear(struct tcp_op *op, const struct iovec *iov, uint32_t iov
 int tcp_op_frame_done(struct tcp_op *op);
 
 /* tcp_rx.c */
-struct tcp_rxbuf *tcp_rb_get(struct tcp_ep *sep);
-void tcp_rb_put(struct tcp_ep *sep, struct tcp_rxbuf *rb);
-int tcp_rb_available(struct tcp_ep *sep);
 void tcp_rx_fail(struct tcp_conn *tc, const char *why);
 void tcp_rx_deliver(struct tcp_conn *tc, struct tcp_rxbuf *rb, uint32_t len);
 void tcp_rx_stall(struct tcp_conn *tc);
 void tcp_rx_sink(struct tcp_conn *tc, int sink, char *dst, uint64_t len);
-void tcp_rb_fini(struct tcp_ep *sep);
 void tcp_rx_conn(struct tcp_conn *tc);
 void tcp_rx_poll(struct tcp_ep *sep);
 int tcp_rx_want_epoll(const struct tcp_ep *sep);
@@ -423,7 +426,6 @@ void tcp_rx_apply_acks(struct tcp_conn *tc);
 void tcp_rx_acks_all(struct tcp_ep *sep);
 void tcp_rx_resume(struct tcp_ep *sep);
 void tcp_rx_release(struct tcp_conn *tc);
-void tcp_recv_returned(cci__evt_t *evt);
 int tcp_progress(cci__ep_t *ep);
 
 /* tcp_rma.c */

@@ -1,6 +1,6 @@
 /*
- * tcp_tx.c - the transmit side: the op pool, per-connection queues, one
- * sendmsg for as many frames as fit, completions on the peer's acks.
+ * tcp_tx.c - the transmit side: per-connection queues, one sendmsg for
+ * as many frames as fit, completions on the peer's acks.
  *
  * A message goes out with one system call when the queue is empty: a small
  * one copied behind its header (send_small), a bigger one straight from
@@ -9,54 +9,9 @@
  * tc->infl until the peer's cumulative ack covers their sequence number.
  */
 #include <errno.h>
-#include <stddef.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "tcp.h"
-
-/* sep->pool_out changes only under pool_lock: a plain store, no second
- * atomic operation on the send path. */
-static void pool_out_add(struct tcp_ep *sep, int d)
-{
-	uint32_t n = atomic_load_explicit(&sep->pool_out, memory_order_relaxed);
-
-	atomic_store_explicit(&sep->pool_out, n + (uint32_t)d, memory_order_relaxed);
-}
-
-struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force)
-{
-	struct tcp_op *op;
-
-	cci__spin_lock(&sep->pool_lock);
-	if (!force && atomic_load_explicit(&sep->pool_out, memory_order_relaxed) >=
-	              atomic_load_explicit(&sep->pool_limit, memory_order_relaxed)) {
-		cci__spin_unlock(&sep->pool_lock);
-		return NULL;
-	}
-	op = sep->pool;
-	if (op)
-		sep->pool = op->next;
-	pool_out_add(sep, 1);
-	cci__spin_unlock(&sep->pool_lock);
-	if (!op) {
-		/* The pool only grows while warming up; ops are kept until the
-		 * endpoint dies. */
-		op = calloc(1, sizeof(*op));
-		cci__spin_lock(&sep->pool_lock);
-		if (op) {
-			op->all_next = sep->ops_all;
-			sep->ops_all = op;
-		} else {
-			pool_out_add(sep, -1);
-		}
-		cci__spin_unlock(&sep->pool_lock);
-		if (!op)
-			return NULL;
-	}
-	memset(op, 0, offsetof(struct tcp_op, all_next));
-	return op;
-}
 
 /*
  * An op for a send or RMA of the application.  When every op is in
@@ -73,120 +28,6 @@ struct tcp_op *tcp_op_get_app(struct tcp_ep *sep)
 		return op;
 	tcp_progress(sep->ep);
 	return tcp_op_get(sep, 0);
-}
-
-/* Make n ops (with their small copy buffers) now, so that a warm-up of
- * the data path allocates nothing for the usual number in flight. */
-int tcp_ops_prealloc(struct tcp_ep *sep, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++) {
-		struct tcp_op *op = calloc(1, sizeof(*op));
-		if (!op || !(op->buf = malloc(TCP_COPY_SMALL))) {
-			free(op);
-			return CCI_ENOMEM;
-		}
-		op->all_next = sep->ops_all;
-		sep->ops_all = op;
-		op->next = sep->pool;
-		sep->pool = op;
-	}
-	return CCI_SUCCESS;
-}
-
-void tcp_op_put(struct tcp_ep *sep, struct tcp_op *op)
-{
-	tcp_op_copy_release(op);
-	cci__spin_lock(&sep->pool_lock);
-	op->next = sep->pool;
-	sep->pool = op;
-	pool_out_add(sep, -1);
-	cci__spin_unlock(&sep->pool_lock);
-}
-
-void tcp_ops_free(struct tcp_ep *sep)
-{
-	struct tcp_op *op = sep->ops_all, *next;
-	struct tcp_cbuf *cb = sep->cb_all, *cnext;
-
-	for (; op; op = next) {
-		next = op->all_next;
-		free(op->buf);
-		free(op);
-	}
-	sep->ops_all = sep->pool = NULL;
-	for (; cb; cb = cnext) {
-		cnext = cb->all_next;
-		free(cb);
-	}
-	sep->cb_all = sep->cb_free = NULL;
-}
-
-void tcp_op_copy_free(struct tcp_op *op)
-{
-	struct tcp_ep *sep = op->tc->sep;
-	struct tcp_cbuf *cb = (struct tcp_cbuf *)op->big - 1;
-
-	atomic_fetch_sub_explicit(&sep->copy_queued, op->big_len, memory_order_relaxed);
-	op->big = NULL;
-	op->big_len = 0;
-	cci__spin_lock(&sep->pool_lock);
-	cb->next = sep->cb_free;
-	sep->cb_free = cb;
-	cci__spin_unlock(&sep->pool_lock);
-}
-
-/* Room for a len-byte copy: the op's own small buffer, or a big one from
- * the endpoint's cache (the most recently returned, still in cache). */
-static char *op_copy_space(struct tcp_op *op, uint32_t len)
-{
-	struct tcp_ep *sep = op->tc->sep;
-	struct tcp_cbuf *cb;
-
-	if (len <= TCP_COPY_SMALL) {
-		if (!op->buf && !(op->buf = malloc(TCP_COPY_SMALL)))
-			return NULL;
-		return op->buf;
-	}
-	cci__spin_lock(&sep->pool_lock);
-	cb = sep->cb_free;
-	if (cb)
-		sep->cb_free = cb->next;
-	cci__spin_unlock(&sep->pool_lock);
-	if (!cb) {
-		cb = malloc(sizeof(*cb) + sep->mss);
-		if (!cb)
-			return NULL;
-		cci__spin_lock(&sep->pool_lock);
-		cb->all_next = sep->cb_all;
-		sep->cb_all = cb;
-		cci__spin_unlock(&sep->pool_lock);
-	}
-	op->big = (char *)(cb + 1);
-	op->big_len = len;
-	atomic_fetch_add_explicit(&sep->copy_queued, len, memory_order_relaxed);
-	return op->big;
-}
-
-int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len)
-{
-	uint32_t off = 0;
-	char *dst;
-
-	op->len = len;
-	op->uiovcnt = 0;
-	if (len == 0)
-		return CCI_SUCCESS;
-	dst = op_copy_space(op, len);
-	if (!dst)
-		return CCI_ENOMEM;
-	for (uint32_t i = 0; i < iovcnt; i++) {
-		memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);
-		off += (uint32_t)iov[i].iov_len;
-	}
-	op->uiov[0].iov_base = dst;
-	op->uiov[0].iov_len = len;
-	op->uiovcnt = 1;
-	return CCI_SUCCESS;
 }
 
 /* The caller's buffers are about to be reused: copy what op still needs. */
