@@ -40,11 +40,14 @@
 #ifndef CCI_TCP_H
 #define CCI_TCP_H
 
+#include <errno.h>
 #include <ev.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 
 #include "cci_plugin.h"
@@ -319,6 +322,30 @@ static inline int tcp_state(struct tcp_conn *tc)
 	return atomic_load_explicit(&tc->state, memory_order_acquire);
 }
 
+/* progress=manual with an OS handle: its timerfd fires in ns nanoseconds
+ * (0 disarms it), which makes the handle readable. */
+static inline void tcp_manual_timer(struct tcp_ep *sep, long ns)
+{
+	struct itimerspec its = { .it_value.tv_nsec = ns };
+
+	if (timerfd_settime(sep->manual_tfd, 0, &its, NULL) != 0)
+		TCP_ERR("tcp: %s: cannot arm the timer of the OS handle: %s", sep->ep->uri,
+		        strerror(errno));
+}
+
+/*
+ * The loop's doorbell, the one way a layer leaves work for the loop: OR
+ * command bits (TCP_CMD_*; 0 only wakes it) from any thread, without a
+ * lock.  With progress=manual and an OS handle the handle's timerfd fires
+ * at once too, so that an application asleep on it comes to run the loop.
+ */
+static inline void tcp_loop_cmd(struct tcp_ep *sep, unsigned cmd)
+{
+	cci__engine_cmd(&sep->eng, cmd);
+	if (sep->manual_tfd >= 0)
+		tcp_manual_timer(sep, 1);
+}
+
 /* The ack for a frame being encoded: everything received so far, now
  * counted as sent (the rx side then owes no separate ACK for it).  Under
  * tx_lock. */
@@ -339,7 +366,6 @@ int tcp_arm(cci__ep_t *ep);
 /* tcp_loop.c */
 int tcp_loop_start(struct tcp_ep *sep);
 void tcp_loop_stop(struct tcp_ep *sep);
-void tcp_loop_cmd(struct tcp_ep *sep, unsigned cmd);
 void tcp_loop_manual(struct tcp_ep *sep);
 int tcp_loop_manual_handle(struct tcp_ep *sep);
 void tcp_loop_manual_arm(struct tcp_ep *sep);
@@ -362,7 +388,6 @@ void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why);
 int tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, int fd);
 void tcp_conn_link(struct tcp_conn *tc);
 int tcp_conn_open(struct tcp_conn *tc);
-void tcp_conn_fault(struct tcp_conn *tc, int status);
 void tcp_conn_break(struct tcp_conn *tc, int status, const char *why);
 void tcp_faults_process(struct tcp_ep *sep);
 void tcp_conn_destroy(struct tcp_conn *tc);

@@ -105,16 +105,6 @@ static void rx_unlist(struct tcp_conn *tc)
 	tcp_rx_watch_update(sep); /* fewer sockets may leave epoll */
 }
 
-void tcp_conn_fault(struct tcp_conn *tc, int status)
-{
-	int zero = 0;
-
-	if (atomic_compare_exchange_strong(&tc->fault, &zero, status)) {
-		atomic_fetch_add(&tc->sep->nfaults, 1);
-		tcp_loop_cmd(tc->sep, TCP_CMD_FAULT);
-	}
-}
-
 /* Take every op off tc (tx_lock held); returns them oldest first. */
 static struct tcp_op *ops_detach(struct tcp_conn *tc)
 {

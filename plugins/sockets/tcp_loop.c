@@ -25,31 +25,9 @@
  * reference per socket system call (about 55 ns each here), but nothing
  * moves while the application makes no call.
  */
-#include <errno.h>
-#include <string.h>
 #include <sys/epoll.h>
-#include <sys/timerfd.h>
 
 #include "tcp.h"
-
-/* progress=manual with an OS handle: the loop has work (a command, a
- * handshake begun): make the handle readable now, so that an application
- * asleep on it comes to run the loop. */
-static void manual_wake_soon(struct tcp_ep *sep)
-{
-	struct itimerspec its = { .it_value.tv_nsec = 1 };
-
-	if (timerfd_settime(sep->manual_tfd, 0, &its, NULL) != 0)
-		TCP_ERR("tcp: %s: cannot arm the timer of the OS handle: %s", sep->ep->uri,
-		        strerror(errno));
-}
-
-void tcp_loop_cmd(struct tcp_ep *sep, unsigned cmd)
-{
-	cci__engine_cmd(&sep->eng, cmd);
-	if (sep->manual_tfd >= 0)
-		manual_wake_soon(sep);
-}
 
 static void ww_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -272,18 +250,12 @@ static int manual_tick_wanted(struct tcp_ep *sep)
 /* The application is about to sleep on the OS handle (progress=manual):
  * arm the timerfd for one tick if anything waits, else disarm it.  Either
  * clears an expiry that woke the application.  Under sep->lock: a
- * connection linked meanwhile (under that lock, its manual_wake_soon
+ * connection linked meanwhile (under that lock, its tcp_loop_cmd
  * after) is either seen here or wakes the handle after this call. */
 void tcp_loop_manual_arm(struct tcp_ep *sep)
 {
-	struct itimerspec its = { .it_value.tv_nsec = (long)(TCP_TICK_S * 1e9) };
-
 	pthread_mutex_lock(&sep->lock);
-	if (!manual_tick_wanted(sep))
-		its.it_value.tv_nsec = 0;
-	if (timerfd_settime(sep->manual_tfd, 0, &its, NULL) != 0)
-		TCP_ERR("tcp: %s: cannot arm the timer of the OS handle: %s", sep->ep->uri,
-		        strerror(errno));
+	tcp_manual_timer(sep, manual_tick_wanted(sep) ? (long)(TCP_TICK_S * 1e9) : 0);
 	pthread_mutex_unlock(&sep->lock);
 }
 

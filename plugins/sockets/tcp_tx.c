@@ -52,6 +52,19 @@ static int op_detach(struct tcp_op *op)
 	return CCI_SUCCESS;
 }
 
+/* A send met an error it cannot handle here: leave the connection to
+ * be broken by the loop or the next progress() (tcp_faults_process),
+ * which take the locks that breaking needs. */
+static void tx_fault(struct tcp_conn *tc, int status)
+{
+	int zero = 0;
+
+	if (atomic_compare_exchange_strong(&tc->fault, &zero, status)) {
+		atomic_fetch_add(&tc->sep->nfaults, 1);
+		tcp_loop_cmd(tc->sep, TCP_CMD_FAULT);
+	}
+}
+
 /* Keep sep->tx_busy and the progress thread in step with tc's queue. */
 static void tx_mark(struct tcp_conn *tc)
 {
@@ -251,7 +264,7 @@ int tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done)
 				                      memory_order_relaxed);
 			} else {
 				rc = cci__errno_status(errno);
-				tcp_conn_fault(tc, CCI_ERR_DISCONNECTED);
+				tx_fault(tc, CCI_ERR_DISCONNECTED);
 			}
 			break;
 		}
@@ -310,7 +323,7 @@ void tcp_ctl_push(struct tcp_conn *tc, uint8_t type, const struct sock_sub *sub)
 	if (tc->ctl_len + SOCK_HDR_LEN + sl > TCP_CTL_LEN) {
 		/* Acks and probes are repeated later; a lost refusal is not. */
 		if (type == SOCK_F_RMA_NACK)
-			tcp_conn_fault(tc, CCI_ERR_DISCONNECTED);
+			tx_fault(tc, CCI_ERR_DISCONNECTED);
 		return;
 	}
 	h.len = sl;
@@ -462,7 +475,7 @@ int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 	else
 		tcp_txq_push(tc, op, &done);
 	if (op->in_txq && op->borrowed && op_detach(op) != CCI_SUCCESS)
-		tcp_conn_fault(tc, CCI_ENOMEM);
+		tx_fault(tc, CCI_ENOMEM);
 	cci__spin_unlock(&tc->tx_lock);
 	if (done)
 		tcp_ops_complete(sep, done);
