@@ -265,7 +265,7 @@ struct tcp_ep {
 	uint16_t port;
 
 	/* Progress thread (none with progress=manual: progress() runs the
-	 * loop's work itself, see tcp_loop_manual). */
+	 * loop's work itself, see loop_manual in tcp_loop.c). */
 	int manual;
 	_Atomic uint32_t manual_polls;
 	_Atomic uint64_t manual_next_ns;
@@ -366,12 +366,10 @@ int tcp_arm(cci__ep_t *ep);
 /* tcp_loop.c */
 int tcp_loop_start(struct tcp_ep *sep);
 void tcp_loop_stop(struct tcp_ep *sep);
-void tcp_loop_manual(struct tcp_ep *sep);
+int tcp_progress(cci__ep_t *ep);
 int tcp_loop_manual_handle(struct tcp_ep *sep);
 void tcp_loop_manual_arm(struct tcp_ep *sep);
 void tcp_ww_update(struct tcp_conn *tc);
-void tcp_timers_run(struct tcp_ep *sep, uint64_t now, int with_loop);
-void tcp_timers_in_app(struct tcp_ep *sep);
 
 /* tcp_hs.c */
 void tcp_listen_cb(struct ev_loop *loop, ev_io *w, int revents);
@@ -451,7 +449,6 @@ void tcp_rx_apply_acks(struct tcp_conn *tc);
 void tcp_rx_acks_all(struct tcp_ep *sep);
 void tcp_rx_resume(struct tcp_ep *sep);
 void tcp_rx_release(struct tcp_conn *tc);
-int tcp_progress(cci__ep_t *ep);
 
 /* tcp_rma.c */
 int tcp_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_reg_t *local,

@@ -1,8 +1,8 @@
 /*
- * tcp_loop.c - the endpoint's progress thread: the shared engine
+ * tcp_loop.c - the endpoint's progress: the shared engine
  * (plugins/common/engine.h, a libev loop) with the listening socket,
  * handshake sockets, a tick for timers and, in thread mode, the
- * connections' sockets.
+ * connections' sockets; and progress(), the pass the application runs.
  *
  * Other threads touch the loop's watchers only with the loop lock
  * (sep->eng.lock) held and then wake it.  The data path never does: it
@@ -143,6 +143,32 @@ static void on_cmd(void *owner, unsigned cmd)
 	pthread_mutex_unlock(&sep->lock);
 }
 
+/* The tick's work; sep->lock held, and the loop lock when with_loop (the
+ * handshake timers stop watchers). */
+static void timers_run(struct tcp_ep *sep, uint64_t now, int with_loop)
+{
+	if (atomic_load(&sep->nfaults))
+		tcp_faults_process(sep);
+	if (sep->acks_pending)
+		tcp_rx_acks_all(sep);
+	tcp_conn_timers(sep, now, with_loop);
+	if (with_loop)
+		tcp_hs_timers(sep, now);
+}
+
+/* progress() found the tick's work left to it; sep->lock held. */
+static void timers_in_app(struct tcp_ep *sep)
+{
+	int with_loop = pthread_mutex_trylock(&sep->eng.lock) == 0;
+
+	atomic_store(&sep->tick_due, !with_loop);
+	timers_run(sep, atomic_load(&sep->now_ns), with_loop);
+	if (with_loop) {
+		pthread_mutex_unlock(&sep->eng.lock);
+		tcp_loop_cmd(sep, 0); /* watchers may have stopped */
+	}
+}
+
 static void on_tick(void *owner, uint64_t now, int app_polled)
 {
 	struct tcp_ep *sep = owner;
@@ -159,40 +185,14 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 		atomic_store(&sep->tick_due, 1);
 		return;
 	}
-	tcp_timers_run(sep, now, 1);
+	timers_run(sep, now, 1);
 	pthread_mutex_unlock(&sep->lock);
-}
-
-/* The tick's work; sep->lock held, and the loop lock when with_loop (the
- * handshake timers stop watchers). */
-void tcp_timers_run(struct tcp_ep *sep, uint64_t now, int with_loop)
-{
-	if (atomic_load(&sep->nfaults))
-		tcp_faults_process(sep);
-	if (sep->acks_pending)
-		tcp_rx_acks_all(sep);
-	tcp_conn_timers(sep, now, with_loop);
-	if (with_loop)
-		tcp_hs_timers(sep, now);
-}
-
-/* progress() found the tick's work left to it; sep->lock held. */
-void tcp_timers_in_app(struct tcp_ep *sep)
-{
-	int with_loop = pthread_mutex_trylock(&sep->eng.lock) == 0;
-
-	atomic_store(&sep->tick_due, !with_loop);
-	tcp_timers_run(sep, atomic_load(&sep->now_ns), with_loop);
-	if (with_loop) {
-		pthread_mutex_unlock(&sep->eng.lock);
-		tcp_loop_cmd(sep, 0); /* watchers may have stopped */
-	}
 }
 
 /* progress=manual: the loop's work, from progress() before it takes
  * sep->lock.  A clock read every TCP_MANUAL_CLOCK_EVERY polls keeps the
  * empty poll free of a second system call. */
-void tcp_loop_manual(struct tcp_ep *sep)
+static void loop_manual(struct tcp_ep *sep)
 {
 	/* With an OS handle, a wake-up may have come from the loop's sockets
 	 * or the timerfd: always look. */
@@ -238,7 +238,7 @@ static int manual_tick_wanted(struct tcp_ep *sep)
 	if (sep->reqs || atomic_load(&sep->tx_busy) || atomic_load(&sep->pool_out) > 0 ||
 	    atomic_load(&sep->nfaults) || cci__engine_cmd_pending(&sep->eng))
 		return 1;
-	/* An ack still owed goes out on a tick (tcp_timers_run): the peer's
+	/* An ack still owed goes out on a tick (timers_run): the peer's
 	 * completions wait for it. */
 	for (struct tcp_conn *tc = sep->conns; tc; tc = tc->next)
 		if (tcp_state(tc) != SOCK_CONN_OPEN || tc->timers.ka_us ||
@@ -275,7 +275,7 @@ static void watchers_init(struct tcp_ep *sep)
 	ev_io_start(loop, &sep->rx_w);
 }
 
-/* With progress=manual nothing sleeps in the loop (tcp_loop_manual runs it
+/* With progress=manual nothing sleeps in the loop (loop_manual runs it
  * without waiting), so the engine runs without a thread. */
 int tcp_loop_start(struct tcp_ep *sep)
 {
@@ -296,4 +296,34 @@ int tcp_loop_start(struct tcp_ep *sep)
 void tcp_loop_stop(struct tcp_ep *sep)
 {
 	cci__engine_stop(&sep->eng);
+}
+
+/* The ops table's progress: one pass over the endpoint for the caller
+ * (cci_get_event, or a sender short of ops), with what the tick or the
+ * loop left to it first. */
+int tcp_progress(cci__ep_t *ep)
+{
+	struct tcp_ep *sep = tcp_ep_of(ep);
+	int starved;
+
+	cci__engine_app_active(&sep->eng);
+	if (sep->manual)
+		loop_manual(sep);
+	/* Wait for the progress thread if it holds the lock: it is reading
+	 * or posting, and what it posts is what the caller wants next. */
+	pthread_mutex_lock(&sep->lock);
+	if (atomic_load_explicit(&sep->tick_due, memory_order_relaxed))
+		timers_in_app(sep);
+	if (atomic_load_explicit(&sep->nfaults, memory_order_relaxed))
+		tcp_faults_process(sep);
+	if (atomic_load_explicit(&sep->rx_starved, memory_order_relaxed))
+		tcp_rx_resume(sep);
+	if (atomic_load_explicit(&sep->tx_busy, memory_order_relaxed))
+		tcp_tx_flush_all(sep);
+	if (sep->acks_pending)
+		tcp_rx_acks_all(sep);
+	tcp_rx_poll(sep);
+	starved = atomic_load_explicit(&sep->rx_starved, memory_order_relaxed);
+	pthread_mutex_unlock(&sep->lock);
+	return starved ? CCI_ENOBUFS : CCI_SUCCESS;
 }

@@ -1,6 +1,6 @@
 /*
  * tcp_rx.c - the receive side: reading sockets, cutting the stream into
- * frames, lending receive buffers with RECV events, progress().
+ * frames, lending receive buffers with RECV events.
  *
  * Small frames are read in batches into a per-connection staging buffer
  * and copied out; a payload of TCP_DIRECT_MIN bytes or more is read
@@ -444,31 +444,4 @@ void tcp_rx_release(struct tcp_conn *tc)
 	}
 	tc->in_payload = tc->fh_ready = 0;
 	tc->stalled = 0;
-}
-
-int tcp_progress(cci__ep_t *ep)
-{
-	struct tcp_ep *sep = tcp_ep_of(ep);
-	int starved;
-
-	cci__engine_app_active(&sep->eng);
-	if (sep->manual)
-		tcp_loop_manual(sep);
-	/* Wait for the progress thread if it holds the lock: it is reading
-	 * or posting, and what it posts is what the caller wants next. */
-	pthread_mutex_lock(&sep->lock);
-	if (atomic_load_explicit(&sep->tick_due, memory_order_relaxed))
-		tcp_timers_in_app(sep);
-	if (atomic_load_explicit(&sep->nfaults, memory_order_relaxed))
-		tcp_faults_process(sep);
-	if (atomic_load_explicit(&sep->rx_starved, memory_order_relaxed))
-		tcp_rx_resume(sep);
-	if (atomic_load_explicit(&sep->tx_busy, memory_order_relaxed))
-		tcp_tx_flush_all(sep);
-	if (sep->acks_pending)
-		tcp_rx_acks_all(sep);
-	tcp_rx_poll(sep);
-	starved = atomic_load_explicit(&sep->rx_starved, memory_order_relaxed);
-	pthread_mutex_unlock(&sep->lock);
-	return starved ? CCI_ENOBUFS : CCI_SUCCESS;
 }

@@ -26,7 +26,9 @@ struct tcp_op *tcp_op_get_app(struct tcp_ep *sep)
 
 	if (op)
 		return op;
-	tcp_progress(sep->ep);
+	/* progress() is the top layer's: reached through the ops table, the
+	 * one call of this file upward (see README.md, Layers). */
+	sep->ep->plugin->progress(sep->ep);
 	return tcp_op_get(sep, 0);
 }
 
