@@ -317,6 +317,16 @@ static inline struct tcp_conn *tcp_conn_of(cci__conn_t *conn)
 	return conn->priv;
 }
 
+/* Where the payload of the frame being read goes: len bytes to dst (MEM),
+ * into a receive buffer the rx side takes (BUF, dst NULL), or nowhere
+ * (DROP; NONE when there is none).  Set by the rx and rma layers. */
+static inline void tcp_rx_sink(struct tcp_conn *tc, int sink, char *dst, uint64_t len)
+{
+	tc->sink = sink;
+	tc->dst = dst;
+	tc->left = len;
+}
+
 static inline int tcp_state(struct tcp_conn *tc)
 {
 	return atomic_load_explicit(&tc->state, memory_order_acquire);
@@ -435,10 +445,6 @@ uint32_t tcp_msg_linear(struct tcp_op *op, const struct iovec *iov, uint32_t iov
 int tcp_op_frame_done(struct tcp_op *op);
 
 /* tcp_rx.c */
-void tcp_rx_fail(struct tcp_conn *tc, const char *why);
-void tcp_rx_deliver(struct tcp_conn *tc, struct tcp_rxbuf *rb, uint32_t len);
-void tcp_rx_stall(struct tcp_conn *tc);
-void tcp_rx_sink(struct tcp_conn *tc, int sink, char *dst, uint64_t len);
 void tcp_rx_conn(struct tcp_conn *tc);
 void tcp_rx_poll(struct tcp_ep *sep);
 int tcp_rx_want_epoll(const struct tcp_ep *sep);
@@ -454,7 +460,7 @@ void tcp_rx_release(struct tcp_conn *tc);
 int tcp_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_reg_t *local,
             uint64_t local_offset, const struct cci_rma_handle *remote, uint64_t remote_offset,
             uint64_t data_len, void *context, int flags);
-int tcp_rma_frame_begin(struct tcp_conn *tc);
+int tcp_rma_frame_begin(struct tcp_conn *tc, const char **why);
 void tcp_rma_frame_end(struct tcp_conn *tc);
 
 #endif /* CCI_TCP_H */

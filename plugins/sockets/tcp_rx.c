@@ -17,13 +17,13 @@
 
 /* ---- frames ------------------------------------------------------------- */
 
-void tcp_rx_fail(struct tcp_conn *tc, const char *why)
+static void rx_fail(struct tcp_conn *tc, const char *why)
 {
 	TCP_WARN("tcp: closing the connection with %s: %s", tc->peer, why);
 	tcp_conn_break(tc, CCI_ERR_DISCONNECTED, why);
 }
 
-void tcp_rx_deliver(struct tcp_conn *tc, struct tcp_rxbuf *rb, uint32_t len)
+static void rx_deliver(struct tcp_conn *tc, struct tcp_rxbuf *rb, uint32_t len)
 {
 	/* A big message ends this pass (when nothing is left staged, so no
 	 * byte waits in user space): the application returns its buffer
@@ -45,19 +45,11 @@ static void rx_epoll_events(struct tcp_conn *tc)
 }
 
 /* No receive buffer: stop reading this socket until one comes back. */
-void tcp_rx_stall(struct tcp_conn *tc)
+static void rx_stall(struct tcp_conn *tc)
 {
 	tc->stalled = 1;
 	atomic_store(&tc->sep->rx_starved, 1);
 	rx_epoll_events(tc);
-}
-
-void tcp_rx_sink(struct tcp_conn *tc, int sink, char *dst, uint64_t len)
-{
-	tc->sink = sink;
-	tc->dst = dst;
-	tc->left = len;
-	tc->in_payload = 1;
 }
 
 /* The frame's last byte is in: deliver or finish it.  Returns 1 when the
@@ -65,15 +57,19 @@ void tcp_rx_sink(struct tcp_conn *tc, int sink, char *dst, uint64_t len)
  * the connection), else 0. */
 static int frame_end(struct tcp_conn *tc)
 {
+	uint8_t type = tc->h.type;
+
 	tc->in_payload = 0;
 	tc->fh_ready = 0;
 	tc->sink = TCP_SINK_NONE;
-	if (tc->h.type == SOCK_F_MSG) {
+	if (sock_type_sequenced(type))
 		atomic_store_explicit(&tc->rx_seq, tc->h.seq + 1, memory_order_relaxed);
-		tcp_rx_deliver(tc, tc->rb, tc->h.len);
+	if (tc->rb) {
+		rx_deliver(tc, tc->rb, tc->h.len - sock_sub_len(type));
 		tc->rb = NULL;
-		return tc->yield;
 	}
+	if (type == SOCK_F_MSG)
+		return tc->yield;
 	tcp_rma_frame_end(tc);
 	return tc->yield || tcp_state(tc) != SOCK_CONN_OPEN;
 }
@@ -95,51 +91,57 @@ static void on_ping(struct tcp_conn *tc)
 static int frame_begin(struct tcp_conn *tc)
 {
 	const struct sock_hdr *h = &tc->h;
+	const char *why = NULL;
 
 	if (sock_type_sequenced(h->type) &&
 	    h->seq != atomic_load_explicit(&tc->rx_seq, memory_order_relaxed)) {
-		tcp_rx_fail(tc, "frame out of sequence");
+		rx_fail(tc, "frame out of sequence");
 		return -1;
 	}
 	/* Acks are applied once per pass, after the messages are posted: the
 	 * application sees a reply before the completion it implies. */
 	if (h->ack < tc->ack_seen) {
-		tcp_rx_fail(tc, "acknowledgement going backwards");
+		rx_fail(tc, "acknowledgement going backwards");
 		return -1;
 	}
 	tc->ack_seen = h->ack;
 	if (h->flags & SOCK_FL_ACK_NOW)
 		tc->ack_now = 1;
 	tc->ack_bytes += h->len;
+	tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
 	switch (h->type) {
 	case SOCK_F_ACK:
 	case SOCK_F_PONG:
-		tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
 		break;
 	case SOCK_F_PING:
 		on_ping(tc);
-		tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
 		break;
 	case SOCK_F_MSG:
-		tc->rb = tcp_rb_get(tc->sep);
-		if (!tc->rb) {
-			tcp_rx_stall(tc);
-			return 1;
-		}
-		tcp_rx_sink(tc, TCP_SINK_BUF, tcp_rb_data(tc->rb), h->len);
+		tcp_rx_sink(tc, TCP_SINK_BUF, NULL, h->len);
 		break;
 	case SOCK_F_HELLO:
 	case SOCK_F_ACCEPT:
 	case SOCK_F_REJECT:
-		tcp_rx_fail(tc, "handshake frame on an open connection");
+		rx_fail(tc, "handshake frame on an open connection");
 		return -1;
-	default: {
-		int rc = tcp_rma_frame_begin(tc);
-		if (rc != 0)
-			return rc;
+	default:
+		if (tcp_rma_frame_begin(tc, &why) != 0) {
+			rx_fail(tc, why);
+			return -1;
+		}
 		break;
 	}
+	/* A message, or the completion message of an RMA write, goes into a
+	 * receive buffer; without one the frame is begun again later. */
+	if (tc->sink == TCP_SINK_BUF) {
+		tc->rb = tcp_rb_get(tc->sep);
+		if (!tc->rb) {
+			rx_stall(tc);
+			return 1;
+		}
+		tc->dst = tcp_rb_data(tc->rb);
 	}
+	tc->in_payload = 1;
 	if (tc->left == 0)
 		return frame_end(tc);
 	return 0;
@@ -194,7 +196,7 @@ decoded:
 	tc->fh_ready = 1;
 	return 1;
 bad:
-	tcp_rx_fail(tc, why);
+	rx_fail(tc, why);
 	return -1;
 }
 
@@ -245,7 +247,7 @@ static void rx_closed(struct tcp_conn *tc, ssize_t n)
 		TCP_LOG(CCI_LOG_CONN, "tcp: %s closed the connection", tc->peer);
 		tcp_conn_break(tc, CCI_ERR_DISCONNECTED, "closed by the peer");
 	} else if (n == 0) {
-		tcp_rx_fail(tc, "truncated frame (the peer closed mid-frame)");
+		rx_fail(tc, "truncated frame (the peer closed mid-frame)");
 	} else {
 		TCP_LOG(CCI_LOG_CONN, "tcp: connection with %s: %s", tc->peer, strerror(errno));
 		tcp_conn_break(tc, CCI_ERR_DISCONNECTED, "socket error");
@@ -299,7 +301,7 @@ void tcp_rx_apply_acks(struct tcp_conn *tc)
 	if (tc->ack_seen == tc->ack_done || tcp_state(tc) != SOCK_CONN_OPEN)
 		return;
 	if (tcp_tx_acked(tc, tc->ack_seen) != 0) {
-		tcp_rx_fail(tc, "acknowledgement of frames never sent");
+		rx_fail(tc, "acknowledgement of frames never sent");
 		return;
 	}
 	tc->ack_done = tc->ack_seen;
