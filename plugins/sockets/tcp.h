@@ -180,7 +180,7 @@ struct tcp_conn {
 	_Atomic int fault;             /* status to break with (from a sender) */
 	int is_client;
 	int in_rx;                     /* in sep->open */
-	int in_epoll;                  /* in rx_epfd (see tcp_rx_watch_update) */
+	int in_epoll;                  /* in rx_epfd (see tcp_conn_watch_update) */
 	char peer[64];
 	uint32_t mss;
 
@@ -390,13 +390,14 @@ int tcp_reject(cci__evt_t *evt);
 void tcp_request_done(cci__evt_t *evt);
 void tcp_req_free(struct tcp_req *req);
 void tcp_hs_timers(struct tcp_ep *sep, uint64_t now);
-void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why);
 
 /* tcp_conn.c */
 int tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, int fd);
 void tcp_conn_link(struct tcp_conn *tc);
 int tcp_conn_open(struct tcp_conn *tc);
 void tcp_conn_break(struct tcp_conn *tc, int status, const char *why);
+void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why);
+void tcp_conn_watch_update(struct tcp_ep *sep);
 void tcp_faults_process(struct tcp_ep *sep);
 void tcp_conn_destroy(struct tcp_conn *tc);
 int tcp_disconnect(cci__conn_t *conn);
@@ -447,14 +448,10 @@ int tcp_op_frame_done(struct tcp_op *op);
 /* tcp_rx.c */
 void tcp_rx_conn(struct tcp_conn *tc);
 void tcp_rx_poll(struct tcp_ep *sep);
-int tcp_rx_want_epoll(const struct tcp_ep *sep);
-int tcp_rx_epoll_set(struct tcp_conn *tc, int on);
-void tcp_rx_watch_update(struct tcp_ep *sep);
 void tcp_rx_ready(struct tcp_ep *sep);
 void tcp_rx_apply_acks(struct tcp_conn *tc);
 void tcp_rx_acks_all(struct tcp_ep *sep);
 void tcp_rx_resume(struct tcp_ep *sep);
-void tcp_rx_release(struct tcp_conn *tc);
 
 /* tcp_rma.c */
 int tcp_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_reg_t *local,

@@ -338,18 +338,6 @@ void tcp_request_done(cci__evt_t *evt)
 
 /* ---- client ------------------------------------------------------------- */
 
-/* The loop lock and sep->lock held. */
-void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why)
-{
-	cci__conn_t *conn = tc->conn;
-
-	TCP_LOG(CCI_LOG_CONN, "tcp: connecting to %s failed: %s", tc->peer, why);
-	atomic_store(&tc->state, SOCK_CONN_FAILED);
-	tcp_core->post_connect(tc->sep->ep, tc->context, status, tc->conn);
-	tcp_conn_destroy(tc);
-	tcp_core->conn_release(conn);
-}
-
 static void hs_got_reply(struct tcp_conn *tc)
 {
 	struct sock_reply r;

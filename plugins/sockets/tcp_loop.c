@@ -12,7 +12,7 @@
  * Modes.  While the application polls, progress() reads the sockets and
  * the loop leaves them alone (no thread wake-up per message; with few
  * sockets and no OS handle they are not even in rx_epfd, see
- * tcp_rx_watch_update).  When a whole
+ * tcp_conn_watch_update).  When a whole
  * tick passes without a poll, the loop watches the readable-connection set
  * (an epoll descriptor of its own) and the sockets with queued bytes, so
  * that messages, acks and requests keep moving while the application
@@ -101,7 +101,7 @@ static void mode_thread(struct tcp_ep *sep)
 	        "takes the sockets", sep->ep->uri);
 	ev_io_start(sep->eng.loop, &sep->rx_w);
 	pthread_mutex_lock(&sep->lock);
-	tcp_rx_watch_update(sep);
+	tcp_conn_watch_update(sep);
 	if (sep->acks_pending)
 		tcp_rx_acks_all(sep);
 	if (atomic_load(&sep->rx_starved))
@@ -120,7 +120,7 @@ static void mode_app(struct tcp_ep *sep)
 	        "leaves the sockets", sep->ep->uri);
 	ev_io_stop(sep->eng.loop, &sep->rx_w);
 	pthread_mutex_lock(&sep->lock);
-	tcp_rx_watch_update(sep);
+	tcp_conn_watch_update(sep);
 	ww_update_all(sep);
 	pthread_mutex_unlock(&sep->lock);
 }

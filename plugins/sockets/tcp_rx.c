@@ -343,51 +343,6 @@ void tcp_rx_conn(struct tcp_conn *tc)
 	rx_ack_policy(tc);
 }
 
-/*
- * Whether the open sockets belong in rx_epfd.  A socket in an epoll set
- * pays a wake-up callback for every segment that arrives (about 0.2 us of
- * a 4 us loopback message), so while the application polls a few sockets
- * with recv they stay out.  The progress thread sleeps on the set, the OS
- * handle contains it, and past TCP_POLL_DIRECT_MAX sockets polling reads
- * only the ready ones: then they are in.  sep->lock held.
- */
-int tcp_rx_want_epoll(const struct tcp_ep *sep)
-{
-	return atomic_load(&sep->thread_mode) || sep->ep->os_epfd >= 0 ||
-	       sep->nopen > TCP_POLL_DIRECT_MAX;
-}
-
-/* Add tc to rx_epfd or take it out; 0 or an errno. */
-int tcp_rx_epoll_set(struct tcp_conn *tc, int on)
-{
-	struct epoll_event ev = { .events = tc->stalled ? 0 : EPOLLIN, .data.ptr = tc };
-
-	if (on == tc->in_epoll)
-		return 0;
-	if (epoll_ctl(tc->sep->rx_epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, tc->fd, &ev) != 0)
-		return errno;
-	tc->in_epoll = on;
-	return 0;
-}
-
-/* Bring every open socket in line with tcp_rx_want_epoll; after a mode
- * change, and when connections open or close.  An ADD that fails (no
- * kernel memory) is logged and tried again at the next update; until
- * then that socket is read only when the application polls.  sep->lock
- * held. */
-void tcp_rx_watch_update(struct tcp_ep *sep)
-{
-	int want = tcp_rx_want_epoll(sep);
-
-	for (uint32_t i = 0; i < sep->nopen; i++) {
-		struct tcp_conn *tc = sep->open[i];
-		int err = tcp_rx_epoll_set(tc, want);
-		if (err)
-			TCP_ERR("tcp: connection with %s: cannot watch its socket: %s", tc->peer,
-			        strerror(err));
-	}
-}
-
 void tcp_rx_poll(struct tcp_ep *sep)
 {
 	if (sep->nopen > TCP_POLL_DIRECT_MAX) {
@@ -438,12 +393,3 @@ void tcp_rx_resume(struct tcp_ep *sep)
 	}
 }
 
-void tcp_rx_release(struct tcp_conn *tc)
-{
-	if (tc->rb) {
-		tcp_rb_put(tc->sep, tc->rb);
-		tc->rb = NULL;
-	}
-	tc->in_payload = tc->fh_ready = 0;
-	tc->stalled = 0;
-}
