@@ -326,18 +326,6 @@ static uint64_t oldest_send_ns(struct tcp_conn *tc)
 	return t;
 }
 
-/* A PING to a quiet peer: its PONG is a sign of life. */
-static void ping(struct tcp_conn *tc)
-{
-	struct tcp_op *done = NULL;
-
-	cci__spin_lock(&tc->tx_lock);
-	tcp_ctl_push(tc, SOCK_F_PING, NULL);
-	tcp_tx_flush(tc, &done);
-	cci__spin_unlock(&tc->tx_lock);
-	tcp_ops_complete(tc->sep, done);
-}
-
 /* The tick: sep->lock held; with_loop when the loop lock is too (a failed
  * connect stops its watcher). */
 void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop)
@@ -357,8 +345,9 @@ void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop)
 			tcp_conn_break(tc, CCI_ETIMEDOUT, "send timeout");
 			continue;
 		}
+		/* A PING to a quiet peer: its PONG is a sign of life. */
 		if (cci__ct_keepalive(&tc->timers, tcp_core, tc->conn, now) == CCI__KA_PING)
-			ping(tc);
+			tcp_tx_ctl(tc, SOCK_F_PING, NULL);
 		if (atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent))
 			tcp_tx_send_ack(tc);
 	}

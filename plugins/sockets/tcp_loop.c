@@ -33,17 +33,12 @@ static void ww_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct tcp_conn *tc = w->data;
 	struct tcp_ep *sep = tc->sep;
-	struct tcp_op *done = NULL;
 
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&sep->lock);
-	if (tcp_state(tc) == SOCK_CONN_OPEN) {
-		cci__spin_lock(&tc->tx_lock);
-		tcp_tx_flush(tc, &done);
-		cci__spin_unlock(&tc->tx_lock);
-		tcp_ops_complete(sep, done);
-	}
+	if (tcp_state(tc) == SOCK_CONN_OPEN)
+		tcp_tx_flush_now(tc);
 	tcp_ww_update(tc);
 	if (atomic_load(&sep->nfaults))
 		tcp_faults_process(sep);

@@ -88,7 +88,6 @@ static void refuse(struct tcp_conn *tc, const char *what, int rc)
 
 static void wr_data_begin(struct tcp_conn *tc, uint64_t dlen)
 {
-	struct tcp_op *done = NULL;
 	struct sock_sub nack = { .op = tc->sub.op };
 	void *addr = NULL;
 	int rc;
@@ -109,11 +108,7 @@ static void wr_data_begin(struct tcp_conn *tc, uint64_t dlen)
 	refuse(tc, "RMA write", rc);
 	tc->wr_status = rc;
 	nack.status = (uint32_t)rc;
-	cci__spin_lock(&tc->tx_lock);
-	tcp_ctl_push(tc, SOCK_F_RMA_NACK, &nack);
-	tcp_tx_flush(tc, &done);
-	cci__spin_unlock(&tc->tx_lock);
-	tcp_ops_complete(tc->sep, done);
+	tcp_tx_ctl(tc, SOCK_F_RMA_NACK, &nack);
 	tcp_rx_sink(tc, TCP_SINK_DROP, NULL, dlen);
 }
 

@@ -74,17 +74,6 @@ static int frame_end(struct tcp_conn *tc)
 	return tc->yield || tcp_state(tc) != SOCK_CONN_OPEN;
 }
 
-static void on_ping(struct tcp_conn *tc)
-{
-	struct tcp_op *done = NULL;
-
-	cci__spin_lock(&tc->tx_lock);
-	tcp_ctl_push(tc, SOCK_F_PONG, NULL);
-	tcp_tx_flush(tc, &done);
-	cci__spin_unlock(&tc->tx_lock);
-	tcp_ops_complete(tc->sep, done);
-}
-
 /* A decoded header: check it in context, set the payload's sink.
  * Returns 0 to go on, 1 when stalled or a frame_end stops the pass, -1
  * when the connection broke. */
@@ -114,7 +103,7 @@ static int frame_begin(struct tcp_conn *tc)
 	case SOCK_F_PONG:
 		break;
 	case SOCK_F_PING:
-		on_ping(tc);
+		tcp_tx_ctl(tc, SOCK_F_PONG, NULL);
 		break;
 	case SOCK_F_MSG:
 		tcp_rx_sink(tc, TCP_SINK_BUF, NULL, h->len);

@@ -317,7 +317,7 @@ void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done)
 	tcp_tx_flush(tc, done);
 }
 
-void tcp_ctl_push(struct tcp_conn *tc, uint8_t type, const struct sock_sub *sub)
+static void ctl_push(struct tcp_conn *tc, uint8_t type, const struct sock_sub *sub)
 {
 	struct sock_hdr h = { .type = type };
 	uint32_t sl = sock_sub_len(type);
@@ -336,6 +336,29 @@ void tcp_ctl_push(struct tcp_conn *tc, uint8_t type, const struct sock_sub *sub)
 	tc->ctl_len += SOCK_HDR_LEN + sl;
 }
 
+/* Queue a control frame (PING, PONG, RMA_NACK) and flush. */
+void tcp_tx_ctl(struct tcp_conn *tc, uint8_t type, const struct sock_sub *sub)
+{
+	struct tcp_op *done = NULL;
+
+	cci__spin_lock(&tc->tx_lock);
+	ctl_push(tc, type, sub);
+	tcp_tx_flush(tc, &done);
+	cci__spin_unlock(&tc->tx_lock);
+	tcp_ops_complete(tc->sep, done);
+}
+
+/* Flush tc, taking its tx_lock, and complete what that finished. */
+void tcp_tx_flush_now(struct tcp_conn *tc)
+{
+	struct tcp_op *done = NULL;
+
+	cci__spin_lock(&tc->tx_lock);
+	tcp_tx_flush(tc, &done);
+	cci__spin_unlock(&tc->tx_lock);
+	tcp_ops_complete(tc->sep, done);
+}
+
 void tcp_tx_send_ack(struct tcp_conn *tc)
 {
 	struct tcp_op *done = NULL;
@@ -343,7 +366,7 @@ void tcp_tx_send_ack(struct tcp_conn *tc)
 	cci__spin_lock(&tc->tx_lock);
 	if (atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent)) {
 		if (!tc->txq)
-			tcp_ctl_push(tc, SOCK_F_ACK, NULL);
+			ctl_push(tc, SOCK_F_ACK, NULL);
 		tcp_tx_flush(tc, &done);
 	}
 	cci__spin_unlock(&tc->tx_lock);
@@ -406,7 +429,6 @@ void tcp_tx_flush_all(struct tcp_ep *sep)
 {
 	for (uint32_t i = 0; i < sep->nopen; i++) {
 		struct tcp_conn *tc = sep->open[i];
-		struct tcp_op *done = NULL;
 		if (!atomic_load_explicit(&tc->tx_queued, memory_order_relaxed))
 			continue;
 		/* The socket was full a moment ago: retrying at every poll only
@@ -415,10 +437,7 @@ void tcp_tx_flush_all(struct tcp_ep *sep)
 			atomic_fetch_sub_explicit(&tc->tx_full, 1, memory_order_relaxed);
 			continue;
 		}
-		cci__spin_lock(&tc->tx_lock);
-		tcp_tx_flush(tc, &done);
-		cci__spin_unlock(&tc->tx_lock);
-		tcp_ops_complete(sep, done);
+		tcp_tx_flush_now(tc);
 	}
 }
 
