@@ -427,7 +427,7 @@ void tcp_rb_fini(struct tcp_ep *sep);
 void tcp_recv_returned(cci__evt_t *evt);
 
 /* tcp_tx.c */
-struct tcp_op *tcp_op_get_app(struct tcp_ep *sep);
+struct tcp_op *tcp_op_get_app(struct tcp_conn *tc, int kind, int flags, void *context);
 void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done);
 int tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done);
 void tcp_tx_flush_all(struct tcp_ep *sep);

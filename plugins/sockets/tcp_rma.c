@@ -40,19 +40,14 @@ int tcp_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 {
 	struct tcp_conn *tc = tcp_conn_of(conn);
 	struct tcp_ep *sep = tc->sep;
-	struct tcp_op *op = tcp_op_get_app(sep), *done = NULL;
+	struct tcp_op *op = tcp_op_get_app(tc, (flags & CCI_FLAG_WRITE) ? TCP_OP_WRITE : TCP_OP_READ,
+	                                   flags, context), *done = NULL;
 	struct iovec iov = { (void *)msg_ptr, msg_len };
 
-	cci__engine_app_active(&sep->eng);
 	if (!op)
 		return CCI_ENOBUFS;
-	op->tc = tc;
-	op->kind = (flags & CCI_FLAG_WRITE) ? TCP_OP_WRITE : TCP_OP_READ;
-	op->flags = flags;
-	op->context = context;
 	op->reliable = 1;
 	op->fence = (flags & CCI_FLAG_FENCE) != 0;
-	op->t_ns = atomic_load_explicit(&sep->now_ns, memory_order_relaxed);
 	op->laddr = (char *)local->start + local_offset;
 	op->key = cci__handle_key(remote);
 	op->roff = remote_offset;

@@ -14,22 +14,32 @@
 #include "tcp.h"
 
 /*
- * An op for a send or RMA of the application.  When every op is in
+ * An op for a send or RMA of the application on tc.  When every op is in
  * flight, one progress pass first: the acks that free them are read only
  * by progress() while the application is active, so a sender that spins
  * on CCI_ENOBUFS without calling cci_get_event still moves (the acks read
  * in this pass are applied in the next, i.e. at its next try).
  */
-struct tcp_op *tcp_op_get_app(struct tcp_ep *sep)
+struct tcp_op *tcp_op_get_app(struct tcp_conn *tc, int kind, int flags, void *context)
 {
+	struct tcp_ep *sep = tc->sep;
 	struct tcp_op *op = tcp_op_get(sep, 0);
 
-	if (op)
-		return op;
-	/* progress() is the top layer's: reached through the ops table, the
-	 * one call of this file upward (see README.md, Layers). */
-	sep->ep->plugin->progress(sep->ep);
-	return tcp_op_get(sep, 0);
+	if (!op) {
+		/* progress() is the top layer's: reached through the ops
+		 * table, the one call upward of this layer (README.md, Layers). */
+		sep->ep->plugin->progress(sep->ep);
+		op = tcp_op_get(sep, 0);
+	}
+	cci__engine_app_active(&sep->eng);
+	if (op) {
+		op->tc = tc;
+		op->kind = (uint8_t)kind;
+		op->flags = flags;
+		op->context = context;
+		op->t_ns = atomic_load_explicit(&sep->now_ns, memory_order_relaxed);
+	}
+	return op;
 }
 
 /* The caller's buffers are about to be reused: copy what op still needs. */
@@ -456,18 +466,11 @@ int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 {
 	struct tcp_conn *tc = tcp_conn_of(conn);
 	struct tcp_ep *sep = tc->sep;
-	struct tcp_op *op = tcp_op_get_app(sep), *done = NULL;
-	int rc = CCI_SUCCESS;
+	struct tcp_op *op = tcp_op_get_app(tc, TCP_OP_MSG, flags, context), *done = NULL;
 
-	cci__engine_app_active(&sep->eng);
 	if (!op)
 		return CCI_ENOBUFS;
-	op->kind = TCP_OP_MSG;
-	op->tc = tc;
-	op->flags = flags;
-	op->context = context;
 	op->reliable = conn->pub.attribute != CCI_CONN_ATTR_UU;
-	op->t_ns = atomic_load_explicit(&sep->now_ns, memory_order_relaxed);
 	if (iovcnt <= TCP_OP_IOV) {
 		/* Borrow the caller's bytes; copied below only if not all left. */
 		for (uint32_t i = 0; i < iovcnt; i++)
@@ -500,5 +503,5 @@ int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 	cci__spin_unlock(&tc->tx_lock);
 	if (done)
 		tcp_ops_complete(sep, done);
-	return rc;
+	return CCI_SUCCESS;
 }
