@@ -178,7 +178,6 @@ struct tcp_conn {
 	int fd;
 	_Atomic int state;             /* enum sock_conn_state */
 	_Atomic int fault;             /* status to break with (from a sender) */
-	int is_client;
 	int in_rx;                     /* in sep->open */
 	int in_epoll;                  /* in rx_epfd (see tcp_conn_watch_update) */
 	char peer[64];
@@ -379,7 +378,6 @@ void tcp_loop_stop(struct tcp_ep *sep);
 int tcp_progress(cci__ep_t *ep);
 int tcp_loop_manual_handle(struct tcp_ep *sep);
 void tcp_loop_manual_arm(struct tcp_ep *sep);
-void tcp_ww_update(struct tcp_conn *tc);
 
 /* tcp_hs.c */
 void tcp_listen_cb(struct ev_loop *loop, ev_io *w, int revents);
@@ -392,7 +390,7 @@ void tcp_req_free(struct tcp_req *req);
 void tcp_hs_timers(struct tcp_ep *sep, uint64_t now);
 
 /* tcp_conn.c */
-int tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, int fd);
+void tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, int fd);
 void tcp_conn_link(struct tcp_conn *tc);
 int tcp_conn_open(struct tcp_conn *tc);
 void tcp_conn_break(struct tcp_conn *tc, int status, const char *why);
@@ -447,10 +445,8 @@ uint32_t tcp_msg_linear(struct tcp_op *op, const struct iovec *iov, uint32_t iov
 int tcp_op_frame_done(struct tcp_op *op);
 
 /* tcp_rx.c */
-void tcp_rx_conn(struct tcp_conn *tc);
 void tcp_rx_poll(struct tcp_ep *sep);
 void tcp_rx_ready(struct tcp_ep *sep);
-void tcp_rx_apply_acks(struct tcp_conn *tc);
 void tcp_rx_acks_all(struct tcp_ep *sep);
 void tcp_rx_resume(struct tcp_ep *sep);
 

@@ -13,7 +13,7 @@
 
 #include "tcp.h"
 
-int tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, int fd)
+void tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, int fd)
 {
 	memset(tc, 0, sizeof(*tc));
 	tc->conn = conn;
@@ -22,7 +22,6 @@ int tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, in
 	tc->mss = sep->mss;
 	atomic_store(&tc->state, SOCK_CONN_CONNECTING);
 	snprintf(tc->peer, sizeof(tc->peer), "(unknown peer)");
-	return CCI_SUCCESS;
 }
 
 /* With sep->lock held. */

@@ -270,7 +270,19 @@ static int accept_locked(struct tcp_req *req, void *context)
 	return CCI_SUCCESS;
 }
 
-int tcp_accept(cci__evt_t *evt, void *context)
+static int reject_locked(struct tcp_req *req)
+{
+	struct sock_reply r = { .mss = req->sep->mss, .id = req->sep->id,
+	                        .nonce = req->hello.nonce };
+
+	reply_send(req->fd, SOCK_F_REJECT, &r);
+	close(req->fd);
+	req->fd = -1;
+	return CCI_SUCCESS;
+}
+
+/* cci_accept (accept set) or cci_reject: once per posted request. */
+static int req_answer(cci__evt_t *evt, void *context, int accept)
 {
 	struct tcp_req *req = evt->req_state;
 	struct tcp_ep *sep = req->sep;
@@ -280,39 +292,21 @@ int tcp_accept(cci__evt_t *evt, void *context)
 	pthread_mutex_lock(&sep->lock);
 	if (req->state == TCP_REQ_POSTED) {
 		req->state = TCP_REQ_DONE;
-		rc = accept_locked(req, context);
+		rc = accept ? accept_locked(req, context) : reject_locked(req);
 	}
 	pthread_mutex_unlock(&sep->lock);
 	pthread_mutex_unlock(&sep->eng.lock);
 	return rc;
 }
 
-static void reject_locked(struct tcp_req *req)
+int tcp_accept(cci__evt_t *evt, void *context)
 {
-	struct sock_reply r = { .mss = req->sep->mss, .id = req->sep->id,
-	                        .nonce = req->hello.nonce };
-
-	reply_send(req->fd, SOCK_F_REJECT, &r);
-	close(req->fd);
-	req->fd = -1;
-	req->state = TCP_REQ_DONE;
+	return req_answer(evt, context, 1);
 }
 
 int tcp_reject(cci__evt_t *evt)
 {
-	struct tcp_req *req = evt->req_state;
-	struct tcp_ep *sep = req->sep;
-	int rc = CCI_EINVAL;
-
-	pthread_mutex_lock(&sep->eng.lock);
-	pthread_mutex_lock(&sep->lock);
-	if (req->state == TCP_REQ_POSTED) {
-		reject_locked(req);
-		rc = CCI_SUCCESS;
-	}
-	pthread_mutex_unlock(&sep->lock);
-	pthread_mutex_unlock(&sep->eng.lock);
-	return rc;
+	return req_answer(evt, NULL, 0);
 }
 
 /* The request's event came back, answered: forget the request. */
@@ -324,13 +318,7 @@ void tcp_request_done(cci__evt_t *evt)
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
 	req->state = TCP_REQ_DONE;
-	/* Posted and done requests live on sep->posted until now. */
-	if (req->prev)
-		req->prev->next = req->next;
-	else if (sep->posted == req)
-		sep->posted = req->next;
-	if (req->next)
-		req->next->prev = req->prev;
+	req_unlink(req); /* from sep->posted, where answered requests wait */
 	tcp_req_free(req);
 	pthread_mutex_unlock(&sep->lock);
 	pthread_mutex_unlock(&sep->eng.lock);
@@ -489,7 +477,6 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	}
 	tc = tcp_conn_of(conn);
 	tcp_conn_init(tc, sep, conn, fd);
-	tc->is_client = 1;
 	tc->context = context;
 	sock_addr_str((struct sockaddr *)&ss, tc->peer, sizeof(tc->peer));
 	if (hello_build(tc, attr, data, data_len) != CCI_SUCCESS) {

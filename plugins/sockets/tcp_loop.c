@@ -29,6 +29,8 @@
 
 #include "tcp.h"
 
+static void ww_update(struct tcp_conn *tc);
+
 static void ww_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct tcp_conn *tc = w->data;
@@ -39,7 +41,7 @@ static void ww_cb(struct ev_loop *loop, ev_io *w, int revents)
 	pthread_mutex_lock(&sep->lock);
 	if (tcp_state(tc) == SOCK_CONN_OPEN)
 		tcp_tx_flush_now(tc);
-	tcp_ww_update(tc);
+	ww_update(tc);
 	if (atomic_load(&sep->nfaults))
 		tcp_faults_process(sep);
 	pthread_mutex_unlock(&sep->lock);
@@ -47,7 +49,7 @@ static void ww_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* Loop thread, sep->lock held: watch tc for writability iff it has queued
  * bytes in thread mode. */
-void tcp_ww_update(struct tcp_conn *tc)
+static void ww_update(struct tcp_conn *tc)
 {
 	struct tcp_ep *sep = tc->sep;
 	int want = atomic_load(&sep->thread_mode) &&
@@ -69,7 +71,7 @@ void tcp_ww_update(struct tcp_conn *tc)
 static void ww_update_all(struct tcp_ep *sep)
 {
 	for (uint32_t i = 0; i < sep->nopen; i++)
-		tcp_ww_update(sep->open[i]);
+		ww_update(sep->open[i]);
 }
 
 static void rx_cb(struct ev_loop *loop, ev_io *w, int revents)

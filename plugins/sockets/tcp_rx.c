@@ -285,7 +285,7 @@ static int rx_read(struct tcp_conn *tc)
 	return 0;
 }
 
-void tcp_rx_apply_acks(struct tcp_conn *tc)
+static void rx_apply_acks(struct tcp_conn *tc)
 {
 	if (tc->ack_seen == tc->ack_done || tcp_state(tc) != SOCK_CONN_OPEN)
 		return;
@@ -312,13 +312,13 @@ static void rx_ack_policy(struct tcp_conn *tc)
 	}
 }
 
-void tcp_rx_conn(struct tcp_conn *tc)
+static void rx_conn(struct tcp_conn *tc)
 {
 	/* Parse after every read, so nothing is left staged when we stop. */
 	/* The completions the peer's last acks imply are handled one pass
 	 * late when the application polls: the message it waits for is
 	 * handed out first, the completions while it waits for the next. */
-	tcp_rx_apply_acks(tc);
+	rx_apply_acks(tc);
 	tc->drained = 0;
 	tc->yield = 0;
 	for (int round = 0;; round++) {
@@ -326,7 +326,7 @@ void tcp_rx_conn(struct tcp_conn *tc)
 			break;
 	}
 	if (atomic_load_explicit(&tc->sep->thread_mode, memory_order_relaxed))
-		tcp_rx_apply_acks(tc);
+		rx_apply_acks(tc);
 	else if (tc->ack_seen != tc->ack_done)
 		tc->sep->acks_pending = 1;
 	rx_ack_policy(tc);
@@ -341,7 +341,7 @@ void tcp_rx_poll(struct tcp_ep *sep)
 	/* Few sockets: one recv each beats epoll_wait plus recv. */
 	for (uint32_t i = sep->nopen; i-- > 0;)
 		if (i < sep->nopen && !sep->open[i]->stalled)
-			tcp_rx_conn(sep->open[i]);
+			rx_conn(sep->open[i]);
 }
 
 void tcp_rx_ready(struct tcp_ep *sep)
@@ -353,7 +353,7 @@ void tcp_rx_ready(struct tcp_ep *sep)
 	for (int i = 0; i < n; i++) {
 		struct tcp_conn *tc = evs[i].data.ptr;
 		if (tc->in_rx && !tc->stalled)
-			tcp_rx_conn(tc);
+			rx_conn(tc);
 	}
 }
 
@@ -363,7 +363,7 @@ void tcp_rx_acks_all(struct tcp_ep *sep)
 	sep->acks_pending = 0;
 	for (uint32_t i = sep->nopen; i-- > 0;)
 		if (i < sep->nopen)
-			tcp_rx_apply_acks(sep->open[i]);
+			rx_apply_acks(sep->open[i]);
 }
 
 void tcp_rx_resume(struct tcp_ep *sep)
@@ -378,7 +378,7 @@ void tcp_rx_resume(struct tcp_ep *sep)
 		tc = sep->open[i];
 		tc->stalled = 0;
 		rx_epoll_events(tc);
-		tcp_rx_conn(tc);
+		rx_conn(tc);
 	}
 }
 
