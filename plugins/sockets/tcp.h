@@ -250,7 +250,7 @@ struct tcp_req {
 	uint64_t deadline_ns;
 	char peer[64];
 	uint8_t buf[SOCK_HDR_LEN + SOCK_HELLO_LEN + CCI_CONN_REQ_LEN];
-	uint32_t have, need;
+	uint32_t have;
 	struct sock_hello hello;
 };
 
@@ -427,14 +427,13 @@ void tcp_recv_returned(cci__evt_t *evt);
 /* tcp_tx.c */
 struct tcp_op *tcp_op_get_app(struct tcp_conn *tc, int kind, int flags, void *context);
 void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done);
-int tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done);
+void tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done);
 void tcp_tx_flush_all(struct tcp_ep *sep);
 void tcp_tx_ctl(struct tcp_conn *tc, uint8_t type, const struct sock_sub *sub);
 void tcp_tx_flush_now(struct tcp_conn *tc);
 int tcp_tx_acked(struct tcp_conn *tc, uint64_t ack);
 void tcp_tx_send_ack(struct tcp_conn *tc);
 void tcp_ops_complete(struct tcp_ep *sep, struct tcp_op *done);
-void tcp_ops_drop(struct tcp_ep *sep, struct tcp_op *list, int status);
 int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
              void *context, int flags);
 

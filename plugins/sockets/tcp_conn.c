@@ -133,10 +133,18 @@ int tcp_conn_open(struct tcp_conn *tc)
 	return CCI_SUCCESS;
 }
 
-static void rx_unlist(struct tcp_conn *tc)
+/* A connection that ends leaves the readable set and gives back the
+ * buffer of its half-read frame. */
+static void rx_end(struct tcp_conn *tc)
 {
 	struct tcp_ep *sep = tc->sep;
 
+	if (tc->rb) {
+		tcp_rb_put(sep, tc->rb);
+		tc->rb = NULL;
+	}
+	tc->in_payload = tc->fh_ready = 0;
+	tc->stalled = 0;
 	if (!tc->in_rx)
 		return;
 	epoll_set(tc, 0);
@@ -172,15 +180,17 @@ static struct tcp_op *ops_detach(struct tcp_conn *tc)
 	return all;
 }
 
-/* A connection that ends gives back the buffer of its half-read frame. */
-static void rx_release(struct tcp_conn *tc)
+/* Fail the ops of a connection that ends (silently when status is
+ * CCI_SUCCESS: the application closed it). */
+static void ops_drop(struct tcp_ep *sep, struct tcp_op *list, int status)
 {
-	if (tc->rb) {
-		tcp_rb_put(tc->sep, tc->rb);
-		tc->rb = NULL;
+	while (list) {
+		struct tcp_op *op = list;
+		list = op->next;
+		if (status != CCI_SUCCESS && op->kind != TCP_OP_RDRESP)
+			tcp_core->send_done(op->tc->conn, op->context, op->flags, status);
+		tcp_op_put(sep, op);
 	}
-	tc->in_payload = tc->fh_ready = 0;
-	tc->stalled = 0;
 }
 
 void tcp_conn_break(struct tcp_conn *tc, int status, const char *why)
@@ -196,12 +206,11 @@ void tcp_conn_break(struct tcp_conn *tc, int status, const char *why)
 	ops = ops_detach(tc);
 	cci__spin_unlock(&tc->tx_lock);
 	TCP_LOG(CCI_LOG_CONN, "tcp: connection with %s broken (%s)", tc->peer, why);
-	rx_unlist(tc);
-	rx_release(tc);
+	rx_end(tc);
 	/* The peer learns at once; the socket stays open for the watchers
 	 * until the application disconnects. */
 	shutdown(tc->fd, SHUT_RDWR);
-	tcp_ops_drop(tc->sep, ops, status);
+	ops_drop(tc->sep, ops, status);
 }
 
 void tcp_faults_process(struct tcp_ep *sep)
@@ -257,9 +266,8 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 	cci__spin_unlock(&tc->tx_lock);
 	if (clean)
 		close_gracefully(tc);
-	rx_unlist(tc);
-	rx_release(tc);
-	tcp_ops_drop(sep, ops, CCI_SUCCESS);
+	rx_end(tc);
+	ops_drop(sep, ops, CCI_SUCCESS);
 	if (atomic_exchange(&tc->fault, 0))
 		atomic_fetch_sub(&sep->nfaults, 1);
 	if (tc->fd >= 0)

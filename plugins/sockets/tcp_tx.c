@@ -253,11 +253,10 @@ static ssize_t tx_write(int fd, struct msghdr *mh, uint64_t total)
 	return sock_send(fd, lin, off, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-int tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done)
+void tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done)
 {
 	struct iovec iov[TCP_GATHER_IOV];
 	struct msghdr mh = { .msg_iov = iov };
-	int rc = CCI_SUCCESS;
 
 	while (tcp_state(tc) == SOCK_CONN_OPEN) {
 		uint64_t total;
@@ -271,13 +270,11 @@ int tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				atomic_store_explicit(&tc->tx_full, TCP_FULL_SKIP,
 				                      memory_order_relaxed);
-			} else {
-				rc = cci__errno_status(errno);
+			else
 				tx_fault(tc, CCI_ERR_DISCONNECTED);
-			}
 			break;
 		}
 		advance(tc, (uint64_t)n, with_ctl, done);
@@ -285,7 +282,6 @@ int tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done)
 			break;
 	}
 	tx_mark(tc);
-	return rc;
 }
 
 /*
@@ -420,17 +416,6 @@ void tcp_ops_complete(struct tcp_ep *sep, struct tcp_op *done)
 		done = op->next;
 		if (op->kind != TCP_OP_RDRESP)
 			tcp_core->send_done(op->tc->conn, op->context, op->flags, op->status);
-		tcp_op_put(sep, op);
-	}
-}
-
-void tcp_ops_drop(struct tcp_ep *sep, struct tcp_op *list, int status)
-{
-	while (list) {
-		struct tcp_op *op = list;
-		list = op->next;
-		if (status != CCI_SUCCESS && op->kind != TCP_OP_RDRESP)
-			tcp_core->send_done(op->tc->conn, op->context, op->flags, status);
 		tcp_op_put(sep, op);
 	}
 }
