@@ -201,16 +201,13 @@ void sock_sub_encode(uint8_t *b, uint8_t type, const struct sock_sub *s)
 {
 	sock_put32(b, s->op);
 	switch (type) {
+	case SOCK_F_RD_REQ:
+		sock_put64(b + 24, s->len);
+		/* fall through - key and offset as for a write fragment */
 	case SOCK_F_WR_DATA:
 		sock_put32(b + 4, 0);
 		sock_put64(b + 8, s->key);
 		sock_put64(b + 16, s->off);
-		break;
-	case SOCK_F_RD_REQ:
-		sock_put32(b + 4, 0);
-		sock_put64(b + 8, s->key);
-		sock_put64(b + 16, s->off);
-		sock_put64(b + 24, s->len);
 		break;
 	case SOCK_F_RD_DATA:
 		sock_put32(b + 4, 0);

@@ -66,6 +66,16 @@ static void frame_fill(struct tcp_op *op, struct sock_hdr *h, struct sock_sub *s
 	uint64_t frag = op->total - op->done < TCP_FRAG_LEN ? op->total - op->done : TCP_FRAG_LEN;
 
 	switch (op->kind) {
+	case TCP_OP_READ:
+		if (!op->msg_phase) {
+			h->type = SOCK_F_RD_REQ;
+			s->key = op->key;
+			s->off = op->roff;
+			s->len = op->total;
+			break;
+		}
+		h->flags = SOCK_FL_ACK_NOW; /* the completion message of a read */
+		/* fall through */
 	case TCP_OP_MSG:
 		h->type = SOCK_F_MSG;
 		h->seq = op->seq;
@@ -83,19 +93,6 @@ static void frame_fill(struct tcp_op *op, struct sock_hdr *h, struct sock_sub *s
 		h->seq = op->seq;
 		h->flags = SOCK_FL_ACK_NOW; /* the initiator waits for this ack */
 		frame_payload(op, op->uiov, op->uiovcnt);
-		break;
-	case TCP_OP_READ:
-		if (op->msg_phase) {
-			h->type = SOCK_F_MSG;
-			h->seq = op->seq;
-			h->flags = SOCK_FL_ACK_NOW;
-			frame_payload(op, op->uiov, op->uiovcnt);
-			break;
-		}
-		h->type = SOCK_F_RD_REQ;
-		s->key = op->key;
-		s->off = op->roff;
-		s->len = op->total;
 		break;
 	default: /* TCP_OP_RDRESP */
 		if (op->status == CCI_SUCCESS && op->done < op->total && rdresp_fragment(op, h, s))
