@@ -176,27 +176,21 @@ static void wildcard_host(char *buf, size_t len)
 	freeifaddrs(all);
 }
 
-static int parse_ip(const char *v, struct sockaddr_storage *ss)
-{
-	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-
-	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, v, &s4->sin_addr) == 1) {
-		s4->sin_family = AF_INET;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, v, &s6->sin6_addr) == 1 && !IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr)) {
-		s6->sin6_family = AF_INET6;
-		return 0;
-	}
-	return -1;
-}
-
 int sock_conf_ip(const char *value, void *field, char *why, size_t whylen)
 {
-	if (parse_ip(value, field) == 0)
+	struct sockaddr_in *s4 = field;
+	struct sockaddr_in6 *s6 = field;
+
+	memset(field, 0, sizeof(struct sockaddr_storage));
+	if (inet_pton(AF_INET, value, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
 		return CCI_SUCCESS;
+	}
+	if (inet_pton(AF_INET6, value, &s6->sin6_addr) == 1 &&
+	    !IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr)) {
+		s6->sin6_family = AF_INET6;
+		return CCI_SUCCESS;
+	}
 	snprintf(why, whylen, "is not a numeric IPv4 or IPv6 address (IPv6 link-local "
 	         "addresses are not supported)");
 	return CCI_EINVAL;

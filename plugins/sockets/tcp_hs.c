@@ -51,8 +51,10 @@ static int read_exact(int fd, uint8_t *buf, uint32_t *have, uint32_t need)
 	return 1;
 }
 
-/* Read a handshake frame of the wanted type: 1 done, 0 later, -1 bad. */
-static int hs_frame(int fd, uint8_t *buf, uint32_t *have, uint32_t mss, const char **why)
+/* Read a handshake frame, a HELLO when want_hello, else an ACCEPT or a
+ * REJECT: 1 done, 0 later, -1 bad. */
+static int hs_frame(int fd, uint8_t *buf, uint32_t *have, uint32_t mss, int want_hello,
+                    const char **why)
 {
 	struct sock_limits lim = { mss, TCP_FRAG_MAX };
 	struct sock_hdr h;
@@ -66,6 +68,10 @@ static int hs_frame(int fd, uint8_t *buf, uint32_t *have, uint32_t mss, const ch
 		return -1;
 	if (h.type != SOCK_F_HELLO && h.type != SOCK_F_ACCEPT && h.type != SOCK_F_REJECT) {
 		*why = "not a handshake frame";
+		return -1;
+	}
+	if ((h.type == SOCK_F_HELLO) != want_hello) {
+		*why = want_hello ? "a reply where a request belongs" : "a request where a reply belongs";
 		return -1;
 	}
 	r = read_exact(fd, buf, have, SOCK_HDR_LEN + h.len);
@@ -141,11 +147,7 @@ static void req_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&sep->lock);
-	r = hs_frame(req->fd, req->buf, &req->have, sep->mss, &why);
-	if (r == 1 && req->buf[1] != SOCK_F_HELLO) {
-		r = -1;
-		why = "a reply where a request belongs";
-	}
+	r = hs_frame(req->fd, req->buf, &req->have, sep->mss, 1, &why);
 	if (r == 1 && sock_hello_decode(req->buf + SOCK_HDR_LEN, req->have - SOCK_HDR_LEN,
 	                                &req->hello, &why) != 0)
 		r = -1;
@@ -401,11 +403,7 @@ static void hs_cb(struct ev_loop *loop, ev_io *w, int revents)
 	if (tcp_state(tc) != SOCK_CONN_HELLO_SENT) {
 		hs_send_hello(tc);
 	} else {
-		r = hs_frame(tc->fd, tc->hs, &tc->hs_off, sep->mss, &why);
-		if (r == 1 && tc->hs[1] == SOCK_F_HELLO) {
-			r = -1;
-			why = "a request where a reply belongs";
-		}
+		r = hs_frame(tc->fd, tc->hs, &tc->hs_off, sep->mss, 0, &why);
 		if (r < 0)
 			tcp_connect_fail(tc, why && !strncmp(why, "closed", 6) ? CCI_ECONNREFUSED
 			                                                        : CCI_ERROR,
