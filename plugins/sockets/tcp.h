@@ -374,7 +374,6 @@ int tcp_arm(cci__ep_t *ep);
 
 /* tcp_loop.c */
 int tcp_loop_start(struct tcp_ep *sep);
-void tcp_loop_stop(struct tcp_ep *sep);
 int tcp_progress(cci__ep_t *ep);
 int tcp_loop_manual_handle(struct tcp_ep *sep);
 void tcp_loop_manual_arm(struct tcp_ep *sep);

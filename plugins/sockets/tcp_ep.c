@@ -132,7 +132,7 @@ void tcp_ep_destroy(cci__ep_t *ep)
 {
 	struct tcp_ep *sep = tcp_ep_of(ep);
 
-	tcp_loop_stop(sep);
+	cci__engine_stop(&sep->eng);
 	TCP_LOG(CCI_LOG_EP, "tcp: endpoint %s closing: %u receive buffers, %u ops in use",
 	        ep->uri, sep->rb_count, atomic_load(&sep->pool_out));
 	/* No other thread runs on this endpoint any more (API contract). */

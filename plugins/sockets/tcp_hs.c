@@ -414,23 +414,20 @@ static void hs_cb(struct ev_loop *loop, ev_io *w, int revents)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-static int hello_build(struct tcp_conn *tc, cci_conn_attribute_t attr, const void *data,
-                       uint32_t len)
+static void hello_build(struct tcp_conn *tc, cci_conn_attribute_t attr, const void *data,
+                        uint32_t len, uint64_t nonce)
 {
 	struct sock_hello h = { .attr = (uint16_t)attr, .mss = tc->sep->mss, .data_len = len,
-	                        .id = tc->sep->id };
+	                        .id = tc->sep->id, .nonce = nonce };
 	struct sock_hdr fh = { .type = SOCK_F_HELLO, .len = SOCK_HELLO_LEN + len };
 
-	if (cci__random64(&tc->nonce) != CCI_SUCCESS)
-		return CCI_ERROR;
-	h.nonce = tc->nonce;
+	tc->nonce = nonce;
 	sock_hdr_encode(tc->hs, &fh);
 	sock_hello_encode(tc->hs + SOCK_HDR_LEN, &h);
 	if (len)
 		memcpy(tc->hs + SOCK_HDR_LEN + SOCK_HELLO_LEN, data, len);
 	tc->hs_len = SOCK_HDR_LEN + SOCK_HELLO_LEN + len;
 	tc->hs_off = 0;
-	return CCI_SUCCESS;
 }
 
 static int connect_socket(const struct sockaddr_storage *ss, socklen_t sl, uint32_t bufsize,
@@ -458,6 +455,7 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	socklen_t sl;
 	cci__conn_t *conn;
 	struct tcp_conn *tc;
+	uint64_t nonce;
 	int fd = -1, rc;
 
 	if (attr > CCI_CONN_ATTR_UU)
@@ -465,6 +463,8 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	rc = sock_uri_resolve(uri, "tcp", &ss, &sl);
 	if (rc != CCI_SUCCESS)
 		return rc;
+	if (cci__random64(&nonce) != CCI_SUCCESS)
+		return CCI_ERROR;
 	rc = connect_socket(&ss, sl, sep->dev->bufsize, &fd);
 	if (rc != CCI_SUCCESS)
 		return rc;
@@ -477,11 +477,7 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	tcp_conn_init(tc, sep, conn, fd);
 	tc->context = context;
 	sock_addr_str((struct sockaddr *)&ss, tc->peer, sizeof(tc->peer));
-	if (hello_build(tc, attr, data, data_len) != CCI_SUCCESS) {
-		tcp_conn_destroy(tc);
-		tcp_core->conn_release(conn);
-		return CCI_ERROR;
-	}
+	hello_build(tc, attr, data, data_len, nonce);
 	cci__ct_connecting(&tc->timers, timeout, cci__now_ns());
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);

@@ -290,11 +290,6 @@ int tcp_loop_start(struct tcp_ep *sep)
 	return CCI_SUCCESS;
 }
 
-void tcp_loop_stop(struct tcp_ep *sep)
-{
-	cci__engine_stop(&sep->eng);
-}
-
 /* The ops table's progress: one pass over the endpoint for the caller
  * (cci_get_event, or a sender short of ops), with what the tick or the
  * loop left to it first. */

@@ -20,6 +20,20 @@ static void pool_out_add(struct tcp_ep *sep, int d)
 	atomic_store_explicit(&sep->pool_out, n + (uint32_t)d, memory_order_relaxed);
 }
 
+/* A new op, on the endpoint's list of every op (kept until it dies). */
+static struct tcp_op *op_new(struct tcp_ep *sep)
+{
+	struct tcp_op *op = calloc(1, sizeof(*op));
+
+	if (op) {
+		cci__spin_lock(&sep->pool_lock);
+		op->all_next = sep->ops_all;
+		sep->ops_all = op;
+		cci__spin_unlock(&sep->pool_lock);
+	}
+	return op;
+}
+
 struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force)
 {
 	struct tcp_op *op;
@@ -35,20 +49,12 @@ struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force)
 		sep->pool = op->next;
 	pool_out_add(sep, 1);
 	cci__spin_unlock(&sep->pool_lock);
-	if (!op) {
-		/* The pool only grows while warming up; ops are kept until the
-		 * endpoint dies. */
-		op = calloc(1, sizeof(*op));
+	/* The pool only grows while warming up. */
+	if (!op && !(op = op_new(sep))) {
 		cci__spin_lock(&sep->pool_lock);
-		if (op) {
-			op->all_next = sep->ops_all;
-			sep->ops_all = op;
-		} else {
-			pool_out_add(sep, -1);
-		}
+		pool_out_add(sep, -1);
 		cci__spin_unlock(&sep->pool_lock);
-		if (!op)
-			return NULL;
+		return NULL;
 	}
 	memset(op, 0, offsetof(struct tcp_op, all_next));
 	return op;
@@ -59,13 +65,9 @@ struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force)
 int tcp_ops_prealloc(struct tcp_ep *sep, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		struct tcp_op *op = calloc(1, sizeof(*op));
-		if (!op || !(op->buf = malloc(TCP_COPY_SMALL))) {
-			free(op);
-			return CCI_ENOMEM;
-		}
-		op->all_next = sep->ops_all;
-		sep->ops_all = op;
+		struct tcp_op *op = op_new(sep);
+		if (!op || !(op->buf = malloc(TCP_COPY_SMALL)))
+			return CCI_ENOMEM; /* what was made is freed by tcp_ops_free */
 		op->next = sep->pool;
 		sep->pool = op;
 	}

@@ -15,8 +15,6 @@
 
 #include "tcp.h"
 
-/* ---- frames ------------------------------------------------------------- */
-
 static void rx_fail(struct tcp_conn *tc, const char *why)
 {
 	TCP_WARN("tcp: closing the connection with %s: %s", tc->peer, why);
@@ -148,19 +146,16 @@ static int rx_header(struct tcp_conn *tc)
 	uint32_t need, avail = tc->st_end - tc->st_pos;
 
 	if (tc->fh_have == 0 && avail >= SOCK_HDR_LEN) {
-		hdr = tc->stage + tc->st_pos;
-		if (sock_hdr_decode(hdr, &lim, &tc->h, &why) != 0)
+		const uint8_t *staged = tc->stage + tc->st_pos;
+		if (sock_hdr_decode(staged, &lim, &tc->h, &why) != 0)
 			goto bad;
 		need = SOCK_HDR_LEN + sock_sub_len(tc->h.type);
 		if (avail >= need) {
+			hdr = staged;
 			tc->st_pos += need;
 			goto decoded;
 		}
-		hdr = tc->fh; /* the sub-header is cut: gather it below */
-		memcpy(tc->fh, tc->stage + tc->st_pos, avail);
-		tc->fh_have = avail;
-		tc->st_pos = tc->st_end;
-		return 0;
+		/* The sub-header is cut: gathered below (and decoded again). */
 	}
 	for (;;) {
 		uint32_t k;
