@@ -428,8 +428,7 @@ struct tcp_op *tcp_op_get_app(struct tcp_conn *tc, int kind, int flags, void *co
 void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done);
 void tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done);
 void tcp_tx_flush_all(struct tcp_ep *sep);
-void tcp_tx_ctl(struct tcp_conn *tc, uint8_t type, const struct sock_sub *sub);
-void tcp_tx_flush_now(struct tcp_conn *tc);
+void tcp_tx_flush_now(struct tcp_conn *tc, uint8_t ctl, const struct sock_sub *sub);
 int tcp_tx_acked(struct tcp_conn *tc, uint64_t ack);
 void tcp_tx_send_ack(struct tcp_conn *tc);
 void tcp_ops_complete(struct tcp_ep *sep, struct tcp_op *done);

@@ -354,7 +354,7 @@ void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop)
 		}
 		/* A PING to a quiet peer: its PONG is a sign of life. */
 		if (cci__ct_keepalive(&tc->timers, tcp_core, tc->conn, now) == CCI__KA_PING)
-			tcp_tx_ctl(tc, SOCK_F_PING, NULL);
+			tcp_tx_flush_now(tc, SOCK_F_PING, NULL);
 		if (atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent))
 			tcp_tx_send_ack(tc);
 	}

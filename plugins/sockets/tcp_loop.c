@@ -40,7 +40,7 @@ static void ww_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)revents;
 	pthread_mutex_lock(&sep->lock);
 	if (tcp_state(tc) == SOCK_CONN_OPEN)
-		tcp_tx_flush_now(tc);
+		tcp_tx_flush_now(tc, 0, NULL);
 	ww_update(tc);
 	if (atomic_load(&sep->nfaults))
 		tcp_faults_process(sep);

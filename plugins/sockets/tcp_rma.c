@@ -103,7 +103,7 @@ static void wr_data_begin(struct tcp_conn *tc, uint64_t dlen)
 	refuse(tc, "RMA write", rc);
 	tc->wr_status = rc;
 	nack.status = (uint32_t)rc;
-	tcp_tx_ctl(tc, SOCK_F_RMA_NACK, &nack);
+	tcp_tx_flush_now(tc, SOCK_F_RMA_NACK, &nack);
 	tcp_rx_sink(tc, TCP_SINK_DROP, NULL, dlen);
 }
 

@@ -101,7 +101,7 @@ static int frame_begin(struct tcp_conn *tc)
 	case SOCK_F_PONG:
 		break;
 	case SOCK_F_PING:
-		tcp_tx_ctl(tc, SOCK_F_PONG, NULL);
+		tcp_tx_flush_now(tc, SOCK_F_PONG, NULL);
 		break;
 	case SOCK_F_MSG:
 		tcp_rx_sink(tc, TCP_SINK_BUF, NULL, h->len);

@@ -342,24 +342,15 @@ static void ctl_push(struct tcp_conn *tc, uint8_t type, const struct sock_sub *s
 	tc->ctl_len += SOCK_HDR_LEN + sl;
 }
 
-/* Queue a control frame (PING, PONG, RMA_NACK) and flush. */
-void tcp_tx_ctl(struct tcp_conn *tc, uint8_t type, const struct sock_sub *sub)
+/* Flush tc, taking its tx_lock, after queueing the control frame ctl
+ * (PING, PONG, RMA_NACK; 0 for none), and complete what that finished. */
+void tcp_tx_flush_now(struct tcp_conn *tc, uint8_t ctl, const struct sock_sub *sub)
 {
 	struct tcp_op *done = NULL;
 
 	cci__spin_lock(&tc->tx_lock);
-	ctl_push(tc, type, sub);
-	tcp_tx_flush(tc, &done);
-	cci__spin_unlock(&tc->tx_lock);
-	tcp_ops_complete(tc->sep, done);
-}
-
-/* Flush tc, taking its tx_lock, and complete what that finished. */
-void tcp_tx_flush_now(struct tcp_conn *tc)
-{
-	struct tcp_op *done = NULL;
-
-	cci__spin_lock(&tc->tx_lock);
+	if (ctl)
+		ctl_push(tc, ctl, sub);
 	tcp_tx_flush(tc, &done);
 	cci__spin_unlock(&tc->tx_lock);
 	tcp_ops_complete(tc->sep, done);
@@ -432,7 +423,7 @@ void tcp_tx_flush_all(struct tcp_ep *sep)
 			atomic_fetch_sub_explicit(&tc->tx_full, 1, memory_order_relaxed);
 			continue;
 		}
-		tcp_tx_flush_now(tc);
+		tcp_tx_flush_now(tc, 0, NULL);
 	}
 }
 
