@@ -25,6 +25,12 @@
  *                    never freed before the endpoint.
  *   struct tcp_rxbuf a receive buffer (mss bytes), lent with RECV events.
  *
+ * Layers.  frame, pool -> tx -> rma -> conn -> rx -> hs -> loop -> ep ->
+ * plugin: a file calls only those before it (README.md, Layers).  A lower
+ * one leaves work for the loop with tcp_loop_cmd() (command bits) or state
+ * it reads (tc->fault, sep->rx_starved); the one call upward is
+ * tcp_op_get_app() running a progress pass through ep->plugin->progress.
+ *
  * Locks, always taken in this order:
  *   sep->eng.lock   the libev loop and its watchers; held by the progress
  *                   thread except while it sleeps.  Connection set-up and
