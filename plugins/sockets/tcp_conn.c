@@ -21,7 +21,6 @@ void tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, i
 	tc->fd = fd;
 	tc->mss = sep->mss;
 	atomic_store(&tc->state, SOCK_CONN_CONNECTING);
-	snprintf(tc->peer, sizeof(tc->peer), "(unknown peer)");
 }
 
 /* With sep->lock held. */

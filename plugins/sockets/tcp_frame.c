@@ -139,20 +139,14 @@ void tcp_op_prepare(struct tcp_op *op)
 uint32_t tcp_msg_linear(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt,
                         uint8_t *b, uint64_t *ack)
 {
-	struct tcp_conn *tc = op->tc;
 	struct sock_hdr h = { .type = SOCK_F_MSG, .len = op->len, .seq = op->seq };
-	uint32_t off = SOCK_HDR_LEN;
 
 	if (want_ack_now(op))
 		h.flags = SOCK_FL_ACK_NOW;
-	h.ack = tcp_ack_take(tc);
+	h.ack = tcp_ack_take(op->tc);
 	*ack = h.ack;
 	sock_hdr_encode(b, &h);
-	for (uint32_t i = 0; i < iovcnt; i++) {
-		memcpy(b + off, iov[i].iov_base, iov[i].iov_len);
-		off += (uint32_t)iov[i].iov_len;
-	}
-	return off;
+	return SOCK_HDR_LEN + (uint32_t)tcp_iov_copy(b + SOCK_HDR_LEN, iov, iovcnt);
 }
 
 int tcp_op_frame_done(struct tcp_op *op)

@@ -150,7 +150,6 @@ static char *op_copy_space(struct tcp_op *op, uint32_t len)
 
 int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len)
 {
-	uint32_t off = 0;
 	char *dst;
 
 	op->len = len;
@@ -160,10 +159,7 @@ int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, 
 	dst = op_copy_space(op, len);
 	if (!dst)
 		return CCI_ENOMEM;
-	for (uint32_t i = 0; i < iovcnt; i++) {
-		memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);
-		off += (uint32_t)iov[i].iov_len;
-	}
+	tcp_iov_copy(dst, iov, iovcnt);
 	op->uiov[0].iov_base = dst;
 	op->uiov[0].iov_len = len;
 	op->uiovcnt = 1;

@@ -239,18 +239,14 @@ static void advance(struct tcp_conn *tc, uint64_t n, int with_ctl, struct tcp_op
 static ssize_t tx_write(int fd, struct msghdr *mh, uint64_t total)
 {
 	char lin[TCP_LINEAR_MAX];
-	size_t off = 0;
 
 	if (mh->msg_iovlen == 1)
 		return sock_send(fd, mh->msg_iov[0].iov_base, mh->msg_iov[0].iov_len,
 		                 MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (total > sizeof(lin))
 		return sock_sendmsg(fd, mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-	for (size_t i = 0; i < mh->msg_iovlen; i++) {
-		memcpy(lin + off, mh->msg_iov[i].iov_base, mh->msg_iov[i].iov_len);
-		off += mh->msg_iov[i].iov_len;
-	}
-	return sock_send(fd, lin, off, MSG_DONTWAIT | MSG_NOSIGNAL);
+	return sock_send(fd, lin, tcp_iov_copy(lin, mh->msg_iov, mh->msg_iovlen),
+	                 MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 void tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done)
