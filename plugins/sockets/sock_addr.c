@@ -25,6 +25,16 @@ static int is_v6_link_local(const struct sockaddr *sa)
 	return sa->sa_family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr);
 }
 
+/* An address of an interface that a device can use: IPv4 or IPv6, on an
+ * interface that is up, not IPv6 link-local (its URI would need a zone). */
+static int ifa_usable(const struct ifaddrs *ifa)
+{
+	int fam = ifa->ifa_addr ? ifa->ifa_addr->sa_family : AF_UNSPEC;
+
+	return (fam == AF_INET || fam == AF_INET6) && (ifa->ifa_flags & IFF_UP) &&
+	       !is_v6_link_local(ifa->ifa_addr);
+}
+
 /* The numeric host of sa, IPv6 in brackets. */
 static void host_str(const struct sockaddr *sa, char *buf, size_t len)
 {
@@ -49,8 +59,7 @@ void sock_addr_str(const struct sockaddr *sa, char *buf, size_t len)
 		return;
 	}
 	host_str(sa, h, sizeof(h));
-	port = sa->sa_family == AF_INET6 ? ntohs(((const struct sockaddr_in6 *)sa)->sin6_port)
-	                                 : ntohs(((const struct sockaddr_in *)sa)->sin_port);
+	port = ntohs(((const struct sockaddr_in *)sa)->sin_port); /* same place in sin6 */
 	snprintf(buf, len, "%s:%u", h, port);
 }
 
@@ -91,9 +100,8 @@ static int addr_index(const struct ifaddrs *all, const struct ifaddrs *ifa)
 	int n = 0;
 
 	for (const struct ifaddrs *p = all; p != ifa; p = p->ifa_next)
-		if (p->ifa_addr && p->ifa_addr->sa_family == ifa->ifa_addr->sa_family &&
-		    strcmp(p->ifa_name, ifa->ifa_name) == 0 && (p->ifa_flags & IFF_UP) &&
-		    !is_v6_link_local(p->ifa_addr))
+		if (ifa_usable(p) && p->ifa_addr->sa_family == ifa->ifa_addr->sa_family &&
+		    strcmp(p->ifa_name, ifa->ifa_name) == 0)
 			n++;
 	return n;
 }
@@ -108,12 +116,11 @@ int sock_discover(const char *prefix, uint32_t mss, sock_dev_add_fn add, void *a
 	if (getifaddrs(&all) != 0)
 		return CCI_ERROR;
 	for (ifa = all; ifa && rc == CCI_SUCCESS; ifa = ifa->ifa_next) {
-		int fam = ifa->ifa_addr ? ifa->ifa_addr->sa_family : AF_UNSPEC;
-		int idx;
+		int fam, idx;
 
-		if ((fam != AF_INET && fam != AF_INET6) || !(ifa->ifa_flags & IFF_UP) ||
-		    is_v6_link_local(ifa->ifa_addr))
+		if (!ifa_usable(ifa))
 			continue;
+		fam = ifa->ifa_addr->sa_family;
 		idx = addr_index(all, ifa);
 		if (idx == 0)
 			snprintf(name, sizeof(name), "%s%s-%s", prefix, fam == AF_INET6 ? "6" : "",
@@ -139,9 +146,8 @@ static int if_first_addr(const char *ifname, int family, struct sockaddr_storage
 	for (int pass = 0; pass < 2 && !found; pass++) {
 		int want = family != AF_UNSPEC ? family : (pass == 0 ? AF_INET : AF_INET6);
 		for (struct ifaddrs *ifa = all; ifa && !found; ifa = ifa->ifa_next) {
-			if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != want ||
-			    strcmp(ifa->ifa_name, ifname) != 0 || !(ifa->ifa_flags & IFF_UP) ||
-			    is_v6_link_local(ifa->ifa_addr))
+			if (!ifa_usable(ifa) || ifa->ifa_addr->sa_family != want ||
+			    strcmp(ifa->ifa_name, ifname) != 0)
 				continue;
 			memcpy(ss, ifa->ifa_addr, sa_len(want));
 			found = 1;
@@ -170,46 +176,21 @@ static void wildcard_host(char *buf, size_t len)
 	freeifaddrs(all);
 }
 
-static int parse_u32(const char *v, uint32_t min, uint32_t max, uint32_t *out)
-{
-	unsigned long long n = 0;
-
-	if (*v == '\0')
-		return -1;
-	for (; *v; v++) {
-		if (*v < '0' || *v > '9')
-			return -1;
-		n = n * 10 + (unsigned)(*v - '0');
-		if (n > max)
-			return -1;
-	}
-	if (n < min)
-		return -1;
-	*out = (uint32_t)n;
-	return 0;
-}
-
-static int parse_ip(const char *v, struct sockaddr_storage *ss)
-{
-	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-
-	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, v, &s4->sin_addr) == 1) {
-		s4->sin_family = AF_INET;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, v, &s6->sin6_addr) == 1 && !IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr)) {
-		s6->sin6_family = AF_INET6;
-		return 0;
-	}
-	return -1;
-}
-
 int sock_conf_ip(const char *value, void *field, char *why, size_t whylen)
 {
-	if (parse_ip(value, field) == 0)
+	struct sockaddr_in *s4 = field;
+	struct sockaddr_in6 *s6 = field;
+
+	memset(field, 0, sizeof(struct sockaddr_storage));
+	if (inet_pton(AF_INET, value, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
 		return CCI_SUCCESS;
+	}
+	if (inet_pton(AF_INET6, value, &s6->sin6_addr) == 1 &&
+	    !IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr)) {
+		s6->sin6_family = AF_INET6;
+		return CCI_SUCCESS;
+	}
 	snprintf(why, whylen, "is not a numeric IPv4 or IPv6 address (IPv6 link-local "
 	         "addresses are not supported)");
 	return CCI_EINVAL;
@@ -262,10 +243,14 @@ int sock_dev_configure(const struct cci_core *core, cci__dev_t *dev,
 
 int sock_parse_port(const char *service, uint16_t *port)
 {
-	uint32_t n;
+	unsigned n = 0;
 
-	if (!service || parse_u32(service, 0, 65535, &n) != 0)
+	if (!service || *service == '\0')
 		return CCI_EINVAL;
+	for (const char *c = service; *c; c++) {
+		if (*c < '0' || *c > '9' || (n = n * 10 + (unsigned)(*c - '0')) > 65535)
+			return CCI_EINVAL;
+	}
 	*port = (uint16_t)n;
 	return CCI_SUCCESS;
 }
@@ -299,10 +284,7 @@ int sock_uri_resolve(const char *uri, const char *scheme, struct sockaddr_storag
 
 char *sock_uri_make(const char *scheme, const struct sock_dev *d, uint16_t port)
 {
-	size_t n = strlen(scheme) + strlen(d->host) + 12;
-	char *s = malloc(n);
+	char *s;
 
-	if (s)
-		snprintf(s, n, "%s://%s:%u", scheme, d->host, port);
-	return s;
+	return asprintf(&s, "%s://%s:%u", scheme, d->host, port) < 0 ? NULL : s;
 }

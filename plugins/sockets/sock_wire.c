@@ -168,15 +168,12 @@ int sock_hello_decode(const uint8_t *b, uint32_t len, struct sock_hello *h, cons
 	return 0;
 }
 
+/* A reply is laid out as a HELLO without attribute and payload. */
 void sock_reply_encode(uint8_t *b, const struct sock_reply *r)
 {
-	sock_put32(b, SOCK_WIRE_MAGIC);
-	sock_put16(b + 4, SOCK_WIRE_VERSION);
-	sock_put16(b + 6, 0);
-	sock_put32(b + 8, r->mss);
-	sock_put32(b + 12, 0);
-	sock_put64(b + 16, r->id);
-	sock_put64(b + 24, r->nonce);
+	struct sock_hello h = { .mss = r->mss, .id = r->id, .nonce = r->nonce };
+
+	sock_hello_encode(b, &h);
 }
 
 int sock_reply_decode(const uint8_t *b, uint32_t len, struct sock_reply *r, const char **why)
@@ -201,16 +198,13 @@ void sock_sub_encode(uint8_t *b, uint8_t type, const struct sock_sub *s)
 {
 	sock_put32(b, s->op);
 	switch (type) {
+	case SOCK_F_RD_REQ:
+		sock_put64(b + 24, s->len);
+		/* fall through - key and offset as for a write fragment */
 	case SOCK_F_WR_DATA:
 		sock_put32(b + 4, 0);
 		sock_put64(b + 8, s->key);
 		sock_put64(b + 16, s->off);
-		break;
-	case SOCK_F_RD_REQ:
-		sock_put32(b + 4, 0);
-		sock_put64(b + 8, s->key);
-		sock_put64(b + 16, s->off);
-		sock_put64(b + 24, s->len);
 		break;
 	case SOCK_F_RD_DATA:
 		sock_put32(b + 4, 0);

@@ -25,6 +25,12 @@
  *                    never freed before the endpoint.
  *   struct tcp_rxbuf a receive buffer (mss bytes), lent with RECV events.
  *
+ * Layers.  frame, pool -> tx -> rma -> conn -> rx -> hs -> loop -> ep ->
+ * plugin: a file calls only those before it (README.md, Layers).  A lower
+ * one leaves work for the loop with tcp_loop_cmd() (command bits) or state
+ * it reads (tc->fault, sep->rx_starved); the one call upward is
+ * tcp_op_get_app() running a progress pass through ep->plugin->progress.
+ *
  * Locks, always taken in this order:
  *   sep->eng.lock   the libev loop and its watchers; held by the progress
  *                   thread except while it sleeps.  Connection set-up and
@@ -40,11 +46,14 @@
 #ifndef CCI_TCP_H
 #define CCI_TCP_H
 
+#include <errno.h>
 #include <ev.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 
 #include "cci_plugin.h"
@@ -175,9 +184,8 @@ struct tcp_conn {
 	int fd;
 	_Atomic int state;             /* enum sock_conn_state */
 	_Atomic int fault;             /* status to break with (from a sender) */
-	int is_client;
 	int in_rx;                     /* in sep->open */
-	int in_epoll;                  /* in rx_epfd (see tcp_rx_watch_update) */
+	int in_epoll;                  /* in rx_epfd (see tcp_conn_watch_update) */
 	char peer[64];
 	uint32_t mss;
 
@@ -248,7 +256,7 @@ struct tcp_req {
 	uint64_t deadline_ns;
 	char peer[64];
 	uint8_t buf[SOCK_HDR_LEN + SOCK_HELLO_LEN + CCI_CONN_REQ_LEN];
-	uint32_t have, need;
+	uint32_t have;
 	struct sock_hello hello;
 };
 
@@ -262,7 +270,7 @@ struct tcp_ep {
 	uint16_t port;
 
 	/* Progress thread (none with progress=manual: progress() runs the
-	 * loop's work itself, see tcp_loop_manual). */
+	 * loop's work itself, see loop_manual in tcp_loop.c). */
 	int manual;
 	_Atomic uint32_t manual_polls;
 	_Atomic uint64_t manual_next_ns;
@@ -314,9 +322,56 @@ static inline struct tcp_conn *tcp_conn_of(cci__conn_t *conn)
 	return conn->priv;
 }
 
+/* Where the payload of the frame being read goes: len bytes to dst (MEM),
+ * into a receive buffer the rx side takes (BUF, dst NULL), or nowhere
+ * (DROP; NONE when there is none).  Set by the rx and rma layers. */
+static inline void tcp_rx_sink(struct tcp_conn *tc, int sink, char *dst, uint64_t len)
+{
+	tc->sink = sink;
+	tc->dst = dst;
+	tc->left = len;
+}
+
 static inline int tcp_state(struct tcp_conn *tc)
 {
 	return atomic_load_explicit(&tc->state, memory_order_acquire);
+}
+
+/* progress=manual with an OS handle: its timerfd fires in ns nanoseconds
+ * (0 disarms it), which makes the handle readable. */
+static inline void tcp_manual_timer(struct tcp_ep *sep, long ns)
+{
+	struct itimerspec its = { .it_value.tv_nsec = ns };
+
+	if (timerfd_settime(sep->manual_tfd, 0, &its, NULL) != 0)
+		TCP_ERR("tcp: %s: cannot arm the timer of the OS handle: %s", sep->ep->uri,
+		        strerror(errno));
+}
+
+/*
+ * The loop's doorbell, the one way a layer leaves work for the loop: OR
+ * command bits (TCP_CMD_*; 0 only wakes it) from any thread, without a
+ * lock.  With progress=manual and an OS handle the handle's timerfd fires
+ * at once too, so that an application asleep on it comes to run the loop.
+ */
+static inline void tcp_loop_cmd(struct tcp_ep *sep, unsigned cmd)
+{
+	cci__engine_cmd(&sep->eng, cmd);
+	if (sep->manual_tfd >= 0)
+		tcp_manual_timer(sep, 1);
+}
+
+/* Copy the n pieces of iov one after the other to dst; returns the bytes
+ * copied. */
+static inline size_t tcp_iov_copy(void *dst, const struct iovec *iov, size_t n)
+{
+	size_t off = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		memcpy((char *)dst + off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	return off;
 }
 
 /* The ack for a frame being encoded: everything received so far, now
@@ -338,14 +393,9 @@ int tcp_arm(cci__ep_t *ep);
 
 /* tcp_loop.c */
 int tcp_loop_start(struct tcp_ep *sep);
-void tcp_loop_stop(struct tcp_ep *sep);
-void tcp_loop_cmd(struct tcp_ep *sep, unsigned cmd);
-void tcp_loop_manual(struct tcp_ep *sep);
+int tcp_progress(cci__ep_t *ep);
 int tcp_loop_manual_handle(struct tcp_ep *sep);
 void tcp_loop_manual_arm(struct tcp_ep *sep);
-void tcp_ww_update(struct tcp_conn *tc);
-void tcp_timers_run(struct tcp_ep *sep, uint64_t now, int with_loop);
-void tcp_timers_in_app(struct tcp_ep *sep);
 
 /* tcp_hs.c */
 void tcp_listen_cb(struct ev_loop *loop, ev_io *w, int revents);
@@ -356,23 +406,22 @@ int tcp_reject(cci__evt_t *evt);
 void tcp_request_done(cci__evt_t *evt);
 void tcp_req_free(struct tcp_req *req);
 void tcp_hs_timers(struct tcp_ep *sep, uint64_t now);
-void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why);
 
 /* tcp_conn.c */
-int tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, int fd);
+void tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, int fd);
 void tcp_conn_link(struct tcp_conn *tc);
 int tcp_conn_open(struct tcp_conn *tc);
-void tcp_conn_fault(struct tcp_conn *tc, int status);
 void tcp_conn_break(struct tcp_conn *tc, int status, const char *why);
+void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why);
+void tcp_conn_watch_update(struct tcp_ep *sep);
 void tcp_faults_process(struct tcp_ep *sep);
 void tcp_conn_destroy(struct tcp_conn *tc);
 int tcp_disconnect(cci__conn_t *conn);
 void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop);
 void tcp_conn_timeouts_changed(cci__conn_t *conn);
 
-/* tcp_tx.c */
+/* tcp_pool.c */
 struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force);
-struct tcp_op *tcp_op_get_app(struct tcp_ep *sep);
 void tcp_op_put(struct tcp_ep *sep, struct tcp_op *op);
 void tcp_ops_free(struct tcp_ep *sep);
 int tcp_ops_prealloc(struct tcp_ep *sep, uint32_t n);
@@ -387,14 +436,21 @@ static inline void tcp_op_copy_release(struct tcp_op *op)
 /* Copy op's message bytes out of the caller's pieces (into op->buf or a
  * big buffer): 0 or CCI_ENOMEM. */
 int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len);
+struct tcp_rxbuf *tcp_rb_get(struct tcp_ep *sep);
+void tcp_rb_put(struct tcp_ep *sep, struct tcp_rxbuf *rb);
+int tcp_rb_available(struct tcp_ep *sep);
+void tcp_rb_fini(struct tcp_ep *sep);
+void tcp_recv_returned(cci__evt_t *evt);
+
+/* tcp_tx.c */
+struct tcp_op *tcp_op_get_app(struct tcp_conn *tc, int kind, int flags, void *context);
 void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done);
-int tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done);
+void tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done);
 void tcp_tx_flush_all(struct tcp_ep *sep);
-void tcp_ctl_push(struct tcp_conn *tc, uint8_t type, const struct sock_sub *sub);
+void tcp_tx_flush_now(struct tcp_conn *tc, uint8_t ctl, const struct sock_sub *sub);
 int tcp_tx_acked(struct tcp_conn *tc, uint64_t ack);
 void tcp_tx_send_ack(struct tcp_conn *tc);
 void tcp_ops_complete(struct tcp_ep *sep, struct tcp_op *done);
-void tcp_ops_drop(struct tcp_ep *sep, struct tcp_op *list, int status);
 int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
              void *context, int flags);
 
@@ -405,32 +461,16 @@ uint32_t tcp_msg_linear(struct tcp_op *op, const struct iovec *iov, uint32_t iov
 int tcp_op_frame_done(struct tcp_op *op);
 
 /* tcp_rx.c */
-struct tcp_rxbuf *tcp_rb_get(struct tcp_ep *sep);
-void tcp_rb_put(struct tcp_ep *sep, struct tcp_rxbuf *rb);
-int tcp_rb_available(struct tcp_ep *sep);
-void tcp_rx_fail(struct tcp_conn *tc, const char *why);
-void tcp_rx_deliver(struct tcp_conn *tc, struct tcp_rxbuf *rb, uint32_t len);
-void tcp_rx_stall(struct tcp_conn *tc);
-void tcp_rx_sink(struct tcp_conn *tc, int sink, char *dst, uint64_t len);
-void tcp_rb_fini(struct tcp_ep *sep);
-void tcp_rx_conn(struct tcp_conn *tc);
 void tcp_rx_poll(struct tcp_ep *sep);
-int tcp_rx_want_epoll(const struct tcp_ep *sep);
-int tcp_rx_epoll_set(struct tcp_conn *tc, int on);
-void tcp_rx_watch_update(struct tcp_ep *sep);
 void tcp_rx_ready(struct tcp_ep *sep);
-void tcp_rx_apply_acks(struct tcp_conn *tc);
 void tcp_rx_acks_all(struct tcp_ep *sep);
 void tcp_rx_resume(struct tcp_ep *sep);
-void tcp_rx_release(struct tcp_conn *tc);
-void tcp_recv_returned(cci__evt_t *evt);
-int tcp_progress(cci__ep_t *ep);
 
 /* tcp_rma.c */
 int tcp_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_reg_t *local,
             uint64_t local_offset, const struct cci_rma_handle *remote, uint64_t remote_offset,
             uint64_t data_len, void *context, int flags);
-int tcp_rma_frame_begin(struct tcp_conn *tc);
+int tcp_rma_frame_begin(struct tcp_conn *tc, const char **why);
 void tcp_rma_frame_end(struct tcp_conn *tc);
 
 #endif /* CCI_TCP_H */

@@ -132,7 +132,7 @@ void tcp_ep_destroy(cci__ep_t *ep)
 {
 	struct tcp_ep *sep = tcp_ep_of(ep);
 
-	tcp_loop_stop(sep);
+	cci__engine_stop(&sep->eng);
 	TCP_LOG(CCI_LOG_EP, "tcp: endpoint %s closing: %u receive buffers, %u ops in use",
 	        ep->uri, sep->rb_count, atomic_load(&sep->pool_out));
 	/* No other thread runs on this endpoint any more (API contract). */
@@ -177,7 +177,7 @@ int tcp_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
 /* About to sleep on the OS handle: socket bytes wake it by themselves
  * (the readable set is in it); queued bytes need the thread, or with
  * progress=manual the handle's timerfd (tcp_loop_manual_arm).  Acks read
- * but not applied yet (tcp_rx_conn leaves them to the next pass) and a
+ * but not applied yet (rx_conn in tcp_rx.c leaves them to the next pass) and a
  * receive buffer returned while starved are work for cci_get_event now. */
 int tcp_arm(cci__ep_t *ep)
 {

@@ -66,6 +66,16 @@ static void frame_fill(struct tcp_op *op, struct sock_hdr *h, struct sock_sub *s
 	uint64_t frag = op->total - op->done < TCP_FRAG_LEN ? op->total - op->done : TCP_FRAG_LEN;
 
 	switch (op->kind) {
+	case TCP_OP_READ:
+		if (!op->msg_phase) {
+			h->type = SOCK_F_RD_REQ;
+			s->key = op->key;
+			s->off = op->roff;
+			s->len = op->total;
+			break;
+		}
+		h->flags = SOCK_FL_ACK_NOW; /* the completion message of a read */
+		/* fall through */
 	case TCP_OP_MSG:
 		h->type = SOCK_F_MSG;
 		h->seq = op->seq;
@@ -83,19 +93,6 @@ static void frame_fill(struct tcp_op *op, struct sock_hdr *h, struct sock_sub *s
 		h->seq = op->seq;
 		h->flags = SOCK_FL_ACK_NOW; /* the initiator waits for this ack */
 		frame_payload(op, op->uiov, op->uiovcnt);
-		break;
-	case TCP_OP_READ:
-		if (op->msg_phase) {
-			h->type = SOCK_F_MSG;
-			h->seq = op->seq;
-			h->flags = SOCK_FL_ACK_NOW;
-			frame_payload(op, op->uiov, op->uiovcnt);
-			break;
-		}
-		h->type = SOCK_F_RD_REQ;
-		s->key = op->key;
-		s->off = op->roff;
-		s->len = op->total;
 		break;
 	default: /* TCP_OP_RDRESP */
 		if (op->status == CCI_SUCCESS && op->done < op->total && rdresp_fragment(op, h, s))
@@ -142,20 +139,14 @@ void tcp_op_prepare(struct tcp_op *op)
 uint32_t tcp_msg_linear(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt,
                         uint8_t *b, uint64_t *ack)
 {
-	struct tcp_conn *tc = op->tc;
 	struct sock_hdr h = { .type = SOCK_F_MSG, .len = op->len, .seq = op->seq };
-	uint32_t off = SOCK_HDR_LEN;
 
 	if (want_ack_now(op))
 		h.flags = SOCK_FL_ACK_NOW;
-	h.ack = tcp_ack_take(tc);
+	h.ack = tcp_ack_take(op->tc);
 	*ack = h.ack;
 	sock_hdr_encode(b, &h);
-	for (uint32_t i = 0; i < iovcnt; i++) {
-		memcpy(b + off, iov[i].iov_base, iov[i].iov_len);
-		off += (uint32_t)iov[i].iov_len;
-	}
-	return off;
+	return SOCK_HDR_LEN + (uint32_t)tcp_iov_copy(b + SOCK_HDR_LEN, iov, iovcnt);
 }
 
 int tcp_op_frame_done(struct tcp_op *op)

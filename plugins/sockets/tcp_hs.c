@@ -51,8 +51,10 @@ static int read_exact(int fd, uint8_t *buf, uint32_t *have, uint32_t need)
 	return 1;
 }
 
-/* Read a handshake frame of the wanted type: 1 done, 0 later, -1 bad. */
-static int hs_frame(int fd, uint8_t *buf, uint32_t *have, uint32_t mss, const char **why)
+/* Read a handshake frame, a HELLO when want_hello, else an ACCEPT or a
+ * REJECT: 1 done, 0 later, -1 bad. */
+static int hs_frame(int fd, uint8_t *buf, uint32_t *have, uint32_t mss, int want_hello,
+                    const char **why)
 {
 	struct sock_limits lim = { mss, TCP_FRAG_MAX };
 	struct sock_hdr h;
@@ -66,6 +68,10 @@ static int hs_frame(int fd, uint8_t *buf, uint32_t *have, uint32_t mss, const ch
 		return -1;
 	if (h.type != SOCK_F_HELLO && h.type != SOCK_F_ACCEPT && h.type != SOCK_F_REJECT) {
 		*why = "not a handshake frame";
+		return -1;
+	}
+	if ((h.type == SOCK_F_HELLO) != want_hello) {
+		*why = want_hello ? "a reply where a request belongs" : "a request where a reply belongs";
 		return -1;
 	}
 	r = read_exact(fd, buf, have, SOCK_HDR_LEN + h.len);
@@ -141,11 +147,7 @@ static void req_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&sep->lock);
-	r = hs_frame(req->fd, req->buf, &req->have, sep->mss, &why);
-	if (r == 1 && req->buf[1] != SOCK_F_HELLO) {
-		r = -1;
-		why = "a reply where a request belongs";
-	}
+	r = hs_frame(req->fd, req->buf, &req->have, sep->mss, 1, &why);
 	if (r == 1 && sock_hello_decode(req->buf + SOCK_HDR_LEN, req->have - SOCK_HDR_LEN,
 	                                &req->hello, &why) != 0)
 		r = -1;
@@ -270,7 +272,19 @@ static int accept_locked(struct tcp_req *req, void *context)
 	return CCI_SUCCESS;
 }
 
-int tcp_accept(cci__evt_t *evt, void *context)
+static int reject_locked(struct tcp_req *req)
+{
+	struct sock_reply r = { .mss = req->sep->mss, .id = req->sep->id,
+	                        .nonce = req->hello.nonce };
+
+	reply_send(req->fd, SOCK_F_REJECT, &r);
+	close(req->fd);
+	req->fd = -1;
+	return CCI_SUCCESS;
+}
+
+/* cci_accept (accept set) or cci_reject: once per posted request. */
+static int req_answer(cci__evt_t *evt, void *context, int accept)
 {
 	struct tcp_req *req = evt->req_state;
 	struct tcp_ep *sep = req->sep;
@@ -280,39 +294,21 @@ int tcp_accept(cci__evt_t *evt, void *context)
 	pthread_mutex_lock(&sep->lock);
 	if (req->state == TCP_REQ_POSTED) {
 		req->state = TCP_REQ_DONE;
-		rc = accept_locked(req, context);
+		rc = accept ? accept_locked(req, context) : reject_locked(req);
 	}
 	pthread_mutex_unlock(&sep->lock);
 	pthread_mutex_unlock(&sep->eng.lock);
 	return rc;
 }
 
-static void reject_locked(struct tcp_req *req)
+int tcp_accept(cci__evt_t *evt, void *context)
 {
-	struct sock_reply r = { .mss = req->sep->mss, .id = req->sep->id,
-	                        .nonce = req->hello.nonce };
-
-	reply_send(req->fd, SOCK_F_REJECT, &r);
-	close(req->fd);
-	req->fd = -1;
-	req->state = TCP_REQ_DONE;
+	return req_answer(evt, context, 1);
 }
 
 int tcp_reject(cci__evt_t *evt)
 {
-	struct tcp_req *req = evt->req_state;
-	struct tcp_ep *sep = req->sep;
-	int rc = CCI_EINVAL;
-
-	pthread_mutex_lock(&sep->eng.lock);
-	pthread_mutex_lock(&sep->lock);
-	if (req->state == TCP_REQ_POSTED) {
-		reject_locked(req);
-		rc = CCI_SUCCESS;
-	}
-	pthread_mutex_unlock(&sep->lock);
-	pthread_mutex_unlock(&sep->eng.lock);
-	return rc;
+	return req_answer(evt, NULL, 0);
 }
 
 /* The request's event came back, answered: forget the request. */
@@ -324,31 +320,13 @@ void tcp_request_done(cci__evt_t *evt)
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
 	req->state = TCP_REQ_DONE;
-	/* Posted and done requests live on sep->posted until now. */
-	if (req->prev)
-		req->prev->next = req->next;
-	else if (sep->posted == req)
-		sep->posted = req->next;
-	if (req->next)
-		req->next->prev = req->prev;
+	req_unlink(req); /* from sep->posted, where answered requests wait */
 	tcp_req_free(req);
 	pthread_mutex_unlock(&sep->lock);
 	pthread_mutex_unlock(&sep->eng.lock);
 }
 
 /* ---- client ------------------------------------------------------------- */
-
-/* The loop lock and sep->lock held. */
-void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why)
-{
-	cci__conn_t *conn = tc->conn;
-
-	TCP_LOG(CCI_LOG_CONN, "tcp: connecting to %s failed: %s", tc->peer, why);
-	atomic_store(&tc->state, SOCK_CONN_FAILED);
-	tcp_core->post_connect(tc->sep->ep, tc->context, status, tc->conn);
-	tcp_conn_destroy(tc);
-	tcp_core->conn_release(conn);
-}
 
 static void hs_got_reply(struct tcp_conn *tc)
 {
@@ -425,11 +403,7 @@ static void hs_cb(struct ev_loop *loop, ev_io *w, int revents)
 	if (tcp_state(tc) != SOCK_CONN_HELLO_SENT) {
 		hs_send_hello(tc);
 	} else {
-		r = hs_frame(tc->fd, tc->hs, &tc->hs_off, sep->mss, &why);
-		if (r == 1 && tc->hs[1] == SOCK_F_HELLO) {
-			r = -1;
-			why = "a request where a reply belongs";
-		}
+		r = hs_frame(tc->fd, tc->hs, &tc->hs_off, sep->mss, 0, &why);
 		if (r < 0)
 			tcp_connect_fail(tc, why && !strncmp(why, "closed", 6) ? CCI_ECONNREFUSED
 			                                                        : CCI_ERROR,
@@ -440,23 +414,20 @@ static void hs_cb(struct ev_loop *loop, ev_io *w, int revents)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-static int hello_build(struct tcp_conn *tc, cci_conn_attribute_t attr, const void *data,
-                       uint32_t len)
+static void hello_build(struct tcp_conn *tc, cci_conn_attribute_t attr, const void *data,
+                        uint32_t len, uint64_t nonce)
 {
 	struct sock_hello h = { .attr = (uint16_t)attr, .mss = tc->sep->mss, .data_len = len,
-	                        .id = tc->sep->id };
+	                        .id = tc->sep->id, .nonce = nonce };
 	struct sock_hdr fh = { .type = SOCK_F_HELLO, .len = SOCK_HELLO_LEN + len };
 
-	if (cci__random64(&tc->nonce) != CCI_SUCCESS)
-		return CCI_ERROR;
-	h.nonce = tc->nonce;
+	tc->nonce = nonce;
 	sock_hdr_encode(tc->hs, &fh);
 	sock_hello_encode(tc->hs + SOCK_HDR_LEN, &h);
 	if (len)
 		memcpy(tc->hs + SOCK_HDR_LEN + SOCK_HELLO_LEN, data, len);
 	tc->hs_len = SOCK_HDR_LEN + SOCK_HELLO_LEN + len;
 	tc->hs_off = 0;
-	return CCI_SUCCESS;
 }
 
 static int connect_socket(const struct sockaddr_storage *ss, socklen_t sl, uint32_t bufsize,
@@ -484,6 +455,7 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	socklen_t sl;
 	cci__conn_t *conn;
 	struct tcp_conn *tc;
+	uint64_t nonce;
 	int fd = -1, rc;
 
 	if (attr > CCI_CONN_ATTR_UU)
@@ -491,6 +463,8 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	rc = sock_uri_resolve(uri, "tcp", &ss, &sl);
 	if (rc != CCI_SUCCESS)
 		return rc;
+	if (cci__random64(&nonce) != CCI_SUCCESS)
+		return CCI_ERROR;
 	rc = connect_socket(&ss, sl, sep->dev->bufsize, &fd);
 	if (rc != CCI_SUCCESS)
 		return rc;
@@ -501,14 +475,9 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	}
 	tc = tcp_conn_of(conn);
 	tcp_conn_init(tc, sep, conn, fd);
-	tc->is_client = 1;
 	tc->context = context;
 	sock_addr_str((struct sockaddr *)&ss, tc->peer, sizeof(tc->peer));
-	if (hello_build(tc, attr, data, data_len) != CCI_SUCCESS) {
-		tcp_conn_destroy(tc);
-		tcp_core->conn_release(conn);
-		return CCI_ERROR;
-	}
+	hello_build(tc, attr, data, data_len, nonce);
 	cci__ct_connecting(&tc->timers, timeout, cci__now_ns());
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);

@@ -1,8 +1,8 @@
 /*
- * tcp_loop.c - the endpoint's progress thread: the shared engine
+ * tcp_loop.c - the endpoint's progress: the shared engine
  * (plugins/common/engine.h, a libev loop) with the listening socket,
  * handshake sockets, a tick for timers and, in thread mode, the
- * connections' sockets.
+ * connections' sockets; and progress(), the pass the application runs.
  *
  * Other threads touch the loop's watchers only with the loop lock
  * (sep->eng.lock) held and then wake it.  The data path never does: it
@@ -12,7 +12,7 @@
  * Modes.  While the application polls, progress() reads the sockets and
  * the loop leaves them alone (no thread wake-up per message; with few
  * sockets and no OS handle they are not even in rx_epfd, see
- * tcp_rx_watch_update).  When a whole
+ * tcp_conn_watch_update).  When a whole
  * tick passes without a poll, the loop watches the readable-connection set
  * (an epoll descriptor of its own) and the sockets with queued bytes, so
  * that messages, acks and requests keep moving while the application
@@ -25,48 +25,23 @@
  * reference per socket system call (about 55 ns each here), but nothing
  * moves while the application makes no call.
  */
-#include <errno.h>
-#include <string.h>
 #include <sys/epoll.h>
-#include <sys/timerfd.h>
 
 #include "tcp.h"
 
-/* progress=manual with an OS handle: the loop has work (a command, a
- * handshake begun): make the handle readable now, so that an application
- * asleep on it comes to run the loop. */
-static void manual_wake_soon(struct tcp_ep *sep)
-{
-	struct itimerspec its = { .it_value.tv_nsec = 1 };
-
-	if (timerfd_settime(sep->manual_tfd, 0, &its, NULL) != 0)
-		TCP_ERR("tcp: %s: cannot arm the timer of the OS handle: %s", sep->ep->uri,
-		        strerror(errno));
-}
-
-void tcp_loop_cmd(struct tcp_ep *sep, unsigned cmd)
-{
-	cci__engine_cmd(&sep->eng, cmd);
-	if (sep->manual_tfd >= 0)
-		manual_wake_soon(sep);
-}
+static void ww_update(struct tcp_conn *tc);
 
 static void ww_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct tcp_conn *tc = w->data;
 	struct tcp_ep *sep = tc->sep;
-	struct tcp_op *done = NULL;
 
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&sep->lock);
-	if (tcp_state(tc) == SOCK_CONN_OPEN) {
-		cci__spin_lock(&tc->tx_lock);
-		tcp_tx_flush(tc, &done);
-		cci__spin_unlock(&tc->tx_lock);
-		tcp_ops_complete(sep, done);
-	}
-	tcp_ww_update(tc);
+	if (tcp_state(tc) == SOCK_CONN_OPEN)
+		tcp_tx_flush_now(tc, 0, NULL);
+	ww_update(tc);
 	if (atomic_load(&sep->nfaults))
 		tcp_faults_process(sep);
 	pthread_mutex_unlock(&sep->lock);
@@ -74,7 +49,7 @@ static void ww_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* Loop thread, sep->lock held: watch tc for writability iff it has queued
  * bytes in thread mode. */
-void tcp_ww_update(struct tcp_conn *tc)
+static void ww_update(struct tcp_conn *tc)
 {
 	struct tcp_ep *sep = tc->sep;
 	int want = atomic_load(&sep->thread_mode) &&
@@ -96,7 +71,7 @@ void tcp_ww_update(struct tcp_conn *tc)
 static void ww_update_all(struct tcp_ep *sep)
 {
 	for (uint32_t i = 0; i < sep->nopen; i++)
-		tcp_ww_update(sep->open[i]);
+		ww_update(sep->open[i]);
 }
 
 static void rx_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -123,7 +98,7 @@ static void mode_thread(struct tcp_ep *sep)
 	        "takes the sockets", sep->ep->uri);
 	ev_io_start(sep->eng.loop, &sep->rx_w);
 	pthread_mutex_lock(&sep->lock);
-	tcp_rx_watch_update(sep);
+	tcp_conn_watch_update(sep);
 	if (sep->acks_pending)
 		tcp_rx_acks_all(sep);
 	if (atomic_load(&sep->rx_starved))
@@ -142,7 +117,7 @@ static void mode_app(struct tcp_ep *sep)
 	        "leaves the sockets", sep->ep->uri);
 	ev_io_stop(sep->eng.loop, &sep->rx_w);
 	pthread_mutex_lock(&sep->lock);
-	tcp_rx_watch_update(sep);
+	tcp_conn_watch_update(sep);
 	ww_update_all(sep);
 	pthread_mutex_unlock(&sep->lock);
 }
@@ -165,6 +140,32 @@ static void on_cmd(void *owner, unsigned cmd)
 	pthread_mutex_unlock(&sep->lock);
 }
 
+/* The tick's work; sep->lock held, and the loop lock when with_loop (the
+ * handshake timers stop watchers). */
+static void timers_run(struct tcp_ep *sep, uint64_t now, int with_loop)
+{
+	if (atomic_load(&sep->nfaults))
+		tcp_faults_process(sep);
+	if (sep->acks_pending)
+		tcp_rx_acks_all(sep);
+	tcp_conn_timers(sep, now, with_loop);
+	if (with_loop)
+		tcp_hs_timers(sep, now);
+}
+
+/* progress() found the tick's work left to it; sep->lock held. */
+static void timers_in_app(struct tcp_ep *sep)
+{
+	int with_loop = pthread_mutex_trylock(&sep->eng.lock) == 0;
+
+	atomic_store(&sep->tick_due, !with_loop);
+	timers_run(sep, atomic_load(&sep->now_ns), with_loop);
+	if (with_loop) {
+		pthread_mutex_unlock(&sep->eng.lock);
+		tcp_loop_cmd(sep, 0); /* watchers may have stopped */
+	}
+}
+
 static void on_tick(void *owner, uint64_t now, int app_polled)
 {
 	struct tcp_ep *sep = owner;
@@ -181,40 +182,14 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 		atomic_store(&sep->tick_due, 1);
 		return;
 	}
-	tcp_timers_run(sep, now, 1);
+	timers_run(sep, now, 1);
 	pthread_mutex_unlock(&sep->lock);
-}
-
-/* The tick's work; sep->lock held, and the loop lock when with_loop (the
- * handshake timers stop watchers). */
-void tcp_timers_run(struct tcp_ep *sep, uint64_t now, int with_loop)
-{
-	if (atomic_load(&sep->nfaults))
-		tcp_faults_process(sep);
-	if (sep->acks_pending)
-		tcp_rx_acks_all(sep);
-	tcp_conn_timers(sep, now, with_loop);
-	if (with_loop)
-		tcp_hs_timers(sep, now);
-}
-
-/* progress() found the tick's work left to it; sep->lock held. */
-void tcp_timers_in_app(struct tcp_ep *sep)
-{
-	int with_loop = pthread_mutex_trylock(&sep->eng.lock) == 0;
-
-	atomic_store(&sep->tick_due, !with_loop);
-	tcp_timers_run(sep, atomic_load(&sep->now_ns), with_loop);
-	if (with_loop) {
-		pthread_mutex_unlock(&sep->eng.lock);
-		tcp_loop_cmd(sep, 0); /* watchers may have stopped */
-	}
 }
 
 /* progress=manual: the loop's work, from progress() before it takes
  * sep->lock.  A clock read every TCP_MANUAL_CLOCK_EVERY polls keeps the
  * empty poll free of a second system call. */
-void tcp_loop_manual(struct tcp_ep *sep)
+static void loop_manual(struct tcp_ep *sep)
 {
 	/* With an OS handle, a wake-up may have come from the loop's sockets
 	 * or the timerfd: always look. */
@@ -260,7 +235,7 @@ static int manual_tick_wanted(struct tcp_ep *sep)
 	if (sep->reqs || atomic_load(&sep->tx_busy) || atomic_load(&sep->pool_out) > 0 ||
 	    atomic_load(&sep->nfaults) || cci__engine_cmd_pending(&sep->eng))
 		return 1;
-	/* An ack still owed goes out on a tick (tcp_timers_run): the peer's
+	/* An ack still owed goes out on a tick (timers_run): the peer's
 	 * completions wait for it. */
 	for (struct tcp_conn *tc = sep->conns; tc; tc = tc->next)
 		if (tcp_state(tc) != SOCK_CONN_OPEN || tc->timers.ka_us ||
@@ -272,18 +247,12 @@ static int manual_tick_wanted(struct tcp_ep *sep)
 /* The application is about to sleep on the OS handle (progress=manual):
  * arm the timerfd for one tick if anything waits, else disarm it.  Either
  * clears an expiry that woke the application.  Under sep->lock: a
- * connection linked meanwhile (under that lock, its manual_wake_soon
+ * connection linked meanwhile (under that lock, its tcp_loop_cmd
  * after) is either seen here or wakes the handle after this call. */
 void tcp_loop_manual_arm(struct tcp_ep *sep)
 {
-	struct itimerspec its = { .it_value.tv_nsec = (long)(TCP_TICK_S * 1e9) };
-
 	pthread_mutex_lock(&sep->lock);
-	if (!manual_tick_wanted(sep))
-		its.it_value.tv_nsec = 0;
-	if (timerfd_settime(sep->manual_tfd, 0, &its, NULL) != 0)
-		TCP_ERR("tcp: %s: cannot arm the timer of the OS handle: %s", sep->ep->uri,
-		        strerror(errno));
+	tcp_manual_timer(sep, manual_tick_wanted(sep) ? (long)(TCP_TICK_S * 1e9) : 0);
 	pthread_mutex_unlock(&sep->lock);
 }
 
@@ -303,7 +272,7 @@ static void watchers_init(struct tcp_ep *sep)
 	ev_io_start(loop, &sep->rx_w);
 }
 
-/* With progress=manual nothing sleeps in the loop (tcp_loop_manual runs it
+/* With progress=manual nothing sleeps in the loop (loop_manual runs it
  * without waiting), so the engine runs without a thread. */
 int tcp_loop_start(struct tcp_ep *sep)
 {
@@ -321,7 +290,32 @@ int tcp_loop_start(struct tcp_ep *sep)
 	return CCI_SUCCESS;
 }
 
-void tcp_loop_stop(struct tcp_ep *sep)
+/* The ops table's progress: one pass over the endpoint for the caller
+ * (cci_get_event, or a sender short of ops), with what the tick or the
+ * loop left to it first. */
+int tcp_progress(cci__ep_t *ep)
 {
-	cci__engine_stop(&sep->eng);
+	struct tcp_ep *sep = tcp_ep_of(ep);
+	int starved;
+
+	cci__engine_app_active(&sep->eng);
+	if (sep->manual)
+		loop_manual(sep);
+	/* Wait for the progress thread if it holds the lock: it is reading
+	 * or posting, and what it posts is what the caller wants next. */
+	pthread_mutex_lock(&sep->lock);
+	if (atomic_load_explicit(&sep->tick_due, memory_order_relaxed))
+		timers_in_app(sep);
+	if (atomic_load_explicit(&sep->nfaults, memory_order_relaxed))
+		tcp_faults_process(sep);
+	if (atomic_load_explicit(&sep->rx_starved, memory_order_relaxed))
+		tcp_rx_resume(sep);
+	if (atomic_load_explicit(&sep->tx_busy, memory_order_relaxed))
+		tcp_tx_flush_all(sep);
+	if (sep->acks_pending)
+		tcp_rx_acks_all(sep);
+	tcp_rx_poll(sep);
+	starved = atomic_load_explicit(&sep->rx_starved, memory_order_relaxed);
+	pthread_mutex_unlock(&sep->lock);
+	return starved ? CCI_ENOBUFS : CCI_SUCCESS;
 }

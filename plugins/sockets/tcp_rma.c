@@ -40,19 +40,14 @@ int tcp_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 {
 	struct tcp_conn *tc = tcp_conn_of(conn);
 	struct tcp_ep *sep = tc->sep;
-	struct tcp_op *op = tcp_op_get_app(sep), *done = NULL;
+	struct tcp_op *op = tcp_op_get_app(tc, (flags & CCI_FLAG_WRITE) ? TCP_OP_WRITE : TCP_OP_READ,
+	                                   flags, context), *done = NULL;
 	struct iovec iov = { (void *)msg_ptr, msg_len };
 
-	cci__engine_app_active(&sep->eng);
 	if (!op)
 		return CCI_ENOBUFS;
-	op->tc = tc;
-	op->kind = (flags & CCI_FLAG_WRITE) ? TCP_OP_WRITE : TCP_OP_READ;
-	op->flags = flags;
-	op->context = context;
 	op->reliable = 1;
 	op->fence = (flags & CCI_FLAG_FENCE) != 0;
-	op->t_ns = atomic_load_explicit(&sep->now_ns, memory_order_relaxed);
 	op->laddr = (char *)local->start + local_offset;
 	op->key = cci__handle_key(remote);
 	op->roff = remote_offset;
@@ -88,7 +83,6 @@ static void refuse(struct tcp_conn *tc, const char *what, int rc)
 
 static void wr_data_begin(struct tcp_conn *tc, uint64_t dlen)
 {
-	struct tcp_op *done = NULL;
 	struct sock_sub nack = { .op = tc->sub.op };
 	void *addr = NULL;
 	int rc;
@@ -109,35 +103,20 @@ static void wr_data_begin(struct tcp_conn *tc, uint64_t dlen)
 	refuse(tc, "RMA write", rc);
 	tc->wr_status = rc;
 	nack.status = (uint32_t)rc;
-	cci__spin_lock(&tc->tx_lock);
-	tcp_ctl_push(tc, SOCK_F_RMA_NACK, &nack);
-	tcp_tx_flush(tc, &done);
-	cci__spin_unlock(&tc->tx_lock);
-	tcp_ops_complete(tc->sep, done);
+	tcp_tx_flush_now(tc, SOCK_F_RMA_NACK, &nack);
 	tcp_rx_sink(tc, TCP_SINK_DROP, NULL, dlen);
 }
 
-static int wr_end_begin(struct tcp_conn *tc, uint64_t mlen)
+static void wr_end_begin(struct tcp_conn *tc, uint64_t mlen)
 {
-	if (tc->wr_op == tc->sub.op && tc->wr_status != CCI_SUCCESS) {
+	if (tc->wr_op == tc->sub.op && tc->wr_status != CCI_SUCCESS)
 		/* The data did not land: no completion message either. */
 		tcp_rx_sink(tc, TCP_SINK_DROP, NULL, mlen);
-		return 0;
-	}
-	if (mlen == 0) {
-		tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
-		return 0;
-	}
-	tc->rb = tcp_rb_get(tc->sep);
-	if (!tc->rb) {
-		tcp_rx_stall(tc);
-		return 1;
-	}
-	tcp_rx_sink(tc, TCP_SINK_BUF, tcp_rb_data(tc->rb), mlen);
-	return 0;
+	else if (mlen > 0)
+		tcp_rx_sink(tc, TCP_SINK_BUF, NULL, mlen);
 }
 
-static int rd_req(struct tcp_conn *tc)
+static int rd_req(struct tcp_conn *tc, const char **why)
 {
 	struct tcp_op *op, *done = NULL;
 	void *addr = NULL;
@@ -149,7 +128,7 @@ static int rd_req(struct tcp_conn *tc)
 		refuse(tc, "RMA read", rc);
 	op = tc->nrdresp < TCP_READS_MAX ? tcp_op_get(tc->sep, 1) : NULL;
 	if (!op) {
-		tcp_rx_fail(tc, "too many RMA read requests pending");
+		*why = "too many RMA read requests pending";
 		return -1;
 	}
 	op->tc = tc;
@@ -164,7 +143,6 @@ static int rd_req(struct tcp_conn *tc)
 	tcp_txq_push(tc, op, &done);
 	cci__spin_unlock(&tc->tx_lock);
 	tcp_ops_complete(tc->sep, done);
-	tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
 	return 0;
 }
 
@@ -184,7 +162,7 @@ static struct tcp_op *read_find(struct tcp_conn *tc, uint32_t id, int unlink)
 	return NULL;
 }
 
-static int rd_data_begin(struct tcp_conn *tc, uint64_t dlen)
+static int rd_data_begin(struct tcp_conn *tc, uint64_t dlen, const char **why)
 {
 	struct tcp_op *op;
 
@@ -193,7 +171,7 @@ static int rd_data_begin(struct tcp_conn *tc, uint64_t dlen)
 	cci__spin_unlock(&tc->tx_lock);
 	/* Only the next bytes of a read we asked for, nowhere else. */
 	if (!op || tc->sub.off != op->done || dlen > op->total - op->done) {
-		tcp_rx_fail(tc, "RMA read data that was not asked for");
+		*why = "RMA read data that was not asked for";
 		return -1;
 	}
 	tc->rd_op = op;
@@ -201,7 +179,7 @@ static int rd_data_begin(struct tcp_conn *tc, uint64_t dlen)
 	return 0;
 }
 
-static int rd_end(struct tcp_conn *tc)
+static int rd_end(struct tcp_conn *tc, const char **why)
 {
 	struct tcp_op *op, *done = NULL;
 
@@ -209,7 +187,7 @@ static int rd_end(struct tcp_conn *tc)
 	op = read_find(tc, tc->sub.op, 0);
 	if (!op || (tc->sub.status == CCI_SUCCESS && op->done != op->total)) {
 		cci__spin_unlock(&tc->tx_lock);
-		tcp_rx_fail(tc, "RMA read end that does not match a request");
+		*why = "RMA read end that does not match a request";
 		return -1;
 	}
 	read_find(tc, tc->sub.op, 1);
@@ -232,7 +210,6 @@ static int rd_end(struct tcp_conn *tc)
 		tcp_tx_flush(tc, &done);
 	cci__spin_unlock(&tc->tx_lock);
 	tcp_ops_complete(tc->sep, done);
-	tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
 	return 0;
 }
 
@@ -246,10 +223,12 @@ static void rma_nack(struct tcp_conn *tc)
 		if (op->kind == TCP_OP_WRITE && op->op_id == tc->sub.op)
 			op->status = peer_status(tc->sub.status);
 	cci__spin_unlock(&tc->tx_lock);
-	tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
 }
 
-int tcp_rma_frame_begin(struct tcp_conn *tc)
+/* An RMA frame's header is in (tc->h, tc->sub): act on it and set where
+ * its payload goes (tcp_rx_sink; the rx side preset no payload).  0, or
+ * -1 with *why when the peer broke the protocol. */
+int tcp_rma_frame_begin(struct tcp_conn *tc, const char **why)
 {
 	uint64_t plen = tc->h.len - sock_sub_len(tc->h.type);
 
@@ -258,28 +237,26 @@ int tcp_rma_frame_begin(struct tcp_conn *tc)
 		wr_data_begin(tc, plen);
 		return 0;
 	case SOCK_F_WR_END:
-		return wr_end_begin(tc, plen);
+		wr_end_begin(tc, plen);
+		return 0;
 	case SOCK_F_RD_REQ:
-		return rd_req(tc);
+		return rd_req(tc, why);
 	case SOCK_F_RD_DATA:
-		return rd_data_begin(tc, plen);
+		return rd_data_begin(tc, plen, why);
 	case SOCK_F_RD_END:
-		return rd_end(tc);
+		return rd_end(tc, why);
 	default: /* SOCK_F_RMA_NACK */
 		rma_nack(tc);
 		return 0;
 	}
 }
 
+/* The frame's payload is in (a completion message is delivered by the rx
+ * side). */
 void tcp_rma_frame_end(struct tcp_conn *tc)
 {
 	switch (tc->h.type) {
 	case SOCK_F_WR_END:
-		atomic_store_explicit(&tc->rx_seq, tc->h.seq + 1, memory_order_relaxed);
-		if (tc->rb) {
-			tcp_rx_deliver(tc, tc->rb, tc->h.len - sock_sub_len(SOCK_F_WR_END));
-			tc->rb = NULL;
-		}
 		if (tc->wr_op == tc->sub.op)
 			tc->wr_status = CCI_SUCCESS;
 		break;

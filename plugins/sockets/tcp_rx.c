@@ -1,6 +1,6 @@
 /*
  * tcp_rx.c - the receive side: reading sockets, cutting the stream into
- * frames, lending receive buffers with RECV events, progress().
+ * frames, lending receive buffers with RECV events.
  *
  * Small frames are read in batches into a per-connection staging buffer
  * and copied out; a payload of TCP_DIRECT_MIN bytes or more is read
@@ -15,83 +15,13 @@
 
 #include "tcp.h"
 
-/* ---- receive buffers ---------------------------------------------------- */
-
-/*
- * Buffers are taken only by the receive side (sep->lock held) from its
- * private list; they come back from any thread onto a lock-free stack
- * that the receive side takes whole when its list runs dry (one consumer
- * taking everything: no ABA).
- */
-struct tcp_rxbuf *tcp_rb_get(struct tcp_ep *sep)
-{
-	struct tcp_rxbuf *rb = sep->rb_free;
-
-	if (!rb)
-		rb = atomic_exchange_explicit(&sep->rb_back, NULL, memory_order_acquire);
-	if (rb) {
-		sep->rb_free = rb->next;
-		return rb;
-	}
-	if (sep->rb_count >= atomic_load_explicit(&sep->rb_limit, memory_order_relaxed))
-		return NULL;
-	/* Made on first need and kept: no malloc once warm. */
-	rb = malloc(sizeof(*rb) + sep->mss);
-	if (rb) {
-		rb->all_next = sep->rb_all;
-		sep->rb_all = rb;
-		sep->rb_count++;
-	}
-	return rb;
-}
-
-void tcp_rb_put(struct tcp_ep *sep, struct tcp_rxbuf *rb)
-{
-	struct tcp_rxbuf *head = atomic_load_explicit(&sep->rb_back, memory_order_relaxed);
-
-	do
-		rb->next = head;
-	while (!atomic_compare_exchange_weak_explicit(&sep->rb_back, &head, rb,
-	                                              memory_order_release,
-	                                              memory_order_relaxed));
-	if (atomic_load_explicit(&sep->rx_starved, memory_order_relaxed))
-		tcp_loop_cmd(sep, TCP_CMD_RX);
-}
-
-void tcp_rb_fini(struct tcp_ep *sep)
-{
-	struct tcp_rxbuf *rb = sep->rb_all, *next;
-
-	for (; rb; rb = next) {
-		next = rb->all_next;
-		free(rb);
-	}
-	sep->rb_all = sep->rb_free = NULL;
-	atomic_store(&sep->rb_back, NULL);
-	sep->rb_count = 0;
-}
-
-/* Could tcp_rb_get() succeed now?  sep->lock held. */
-int tcp_rb_available(struct tcp_ep *sep)
-{
-	return sep->rb_free != NULL || atomic_load(&sep->rb_back) != NULL ||
-	       sep->rb_count < atomic_load(&sep->rb_limit);
-}
-
-void tcp_recv_returned(cci__evt_t *evt)
-{
-	tcp_rb_put(tcp_ep_of(evt->ep), evt->rx_buf);
-}
-
-/* ---- frames ------------------------------------------------------------- */
-
-void tcp_rx_fail(struct tcp_conn *tc, const char *why)
+static void rx_fail(struct tcp_conn *tc, const char *why)
 {
 	TCP_WARN("tcp: closing the connection with %s: %s", tc->peer, why);
 	tcp_conn_break(tc, CCI_ERR_DISCONNECTED, why);
 }
 
-void tcp_rx_deliver(struct tcp_conn *tc, struct tcp_rxbuf *rb, uint32_t len)
+static void rx_deliver(struct tcp_conn *tc, struct tcp_rxbuf *rb, uint32_t len)
 {
 	/* A big message ends this pass (when nothing is left staged, so no
 	 * byte waits in user space): the application returns its buffer
@@ -113,19 +43,11 @@ static void rx_epoll_events(struct tcp_conn *tc)
 }
 
 /* No receive buffer: stop reading this socket until one comes back. */
-void tcp_rx_stall(struct tcp_conn *tc)
+static void rx_stall(struct tcp_conn *tc)
 {
 	tc->stalled = 1;
 	atomic_store(&tc->sep->rx_starved, 1);
 	rx_epoll_events(tc);
-}
-
-void tcp_rx_sink(struct tcp_conn *tc, int sink, char *dst, uint64_t len)
-{
-	tc->sink = sink;
-	tc->dst = dst;
-	tc->left = len;
-	tc->in_payload = 1;
 }
 
 /* The frame's last byte is in: deliver or finish it.  Returns 1 when the
@@ -133,28 +55,21 @@ void tcp_rx_sink(struct tcp_conn *tc, int sink, char *dst, uint64_t len)
  * the connection), else 0. */
 static int frame_end(struct tcp_conn *tc)
 {
+	uint8_t type = tc->h.type;
+
 	tc->in_payload = 0;
 	tc->fh_ready = 0;
 	tc->sink = TCP_SINK_NONE;
-	if (tc->h.type == SOCK_F_MSG) {
+	if (sock_type_sequenced(type))
 		atomic_store_explicit(&tc->rx_seq, tc->h.seq + 1, memory_order_relaxed);
-		tcp_rx_deliver(tc, tc->rb, tc->h.len);
+	if (tc->rb) {
+		rx_deliver(tc, tc->rb, tc->h.len - sock_sub_len(type));
 		tc->rb = NULL;
-		return tc->yield;
 	}
+	if (type == SOCK_F_MSG)
+		return tc->yield;
 	tcp_rma_frame_end(tc);
 	return tc->yield || tcp_state(tc) != SOCK_CONN_OPEN;
-}
-
-static void on_ping(struct tcp_conn *tc)
-{
-	struct tcp_op *done = NULL;
-
-	cci__spin_lock(&tc->tx_lock);
-	tcp_ctl_push(tc, SOCK_F_PONG, NULL);
-	tcp_tx_flush(tc, &done);
-	cci__spin_unlock(&tc->tx_lock);
-	tcp_ops_complete(tc->sep, done);
 }
 
 /* A decoded header: check it in context, set the payload's sink.
@@ -163,51 +78,57 @@ static void on_ping(struct tcp_conn *tc)
 static int frame_begin(struct tcp_conn *tc)
 {
 	const struct sock_hdr *h = &tc->h;
+	const char *why = NULL;
 
 	if (sock_type_sequenced(h->type) &&
 	    h->seq != atomic_load_explicit(&tc->rx_seq, memory_order_relaxed)) {
-		tcp_rx_fail(tc, "frame out of sequence");
+		rx_fail(tc, "frame out of sequence");
 		return -1;
 	}
 	/* Acks are applied once per pass, after the messages are posted: the
 	 * application sees a reply before the completion it implies. */
 	if (h->ack < tc->ack_seen) {
-		tcp_rx_fail(tc, "acknowledgement going backwards");
+		rx_fail(tc, "acknowledgement going backwards");
 		return -1;
 	}
 	tc->ack_seen = h->ack;
 	if (h->flags & SOCK_FL_ACK_NOW)
 		tc->ack_now = 1;
 	tc->ack_bytes += h->len;
+	tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
 	switch (h->type) {
 	case SOCK_F_ACK:
 	case SOCK_F_PONG:
-		tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
 		break;
 	case SOCK_F_PING:
-		on_ping(tc);
-		tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
+		tcp_tx_flush_now(tc, SOCK_F_PONG, NULL);
 		break;
 	case SOCK_F_MSG:
-		tc->rb = tcp_rb_get(tc->sep);
-		if (!tc->rb) {
-			tcp_rx_stall(tc);
-			return 1;
-		}
-		tcp_rx_sink(tc, TCP_SINK_BUF, tcp_rb_data(tc->rb), h->len);
+		tcp_rx_sink(tc, TCP_SINK_BUF, NULL, h->len);
 		break;
 	case SOCK_F_HELLO:
 	case SOCK_F_ACCEPT:
 	case SOCK_F_REJECT:
-		tcp_rx_fail(tc, "handshake frame on an open connection");
+		rx_fail(tc, "handshake frame on an open connection");
 		return -1;
-	default: {
-		int rc = tcp_rma_frame_begin(tc);
-		if (rc != 0)
-			return rc;
+	default:
+		if (tcp_rma_frame_begin(tc, &why) != 0) {
+			rx_fail(tc, why);
+			return -1;
+		}
 		break;
 	}
+	/* A message, or the completion message of an RMA write, goes into a
+	 * receive buffer; without one the frame is begun again later. */
+	if (tc->sink == TCP_SINK_BUF) {
+		tc->rb = tcp_rb_get(tc->sep);
+		if (!tc->rb) {
+			rx_stall(tc);
+			return 1;
+		}
+		tc->dst = tcp_rb_data(tc->rb);
 	}
+	tc->in_payload = 1;
 	if (tc->left == 0)
 		return frame_end(tc);
 	return 0;
@@ -225,19 +146,16 @@ static int rx_header(struct tcp_conn *tc)
 	uint32_t need, avail = tc->st_end - tc->st_pos;
 
 	if (tc->fh_have == 0 && avail >= SOCK_HDR_LEN) {
-		hdr = tc->stage + tc->st_pos;
-		if (sock_hdr_decode(hdr, &lim, &tc->h, &why) != 0)
+		const uint8_t *staged = tc->stage + tc->st_pos;
+		if (sock_hdr_decode(staged, &lim, &tc->h, &why) != 0)
 			goto bad;
 		need = SOCK_HDR_LEN + sock_sub_len(tc->h.type);
 		if (avail >= need) {
+			hdr = staged;
 			tc->st_pos += need;
 			goto decoded;
 		}
-		hdr = tc->fh; /* the sub-header is cut: gather it below */
-		memcpy(tc->fh, tc->stage + tc->st_pos, avail);
-		tc->fh_have = avail;
-		tc->st_pos = tc->st_end;
-		return 0;
+		/* The sub-header is cut: gathered below (and decoded again). */
 	}
 	for (;;) {
 		uint32_t k;
@@ -262,7 +180,7 @@ decoded:
 	tc->fh_ready = 1;
 	return 1;
 bad:
-	tcp_rx_fail(tc, why);
+	rx_fail(tc, why);
 	return -1;
 }
 
@@ -313,7 +231,7 @@ static void rx_closed(struct tcp_conn *tc, ssize_t n)
 		TCP_LOG(CCI_LOG_CONN, "tcp: %s closed the connection", tc->peer);
 		tcp_conn_break(tc, CCI_ERR_DISCONNECTED, "closed by the peer");
 	} else if (n == 0) {
-		tcp_rx_fail(tc, "truncated frame (the peer closed mid-frame)");
+		rx_fail(tc, "truncated frame (the peer closed mid-frame)");
 	} else {
 		TCP_LOG(CCI_LOG_CONN, "tcp: connection with %s: %s", tc->peer, strerror(errno));
 		tcp_conn_break(tc, CCI_ERR_DISCONNECTED, "socket error");
@@ -362,12 +280,12 @@ static int rx_read(struct tcp_conn *tc)
 	return 0;
 }
 
-void tcp_rx_apply_acks(struct tcp_conn *tc)
+static void rx_apply_acks(struct tcp_conn *tc)
 {
 	if (tc->ack_seen == tc->ack_done || tcp_state(tc) != SOCK_CONN_OPEN)
 		return;
 	if (tcp_tx_acked(tc, tc->ack_seen) != 0) {
-		tcp_rx_fail(tc, "acknowledgement of frames never sent");
+		rx_fail(tc, "acknowledgement of frames never sent");
 		return;
 	}
 	tc->ack_done = tc->ack_seen;
@@ -389,13 +307,13 @@ static void rx_ack_policy(struct tcp_conn *tc)
 	}
 }
 
-void tcp_rx_conn(struct tcp_conn *tc)
+static void rx_conn(struct tcp_conn *tc)
 {
 	/* Parse after every read, so nothing is left staged when we stop. */
 	/* The completions the peer's last acks imply are handled one pass
 	 * late when the application polls: the message it waits for is
 	 * handed out first, the completions while it waits for the next. */
-	tcp_rx_apply_acks(tc);
+	rx_apply_acks(tc);
 	tc->drained = 0;
 	tc->yield = 0;
 	for (int round = 0;; round++) {
@@ -403,55 +321,10 @@ void tcp_rx_conn(struct tcp_conn *tc)
 			break;
 	}
 	if (atomic_load_explicit(&tc->sep->thread_mode, memory_order_relaxed))
-		tcp_rx_apply_acks(tc);
+		rx_apply_acks(tc);
 	else if (tc->ack_seen != tc->ack_done)
 		tc->sep->acks_pending = 1;
 	rx_ack_policy(tc);
-}
-
-/*
- * Whether the open sockets belong in rx_epfd.  A socket in an epoll set
- * pays a wake-up callback for every segment that arrives (about 0.2 us of
- * a 4 us loopback message), so while the application polls a few sockets
- * with recv they stay out.  The progress thread sleeps on the set, the OS
- * handle contains it, and past TCP_POLL_DIRECT_MAX sockets polling reads
- * only the ready ones: then they are in.  sep->lock held.
- */
-int tcp_rx_want_epoll(const struct tcp_ep *sep)
-{
-	return atomic_load(&sep->thread_mode) || sep->ep->os_epfd >= 0 ||
-	       sep->nopen > TCP_POLL_DIRECT_MAX;
-}
-
-/* Add tc to rx_epfd or take it out; 0 or an errno. */
-int tcp_rx_epoll_set(struct tcp_conn *tc, int on)
-{
-	struct epoll_event ev = { .events = tc->stalled ? 0 : EPOLLIN, .data.ptr = tc };
-
-	if (on == tc->in_epoll)
-		return 0;
-	if (epoll_ctl(tc->sep->rx_epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, tc->fd, &ev) != 0)
-		return errno;
-	tc->in_epoll = on;
-	return 0;
-}
-
-/* Bring every open socket in line with tcp_rx_want_epoll; after a mode
- * change, and when connections open or close.  An ADD that fails (no
- * kernel memory) is logged and tried again at the next update; until
- * then that socket is read only when the application polls.  sep->lock
- * held. */
-void tcp_rx_watch_update(struct tcp_ep *sep)
-{
-	int want = tcp_rx_want_epoll(sep);
-
-	for (uint32_t i = 0; i < sep->nopen; i++) {
-		struct tcp_conn *tc = sep->open[i];
-		int err = tcp_rx_epoll_set(tc, want);
-		if (err)
-			TCP_ERR("tcp: connection with %s: cannot watch its socket: %s", tc->peer,
-			        strerror(err));
-	}
 }
 
 void tcp_rx_poll(struct tcp_ep *sep)
@@ -463,7 +336,7 @@ void tcp_rx_poll(struct tcp_ep *sep)
 	/* Few sockets: one recv each beats epoll_wait plus recv. */
 	for (uint32_t i = sep->nopen; i-- > 0;)
 		if (i < sep->nopen && !sep->open[i]->stalled)
-			tcp_rx_conn(sep->open[i]);
+			rx_conn(sep->open[i]);
 }
 
 void tcp_rx_ready(struct tcp_ep *sep)
@@ -475,7 +348,7 @@ void tcp_rx_ready(struct tcp_ep *sep)
 	for (int i = 0; i < n; i++) {
 		struct tcp_conn *tc = evs[i].data.ptr;
 		if (tc->in_rx && !tc->stalled)
-			tcp_rx_conn(tc);
+			rx_conn(tc);
 	}
 }
 
@@ -485,7 +358,7 @@ void tcp_rx_acks_all(struct tcp_ep *sep)
 	sep->acks_pending = 0;
 	for (uint32_t i = sep->nopen; i-- > 0;)
 		if (i < sep->nopen)
-			tcp_rx_apply_acks(sep->open[i]);
+			rx_apply_acks(sep->open[i]);
 }
 
 void tcp_rx_resume(struct tcp_ep *sep)
@@ -500,43 +373,7 @@ void tcp_rx_resume(struct tcp_ep *sep)
 		tc = sep->open[i];
 		tc->stalled = 0;
 		rx_epoll_events(tc);
-		tcp_rx_conn(tc);
+		rx_conn(tc);
 	}
 }
 
-void tcp_rx_release(struct tcp_conn *tc)
-{
-	if (tc->rb) {
-		tcp_rb_put(tc->sep, tc->rb);
-		tc->rb = NULL;
-	}
-	tc->in_payload = tc->fh_ready = 0;
-	tc->stalled = 0;
-}
-
-int tcp_progress(cci__ep_t *ep)
-{
-	struct tcp_ep *sep = tcp_ep_of(ep);
-	int starved;
-
-	cci__engine_app_active(&sep->eng);
-	if (sep->manual)
-		tcp_loop_manual(sep);
-	/* Wait for the progress thread if it holds the lock: it is reading
-	 * or posting, and what it posts is what the caller wants next. */
-	pthread_mutex_lock(&sep->lock);
-	if (atomic_load_explicit(&sep->tick_due, memory_order_relaxed))
-		tcp_timers_in_app(sep);
-	if (atomic_load_explicit(&sep->nfaults, memory_order_relaxed))
-		tcp_faults_process(sep);
-	if (atomic_load_explicit(&sep->rx_starved, memory_order_relaxed))
-		tcp_rx_resume(sep);
-	if (atomic_load_explicit(&sep->tx_busy, memory_order_relaxed))
-		tcp_tx_flush_all(sep);
-	if (sep->acks_pending)
-		tcp_rx_acks_all(sep);
-	tcp_rx_poll(sep);
-	starved = atomic_load_explicit(&sep->rx_starved, memory_order_relaxed);
-	pthread_mutex_unlock(&sep->lock);
-	return starved ? CCI_ENOBUFS : CCI_SUCCESS;
-}

@@ -1,6 +1,6 @@
 /*
- * tcp_tx.c - the transmit side: the op pool, per-connection queues, one
- * sendmsg for as many frames as fit, completions on the peer's acks.
+ * tcp_tx.c - the transmit side: per-connection queues, one sendmsg for
+ * as many frames as fit, completions on the peer's acks.
  *
  * A message goes out with one system call when the queue is empty: a small
  * one copied behind its header (send_small), a bigger one straight from
@@ -9,184 +9,37 @@
  * tc->infl until the peer's cumulative ack covers their sequence number.
  */
 #include <errno.h>
-#include <stddef.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "tcp.h"
 
-/* sep->pool_out changes only under pool_lock: a plain store, no second
- * atomic operation on the send path. */
-static void pool_out_add(struct tcp_ep *sep, int d)
-{
-	uint32_t n = atomic_load_explicit(&sep->pool_out, memory_order_relaxed);
-
-	atomic_store_explicit(&sep->pool_out, n + (uint32_t)d, memory_order_relaxed);
-}
-
-struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force)
-{
-	struct tcp_op *op;
-
-	cci__spin_lock(&sep->pool_lock);
-	if (!force && atomic_load_explicit(&sep->pool_out, memory_order_relaxed) >=
-	              atomic_load_explicit(&sep->pool_limit, memory_order_relaxed)) {
-		cci__spin_unlock(&sep->pool_lock);
-		return NULL;
-	}
-	op = sep->pool;
-	if (op)
-		sep->pool = op->next;
-	pool_out_add(sep, 1);
-	cci__spin_unlock(&sep->pool_lock);
-	if (!op) {
-		/* The pool only grows while warming up; ops are kept until the
-		 * endpoint dies. */
-		op = calloc(1, sizeof(*op));
-		cci__spin_lock(&sep->pool_lock);
-		if (op) {
-			op->all_next = sep->ops_all;
-			sep->ops_all = op;
-		} else {
-			pool_out_add(sep, -1);
-		}
-		cci__spin_unlock(&sep->pool_lock);
-		if (!op)
-			return NULL;
-	}
-	memset(op, 0, offsetof(struct tcp_op, all_next));
-	return op;
-}
-
 /*
- * An op for a send or RMA of the application.  When every op is in
+ * An op for a send or RMA of the application on tc.  When every op is in
  * flight, one progress pass first: the acks that free them are read only
  * by progress() while the application is active, so a sender that spins
  * on CCI_ENOBUFS without calling cci_get_event still moves (the acks read
  * in this pass are applied in the next, i.e. at its next try).
  */
-struct tcp_op *tcp_op_get_app(struct tcp_ep *sep)
+struct tcp_op *tcp_op_get_app(struct tcp_conn *tc, int kind, int flags, void *context)
 {
+	struct tcp_ep *sep = tc->sep;
 	struct tcp_op *op = tcp_op_get(sep, 0);
 
-	if (op)
-		return op;
-	tcp_progress(sep->ep);
-	return tcp_op_get(sep, 0);
-}
-
-/* Make n ops (with their small copy buffers) now, so that a warm-up of
- * the data path allocates nothing for the usual number in flight. */
-int tcp_ops_prealloc(struct tcp_ep *sep, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++) {
-		struct tcp_op *op = calloc(1, sizeof(*op));
-		if (!op || !(op->buf = malloc(TCP_COPY_SMALL))) {
-			free(op);
-			return CCI_ENOMEM;
-		}
-		op->all_next = sep->ops_all;
-		sep->ops_all = op;
-		op->next = sep->pool;
-		sep->pool = op;
+	if (!op) {
+		/* progress() is the top layer's: reached through the ops
+		 * table, the one call upward of this layer (README.md, Layers). */
+		sep->ep->plugin->progress(sep->ep);
+		op = tcp_op_get(sep, 0);
 	}
-	return CCI_SUCCESS;
-}
-
-void tcp_op_put(struct tcp_ep *sep, struct tcp_op *op)
-{
-	tcp_op_copy_release(op);
-	cci__spin_lock(&sep->pool_lock);
-	op->next = sep->pool;
-	sep->pool = op;
-	pool_out_add(sep, -1);
-	cci__spin_unlock(&sep->pool_lock);
-}
-
-void tcp_ops_free(struct tcp_ep *sep)
-{
-	struct tcp_op *op = sep->ops_all, *next;
-	struct tcp_cbuf *cb = sep->cb_all, *cnext;
-
-	for (; op; op = next) {
-		next = op->all_next;
-		free(op->buf);
-		free(op);
+	cci__engine_app_active(&sep->eng);
+	if (op) {
+		op->tc = tc;
+		op->kind = (uint8_t)kind;
+		op->flags = flags;
+		op->context = context;
+		op->t_ns = atomic_load_explicit(&sep->now_ns, memory_order_relaxed);
 	}
-	sep->ops_all = sep->pool = NULL;
-	for (; cb; cb = cnext) {
-		cnext = cb->all_next;
-		free(cb);
-	}
-	sep->cb_all = sep->cb_free = NULL;
-}
-
-void tcp_op_copy_free(struct tcp_op *op)
-{
-	struct tcp_ep *sep = op->tc->sep;
-	struct tcp_cbuf *cb = (struct tcp_cbuf *)op->big - 1;
-
-	atomic_fetch_sub_explicit(&sep->copy_queued, op->big_len, memory_order_relaxed);
-	op->big = NULL;
-	op->big_len = 0;
-	cci__spin_lock(&sep->pool_lock);
-	cb->next = sep->cb_free;
-	sep->cb_free = cb;
-	cci__spin_unlock(&sep->pool_lock);
-}
-
-/* Room for a len-byte copy: the op's own small buffer, or a big one from
- * the endpoint's cache (the most recently returned, still in cache). */
-static char *op_copy_space(struct tcp_op *op, uint32_t len)
-{
-	struct tcp_ep *sep = op->tc->sep;
-	struct tcp_cbuf *cb;
-
-	if (len <= TCP_COPY_SMALL) {
-		if (!op->buf && !(op->buf = malloc(TCP_COPY_SMALL)))
-			return NULL;
-		return op->buf;
-	}
-	cci__spin_lock(&sep->pool_lock);
-	cb = sep->cb_free;
-	if (cb)
-		sep->cb_free = cb->next;
-	cci__spin_unlock(&sep->pool_lock);
-	if (!cb) {
-		cb = malloc(sizeof(*cb) + sep->mss);
-		if (!cb)
-			return NULL;
-		cci__spin_lock(&sep->pool_lock);
-		cb->all_next = sep->cb_all;
-		sep->cb_all = cb;
-		cci__spin_unlock(&sep->pool_lock);
-	}
-	op->big = (char *)(cb + 1);
-	op->big_len = len;
-	atomic_fetch_add_explicit(&sep->copy_queued, len, memory_order_relaxed);
-	return op->big;
-}
-
-int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len)
-{
-	uint32_t off = 0;
-	char *dst;
-
-	op->len = len;
-	op->uiovcnt = 0;
-	if (len == 0)
-		return CCI_SUCCESS;
-	dst = op_copy_space(op, len);
-	if (!dst)
-		return CCI_ENOMEM;
-	for (uint32_t i = 0; i < iovcnt; i++) {
-		memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);
-		off += (uint32_t)iov[i].iov_len;
-	}
-	op->uiov[0].iov_base = dst;
-	op->uiov[0].iov_len = len;
-	op->uiovcnt = 1;
-	return CCI_SUCCESS;
+	return op;
 }
 
 /* The caller's buffers are about to be reused: copy what op still needs. */
@@ -209,6 +62,19 @@ static int op_detach(struct tcp_op *op)
 		}
 	}
 	return CCI_SUCCESS;
+}
+
+/* A send met an error it cannot handle here: leave the connection to
+ * be broken by the loop or the next progress() (tcp_faults_process),
+ * which take the locks that breaking needs. */
+static void tx_fault(struct tcp_conn *tc, int status)
+{
+	int zero = 0;
+
+	if (atomic_compare_exchange_strong(&tc->fault, &zero, status)) {
+		atomic_fetch_add(&tc->sep->nfaults, 1);
+		tcp_loop_cmd(tc->sep, TCP_CMD_FAULT);
+	}
 }
 
 /* Keep sep->tx_busy and the progress thread in step with tc's queue. */
@@ -373,25 +239,20 @@ static void advance(struct tcp_conn *tc, uint64_t n, int with_ctl, struct tcp_op
 static ssize_t tx_write(int fd, struct msghdr *mh, uint64_t total)
 {
 	char lin[TCP_LINEAR_MAX];
-	size_t off = 0;
 
 	if (mh->msg_iovlen == 1)
 		return sock_send(fd, mh->msg_iov[0].iov_base, mh->msg_iov[0].iov_len,
 		                 MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (total > sizeof(lin))
 		return sock_sendmsg(fd, mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-	for (size_t i = 0; i < mh->msg_iovlen; i++) {
-		memcpy(lin + off, mh->msg_iov[i].iov_base, mh->msg_iov[i].iov_len);
-		off += mh->msg_iov[i].iov_len;
-	}
-	return sock_send(fd, lin, off, MSG_DONTWAIT | MSG_NOSIGNAL);
+	return sock_send(fd, lin, tcp_iov_copy(lin, mh->msg_iov, mh->msg_iovlen),
+	                 MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-int tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done)
+void tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done)
 {
 	struct iovec iov[TCP_GATHER_IOV];
 	struct msghdr mh = { .msg_iov = iov };
-	int rc = CCI_SUCCESS;
 
 	while (tcp_state(tc) == SOCK_CONN_OPEN) {
 		uint64_t total;
@@ -405,13 +266,11 @@ int tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				atomic_store_explicit(&tc->tx_full, TCP_FULL_SKIP,
 				                      memory_order_relaxed);
-			} else {
-				rc = cci__errno_status(errno);
-				tcp_conn_fault(tc, CCI_ERR_DISCONNECTED);
-			}
+			else
+				tx_fault(tc, CCI_ERR_DISCONNECTED);
 			break;
 		}
 		advance(tc, (uint64_t)n, with_ctl, done);
@@ -419,7 +278,6 @@ int tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done)
 			break;
 	}
 	tx_mark(tc);
-	return rc;
 }
 
 /*
@@ -461,7 +319,7 @@ void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done)
 	tcp_tx_flush(tc, done);
 }
 
-void tcp_ctl_push(struct tcp_conn *tc, uint8_t type, const struct sock_sub *sub)
+static void ctl_push(struct tcp_conn *tc, uint8_t type, const struct sock_sub *sub)
 {
 	struct sock_hdr h = { .type = type };
 	uint32_t sl = sock_sub_len(type);
@@ -469,7 +327,7 @@ void tcp_ctl_push(struct tcp_conn *tc, uint8_t type, const struct sock_sub *sub)
 	if (tc->ctl_len + SOCK_HDR_LEN + sl > TCP_CTL_LEN) {
 		/* Acks and probes are repeated later; a lost refusal is not. */
 		if (type == SOCK_F_RMA_NACK)
-			tcp_conn_fault(tc, CCI_ERR_DISCONNECTED);
+			tx_fault(tc, CCI_ERR_DISCONNECTED);
 		return;
 	}
 	h.len = sl;
@@ -480,6 +338,20 @@ void tcp_ctl_push(struct tcp_conn *tc, uint8_t type, const struct sock_sub *sub)
 	tc->ctl_len += SOCK_HDR_LEN + sl;
 }
 
+/* Flush tc, taking its tx_lock, after queueing the control frame ctl
+ * (PING, PONG, RMA_NACK; 0 for none), and complete what that finished. */
+void tcp_tx_flush_now(struct tcp_conn *tc, uint8_t ctl, const struct sock_sub *sub)
+{
+	struct tcp_op *done = NULL;
+
+	cci__spin_lock(&tc->tx_lock);
+	if (ctl)
+		ctl_push(tc, ctl, sub);
+	tcp_tx_flush(tc, &done);
+	cci__spin_unlock(&tc->tx_lock);
+	tcp_ops_complete(tc->sep, done);
+}
+
 void tcp_tx_send_ack(struct tcp_conn *tc)
 {
 	struct tcp_op *done = NULL;
@@ -487,7 +359,7 @@ void tcp_tx_send_ack(struct tcp_conn *tc)
 	cci__spin_lock(&tc->tx_lock);
 	if (atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent)) {
 		if (!tc->txq)
-			tcp_ctl_push(tc, SOCK_F_ACK, NULL);
+			ctl_push(tc, SOCK_F_ACK, NULL);
 		tcp_tx_flush(tc, &done);
 	}
 	cci__spin_unlock(&tc->tx_lock);
@@ -535,22 +407,10 @@ void tcp_ops_complete(struct tcp_ep *sep, struct tcp_op *done)
 	}
 }
 
-void tcp_ops_drop(struct tcp_ep *sep, struct tcp_op *list, int status)
-{
-	while (list) {
-		struct tcp_op *op = list;
-		list = op->next;
-		if (status != CCI_SUCCESS && op->kind != TCP_OP_RDRESP)
-			tcp_core->send_done(op->tc->conn, op->context, op->flags, status);
-		tcp_op_put(sep, op);
-	}
-}
-
 void tcp_tx_flush_all(struct tcp_ep *sep)
 {
 	for (uint32_t i = 0; i < sep->nopen; i++) {
 		struct tcp_conn *tc = sep->open[i];
-		struct tcp_op *done = NULL;
 		if (!atomic_load_explicit(&tc->tx_queued, memory_order_relaxed))
 			continue;
 		/* The socket was full a moment ago: retrying at every poll only
@@ -559,10 +419,7 @@ void tcp_tx_flush_all(struct tcp_ep *sep)
 			atomic_fetch_sub_explicit(&tc->tx_full, 1, memory_order_relaxed);
 			continue;
 		}
-		cci__spin_lock(&tc->tx_lock);
-		tcp_tx_flush(tc, &done);
-		cci__spin_unlock(&tc->tx_lock);
-		tcp_ops_complete(sep, done);
+		tcp_tx_flush_now(tc, 0, NULL);
 	}
 }
 
@@ -581,18 +438,11 @@ int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 {
 	struct tcp_conn *tc = tcp_conn_of(conn);
 	struct tcp_ep *sep = tc->sep;
-	struct tcp_op *op = tcp_op_get_app(sep), *done = NULL;
-	int rc = CCI_SUCCESS;
+	struct tcp_op *op = tcp_op_get_app(tc, TCP_OP_MSG, flags, context), *done = NULL;
 
-	cci__engine_app_active(&sep->eng);
 	if (!op)
 		return CCI_ENOBUFS;
-	op->kind = TCP_OP_MSG;
-	op->tc = tc;
-	op->flags = flags;
-	op->context = context;
 	op->reliable = conn->pub.attribute != CCI_CONN_ATTR_UU;
-	op->t_ns = atomic_load_explicit(&sep->now_ns, memory_order_relaxed);
 	if (iovcnt <= TCP_OP_IOV) {
 		/* Borrow the caller's bytes; copied below only if not all left. */
 		for (uint32_t i = 0; i < iovcnt; i++)
@@ -621,9 +471,9 @@ int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 	else
 		tcp_txq_push(tc, op, &done);
 	if (op->in_txq && op->borrowed && op_detach(op) != CCI_SUCCESS)
-		tcp_conn_fault(tc, CCI_ENOMEM);
+		tx_fault(tc, CCI_ENOMEM);
 	cci__spin_unlock(&tc->tx_lock);
 	if (done)
 		tcp_ops_complete(sep, done);
-	return rc;
+	return CCI_SUCCESS;
 }

@@ -1,0 +1,233 @@
+/*
+ * tcp_pool.c - the endpoint's memory: ops (a send, an RMA, or the answer
+ * to a peer's read), the buffers that hold copies of message bytes, and
+ * the receive buffers lent with RECV events.  Everything is made on first
+ * need and kept until the endpoint dies, so a warm data path never calls
+ * malloc.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tcp.h"
+
+/* sep->pool_out changes only under pool_lock: a plain store, no second
+ * atomic operation on the send path. */
+static void pool_out_add(struct tcp_ep *sep, int d)
+{
+	uint32_t n = atomic_load_explicit(&sep->pool_out, memory_order_relaxed);
+
+	atomic_store_explicit(&sep->pool_out, n + (uint32_t)d, memory_order_relaxed);
+}
+
+/* A new op, on the endpoint's list of every op (kept until it dies). */
+static struct tcp_op *op_new(struct tcp_ep *sep)
+{
+	struct tcp_op *op = calloc(1, sizeof(*op));
+
+	if (op) {
+		cci__spin_lock(&sep->pool_lock);
+		op->all_next = sep->ops_all;
+		sep->ops_all = op;
+		cci__spin_unlock(&sep->pool_lock);
+	}
+	return op;
+}
+
+struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force)
+{
+	struct tcp_op *op;
+
+	cci__spin_lock(&sep->pool_lock);
+	if (!force && atomic_load_explicit(&sep->pool_out, memory_order_relaxed) >=
+	              atomic_load_explicit(&sep->pool_limit, memory_order_relaxed)) {
+		cci__spin_unlock(&sep->pool_lock);
+		return NULL;
+	}
+	op = sep->pool;
+	if (op)
+		sep->pool = op->next;
+	pool_out_add(sep, 1);
+	cci__spin_unlock(&sep->pool_lock);
+	/* The pool only grows while warming up. */
+	if (!op && !(op = op_new(sep))) {
+		cci__spin_lock(&sep->pool_lock);
+		pool_out_add(sep, -1);
+		cci__spin_unlock(&sep->pool_lock);
+		return NULL;
+	}
+	memset(op, 0, offsetof(struct tcp_op, all_next));
+	return op;
+}
+
+/* Make n ops (with their small copy buffers) now, so that a warm-up of
+ * the data path allocates nothing for the usual number in flight. */
+int tcp_ops_prealloc(struct tcp_ep *sep, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct tcp_op *op = op_new(sep);
+		if (!op || !(op->buf = malloc(TCP_COPY_SMALL)))
+			return CCI_ENOMEM; /* what was made is freed by tcp_ops_free */
+		op->next = sep->pool;
+		sep->pool = op;
+	}
+	return CCI_SUCCESS;
+}
+
+void tcp_op_put(struct tcp_ep *sep, struct tcp_op *op)
+{
+	tcp_op_copy_release(op);
+	cci__spin_lock(&sep->pool_lock);
+	op->next = sep->pool;
+	sep->pool = op;
+	pool_out_add(sep, -1);
+	cci__spin_unlock(&sep->pool_lock);
+}
+
+void tcp_ops_free(struct tcp_ep *sep)
+{
+	struct tcp_op *op = sep->ops_all, *next;
+	struct tcp_cbuf *cb = sep->cb_all, *cnext;
+
+	for (; op; op = next) {
+		next = op->all_next;
+		free(op->buf);
+		free(op);
+	}
+	sep->ops_all = sep->pool = NULL;
+	for (; cb; cb = cnext) {
+		cnext = cb->all_next;
+		free(cb);
+	}
+	sep->cb_all = sep->cb_free = NULL;
+}
+
+void tcp_op_copy_free(struct tcp_op *op)
+{
+	struct tcp_ep *sep = op->tc->sep;
+	struct tcp_cbuf *cb = (struct tcp_cbuf *)op->big - 1;
+
+	atomic_fetch_sub_explicit(&sep->copy_queued, op->big_len, memory_order_relaxed);
+	op->big = NULL;
+	op->big_len = 0;
+	cci__spin_lock(&sep->pool_lock);
+	cb->next = sep->cb_free;
+	sep->cb_free = cb;
+	cci__spin_unlock(&sep->pool_lock);
+}
+
+/* Room for a len-byte copy: the op's own small buffer, or a big one from
+ * the endpoint's cache (the most recently returned, still in cache). */
+static char *op_copy_space(struct tcp_op *op, uint32_t len)
+{
+	struct tcp_ep *sep = op->tc->sep;
+	struct tcp_cbuf *cb;
+
+	if (len <= TCP_COPY_SMALL) {
+		if (!op->buf && !(op->buf = malloc(TCP_COPY_SMALL)))
+			return NULL;
+		return op->buf;
+	}
+	cci__spin_lock(&sep->pool_lock);
+	cb = sep->cb_free;
+	if (cb)
+		sep->cb_free = cb->next;
+	cci__spin_unlock(&sep->pool_lock);
+	if (!cb) {
+		cb = malloc(sizeof(*cb) + sep->mss);
+		if (!cb)
+			return NULL;
+		cci__spin_lock(&sep->pool_lock);
+		cb->all_next = sep->cb_all;
+		sep->cb_all = cb;
+		cci__spin_unlock(&sep->pool_lock);
+	}
+	op->big = (char *)(cb + 1);
+	op->big_len = len;
+	atomic_fetch_add_explicit(&sep->copy_queued, len, memory_order_relaxed);
+	return op->big;
+}
+
+int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len)
+{
+	char *dst;
+
+	op->len = len;
+	op->uiovcnt = 0;
+	if (len == 0)
+		return CCI_SUCCESS;
+	dst = op_copy_space(op, len);
+	if (!dst)
+		return CCI_ENOMEM;
+	tcp_iov_copy(dst, iov, iovcnt);
+	op->uiov[0].iov_base = dst;
+	op->uiov[0].iov_len = len;
+	op->uiovcnt = 1;
+	return CCI_SUCCESS;
+}
+
+/*
+ * Receive buffers are taken only by the receive side (sep->lock held) from its
+ * private list; they come back from any thread onto a lock-free stack
+ * that the receive side takes whole when its list runs dry (one consumer
+ * taking everything: no ABA).
+ */
+struct tcp_rxbuf *tcp_rb_get(struct tcp_ep *sep)
+{
+	struct tcp_rxbuf *rb = sep->rb_free;
+
+	if (!rb)
+		rb = atomic_exchange_explicit(&sep->rb_back, NULL, memory_order_acquire);
+	if (rb) {
+		sep->rb_free = rb->next;
+		return rb;
+	}
+	if (sep->rb_count >= atomic_load_explicit(&sep->rb_limit, memory_order_relaxed))
+		return NULL;
+	/* Made on first need and kept: no malloc once warm. */
+	rb = malloc(sizeof(*rb) + sep->mss);
+	if (rb) {
+		rb->all_next = sep->rb_all;
+		sep->rb_all = rb;
+		sep->rb_count++;
+	}
+	return rb;
+}
+
+void tcp_rb_put(struct tcp_ep *sep, struct tcp_rxbuf *rb)
+{
+	struct tcp_rxbuf *head = atomic_load_explicit(&sep->rb_back, memory_order_relaxed);
+
+	do
+		rb->next = head;
+	while (!atomic_compare_exchange_weak_explicit(&sep->rb_back, &head, rb,
+	                                              memory_order_release,
+	                                              memory_order_relaxed));
+	if (atomic_load_explicit(&sep->rx_starved, memory_order_relaxed))
+		tcp_loop_cmd(sep, TCP_CMD_RX);
+}
+
+void tcp_rb_fini(struct tcp_ep *sep)
+{
+	struct tcp_rxbuf *rb = sep->rb_all, *next;
+
+	for (; rb; rb = next) {
+		next = rb->all_next;
+		free(rb);
+	}
+	sep->rb_all = sep->rb_free = NULL;
+	atomic_store(&sep->rb_back, NULL);
+	sep->rb_count = 0;
+}
+
+/* Could tcp_rb_get() succeed now?  sep->lock held. */
+int tcp_rb_available(struct tcp_ep *sep)
+{
+	return sep->rb_free != NULL || atomic_load(&sep->rb_back) != NULL ||
+	       sep->rb_count < atomic_load(&sep->rb_limit);
+}
+
+void tcp_recv_returned(cci__evt_t *evt)
+{
+	tcp_rb_put(tcp_ep_of(evt->ep), evt->rx_buf);
+}
