@@ -41,6 +41,7 @@ void sock_rel_conf_default(struct sock_rel_conf *c)
 		.clock_ns = 1000000ull,
 		.ack_delay_ns = 1000000ull,
 		.ack_every = 8,
+		.tail_probe = 1,
 	};
 }
 
@@ -136,12 +137,23 @@ static void persist_update(struct sock_rel *r, uint64_t now)
 	}
 }
 
+/* Start the retransmission timer: first the tail-loss probe when an RTT
+ * is known (an ack lost from a small window then costs 2 RTTs, not an
+ * RTO), then the timeout. */
+static void rto_arm(struct sock_rel *r, uint64_t now)
+{
+	uint64_t pto = (r->srtt << 1) + r->conf.ack_delay_ns;
+
+	r->tlp_armed = r->conf.tail_probe && r->srtt && !r->tlp_used && pto < r->rto;
+	r->rto_at = now + (r->tlp_armed ? pto : r->rto);
+}
+
 static void tx_sent(struct sock_rel *r, struct sock_rel_tx_slot *s, uint64_t now)
 {
 	s->sent_ns = now;
 	s->mark = r->snd_max;
 	if (r->rto_at == SOCK_REL_NEVER)
-		r->rto_at = now + r->rto;
+		rto_arm(r, now);
 }
 
 static int tx_may_send_new(const struct sock_rel *r)
@@ -175,8 +187,29 @@ int sock_rel_tx_push(struct sock_rel *r, uint64_t handle, uint64_t now, uint64_t
 static void tx_fill(struct sock_rel_send *out, int kind, uint64_t seq, uint64_t handle)
 {
 	out->kind = kind;
+	out->flags = 0;
 	out->seq = seq;
 	out->handle = handle;
+}
+
+/* The tail-loss probe goes whatever the window: one message. */
+static int tx_tail_probe(struct sock_rel *r, uint64_t now, struct sock_rel_send *out)
+{
+	struct sock_rel_tx_slot *s = tx_slot(r, r->tlp_seq);
+
+	r->tlp_due = 0;
+	if (sock_rel_seq_lt(r->tlp_seq, r->snd_una) || (s->flags & SLOT_SACKED))
+		return sock_rel_tx_next(r, now, out);
+	if (s->flags & SLOT_LOST) {
+		r->lost--;
+		s->flags &= ~SLOT_LOST;
+	}
+	s->flags |= SLOT_RETX;
+	tx_sent(r, s, now);
+	r->stats.tx_retx++;
+	tx_fill(out, SOCK_REL_SEND_RETX, r->tlp_seq, s->handle);
+	out->flags = SOCK_REL_SEND_ACK_NOW;
+	return 1;
 }
 
 int sock_rel_tx_next(struct sock_rel *r, uint64_t now, struct sock_rel_send *out)
@@ -190,6 +223,8 @@ int sock_rel_tx_next(struct sock_rel *r, uint64_t now, struct sock_rel_send *out
 		tx_fill(out, SOCK_REL_SEND_PROBE, r->snd_max, 0);
 		return 1;
 	}
+	if (r->tlp_due)
+		return tx_tail_probe(r, now, out);
 	if (tx_pipe(r) >= r->cwnd)
 		return 0;
 	if (r->lost) {
@@ -412,8 +447,12 @@ uint32_t sock_rel_tx_ack(struct sock_rel *r, const struct sock_rel_ack *a, uint6
 	if (v.have_sample)
 		rtt_sample(r, now - v.sample_ns);
 	cwnd_update(r, v.delivered, loss);
-	if (n)
-		r->rto_at = r->snd_una == r->snd_max ? SOCK_REL_NEVER : now + r->rto;
+	if (n) {
+		r->tlp_used = 0;
+		r->rto_at = SOCK_REL_NEVER;
+		if (r->snd_una != r->snd_max)
+			rto_arm(r, now);
+	}
 	persist_update(r, now);
 	return n;
 }
@@ -430,7 +469,7 @@ int sock_rel_tx_abort(struct sock_rel *r, uint64_t *handle_p)
 {
 	/* The connection is over: nothing more is sent or counted. */
 	r->rto_at = r->persist_at = SOCK_REL_NEVER;
-	r->probe_due = 0;
+	r->probe_due = r->tlp_due = 0;
 	if (r->snd_done == r->snd_nxt)
 		return 0;
 	*handle_p = tx_slot(r, r->snd_done++)->handle;
@@ -444,6 +483,23 @@ int sock_rel_tx_abort(struct sock_rel *r, uint64_t *handle_p)
 	return 1;
 }
 
+/* The probe timer fired: resend the newest message the peer does not hold
+ * (its ack, or the selective acks it triggers, tell what is missing); the
+ * timeout proper follows one RTO later. */
+static void tx_tail_timer(struct sock_rel *r, uint64_t now)
+{
+	uint64_t seq = r->snd_max - 1;
+
+	while (seq != r->snd_una && (tx_slot(r, seq)->flags & SLOT_SACKED))
+		seq--;
+	r->tlp_armed = 0;
+	r->tlp_used = 1;
+	r->tlp_due = 1;
+	r->tlp_seq = seq;
+	r->stats.tlp++;
+	r->rto_at = now + r->rto;
+}
+
 /* A timeout: every message in flight that the peer does not hold is
  * resent, from the oldest, with a window of one (RFC 5681 section 3.1). */
 static void tx_timeout(struct sock_rel *r, uint64_t now)
@@ -455,6 +511,7 @@ static void tx_timeout(struct sock_rel *r, uint64_t now)
 		return;
 	}
 	r->stats.rto++;
+	r->tlp_armed = 0;
 	flight = (uint32_t)(r->snd_max - r->snd_una);
 	r->ssthresh = flight / 2 > 2 ? flight / 2 : 2;
 	r->cwnd = 1;
@@ -666,14 +723,16 @@ void sock_rel_ack_make(struct sock_rel *r, struct sock_rel_ack *a)
 
 uint64_t sock_rel_next_timer(const struct sock_rel *r)
 {
-	if (r->ack_now || r->probe_due)
+	if (r->ack_now || r->probe_due || r->tlp_due)
 		return 0;
 	return u64_min(u64_min(r->rto_at, r->persist_at), r->ack_at);
 }
 
 void sock_rel_tick(struct sock_rel *r, uint64_t now)
 {
-	if (r->rto_at <= now)
+	if (r->rto_at <= now && r->tlp_armed)
+		tx_tail_timer(r, now);
+	else if (r->rto_at <= now)
 		tx_timeout(r, now);
 	if (r->persist_at <= now) {
 		r->probe_due = 1;

@@ -76,6 +76,7 @@ struct sock_rel_conf {
 	uint64_t clock_ns;      /* timer granularity G of RFC 6298 */
 	uint64_t ack_delay_ns;  /* longest wait of a delayed ack */
 	uint32_t ack_every;     /* ack at once after this many in-order messages */
+	int tail_probe;         /* 1: a tail-loss probe before the timeout (RFC 8985) */
 };
 
 /* What one ack says, as it travels (the wire codec packs these fields). */
@@ -92,8 +93,13 @@ enum sock_rel_send_kind {
 	SOCK_REL_SEND_PROBE    /* no message: a frame asking for an ack at once */
 };
 
+/* A flag of struct sock_rel_send: the frame asks the peer to ack at once
+ * (the wire's ACK_NOW; the peer passes SOCK_REL_RX_ACK_NOW). */
+#define SOCK_REL_SEND_ACK_NOW 0x1u
+
 struct sock_rel_send {
 	int kind;        /* enum sock_rel_send_kind */
+	unsigned flags;  /* SOCK_REL_SEND_ACK_NOW or 0 */
 	uint64_t seq;    /* 64-bit sequence (not for a probe) */
 	uint64_t handle; /* the caller's handle (not for a probe) */
 };
@@ -114,6 +120,7 @@ struct sock_rel_stats {
 	uint64_t tx_retx;      /* retransmissions, all causes */
 	uint64_t tx_fast;      /* holes marked lost by selective acks */
 	uint64_t rto;          /* retransmission timeouts */
+	uint64_t tlp;          /* tail-loss probes */
 	uint64_t probes;       /* zero-window probes */
 	uint64_t ack_forged;   /* acks ignored: data never sent, absurd window */
 	uint64_t ack_old;      /* acks older than what we know (reordered) */
@@ -145,6 +152,10 @@ struct sock_rel {
 	uint64_t srtt, rttvar, rto; /* ns; srtt 0 = no sample yet */
 	uint32_t backoff;     /* consecutive timeouts without a fresh sample */
 	uint64_t rto_at;      /* retransmission timer, or SOCK_REL_NEVER */
+	int tlp_armed;        /* rto_at is the tail-loss probe, the timeout comes after */
+	int tlp_used;         /* one probe until the cumulative ack moves */
+	int tlp_due;
+	uint64_t tlp_seq;
 	uint64_t persist_at;  /* zero-window probe timer, or SOCK_REL_NEVER */
 	uint32_t persist_backoff;
 	int probe_due;
@@ -270,8 +281,10 @@ void sock_rel_ack_make(struct sock_rel *r, struct sock_rel_ack *a);
 /* When sock_rel_tick() has work next (SOCK_REL_NEVER: no timer). */
 uint64_t sock_rel_next_timer(const struct sock_rel *r);
 
-/* Run the timers due at now: a retransmission timeout (back off, resend
- * from the oldest), a zero-window probe.  Then drain sock_rel_tx_next()
+/* Run the timers due at now: a tail-loss probe (resend the newest message,
+ * asking for an ack at once: after 2 SRTT + ack_delay_ns without an ack,
+ * once until the cumulative ack moves), a retransmission timeout (back
+ * off, resend from the oldest), a zero-window probe.  Then drain sock_rel_tx_next()
  * and check sock_rel_ack_due(). */
 void sock_rel_tick(struct sock_rel *r, uint64_t now);
 

@@ -30,6 +30,7 @@ static struct sock_rel_conf conf_with(uint32_t cwnd, uint32_t peer_bufs)
 	c.peer_bufs = peer_bufs;
 	c.rto_min_ns = 1 * MS;
 	c.rto_max_ns = 1000 * MS;
+	c.tail_probe = 0; /* the tests of the timeout proper; see the tail-probe test */
 	return c;
 }
 
@@ -234,6 +235,37 @@ static void karn_no_sample_from_a_retransmitted_message(void)
 	CU_ASSERT_EQUAL(r.backoff, 0);
 	CU_ASSERT_EQUAL(r.srtt, 10 * MS);
 	CU_ASSERT_TRUE(r.rto < 60 * MS);
+	sock_rel_fini(&r);
+}
+
+static void a_tail_probe_goes_before_the_timeout_without_backoff(void)
+{
+	struct sock_rel_conf c = conf_with(4, 64);
+	struct sock_rel r;
+	struct sock_rel_send s;
+	uint64_t now = 0, t;
+
+	c.tail_probe = 1;
+	c.ack_delay_ns = MS;
+	open_rel(&r, &c);
+	prime_rto(&r, &now);
+	push_sent(&r, 0, 2, now);
+	t = sock_rel_next_timer(&r);
+	CU_ASSERT_EQUAL(t, now + 2 * 10 * MS + MS); /* 2 SRTT + the peer's ack delay */
+	sock_rel_tick(&r, t);
+	CU_ASSERT_TRUE_FATAL(sock_rel_tx_next(&r, t, &s));
+	CU_ASSERT_EQUAL(s.kind, SOCK_REL_SEND_RETX);
+	CU_ASSERT_EQUAL(s.seq, ISN + 2); /* the newest */
+	CU_ASSERT_EQUAL(s.flags, SOCK_REL_SEND_ACK_NOW);
+	CU_ASSERT_FALSE(sock_rel_tx_next(&r, t, &s));
+	CU_ASSERT_EQUAL(r.stats.tlp, 1);
+	CU_ASSERT_EQUAL(r.stats.rto, 0);
+	CU_ASSERT_EQUAL(r.rto, 30 * MS);
+	/* No answer: the timeout proper, one RTO later. */
+	CU_ASSERT_EQUAL(sock_rel_next_timer(&r), t + 30 * MS);
+	sock_rel_tick(&r, t + 30 * MS);
+	CU_ASSERT_EQUAL(r.stats.rto, 1);
+	CU_ASSERT_EQUAL(r.stats.tlp, 1);
 	sock_rel_fini(&r);
 }
 
@@ -660,6 +692,8 @@ static const struct unit_test tests[] = {
 	  timeouts_back_off_twice_each_time_up_to_the_ceiling },
 	{ "Karn: no RTT sample from a retransmitted message, backoff kept until a fresh one",
 	  karn_no_sample_from_a_retransmitted_message },
+	{ "a tail-loss probe resends the newest message before the timeout, without backoff",
+	  a_tail_probe_goes_before_the_timeout_without_backoff },
 	{ "selective acks retransmit exactly the holes, once",
 	  selective_acks_retransmit_exactly_the_holes },
 	{ "a hole overtaken by fewer than three messages waits",
