@@ -51,6 +51,7 @@
 #include "cci_plugin.h"
 #include "clock.h"
 #include "conn_timers.h"
+#include "engine.h"
 #include "random.h"
 #include "spin.h"
 #include "status.h"
@@ -76,6 +77,10 @@ extern const struct cci_plugin cci_ctp_ofi_plugin;
 #define OFI_TICK_NS 5000000ull        /* progress thread timer */
 #define OFI_MAX_CONNS 65535u          /* slots of the connection table */
 #define OFI_PROV_LEN 64
+
+/* Commands for the progress thread (engine command bits). */
+#define OFI_CMD_ARM 1u              /* the application armed its OS handle */
+#define OFI_CMD_PIDW 2u             /* a peer process to watch (sep->pidws) */
 
 /* ------------------------------------------------------------------------ */
 /* Wire                                                                      */
@@ -326,12 +331,9 @@ struct ofi_peer {
 	uint8_t addr[OFI_ADDR_MAX];
 };
 
-/* What an epoll registration of the progress thread points at. */
-enum ofi_tag { OFI_TAG_WAKE = 1, OFI_TAG_CQ, OFI_TAG_PID };
-
 /* A peer process of this host, watched through a pidfd. */
 struct ofi_pidw {
-	int tag;                    /* first: OFI_TAG_PID, for the thread's epoll */
+	ev_io io_w;                 /* first: the pidfd on the engine, started by it */
 	struct ofi_pidw *next;
 	uint32_t pid;
 	uint64_t start;
@@ -412,14 +414,11 @@ struct ofi_ep {
 	uint32_t pool_user;         /* user operations out */
 	uint32_t pool_limit;        /* send_buf_count */
 
-	/* Progress thread. */
-	pthread_t thread;
-	int thread_started;
-	int stopping;
-	int epfd, wake_fd;
-	int tag_wake, tag_cq;       /* epoll tags: OFI_TAG_WAKE, OFI_TAG_CQ */
-	int cq_fd_on;               /* wait_fd is in epfd */
-	uint32_t activity;          /* atomic: bumped by every progress() */
+	/* Progress thread (ofi_loop.c); its watchers are the loop lock's. */
+	struct cci__engine eng;
+	ev_io cq_w;                 /* wait_fd, while the thread sleeps on it */
+	struct cci__engine_timer poll_t; /* polls the CQ, or retries after fi_trywait */
+	uint64_t poll_ns;           /* poll_t's period, 0 while it does not poll */
 	int app_armed;              /* atomic: the application sleeps on its OS handle */
 	uint64_t now_ns;            /* atomic: coarse clock, updated by the thread */
 	uint64_t hot_ns;            /* atomic: last arm or completion the thread saw */
@@ -576,9 +575,7 @@ void ofi_mrs_free(struct ofi_ep *sep);
 /* ofi_loop.c */
 int ofi_thread_start(struct ofi_ep *sep);
 void ofi_thread_stop(struct ofi_ep *sep);
-void ofi_thread_wake(struct ofi_ep *sep);
 int ofi_arm(cci__ep_t *ep);
 void ofi_conn_timeouts_changed(cci__conn_t *conn);
-int ofi_pidw_watch(struct ofi_ep *sep, struct ofi_pidw *w);
 
 #endif /* CCI_OFI_H */

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -351,10 +350,11 @@ struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p)
 		w->refs = 1;
 		w->fd = (int)syscall(SYS_pidfd_open, (pid_t)p->pid, 0);
 		/* Check the start time after opening: a reused pid is another process. */
-		if (w->fd < 0 || proc_start(p->pid) != p->start || ofi_pidw_watch(sep, w) != 0)
-			w->dead = w->fd < 0 || proc_start(p->pid) != p->start;
+		w->dead = w->fd < 0 || proc_start(p->pid) != p->start;
 		w->next = sep->pidws;
 		sep->pidws = w;
+		if (!w->dead)
+			cci__engine_cmd(&sep->eng, OFI_CMD_PIDW); /* the thread watches it */
 	}
 	pthread_mutex_unlock(&sep->lock);
 	return w;
@@ -369,7 +369,8 @@ void ofi_pidw_put(struct ofi_ep *sep, struct ofi_pidw *w)
 		w->idle_ns = cci__now_ns();
 }
 
-/* Close the watches unused for OFI_PEER_IDLE_NS (progress thread). */
+/* Close the watches unused for OFI_PEER_IDLE_NS (progress thread, loop
+ * lock held). */
 void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now)
 {
 	pthread_mutex_lock(&sep->lock);
@@ -380,10 +381,10 @@ void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now)
 			continue;
 		}
 		*pp = w->next;
-		if (w->fd >= 0) {
-			epoll_ctl(sep->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+		if (ev_is_active(&w->io_w))
+			ev_io_stop(sep->eng.loop, &w->io_w);
+		if (w->fd >= 0)
 			close(w->fd);
-		}
 		free(w);
 	}
 	pthread_mutex_unlock(&sep->lock);

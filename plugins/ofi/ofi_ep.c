@@ -22,7 +22,7 @@ static void ep_init_fields(struct ofi_ep *sep, cci__ep_t *ep)
 	sep->ep = ep;
 	sep->dev = d;
 	sep->mss = d->mss;
-	sep->wait_fd = sep->epfd = sep->wake_fd = -1;
+	sep->wait_fd = -1;
 	sep->rma_flags = FI_COMPLETION | FI_DELIVERY_COMPLETE;
 	pthread_mutex_init(&sep->lock, NULL);
 	pthread_mutex_init(&sep->mr_lock, NULL);

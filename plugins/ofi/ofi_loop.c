@@ -1,27 +1,28 @@
 /*
- * ofi_loop.c - the endpoint's progress thread: timers (connect
- * timeouts, keepalive, send timeouts, late credits), peer processes that
- * die, and progress while the application does not make any.
+ * ofi_loop.c - the endpoint's progress thread, on the shared engine
+ * (plugins/common/engine.h): timers (connect timeouts, keepalive, send
+ * timeouts, late credits), peer processes that die, and progress while
+ * the application does not make any.
  *
  * libfabric's providers here progress data only when called (manual
  * progress), so someone must read the completion queue while the
  * application computes or sleeps on its OS handle.  The application's
  * own polling is the fast path, and the thread stays off the queue while
- * it sees the application poll (a counter every progress() bumps): it
+ * the application polls (cci__engine_app_active in every progress()): it
  * wakes once a tick (OFI_TICK_NS) for the timers only.  When a tick
- * passes without progress(), or the application armed its OS handle, the
- * thread takes over: it sleeps on the queue's wait fd (fi_trywait first)
- * when the provider has one, else it polls, every few microseconds right
- * after activity when the application waits, backing off to a tick.
+ * passes without progress(), or the application armed its OS handle (a
+ * command, OFI_CMD_ARM), the thread takes over: it sleeps on the queue's
+ * wait fd (an ev_io, fi_trywait first) when the provider has one, else
+ * it polls on a precise timer, every few microseconds right after
+ * activity when the application waits, backing off to a millisecond.
  * Everything it finds it posts as events; the core rings the OS handle.
+ *
+ * Every function here but ofi_arm and ofi_conn_timeouts_changed runs in
+ * the engine's thread with the loop lock held; only that thread starts
+ * or stops the watchers (CQ wait fd, poll timer, pidfds), so no other
+ * thread ever takes the loop lock: they send a command.
  */
-#include <errno.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/prctl.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "ofi.h"
 
@@ -30,23 +31,6 @@
 #define OFI_POLL_HOT_NS 500000ull    /* poll at the minimum this long after activity */
 #define OFI_EXPIRED_MAX 32
 #define OFI_PROBE_NS 1000000000ull   /* blocked on credits this long: is the peer there? */
-
-void ofi_thread_wake(struct ofi_ep *sep)
-{
-	uint64_t one = 1;
-
-	if (write(sep->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		OFI_LOG(CCI_LOG_EP, "ofi: waking the progress thread: %s", strerror(errno));
-}
-
-int ofi_pidw_watch(struct ofi_ep *sep, struct ofi_pidw *w)
-{
-	struct epoll_event ev = { .events = EPOLLIN };
-
-	w->tag = OFI_TAG_PID;
-	ev.data.ptr = w;
-	return epoll_ctl(sep->epfd, EPOLL_CTL_ADD, w->fd, &ev);
-}
 
 /* Any message from the peer is a sign of life; PINGs ask for one.
  * oc->lock held. */
@@ -135,19 +119,15 @@ static void timers(struct ofi_ep *sep, uint64_t now)
 }
 
 /* The peer process w watched is gone: its connections break. */
-static void pid_died(struct ofi_ep *sep, struct ofi_pidw *w)
+static void pid_cb(struct ev_loop *loop, ev_io *io, int revents)
 {
-	struct ofi_pidw *x;
+	struct ofi_pidw *w = (struct ofi_pidw *)io;
+	struct ofi_ep *sep = io->data;
 
+	(void)revents;
 	pthread_mutex_lock(&sep->lock);
-	for (x = sep->pidws; x && x != w; x = x->next)
-		;
-	if (!x) { /* let go of while its event was on the way */
-		pthread_mutex_unlock(&sep->lock);
-		return;
-	}
 	w->dead = 1;
-	epoll_ctl(sep->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+	ev_io_stop(loop, io);
 	OFI_LOG(CCI_LOG_CONN, "ofi: peer process %u exited", w->pid);
 	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
 		pthread_mutex_lock(&oc->lock); /* pidw is set under it */
@@ -158,8 +138,22 @@ static void pid_died(struct ofi_ep *sep, struct ofi_pidw *w)
 	pthread_mutex_unlock(&sep->lock);
 }
 
+/* Watch the pidfds ofi_pidw_get opened since (OFI_CMD_PIDW). */
+static void pidws_watch(struct ofi_ep *sep)
+{
+	pthread_mutex_lock(&sep->lock);
+	for (struct ofi_pidw *w = sep->pidws; w; w = w->next) {
+		if (w->dead || ev_is_active(&w->io_w))
+			continue;
+		ev_io_init(&w->io_w, pid_cb, w->fd, EV_READ);
+		w->io_w.data = sep;
+		ev_io_start(sep->eng.loop, &w->io_w);
+	}
+	pthread_mutex_unlock(&sep->lock);
+}
+
 /* Progress for an absent application; returns the completions seen. */
-static uint64_t thread_progress(struct ofi_ep *sep)
+static uint64_t loop_progress(struct ofi_ep *sep)
 {
 	uint64_t before;
 
@@ -172,138 +166,123 @@ static uint64_t thread_progress(struct ofi_ep *sep)
 	return before;
 }
 
-static void cq_fd_watch(struct ofi_ep *sep, int on)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &sep->tag_cq };
-
-	if (on == sep->cq_fd_on)
-		return;
-	if (epoll_ctl(sep->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, sep->wait_fd, &ev) == 0)
-		sep->cq_fd_on = on;
-}
-
-/* How long to sleep (ns), arming the CQ's wait fd when we may use it.
- * Without one, a waiting application is polled for at the minimum
- * interval for a while after anything happened (an answer usually comes
- * soon), then less and less often. */
-static uint64_t wait_plan(struct ofi_ep *sep, int idle, int armed, uint64_t now,
-                          uint64_t *poll_ns)
+/* With a wait fd: sleep on it while the application is away (once
+ * fi_trywait says the queue is empty), keep off it while it polls. */
+static void plan_wait_fd(struct ofi_ep *sep, int idle)
 {
 	struct fid *f = &sep->cq->fid;
-	uint64_t hot = __atomic_load_n(&sep->hot_ns, __ATOMIC_RELAXED);
 
-	if (idle && sep->wait_fd >= 0) {
-		if (fi_trywait(sep->fabric, &f, 1) != FI_SUCCESS)
-			return 0;
-		cq_fd_watch(sep, 1);
-		return OFI_TICK_NS;
+	if (!idle) {
+		if (ev_is_active(&sep->cq_w))
+			ev_io_stop(sep->eng.loop, &sep->cq_w);
+		return;
 	}
-	if (sep->wait_fd >= 0)
-		cq_fd_watch(sep, 0);
-	if (!idle || !armed)
-		return OFI_TICK_NS;
-	if ((int64_t)(now - hot) < (int64_t)OFI_POLL_HOT_NS)
-		*poll_ns = OFI_POLL_MIN_NS;
-	else
-		*poll_ns = *poll_ns * 2 > OFI_POLL_MAX_NS ? OFI_POLL_MAX_NS : *poll_ns * 2;
-	return *poll_ns;
+	if (fi_trywait(sep->fabric, &f, 1) != FI_SUCCESS) {
+		cci__engine_timer_set(&sep->poll_t, 0, 0); /* completions came: again at once */
+		return;
+	}
+	if (!ev_is_active(&sep->cq_w))
+		ev_io_start(sep->eng.loop, &sep->cq_w);
 }
 
-static void thread_wait(struct ofi_ep *sep, uint64_t ns)
+/* Without one, a waiting application is polled for at the minimum
+ * interval for a while after anything happened (an answer usually comes
+ * soon), then less and less often; one that computes, once a tick. */
+static void plan_poll(struct ofi_ep *sep, int on, uint64_t now)
 {
-	struct epoll_event evs[16];
-	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
-	                       .tv_nsec = (long)(ns % 1000000000ull) };
-	uint64_t v;
-	int n = epoll_pwait2(sep->epfd, evs, 16, &ts, NULL);
+	uint64_t hot = __atomic_load_n(&sep->hot_ns, __ATOMIC_RELAXED), ns;
 
-	for (int i = 0; i < n; i++) {
-		int tag = *(int *)evs[i].data.ptr;
-
-		if (tag == OFI_TAG_WAKE) {
-			if (read(sep->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				OFI_LOG(CCI_LOG_EP, "ofi: wake fd: %s", strerror(errno));
-		} else if (tag == OFI_TAG_PID) {
-			pid_died(sep, evs[i].data.ptr);
-		}
+	if (!on) {
+		if (sep->poll_ns)
+			cci__engine_timer_stop(&sep->poll_t);
+		sep->poll_ns = 0;
+		return;
 	}
+	if ((int64_t)(now - hot) < (int64_t)OFI_POLL_HOT_NS || sep->poll_ns == 0)
+		ns = OFI_POLL_MIN_NS;
+	else
+		ns = sep->poll_ns * 2 > OFI_POLL_MAX_NS ? OFI_POLL_MAX_NS : sep->poll_ns * 2;
+	if (ns != sep->poll_ns)
+		cci__engine_timer_set(&sep->poll_t, ns, ns);
+	sep->poll_ns = ns;
 }
 
-static void *thread_main(void *arg)
+/* Read the queue if the application is away (idle: it made no progress
+ * call since the last tick) or waits on its OS handle, then choose how
+ * the loop comes back to it. */
+static void loop_round(struct ofi_ep *sep, int idle)
+{
+	uint64_t now = cci__now_ns();
+	int armed = __atomic_load_n(&sep->app_armed, __ATOMIC_RELAXED);
+
+	idle = idle || armed;
+	__atomic_store_n(&sep->now_ns, now, __ATOMIC_RELAXED);
+	if (idle && loop_progress(sep) > 0)
+		__atomic_store_n(&sep->hot_ns, now, __ATOMIC_RELAXED);
+	if (sep->wait_fd >= 0)
+		plan_wait_fd(sep, idle);
+	else
+		plan_poll(sep, idle && armed, now);
+}
+
+static void on_tick(void *owner, uint64_t now, int app_polled)
+{
+	struct ofi_ep *sep = owner;
+
+	timers(sep, now);
+	loop_round(sep, !app_polled);
+}
+
+static void on_cmd(void *owner, unsigned cmd)
+{
+	struct ofi_ep *sep = owner;
+
+	if (cmd & OFI_CMD_PIDW)
+		pidws_watch(sep);
+	if (cmd & OFI_CMD_ARM)
+		loop_round(sep, !cci__engine_app_recent(&sep->eng));
+}
+
+static void poll_cb(void *arg)
 {
 	struct ofi_ep *sep = arg;
-	uint32_t last = __atomic_load_n(&sep->activity, __ATOMIC_RELAXED);
-	uint64_t next_tick = 0, poll_ns = OFI_POLL_MIN_NS;
 
-	/* Short polling sleeps must not stretch to the default 50 us slack. */
-	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-	while (!__atomic_load_n(&sep->stopping, __ATOMIC_ACQUIRE)) {
-		uint64_t now = cci__now_ns();
-		uint32_t act = __atomic_load_n(&sep->activity, __ATOMIC_RELAXED);
-		int armed = __atomic_load_n(&sep->app_armed, __ATOMIC_RELAXED);
-		int idle;
+	loop_round(sep, !cci__engine_app_recent(&sep->eng));
+}
 
-		__atomic_store_n(&sep->now_ns, now, __ATOMIC_RELAXED);
-		if (now >= next_tick) {
-			timers(sep, now);
-			idle = armed || act == last;
-			last = act;
-			next_tick = now + OFI_TICK_NS;
-		} else {
-			idle = armed || act == last;
-		}
-		if (idle && thread_progress(sep) > 0)
-			__atomic_store_n(&sep->hot_ns, now, __ATOMIC_RELAXED);
-		thread_wait(sep, wait_plan(sep, idle, armed, now, &poll_ns));
-	}
-	return NULL;
+static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	poll_cb(w->data);
 }
 
 int ofi_thread_start(struct ofi_ep *sep)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &sep->tag_wake };
-	sigset_t all, old;
-	int rc;
-
-	sep->tag_wake = OFI_TAG_WAKE;
-	sep->tag_cq = OFI_TAG_CQ;
 	sep->now_ns = cci__now_ns();
-	sep->epfd = epoll_create1(EPOLL_CLOEXEC);
-	sep->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (sep->epfd < 0 || sep->wake_fd < 0 ||
-	    epoll_ctl(sep->epfd, EPOLL_CTL_ADD, sep->wake_fd, &ev) != 0) {
-		OFI_ERR("ofi: cannot set up the progress thread: %s", strerror(errno));
+	if (cci__engine_init(&sep->eng, sep, OFI_TICK_NS * 1e-9, 1, on_cmd, on_tick) != CCI_SUCCESS ||
+	    cci__engine_timer_init(&sep->eng, &sep->poll_t, poll_cb, sep) != CCI_SUCCESS) {
+		OFI_ERR("ofi: cannot set up the progress thread: out of memory or descriptors");
 		ofi_thread_stop(sep);
 		return CCI_ENOMEM;
 	}
-	/* The thread takes no signals: they belong to the application. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&sep->thread, NULL, thread_main, sep);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
-		OFI_ERR("ofi: cannot start the progress thread: %s", strerror(rc));
+	ev_io_init(&sep->cq_w, cq_cb, sep->wait_fd, EV_READ);
+	sep->cq_w.data = sep;
+	if (cci__engine_start(&sep->eng) != CCI_SUCCESS) {
+		OFI_ERR("ofi: cannot start the progress thread");
 		ofi_thread_stop(sep);
 		return CCI_ENOMEM;
 	}
-	sep->thread_started = 1;
 	return CCI_SUCCESS;
 }
 
+/* Join the thread and free the loop; the pid watches it had stay for
+ * ofi_conns_free_all to close. */
 void ofi_thread_stop(struct ofi_ep *sep)
 {
-	if (sep->thread_started) {
-		__atomic_store_n(&sep->stopping, 1, __ATOMIC_RELEASE);
-		ofi_thread_wake(sep);
-		pthread_join(sep->thread, NULL);
-		sep->thread_started = 0;
-	}
-	if (sep->epfd >= 0)
-		close(sep->epfd);
-	if (sep->wake_fd >= 0)
-		close(sep->wake_fd);
-	sep->epfd = sep->wake_fd = -1;
-	sep->cq_fd_on = 0;
+	cci__engine_stop(&sep->eng);
+	cci__engine_timer_fini(&sep->eng, &sep->poll_t);
+	cci__engine_fini(&sep->eng);
 }
 
 /* The application is about to sleep on its OS handle: the thread takes
@@ -314,7 +293,7 @@ int ofi_arm(cci__ep_t *ep)
 
 	__atomic_store_n(&sep->hot_ns, cci__now_ns(), __ATOMIC_RELAXED);
 	__atomic_store_n(&sep->app_armed, 1, __ATOMIC_RELAXED);
-	ofi_thread_wake(sep);
+	cci__engine_cmd(&sep->eng, OFI_CMD_ARM);
 	return CCI_SUCCESS;
 }
 

@@ -305,10 +305,7 @@ int ofi_progress(cci__ep_t *ep)
 	struct ofi_ep *sep = ofi_ep_of(ep);
 	int rc;
 
-	/* Tell the progress thread the application is polling (no atomic
-	 * read-modify-write: a lost increment only delays it a tick). */
-	__atomic_store_n(&sep->activity, __atomic_load_n(&sep->activity, __ATOMIC_RELAXED) + 1,
-	                 __ATOMIC_RELAXED);
+	cci__engine_app_active(&sep->eng); /* the progress thread keeps off the CQ */
 	if (__atomic_load_n(&sep->app_armed, __ATOMIC_RELAXED))
 		__atomic_store_n(&sep->app_armed, 0, __ATOMIC_RELAXED);
 	if (!cci__spin_trylock(&sep->cq_lock))
