@@ -435,6 +435,26 @@ static inline struct ofi_conn *ofi_conn_of(cci__conn_t *conn)
 	return *(struct ofi_conn **)conn->priv;
 }
 
+/* The connection of id, or NULL; cq_lock held (it guards the table). */
+static inline struct ofi_conn *ofi_conn_lookup(struct ofi_ep *sep, uint32_t id)
+{
+	struct ofi_conn *oc = sep->slots[id & 0xffffu];
+
+	return (oc && oc->id == id) ? oc : NULL;
+}
+
+static inline void ofi_conn_ref(struct ofi_conn *oc)
+{
+	__atomic_add_fetch(&oc->refs, 1, __ATOMIC_RELAXED);
+}
+
+/* The last reference makes oc freeable; the progress thread frees it
+ * (ofi_conns_sweep). */
+static inline void ofi_conn_unref(struct ofi_conn *oc)
+{
+	__atomic_sub_fetch(&oc->refs, 1, __ATOMIC_RELEASE);
+}
+
 /* Where an application message's payload goes in its op's buffer: after
  * the header, or at the (cache-line aligned) start when the header
  * travels as CQ data. */
@@ -457,7 +477,10 @@ struct ofi_lib {
 extern struct ofi_lib ofi_lib;
 int ofi_lib_load(const char **why);
 
-/* ofi_plugin.c */
+/* The files below are listed from the bottom layer up: each calls only
+ * functions of the files above it (README.md, "Source layout"). */
+
+/* ofi_status.c */
 int ofi_fi_status(int fi_err);
 
 /* ofi_dev.c */
@@ -473,27 +496,15 @@ int ofi_uri_parse(struct ofi_ep *sep, const char *uri, uint8_t *addr, size_t *le
 int ofi_service_check(const struct fi_info *info, const char *service);
 struct ofi_peer *ofi_peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len);
 void ofi_peer_put(struct ofi_ep *sep, struct ofi_peer *peer);
-void ofi_peer_put_locked(struct ofi_ep *sep, struct ofi_peer *peer);
+void ofi_peer_put_locked(struct ofi_peer *peer);
 void ofi_peers_free(struct ofi_ep *sep);
 void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now);
-
-/* ofi_live.c */
-void ofi_live_add(struct ofi_ep *sep);
-void ofi_live_del(struct ofi_ep *sep);
-int ofi_live_gone(const struct ofi_ep *sep, const uint8_t *addr, size_t len);
-void ofi_live_fini(void);
-int ofi_proc_self(struct ofi_proc *p);
+void ofi_proc_self(struct ofi_proc *p);
 struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p);
-void ofi_pidw_put(struct ofi_ep *sep, struct ofi_pidw *w);
+void ofi_pidw_put(struct ofi_pidw *w);
 void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now);
 
-/* ofi_ep.c */
-int ofi_ep_create(cci__ep_t *ep, const char *service);
-void ofi_ep_destroy(cci__ep_t *ep);
-int ofi_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);
-
 /* ofi_pool.c */
-int ofi_rx_init(struct ofi_ep *sep, uint32_t count);
 int ofi_rx_grow(struct ofi_ep *sep, uint32_t count);
 void ofi_rx_repost(struct ofi_ep *sep, struct ofi_rxbuf *rb);
 void ofi_rx_fini(struct ofi_ep *sep);
@@ -502,28 +513,6 @@ void ofi_op_put(struct ofi_ep *sep, struct ofi_op *op);
 void ofi_pool_fini(struct ofi_ep *sep);
 int ofi_mr_reg(struct ofi_ep *sep, void *buf, size_t len, uint64_t access, uint64_t key,
                struct fid_mr **mr_p);
-
-/* ofi_conn.c */
-struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, void *context);
-void ofi_conn_ref(struct ofi_conn *oc);
-void ofi_conn_unref(struct ofi_conn *oc);
-struct ofi_conn *ofi_conn_lookup(struct ofi_ep *sep, uint32_t id);
-void ofi_conn_break(struct ofi_conn *oc, int status);
-void ofi_conn_drop(struct ofi_conn *oc);
-int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
-                cci_conn_attribute_t attr, void *context, const struct timeval *timeout);
-int ofi_accept(cci__evt_t *evt, void *context);
-int ofi_reject(cci__evt_t *evt);
-int ofi_disconnect(cci__conn_t *conn);
-void ofi_request_done(cci__evt_t *evt);
-void ofi_on_conn_msg(struct ofi_ep *sep, const struct ofi_hdr *h, const void *body,
-                     uint32_t len);
-void ofi_connect_timeout(struct ofi_conn *oc);
-void ofi_connect_refused(struct ofi_conn *oc);
-void ofi_reqs_free(struct ofi_ep *sep);
-void ofi_conns_sweep(struct ofi_ep *sep);
-void ofi_conns_close_all(struct ofi_ep *sep);
-void ofi_conns_free_all(struct ofi_ep *sep);
 
 /* ofi_tx.c */
 void ofi_hdr_fill(struct ofi_conn *oc, struct ofi_hdr *h, uint8_t type, uint32_t seq,
@@ -541,20 +530,21 @@ void ofi_msgq_push(struct ofi_conn *oc, struct ofi_op *op);
 void ofi_msgq_flush(struct ofi_conn *oc);
 void ofi_op_report(struct ofi_op *op, int status);
 void ofi_op_done(struct ofi_ep *sep, struct ofi_op *op);
-void ofi_tx_flush_all(struct ofi_ep *sep);
-void ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int status);
+struct ofi_conn *ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int status);
 void ofi_tx_fail_all(struct ofi_conn *oc, int status, int notify);
 void ofi_flight_add(struct ofi_conn *oc, struct ofi_op *op);
 void ofi_flight_del(struct ofi_conn *oc, struct ofi_op *op);
+void ofi_tx_credits_in(struct ofi_conn *oc, uint32_t n);
 void ofi_credit_maybe(struct ofi_conn *oc, int force);
 uint32_t ofi_credit_quarter(const struct ofi_conn *oc);
 uint32_t ofi_owed_take(struct ofi_conn *oc, uint32_t max);
 void ofi_owed_give(struct ofi_conn *oc, uint32_t n);
+void ofi_conn_break(struct ofi_conn *oc, int status);
 
 /* ofi_rx.c */
-int ofi_progress(cci__ep_t *ep);
-int ofi_progress_locked(struct ofi_ep *sep);
-void ofi_recv_returned(cci__evt_t *evt);
+int ofi_rx_full(const struct ofi_ep *sep);
+int ofi_rx_msg(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb,
+               const struct ofi_hdr *h, uint32_t len);
 void ofi_backlog_drain(struct ofi_ep *sep);
 void ofi_conn_opened(struct ofi_conn *oc);
 void ofi_held_free(struct ofi_conn *oc);
@@ -566,16 +556,50 @@ int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
             uint64_t local_offset, const struct cci_rma_handle *remote, uint64_t remote_offset,
             uint64_t data_len, void *context, int flags);
 void ofi_rmaq_flush(struct ofi_conn *oc);
-void ofi_rma_data_done(struct ofi_op *op, int status);
+void ofi_rma_complete(struct ofi_ep *sep, struct ofi_op *op, int status);
 void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_hdr *h, const void *body,
                    uint32_t len);
 void ofi_mrc_free(struct ofi_conn *oc);
 void ofi_mrs_free(struct ofi_ep *sep);
 
+/* ofi_live.c */
+void ofi_live_add(struct ofi_ep *sep);
+void ofi_live_del(struct ofi_ep *sep);
+int ofi_live_gone(const struct ofi_ep *sep, const uint8_t *addr, size_t len);
+void ofi_live_fini(void);
+
+/* ofi_conn.c */
+struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, void *context);
+void ofi_conn_unlist(struct ofi_conn *oc, int cq_held);
+int ofi_disconnect(cci__conn_t *conn);
+void ofi_conn_timeouts_changed(cci__conn_t *conn);
+void ofi_conns_sweep(struct ofi_ep *sep);
+void ofi_conns_close_all(struct ofi_ep *sep);
+void ofi_conns_free_all(struct ofi_ep *sep);
+
+/* ofi_hs.c */
+int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
+                cci_conn_attribute_t attr, void *context, const struct timeval *timeout);
+int ofi_accept(cci__evt_t *evt, void *context);
+int ofi_reject(cci__evt_t *evt);
+void ofi_request_done(cci__evt_t *evt);
+void ofi_on_conn_msg(struct ofi_ep *sep, const struct ofi_hdr *h, const void *body,
+                     uint32_t len);
+void ofi_connect_timeout(struct ofi_conn *oc);
+void ofi_connect_refused(struct ofi_conn *oc);
+void ofi_reqs_free(struct ofi_ep *sep);
+
 /* ofi_loop.c */
+int ofi_progress(cci__ep_t *ep);
+int ofi_progress_locked(struct ofi_ep *sep);
+void ofi_recv_returned(cci__evt_t *evt);
 int ofi_thread_start(struct ofi_ep *sep);
 void ofi_thread_stop(struct ofi_ep *sep);
 int ofi_arm(cci__ep_t *ep);
-void ofi_conn_timeouts_changed(cci__conn_t *conn);
+
+/* ofi_ep.c */
+int ofi_ep_create(cci__ep_t *ep, const char *service);
+void ofi_ep_destroy(cci__ep_t *ep);
+int ofi_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);
 
 #endif /* CCI_OFI_H */

@@ -207,14 +207,12 @@ static struct ofi_peer *peer_insert(struct ofi_ep *sep, const uint8_t *addr, siz
 	return p;
 }
 
-/* The AV entry of addr, shared: a reference, or NULL when it cannot be
- * reached (a closed endpoint of this process, or refused by the AV). */
+/* The AV entry of addr, shared: a reference, or NULL when the AV
+ * refuses it. */
 struct ofi_peer *ofi_peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len)
 {
 	struct ofi_peer *p;
 
-	if (ofi_live_gone(sep, addr, len))
-		return NULL;
 	pthread_mutex_lock(&sep->lock);
 	for (p = sep->peers; p; p = p->next)
 		if (!p->cut && p->len == len && memcmp(p->addr, addr, len) == 0)
@@ -231,9 +229,8 @@ struct ofi_peer *ofi_peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t le
  * (ofi_peers_sweep), so a peer reconnecting soon finds it (and whatever
  * the provider holds for it, e.g. an rxm connection) still there.
  * sep->lock held. */
-void ofi_peer_put_locked(struct ofi_ep *sep, struct ofi_peer *peer)
+void ofi_peer_put_locked(struct ofi_peer *peer)
 {
-	(void)sep;
 	if (--peer->refs > 0)
 		return;
 	peer->idle_ns = cci__now_ns();
@@ -244,7 +241,7 @@ void ofi_peer_put(struct ofi_ep *sep, struct ofi_peer *peer)
 	if (!peer)
 		return;
 	pthread_mutex_lock(&sep->lock);
-	ofi_peer_put_locked(sep, peer);
+	ofi_peer_put_locked(peer);
 	pthread_mutex_unlock(&sep->lock);
 }
 
@@ -311,7 +308,7 @@ static uint64_t proc_start(uint32_t pid)
 	return start;
 }
 
-int ofi_proc_self(struct ofi_proc *p)
+void ofi_proc_self(struct ofi_proc *p)
 {
 	char boot[64] = "", host[256] = "";
 	ssize_t n = 0;
@@ -327,7 +324,6 @@ int ofi_proc_self(struct ofi_proc *p)
 	                strlen(host));
 	p->pid = (uint32_t)getpid();
 	p->start = proc_start(p->pid);
-	return CCI_SUCCESS;
 }
 
 /* A watch on the peer process p when it runs on this host, else NULL.
@@ -362,9 +358,8 @@ struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p)
 
 /* Drop a reference (sep->lock held).  Like address vector entries, a
  * watch nobody uses stays a while for a peer that reconnects. */
-void ofi_pidw_put(struct ofi_ep *sep, struct ofi_pidw *w)
+void ofi_pidw_put(struct ofi_pidw *w)
 {
-	(void)sep;
 	if (w && --w->refs == 0)
 		w->idle_ns = cci__now_ns();
 }

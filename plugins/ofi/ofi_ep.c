@@ -214,7 +214,7 @@ static int ep_buffers(struct ofi_ep *sep, cci__ep_t *ep)
 	if (!sep->slots || !sep->slot_gen)
 		return CCI_ENOMEM;
 	sep->rx_count = ep->recv_buf_count;
-	return ofi_rx_init(sep, ep->recv_buf_count);
+	return ofi_rx_grow(sep, ep->recv_buf_count);
 }
 
 int ofi_ep_create(cci__ep_t *ep, const char *service)

@@ -1,36 +1,279 @@
 /*
- * ofi_loop.c - the endpoint's progress thread, on the shared engine
- * (plugins/common/engine.h): timers (connect timeouts, keepalive, send
- * timeouts, late credits), peer processes that die, and progress while
- * the application does not make any.
+ * ofi_loop.c - progress: reading the completion queue, for the
+ * application's progress() and for the endpoint's progress thread, which
+ * runs on the shared engine (plugins/common/engine.h) and keeps the
+ * timers (connect timeouts, keepalive, send timeouts, late credits) and
+ * the watch on peer processes that die.
+ *
+ * progress() reads the CQ (one reader at a time: others return at once)
+ * and dispatches each completion to the file whose concern it is:
+ * application messages to ofi_rx.c (their credits to ofi_tx.c), the
+ * handshake's messages to ofi_hs.c, the key exchange's to ofi_rma.c,
+ * transmit completions to ofi_tx.c or ofi_rma.c.
  *
  * libfabric's providers here progress data only when called (manual
- * progress), so someone must read the completion queue while the
- * application computes or sleeps on its OS handle.  The application's
- * own polling is the fast path, and the thread stays off the queue while
- * the application polls (cci__engine_app_active in every progress()): it
- * wakes once a tick (OFI_TICK_NS) for the timers only.  When a tick
+ * progress), so someone must read the CQ while the application computes
+ * or sleeps on its OS handle.  The application's own polling is the fast
+ * path, and the thread stays off the queue while the application polls
+ * (cci__engine_app_active in every progress(), the engine's tick tells):
+ * it wakes once a tick (OFI_TICK_NS) for the timers only.  When a tick
  * passes without progress(), or the application armed its OS handle (a
  * command, OFI_CMD_ARM), the thread takes over: it sleeps on the queue's
  * wait fd (an ev_io, fi_trywait first) when the provider has one, else
- * it polls on a precise timer, every few microseconds right after
- * activity when the application waits, backing off to a millisecond.
- * Everything it finds it posts as events; the core rings the OS handle.
+ * it polls on a precise timer (cci__engine_timer), every few microseconds
+ * right after activity while the application waits, backing off to a
+ * millisecond.  Everything it finds it posts as events; the core rings
+ * the OS handle.
  *
- * Every function here but ofi_arm and ofi_conn_timeouts_changed runs in
- * the engine's thread with the loop lock held; only that thread starts
- * or stops the watchers (CQ wait fd, poll timer, pidfds), so no other
- * thread ever takes the loop lock: they send a command.
+ * The thread's callbacks run with the loop lock held and take the
+ * plugin's locks inside it.  Only that thread starts or stops the
+ * watchers (CQ wait fd, poll timer, pidfds), so no other thread takes the
+ * loop lock: they send a command (ofi_arm, ofi_pidw_get).
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "ofi.h"
 
+#define OFI_CQ_BATCH 16
+#define OFI_CQ_ROUNDS 4
 #define OFI_POLL_MIN_NS 10000ull     /* polling after activity, no wait fd */
 #define OFI_POLL_MAX_NS 1000000ull
 #define OFI_POLL_HOT_NS 500000ull    /* poll at the minimum this long after activity */
 #define OFI_EXPIRED_MAX 32
 #define OFI_PROBE_NS 1000000000ull   /* blocked on credits this long: is the peer there? */
+
+_Static_assert(offsetof(struct ofi_op, obj) == sizeof(struct fi_context2) &&
+               offsetof(struct ofi_rxbuf, obj) == sizeof(struct fi_context2),
+               "completion contexts start with fi_context2 then the object kind");
+
+/* ------------------------------------------------------------------------ */
+/* Progress: reading the completion queue                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Credits and signs of life carried by any header; oc->lock held. */
+static void heard(struct ofi_conn *oc, const struct ofi_hdr *h)
+{
+	oc->rx_count++;
+	if (h->credits)
+		ofi_tx_credits_in(oc, h->credits);
+}
+
+/* An application message in rb for oc (NULL: none such); cq_lock held. */
+static void on_msg(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb,
+                   const struct ofi_hdr *h, uint32_t len)
+{
+	if (!oc) {
+		ofi_rx_repost(sep, rb);
+		return;
+	}
+	pthread_mutex_lock(&oc->lock);
+	if (ofi_rx_msg(sep, oc, rb, h, len))
+		heard(oc, h);
+	pthread_mutex_unlock(&oc->lock);
+}
+
+/* A message whose header came as remote CQ data (ofi_imm_pack). */
+static void on_imm(struct ofi_ep *sep, struct ofi_rxbuf *rb, uint64_t data, size_t len)
+{
+	struct ofi_conn *oc = sep->slots[data & 0xffffu];
+	struct ofi_hdr h = { .type = OFI_T_MSG };
+	uint32_t seq20 = (uint32_t)(data >> 28) & 0xfffffu;
+
+	__atomic_sub_fetch(&sep->rx_posted, 1, __ATOMIC_RELAXED);
+	rb->off = 0;
+	if (!oc || (oc->id >> 16 & 0xfffu) != ((data >> 16) & 0xfffu) || (data >> 60) != OFI_T_MSG) {
+		ofi_rx_repost(sep, rb);
+		return;
+	}
+	/* The full sequence number nearest to the one expected. */
+	h.seq = oc->rx_next + (uint32_t)((int32_t)((seq20 - oc->rx_next) << 12) >> 12);
+	h.credits = (uint16_t)((data >> 48) & 0xfffu);
+	on_msg(sep, oc, rb, &h, (uint32_t)len);
+}
+
+/* A control message: the handshake's go to ofi_hs.c, the key exchange's
+ * to ofi_rma.c, PING is answered here. */
+static void on_ctl(struct ofi_ep *sep, const struct ofi_hdr *h, const void *body, uint32_t len)
+{
+	struct ofi_conn *oc;
+
+	if (h->type == OFI_T_REQ || h->type == OFI_T_CANCEL) {
+		ofi_on_conn_msg(sep, h, body, len);
+		return;
+	}
+	oc = ofi_conn_lookup(sep, h->dst);
+	if (!oc)
+		return;
+	pthread_mutex_lock(&oc->lock);
+	heard(oc, h);
+	if (h->type == OFI_T_PING && oc->state == OFI_CONN_OPEN)
+		ofi_ctl_send(oc, OFI_T_PONG, 0, NULL, 0, 0);
+	else if (h->type >= OFI_T_MR_REQ && h->type <= OFI_T_MR_INVAL)
+		ofi_on_mr_msg(oc, h, body, len);
+	pthread_mutex_unlock(&oc->lock);
+	if (h->type == OFI_T_ACCEPT || h->type == OFI_T_REJECT || h->type == OFI_T_DISC)
+		ofi_on_conn_msg(sep, h, body, len);
+}
+
+/* A receive buffer came back with a message whose header is in-band. */
+static void on_recv(struct ofi_ep *sep, struct ofi_rxbuf *rb, size_t len)
+{
+	const struct ofi_hdr *h = (const struct ofi_hdr *)rb->data;
+
+	__atomic_sub_fetch(&sep->rx_posted, 1, __ATOMIC_RELAXED);
+	if (len < OFI_HDR_LEN || h->version != OFI_WIRE_VERSION) {
+		OFI_LOG(CCI_LOG_MSG, "ofi: malformed message of %zu bytes dropped", len);
+		ofi_rx_repost(sep, rb);
+		return;
+	}
+	rb->off = OFI_HDR_LEN;
+	if (h->type == OFI_T_MSG) {
+		on_msg(sep, ofi_conn_lookup(sep, h->dst), rb, h, (uint32_t)(len - OFI_HDR_LEN));
+		return;
+	}
+	on_ctl(sep, h, rb->data + OFI_HDR_LEN, (uint32_t)(len - OFI_HDR_LEN));
+	ofi_rx_repost(sep, rb);
+}
+
+/* The provider is done with op (status from its completion). */
+static void on_op_done(struct ofi_ep *sep, struct ofi_op *op, int status)
+{
+	struct ofi_conn *refused;
+
+	if (op->kind == OFI_OP_RMA) {
+		ofi_rma_complete(sep, op, status);
+		return;
+	}
+	refused = ofi_tx_complete(sep, op, status);
+	if (refused)
+		ofi_connect_refused(refused);
+}
+
+static int ctx_obj(void *ctx)
+{
+	return *((const uint8_t *)ctx + sizeof(struct fi_context2));
+}
+
+static void cq_error(struct ofi_ep *sep)
+{
+	struct fi_cq_err_entry err;
+
+	memset(&err, 0, sizeof(err));
+	if (fi_cq_readerr(sep->cq, &err, 0) != 1)
+		return;
+	if (!err.op_context) {
+		OFI_LOG(CCI_LOG_MSG, "ofi: a message sent without completion failed: %s",
+		        ofi_lib.strerror(err.err));
+		return;
+	}
+	if (ctx_obj(err.op_context) == OFI_OBJ_RX) {
+		__atomic_sub_fetch(&sep->rx_posted, 1, __ATOMIC_RELAXED);
+		if (err.err != FI_ECANCELED) {
+			OFI_LOG(CCI_LOG_MSG, "ofi: receive failed: %s", ofi_lib.strerror(err.err));
+			ofi_rx_repost(sep, err.op_context);
+		}
+		return;
+	}
+	OFI_LOG(CCI_LOG_MSG, "ofi: operation failed: %s (provider error %d)", ofi_lib.strerror(err.err),
+	        err.prov_errno);
+	on_op_done(sep, err.op_context, ofi_fi_status(err.err));
+}
+
+/* Retry every connection with queued work (the provider said EAGAIN). */
+static void retry_queued(struct ofi_ep *sep)
+{
+	__atomic_store_n(&sep->tx_pending, 0, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&sep->lock);
+	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
+		if (!oc->msgq && !oc->rmaq)
+			continue;
+		pthread_mutex_lock(&oc->lock);
+		ofi_msgq_flush(oc);
+		ofi_rmaq_flush(oc);
+		pthread_mutex_unlock(&oc->lock);
+	}
+	pthread_mutex_unlock(&sep->lock);
+}
+
+/* cq_lock held.  CCI_ENOBUFS when the application holds every buffer. */
+int ofi_progress_locked(struct ofi_ep *sep)
+{
+	struct fi_cq_data_entry ent[OFI_CQ_BATCH];
+
+	if (sep->backlog)
+		ofi_backlog_drain(sep);
+	for (int round = 0; round < OFI_CQ_ROUNDS; round++) {
+		ssize_t n = fi_cq_read(sep->cq, ent, OFI_CQ_BATCH);
+
+		if (n == -FI_EAVAIL) {
+			sep->cq_seen++;
+			cq_error(sep);
+			continue;
+		}
+		if (n <= 0) {
+			if (n != -FI_EAGAIN)
+				OFI_LOG(CCI_LOG_EP, "ofi: fi_cq_read: %s", ofi_lib.strerror((int)-n));
+			break;
+		}
+		sep->cq_seen += (uint64_t)n;
+		for (ssize_t i = 0; i < n; i++) {
+			if (!ent[i].op_context)
+				continue;
+			if (ctx_obj(ent[i].op_context) != OFI_OBJ_RX)
+				on_op_done(sep, ent[i].op_context, CCI_SUCCESS);
+			else if (ent[i].flags & FI_REMOTE_CQ_DATA)
+				on_imm(sep, ent[i].op_context, ent[i].data, ent[i].len);
+			else
+				on_recv(sep, ent[i].op_context, ent[i].len);
+		}
+		if (n < OFI_CQ_BATCH)
+			break;
+	}
+	if (__atomic_load_n(&sep->ctlq, __ATOMIC_RELAXED))
+		ofi_ctlq_flush(sep);
+	if (__atomic_load_n(&sep->tx_pending, __ATOMIC_RELAXED))
+		retry_queued(sep);
+	return ofi_rx_full(sep) ? CCI_ENOBUFS : CCI_SUCCESS;
+}
+
+int ofi_progress(cci__ep_t *ep)
+{
+	struct ofi_ep *sep = ofi_ep_of(ep);
+	int rc;
+
+	cci__engine_app_active(&sep->eng); /* the progress thread keeps off the CQ */
+	if (__atomic_load_n(&sep->app_armed, __ATOMIC_RELAXED))
+		__atomic_store_n(&sep->app_armed, 0, __ATOMIC_RELAXED);
+	if (!cci__spin_trylock(&sep->cq_lock))
+		return ofi_rx_full(sep) ? CCI_ENOBUFS : CCI_SUCCESS;
+	rc = ofi_progress_locked(sep);
+	cci__spin_unlock(&sep->cq_lock);
+	return rc;
+}
+
+/* A RECV event came back: its buffer is posted again, and its credit
+ * goes back with the next header to the peer; only a quarter of the
+ * window owed needs a message of its own. */
+void ofi_recv_returned(cci__evt_t *evt)
+{
+	struct ofi_rxbuf *rb = evt->rx_buf;
+	struct ofi_conn *oc = rb->oc;
+	struct ofi_ep *sep = oc->sep;
+
+	__atomic_sub_fetch(&sep->rx_lent, 1, __ATOMIC_RELAXED);
+	ofi_rx_repost(sep, rb);
+	if (__atomic_add_fetch(&oc->owed, 1, __ATOMIC_RELAXED) >= ofi_credit_quarter(oc)) {
+		pthread_mutex_lock(&oc->lock);
+		ofi_credit_maybe(oc, 0);
+		pthread_mutex_unlock(&oc->lock);
+	}
+	ofi_conn_unref(oc);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The progress thread                                                       */
+/* ------------------------------------------------------------------------ */
 
 /* Any message from the peer is a sign of life; PINGs ask for one.
  * oc->lock held. */
@@ -295,14 +538,4 @@ int ofi_arm(cci__ep_t *ep)
 	__atomic_store_n(&sep->app_armed, 1, __ATOMIC_RELAXED);
 	cci__engine_cmd(&sep->eng, OFI_CMD_ARM);
 	return CCI_SUCCESS;
-}
-
-void ofi_conn_timeouts_changed(cci__conn_t *conn)
-{
-	struct ofi_conn *oc = ofi_conn_of(conn);
-
-	pthread_mutex_lock(&oc->lock);
-	cci__ct_arm(&oc->timers, conn->keepalive_us, cci__now_ns());
-	oc->send_to_us = conn->send_timeout_us;
-	pthread_mutex_unlock(&oc->lock);
 }

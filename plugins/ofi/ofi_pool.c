@@ -156,11 +156,6 @@ int ofi_rx_grow(struct ofi_ep *sep, uint32_t count)
 	return CCI_SUCCESS;
 }
 
-int ofi_rx_init(struct ofi_ep *sep, uint32_t count)
-{
-	return ofi_rx_grow(sep, count);
-}
-
 /* A buffer came back (handled, or its event returned): post it again,
  * unless the receive count shrank. */
 void ofi_rx_repost(struct ofi_ep *sep, struct ofi_rxbuf *rb)

@@ -359,13 +359,21 @@ static void rma_finish(struct ofi_op *op, int status)
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 }
 
-/* A data operation completed (progress); oc->lock held. */
-void ofi_rma_data_done(struct ofi_op *op, int status)
+/* The provider is done with op: its data moved (or failed), or its
+ * completion message left (then it is ofi_tx_complete's).  Progress. */
+void ofi_rma_complete(struct ofi_ep *sep, struct ofi_op *op, int status)
 {
 	struct ofi_conn *oc = op->oc;
 
+	pthread_mutex_lock(&oc->lock);
+	if (op->data_done) {
+		pthread_mutex_unlock(&oc->lock);
+		ofi_tx_complete(sep, op, status); /* never a connection request */
+		return;
+	}
 	rma_finish(op, status);
 	ofi_rmaq_flush(oc);
+	pthread_mutex_unlock(&oc->lock);
 }
 
 int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_reg_t *local,

@@ -232,22 +232,6 @@ void ofi_msgq_flush(struct ofi_conn *oc)
 		;
 }
 
-/* Retry every connection with queued work (the provider said EAGAIN). */
-void ofi_tx_flush_all(struct ofi_ep *sep)
-{
-	__atomic_store_n(&sep->tx_pending, 0, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&sep->lock);
-	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
-		if (!oc->msgq && !oc->rmaq)
-			continue;
-		pthread_mutex_lock(&oc->lock);
-		ofi_msgq_flush(oc);
-		ofi_rmaq_flush(oc);
-		pthread_mutex_unlock(&oc->lock);
-	}
-	pthread_mutex_unlock(&sep->lock);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Control messages                                                          */
 /* ------------------------------------------------------------------------ */
@@ -391,14 +375,14 @@ int ofi_ctl_to(struct ofi_ep *sep, struct ofi_peer *peer, uint32_t dst, uint8_t 
 	return ctl_post(sep, op);
 }
 
-/* Give credits back when a quarter of the window is owed (or any, when
- * forced by the timer); oc->lock held. */
 /* Credits worth a message of their own: a quarter of the window. */
 uint32_t ofi_credit_quarter(const struct ofi_conn *oc)
 {
 	return oc->window / 4 ? oc->window / 4 : 1;
 }
 
+/* Give credits back when a quarter of the window is owed (or any, when
+ * forced by the timer); oc->lock held. */
 void ofi_credit_maybe(struct ofi_conn *oc, int force)
 {
 	uint32_t quarter = ofi_credit_quarter(oc);
@@ -407,6 +391,15 @@ void ofi_credit_maybe(struct ofi_conn *oc, int force)
 	if (oc->state != OFI_CONN_OPEN || owed == 0 || (!force && owed < quarter))
 		return;
 	ofi_ctl_send(oc, OFI_T_CREDIT, 0, NULL, 0, 0);
+}
+
+/* The peer gave credits back, in a header: queued messages may go.
+ * oc->lock held. */
+void ofi_tx_credits_in(struct ofi_conn *oc, uint32_t n)
+{
+	oc->credits += n;
+	if (oc->msgq)
+		ofi_msgq_flush(oc);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -538,8 +531,14 @@ static int ctl_failed(struct ofi_conn *oc, struct ofi_op *op)
 	return 0;
 }
 
-/* The provider is done with op (status from its completion). */
-void ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int status)
+/*
+ * The provider is done with op, a message, a control message or an RMA's
+ * completion message (status from its completion).  Returns the
+ * connection whose connection request could not be delivered, for the
+ * caller to fail the connect (ofi_connect_refused), else NULL.  cq_lock
+ * held: it keeps that connection in the table.
+ */
+struct ofi_conn *ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int status)
 {
 	struct ofi_conn *oc = op->oc;
 	int refused = 0;
@@ -547,14 +546,9 @@ void ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int status)
 	if (!oc) {
 		op->in_flight = 0;
 		ofi_op_done(sep, op);
-		return;
+		return NULL;
 	}
 	pthread_mutex_lock(&oc->lock);
-	if (op->kind == OFI_OP_RMA && !op->data_done) {
-		ofi_rma_data_done(op, status);
-		pthread_mutex_unlock(&oc->lock);
-		return;
-	}
 	ofi_flight_del(oc, op);
 	op->in_flight = 0;
 	if (status != CCI_SUCCESS && op->kind == OFI_OP_CTL) {
@@ -568,9 +562,8 @@ void ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int status)
 	if (oc->msgq && oc->state == OFI_CONN_OPEN)
 		ofi_msgq_flush(oc);
 	pthread_mutex_unlock(&oc->lock);
-	if (refused)
-		ofi_connect_refused(oc);
 	ofi_op_done(sep, op);
+	return refused ? oc : NULL;
 }
 
 static void fail_one(struct ofi_op *op, int *st, int notify)
@@ -612,4 +605,22 @@ void ofi_tx_fail_all(struct ofi_conn *oc, int first, int notify)
 		fail_one(op, &st, notify);
 		ofi_op_done(sep, op);
 	}
+}
+
+/*
+ * oc cannot carry messages any more (peer gone or disconnected, send
+ * timeout): its pending work completes with status (the first) and
+ * CCI_ERR_DISCONNECTED, later sends fail.  A local cause (status other
+ * than CCI_ERR_DISCONNECTED) is told to the peer.  oc->lock held.
+ */
+void ofi_conn_break(struct ofi_conn *oc, int status)
+{
+	if (oc->state != OFI_CONN_OPEN)
+		return;
+	OFI_LOG(CCI_LOG_CONN, "ofi: connection %08x broken (status %d)", oc->id, status);
+	oc->state = OFI_CONN_BROKEN;
+	oc->tx_err = CCI_ERR_DISCONNECTED;
+	if (status != CCI_ERR_DISCONNECTED)
+		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, 0);
+	ofi_tx_fail_all(oc, status, 1);
 }
