@@ -82,9 +82,7 @@ extern const struct cci_plugin cci_ctp_ofi_plugin;
 #define OFI_CMD_ARM 1u              /* the application armed its OS handle */
 #define OFI_CMD_PIDW 2u             /* a peer process to watch (sep->pidws) */
 
-/* ------------------------------------------------------------------------ */
-/* Wire                                                                      */
-/* ------------------------------------------------------------------------ */
+/* ---- Wire ---- */
 
 enum ofi_type {
 	OFI_T_MSG = 1,      /* application message; seq orders RO */
@@ -167,9 +165,7 @@ struct ofi_mr_rep {
 	uint64_t len;
 };
 
-/* ------------------------------------------------------------------------ */
-/* Devices                                                                   */
-/* ------------------------------------------------------------------------ */
+/* ---- Devices ---- */
 
 struct ofi_dev {
 	struct fi_info *info;       /* the chosen fi_getinfo entry (our copy) */
@@ -179,9 +175,7 @@ struct ofi_dev {
 	char info_text[256];
 };
 
-/* ------------------------------------------------------------------------ */
-/* Operations and receive buffers                                            */
-/* ------------------------------------------------------------------------ */
+/* ---- Operations and receive buffers ---- */
 
 enum ofi_op_kind {
 	OFI_OP_MSG,   /* an application message */
@@ -249,9 +243,7 @@ struct ofi_slab {
 	struct fid_mr *mr;          /* bufs registered (FI_MR_LOCAL) */
 };
 
-/* ------------------------------------------------------------------------ */
-/* Connections                                                               */
-/* ------------------------------------------------------------------------ */
+/* ---- Connections ---- */
 
 enum ofi_conn_state {
 	OFI_CONN_CONNECTING,  /* client: REQ sent, no answer yet */
@@ -302,11 +294,9 @@ struct ofi_conn {
 	uint32_t rx_next;           /* RO: next sequence to deliver */
 	struct ofi_rxbuf *held;     /* arrived early (RO gap, or before CONNECT) */
 	uint32_t owed;              /* atomic: credits to give back to the peer */
-	uint32_t rx_count;          /* messages heard, for keepalive */
 
 	/* Timers, under oc->lock. */
 	struct cci__conn_timers timers; /* connect deadline, keepalive */
-	uint32_t seen_rx;
 	uint32_t send_to_us;        /* our copy of conn->send_timeout_us */
 };
 
@@ -354,9 +344,7 @@ struct ofi_mr {
 	int exported;               /* a peer asked for it */
 };
 
-/* ------------------------------------------------------------------------ */
-/* Endpoints                                                                 */
-/* ------------------------------------------------------------------------ */
+/* ---- Endpoints ---- */
 
 struct ofi_ep {
 	cci__ep_t *ep;
@@ -488,7 +476,8 @@ extern const struct cci_conf_key ofi_conf_keys[];
 int ofi_discover(void);
 int ofi_dev_configure(cci__dev_t *dev);
 void ofi_dev_free(cci__dev_t *dev);
-struct fi_info *ofi_hints(const char *prov, const char *domain);
+int ofi_getinfo(const char *prov, const char *domain, const char *fabric, const char *node,
+                const char *service, struct fi_info **list_p);
 
 /* ofi_addr.c */
 int ofi_uri_make(struct ofi_ep *sep, char **uri_p);
@@ -507,7 +496,6 @@ void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now);
 /* ofi_pool.c */
 int ofi_rx_grow(struct ofi_ep *sep, uint32_t count);
 void ofi_rx_repost(struct ofi_ep *sep, struct ofi_rxbuf *rb);
-void ofi_rx_fini(struct ofi_ep *sep);
 struct ofi_op *ofi_op_get(struct ofi_ep *sep, int user);
 void ofi_op_put(struct ofi_ep *sep, struct ofi_op *op);
 void ofi_pool_fini(struct ofi_ep *sep);
@@ -515,8 +503,6 @@ int ofi_mr_reg(struct ofi_ep *sep, void *buf, size_t len, uint64_t access, uint6
                struct fid_mr **mr_p);
 
 /* ofi_tx.c */
-void ofi_hdr_fill(struct ofi_conn *oc, struct ofi_hdr *h, uint8_t type, uint32_t seq,
-                  uint32_t aux);
 #define OFI_CTL_ORDERED 1u  /* keep its place behind the connection's queued messages */
 #define OFI_CTL_TRACKED 2u  /* with a completion (failure noticed, destroy waits for it) */
 int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *body,
@@ -537,8 +523,6 @@ void ofi_flight_del(struct ofi_conn *oc, struct ofi_op *op);
 void ofi_tx_credits_in(struct ofi_conn *oc, uint32_t n);
 void ofi_credit_maybe(struct ofi_conn *oc, int force);
 uint32_t ofi_credit_quarter(const struct ofi_conn *oc);
-uint32_t ofi_owed_take(struct ofi_conn *oc, uint32_t max);
-void ofi_owed_give(struct ofi_conn *oc, uint32_t n);
 void ofi_conn_break(struct ofi_conn *oc, int status);
 
 /* ofi_rx.c */

@@ -182,9 +182,7 @@ int ofi_service_check(const struct fi_info *info, const char *service)
 	return (*end != '\0' || port == 0 || port > 65535) ? CCI_EINVAL : CCI_SUCCESS;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Address vector entries                                                    */
-/* ------------------------------------------------------------------------ */
+/* ---- Address vector entries ---- */
 
 static struct ofi_peer *peer_insert(struct ofi_ep *sep, const uint8_t *addr, size_t len)
 {
@@ -273,9 +271,7 @@ void ofi_peers_free(struct ofi_ep *sep)
 	}
 }
 
-/* ------------------------------------------------------------------------ */
-/* Processes of this host                                                    */
-/* ------------------------------------------------------------------------ */
+/* ---- Processes of this host ---- */
 
 static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
 {

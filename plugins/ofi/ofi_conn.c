@@ -123,15 +123,21 @@ void ofi_conns_sweep(struct ofi_ep *sep)
 	pthread_mutex_unlock(&sep->lock);
 }
 
+/* Tell the peer (if it still listens) and drop the work; oc->lock held. */
+static void conn_close(struct ofi_conn *oc)
+{
+	if (oc->state == OFI_CONN_OPEN)
+		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, OFI_CTL_TRACKED);
+	oc->state = OFI_CONN_CLOSED;
+	ofi_tx_fail_all(oc, CCI_ERR_DISCONNECTED, 0);
+}
+
 int ofi_disconnect(cci__conn_t *conn)
 {
 	struct ofi_conn *oc = ofi_conn_of(conn);
 
 	pthread_mutex_lock(&oc->lock);
-	if (oc->state == OFI_CONN_OPEN)
-		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, OFI_CTL_TRACKED);
-	oc->state = OFI_CONN_CLOSED;
-	ofi_tx_fail_all(oc, CCI_ERR_DISCONNECTED, 0);
+	conn_close(oc);
 	oc->conn = NULL;
 	pthread_mutex_unlock(&oc->lock);
 	ofi_conn_unlist(oc, 0);
@@ -145,10 +151,7 @@ void ofi_conns_close_all(struct ofi_ep *sep)
 {
 	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
 		pthread_mutex_lock(&oc->lock);
-		if (oc->state == OFI_CONN_OPEN)
-			ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, OFI_CTL_TRACKED);
-		oc->state = OFI_CONN_CLOSED;
-		ofi_tx_fail_all(oc, CCI_ERR_DISCONNECTED, 0);
+		conn_close(oc);
 		pthread_mutex_unlock(&oc->lock);
 	}
 }

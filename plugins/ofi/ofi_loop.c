@@ -47,14 +47,13 @@ _Static_assert(offsetof(struct ofi_op, obj) == sizeof(struct fi_context2) &&
                offsetof(struct ofi_rxbuf, obj) == sizeof(struct fi_context2),
                "completion contexts start with fi_context2 then the object kind");
 
-/* ------------------------------------------------------------------------ */
-/* Progress: reading the completion queue                                    */
-/* ------------------------------------------------------------------------ */
+/* ---- Progress: reading the completion queue ---- */
 
-/* Credits and signs of life carried by any header; oc->lock held. */
+/* Credits and signs of life carried by any header (heard at the coarse
+ * clock: a tick late at most); oc->lock held. */
 static void heard(struct ofi_conn *oc, const struct ofi_hdr *h)
 {
-	oc->rx_count++;
+	cci__ct_heard(&oc->timers, __atomic_load_n(&oc->sep->now_ns, __ATOMIC_RELAXED));
 	if (h->credits)
 		ofi_tx_credits_in(oc, h->credits);
 }
@@ -271,21 +270,7 @@ void ofi_recv_returned(cci__evt_t *evt)
 	ofi_conn_unref(oc);
 }
 
-/* ------------------------------------------------------------------------ */
-/* The progress thread                                                       */
-/* ------------------------------------------------------------------------ */
-
-/* Any message from the peer is a sign of life; PINGs ask for one.
- * oc->lock held. */
-static void conn_keepalive(struct ofi_conn *oc, uint64_t now)
-{
-	if (oc->rx_count != oc->seen_rx) {
-		oc->seen_rx = oc->rx_count;
-		cci__ct_heard(&oc->timers, now);
-	}
-	if (cci__ct_keepalive(&oc->timers, ofi_core, oc->conn, now) == CCI__KA_PING)
-		ofi_ctl_send(oc, OFI_T_PING, 0, NULL, 0, 0);
-}
+/* ---- The progress thread ---- */
 
 static uint64_t oldest_user_stamp(const struct ofi_conn *oc)
 {
@@ -322,7 +307,9 @@ static void conn_probe(struct ofi_conn *oc, uint64_t now)
 /* oc->lock held. */
 static void conn_timers(struct ofi_conn *oc, uint64_t now)
 {
-	conn_keepalive(oc, now);
+	/* Any message from the peer is a sign of life (heard()); PINGs ask for one. */
+	if (cci__ct_keepalive(&oc->timers, ofi_core, oc->conn, now) == CCI__KA_PING)
+		ofi_ctl_send(oc, OFI_T_PING, 0, NULL, 0, 0);
 	if (cci__ct_send_expired(oc->send_to_us, oldest_user_stamp(oc), now)) {
 		OFI_LOG(CCI_LOG_CONN, "ofi: send timeout on %08x", oc->id);
 		ofi_conn_break(oc, CCI_ETIMEDOUT);
@@ -395,20 +382,6 @@ static void pidws_watch(struct ofi_ep *sep)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* Progress for an absent application; returns the completions seen. */
-static uint64_t loop_progress(struct ofi_ep *sep)
-{
-	uint64_t before;
-
-	if (!cci__spin_trylock(&sep->cq_lock))
-		return 0;
-	before = sep->cq_seen;
-	ofi_progress_locked(sep);
-	before = sep->cq_seen - before;
-	cci__spin_unlock(&sep->cq_lock);
-	return before;
-}
-
 /* With a wait fd: sleep on it while the application is away (once
  * fi_trywait says the queue is empty), keep off it while it polls. */
 static void plan_wait_fd(struct ofi_ep *sep, int idle)
@@ -460,8 +433,14 @@ static void loop_round(struct ofi_ep *sep, int idle)
 
 	idle = idle || armed;
 	__atomic_store_n(&sep->now_ns, now, __ATOMIC_RELAXED);
-	if (idle && loop_progress(sep) > 0)
-		__atomic_store_n(&sep->hot_ns, now, __ATOMIC_RELAXED);
+	if (idle && cci__spin_trylock(&sep->cq_lock)) {
+		uint64_t seen = sep->cq_seen;
+
+		ofi_progress_locked(sep);
+		if (sep->cq_seen != seen) /* an answer often follows: poll fast a while */
+			__atomic_store_n(&sep->hot_ns, now, __ATOMIC_RELAXED);
+		cci__spin_unlock(&sep->cq_lock);
+	}
 	if (sep->wait_fd >= 0)
 		plan_wait_fd(sep, idle);
 	else

@@ -27,9 +27,7 @@
 
 #include "ofi.h"
 
-/* ------------------------------------------------------------------------ */
-/* Registrations (target side)                                               */
-/* ------------------------------------------------------------------------ */
+/* ---- Registrations (target side) ---- */
 
 int ofi_rma_register(cci__ep_t *ep, cci__rma_reg_t *reg)
 {
@@ -140,9 +138,7 @@ static void on_mr_req(struct ofi_conn *oc, uint32_t req_id, const void *body, ui
 	ofi_ctl_send(oc, OFI_T_MR_REP, req_id, &rep, sizeof(rep), 0);
 }
 
-/* ------------------------------------------------------------------------ */
-/* The initiator's cache of peer registrations                               */
-/* ------------------------------------------------------------------------ */
+/* ---- The initiator's cache of peer registrations ---- */
 
 static struct ofi_mrc *mrc_find(struct ofi_conn *oc, uint64_t key)
 {
@@ -228,9 +224,7 @@ void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_hdr *h, const void *bod
 	}
 }
 
-/* ------------------------------------------------------------------------ */
-/* Operations                                                                */
-/* ------------------------------------------------------------------------ */
+/* ---- Operations ---- */
 
 /* The target's answer allows op?  CCI_SUCCESS or the refusal. */
 static int mrc_allows(const struct ofi_mrc *c, const struct ofi_op *op)
