@@ -25,14 +25,25 @@
  *                     order, or waiting for a free receive slot).
  *
  * Locks, always taken in this order:
+ *   sep->eng.lock   the progress engine's loop and its watchers (the CQ
+ *                   wait fd, the poll timer, the pidfds) and the thread's
+ *                   polling state (poll_ns).  Only the progress thread
+ *                   takes it: it holds it while its callbacks run, and
+ *                   they take the locks below inside it.  Other threads
+ *                   never do; they send an engine command (OFI_CMD_*).
  *   sep->cq_lock    one reader of the completion queue at a time; also
  *                   guards the connection table (slots) and the backlog.
- *                   progress() only try-locks it.
- *   sep->lock       connection list, requests, peers, pid watches,
- *                   registrations, the progress thread's state.
+ *                   progress() and the thread only try-lock it to read.
+ *   sep->lock       connection lists (conns, gone), requests, peers, the
+ *                   list of pid watches and their counts.
  *   oc->lock        one connection: credits, sequence numbers, queues,
- *                   operations in flight, its receive state.
- *   sep->pool_lock  the free list of operations and the control queue.
+ *                   operations in flight, its receive state, its timers.
+ *   sep->mr_lock    registrations (sep->mrs); nothing is taken inside it.
+ *   sep->pool_lock  the free list of operations and the control queue;
+ *   sep->rx_lock    the free list of receive buffers.  These two are
+ *                   never held together.
+ * app_armed, hot_ns, now_ns, tx_pending, ctl_out, rx_lent and the
+ * connections' refs and owed are atomics, read and written without locks.
  */
 #ifndef CCI_OFI_H
 #define CCI_OFI_H
