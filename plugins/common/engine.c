@@ -3,6 +3,8 @@
  */
 #include <signal.h>
 #include <string.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include "cci.h"
 #include "clock.h"
@@ -139,4 +141,65 @@ void cci__engine_tick(struct cci__engine *e, int on)
 		ev_timer_start(e->loop, &e->tick_w);
 	else if (!on && ev_is_active(&e->tick_w))
 		ev_timer_stop(e->loop, &e->tick_w);
+}
+
+static void timer_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct cci__engine_timer *t = w->data;
+	uint64_t expiries;
+
+	(void)loop;
+	(void)revents;
+	/* Nothing to read: the timer was set again or stopped since it
+	 * expired, and that expiry no longer counts. */
+	if (read(t->fd, &expiries, sizeof(expiries)) != (ssize_t)sizeof(expiries))
+		return;
+	t->cb(t->arg);
+}
+
+int cci__engine_timer_init(struct cci__engine *e, struct cci__engine_timer *t,
+                           void (*cb)(void *arg), void *arg)
+{
+	t->fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (t->fd < 0)
+		return CCI_ENOMEM;
+	t->cb = cb;
+	t->arg = arg;
+	ev_io_init(&t->io_w, timer_cb, t->fd, EV_READ);
+	t->io_w.data = t;
+	ev_io_start(e->loop, &t->io_w);
+	return CCI_SUCCESS;
+}
+
+static struct timespec ns_timespec(uint64_t ns)
+{
+	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000ull),
+	                          .tv_nsec = (long)(ns % 1000000000ull) };
+}
+
+void cci__engine_timer_set(struct cci__engine_timer *t, uint64_t first_ns, uint64_t every_ns)
+{
+	/* An it_value of zero would disarm it: "at once" is a nanosecond. */
+	struct itimerspec its = { .it_value = ns_timespec(first_ns ? first_ns : 1),
+	                          .it_interval = ns_timespec(every_ns) };
+
+	timerfd_settime(t->fd, 0, &its, NULL);
+}
+
+void cci__engine_timer_stop(struct cci__engine_timer *t)
+{
+	struct itimerspec its = { 0 };
+
+	timerfd_settime(t->fd, 0, &its, NULL);
+}
+
+void cci__engine_timer_fini(struct cci__engine *e, struct cci__engine_timer *t)
+{
+	if (!t->cb)
+		return;
+	if (e->loop)
+		ev_io_stop(e->loop, &t->io_w);
+	close(t->fd);
+	t->cb = NULL;
+	t->fd = -1;
 }

@@ -21,6 +21,16 @@
  * send paths): the rule by which a progress thread keeps off the sockets
  * while the application polls, and takes them when it computes.
  *
+ * Precise timers.  libev's epoll backend sleeps in whole milliseconds, too
+ * coarse for a thread that polls a device every few microseconds.  A
+ * struct cci__engine_timer runs its callback after a delay given in
+ * nanoseconds, as precisely as the kernel's timers: a timerfd
+ * (CLOCK_MONOTONIC, armed with timerfd_settime) read through an ev_io of
+ * the loop.  The callback runs like any watcher's, in the loop with
+ * e->lock held.  Init it before cci__engine_start or with e->lock held;
+ * set and stop it with e->lock held (a callback of the loop holds it);
+ * fini it after cci__engine_stop.  Setting it costs one system call.
+ *
  * Lifetime.  The struct lives in the plugin's endpoint; init, then start,
  * then (at ep_destroy) stop, which joins the thread, then fini.
  */
@@ -79,6 +89,31 @@ int cci__engine_run_nowait(struct cci__engine *e);
 /* Start (on != 0) or stop the tick; e->lock held. */
 void cci__engine_tick(struct cci__engine *e, int on);
 
+/* A precise timer of an engine; see "Precise timers" above. */
+struct cci__engine_timer {
+	ev_io io_w;               /* the timerfd, watched from init to fini */
+	int fd;
+	void (*cb)(void *arg);
+	void *arg;
+};
+
+/* Create the timerfd and watch it on e's loop; the timer is not set.
+ * CCI_SUCCESS or CCI_ENOMEM (no timerfd to be had). */
+int cci__engine_timer_init(struct cci__engine *e, struct cci__engine_timer *t,
+                           void (*cb)(void *arg), void *arg);
+
+/* Run the callback first_ns from now (0: at once), then every every_ns
+ * (0: once); replaces an earlier setting.  e->lock held. */
+void cci__engine_timer_set(struct cci__engine_timer *t, uint64_t first_ns, uint64_t every_ns);
+
+/* Disarm; an expiry not yet handled is dropped.  e->lock held. */
+void cci__engine_timer_stop(struct cci__engine_timer *t);
+
+/* Stop watching and close the timerfd (a no-op on zeroed memory never
+ * initialised, or twice); after cci__engine_stop, before
+ * cci__engine_fini. */
+void cci__engine_timer_fini(struct cci__engine *e, struct cci__engine_timer *t);
+
 /* Is a command or wake-up waiting for the loop? */
 static inline int cci__engine_cmd_pending(struct cci__engine *e)
 {
@@ -91,6 +126,13 @@ static inline void cci__engine_app_active(struct cci__engine *e)
 {
 	if (!atomic_load_explicit(&e->app_polled, memory_order_relaxed))
 		atomic_store_explicit(&e->app_polled, 1, memory_order_relaxed);
+}
+
+/* Has the application called in since the last tick?  (The flag the next
+ * tick hands to on_tick, read without clearing it.) */
+static inline int cci__engine_app_recent(struct cci__engine *e)
+{
+	return atomic_load_explicit(&e->app_polled, memory_order_relaxed);
 }
 
 #endif /* CCI_COMMON_ENGINE_H */

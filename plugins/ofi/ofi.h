@@ -25,14 +25,25 @@
  *                     order, or waiting for a free receive slot).
  *
  * Locks, always taken in this order:
+ *   sep->eng.lock   the progress engine's loop and its watchers (the CQ
+ *                   wait fd, the poll timer, the pidfds) and the thread's
+ *                   polling state (poll_ns).  Only the progress thread
+ *                   takes it: it holds it while its callbacks run, and
+ *                   they take the locks below inside it.  Other threads
+ *                   never do; they send an engine command (OFI_CMD_*).
  *   sep->cq_lock    one reader of the completion queue at a time; also
  *                   guards the connection table (slots) and the backlog.
- *                   progress() only try-locks it.
- *   sep->lock       connection list, requests, peers, pid watches,
- *                   registrations, the progress thread's state.
+ *                   progress() and the thread only try-lock it to read.
+ *   sep->lock       connection lists (conns, gone), requests, peers, the
+ *                   list of pid watches and their counts.
  *   oc->lock        one connection: credits, sequence numbers, queues,
- *                   operations in flight, its receive state.
- *   sep->pool_lock  the free list of operations and the control queue.
+ *                   operations in flight, its receive state, its timers.
+ *   sep->mr_lock    registrations (sep->mrs); nothing is taken inside it.
+ *   sep->pool_lock  the free list of operations and the control queue;
+ *   sep->rx_lock    the free list of receive buffers.  These two are
+ *                   never held together.
+ * app_armed, hot_ns, now_ns, tx_pending, ctl_out, rx_lent and the
+ * connections' refs and owed are atomics, read and written without locks.
  */
 #ifndef CCI_OFI_H
 #define CCI_OFI_H
@@ -51,6 +62,7 @@
 #include "cci_plugin.h"
 #include "clock.h"
 #include "conn_timers.h"
+#include "engine.h"
 #include "random.h"
 #include "spin.h"
 #include "status.h"
@@ -77,9 +89,11 @@ extern const struct cci_plugin cci_ctp_ofi_plugin;
 #define OFI_MAX_CONNS 65535u          /* slots of the connection table */
 #define OFI_PROV_LEN 64
 
-/* ------------------------------------------------------------------------ */
-/* Wire                                                                      */
-/* ------------------------------------------------------------------------ */
+/* Commands for the progress thread (engine command bits). */
+#define OFI_CMD_ARM 1u              /* the application armed its OS handle */
+#define OFI_CMD_PIDW 2u             /* a peer process to watch (sep->pidws) */
+
+/* ---- Wire ---- */
 
 enum ofi_type {
 	OFI_T_MSG = 1,      /* application message; seq orders RO */
@@ -162,9 +176,7 @@ struct ofi_mr_rep {
 	uint64_t len;
 };
 
-/* ------------------------------------------------------------------------ */
-/* Devices                                                                   */
-/* ------------------------------------------------------------------------ */
+/* ---- Devices ---- */
 
 struct ofi_dev {
 	struct fi_info *info;       /* the chosen fi_getinfo entry (our copy) */
@@ -174,9 +186,7 @@ struct ofi_dev {
 	char info_text[256];
 };
 
-/* ------------------------------------------------------------------------ */
-/* Operations and receive buffers                                            */
-/* ------------------------------------------------------------------------ */
+/* ---- Operations and receive buffers ---- */
 
 enum ofi_op_kind {
 	OFI_OP_MSG,   /* an application message */
@@ -244,9 +254,7 @@ struct ofi_slab {
 	struct fid_mr *mr;          /* bufs registered (FI_MR_LOCAL) */
 };
 
-/* ------------------------------------------------------------------------ */
-/* Connections                                                               */
-/* ------------------------------------------------------------------------ */
+/* ---- Connections ---- */
 
 enum ofi_conn_state {
 	OFI_CONN_CONNECTING,  /* client: REQ sent, no answer yet */
@@ -297,11 +305,9 @@ struct ofi_conn {
 	uint32_t rx_next;           /* RO: next sequence to deliver */
 	struct ofi_rxbuf *held;     /* arrived early (RO gap, or before CONNECT) */
 	uint32_t owed;              /* atomic: credits to give back to the peer */
-	uint32_t rx_count;          /* messages heard, for keepalive */
 
 	/* Timers, under oc->lock. */
 	struct cci__conn_timers timers; /* connect deadline, keepalive */
-	uint32_t seen_rx;
 	uint32_t send_to_us;        /* our copy of conn->send_timeout_us */
 };
 
@@ -326,12 +332,9 @@ struct ofi_peer {
 	uint8_t addr[OFI_ADDR_MAX];
 };
 
-/* What an epoll registration of the progress thread points at. */
-enum ofi_tag { OFI_TAG_WAKE = 1, OFI_TAG_CQ, OFI_TAG_PID };
-
 /* A peer process of this host, watched through a pidfd. */
 struct ofi_pidw {
-	int tag;                    /* first: OFI_TAG_PID, for the thread's epoll */
+	ev_io io_w;                 /* first: the pidfd on the engine, started by it */
 	struct ofi_pidw *next;
 	uint32_t pid;
 	uint64_t start;
@@ -352,9 +355,7 @@ struct ofi_mr {
 	int exported;               /* a peer asked for it */
 };
 
-/* ------------------------------------------------------------------------ */
-/* Endpoints                                                                 */
-/* ------------------------------------------------------------------------ */
+/* ---- Endpoints ---- */
 
 struct ofi_ep {
 	cci__ep_t *ep;
@@ -412,14 +413,11 @@ struct ofi_ep {
 	uint32_t pool_user;         /* user operations out */
 	uint32_t pool_limit;        /* send_buf_count */
 
-	/* Progress thread. */
-	pthread_t thread;
-	int thread_started;
-	int stopping;
-	int epfd, wake_fd;
-	int tag_wake, tag_cq;       /* epoll tags: OFI_TAG_WAKE, OFI_TAG_CQ */
-	int cq_fd_on;               /* wait_fd is in epfd */
-	uint32_t activity;          /* atomic: bumped by every progress() */
+	/* Progress thread (ofi_loop.c); its watchers are the loop lock's. */
+	struct cci__engine eng;
+	ev_io cq_w;                 /* wait_fd, while the thread sleeps on it */
+	struct cci__engine_timer poll_t; /* polls the CQ, or retries after fi_trywait */
+	uint64_t poll_ns;           /* poll_t's period, 0 while it does not poll */
 	int app_armed;              /* atomic: the application sleeps on its OS handle */
 	uint64_t now_ns;            /* atomic: coarse clock, updated by the thread */
 	uint64_t hot_ns;            /* atomic: last arm or completion the thread saw */
@@ -434,6 +432,26 @@ static inline struct ofi_ep *ofi_ep_of(cci__ep_t *ep)
 static inline struct ofi_conn *ofi_conn_of(cci__conn_t *conn)
 {
 	return *(struct ofi_conn **)conn->priv;
+}
+
+/* The connection of id, or NULL; cq_lock held (it guards the table). */
+static inline struct ofi_conn *ofi_conn_lookup(struct ofi_ep *sep, uint32_t id)
+{
+	struct ofi_conn *oc = sep->slots[id & 0xffffu];
+
+	return (oc && oc->id == id) ? oc : NULL;
+}
+
+static inline void ofi_conn_ref(struct ofi_conn *oc)
+{
+	__atomic_add_fetch(&oc->refs, 1, __ATOMIC_RELAXED);
+}
+
+/* The last reference makes oc freeable; the progress thread frees it
+ * (ofi_conns_sweep). */
+static inline void ofi_conn_unref(struct ofi_conn *oc)
+{
+	__atomic_sub_fetch(&oc->refs, 1, __ATOMIC_RELEASE);
 }
 
 /* Where an application message's payload goes in its op's buffer: after
@@ -458,7 +476,10 @@ struct ofi_lib {
 extern struct ofi_lib ofi_lib;
 int ofi_lib_load(const char **why);
 
-/* ofi_plugin.c */
+/* The files below are listed from the bottom layer up: each calls only
+ * functions of the files above it (README.md, "Source layout"). */
+
+/* ofi_status.c */
 int ofi_fi_status(int fi_err);
 
 /* ofi_dev.c */
@@ -466,7 +487,8 @@ extern const struct cci_conf_key ofi_conf_keys[];
 int ofi_discover(void);
 int ofi_dev_configure(cci__dev_t *dev);
 void ofi_dev_free(cci__dev_t *dev);
-struct fi_info *ofi_hints(const char *prov, const char *domain);
+int ofi_getinfo(const char *prov, const char *domain, const char *fabric, const char *node,
+                const char *service, struct fi_info **list_p);
 
 /* ofi_addr.c */
 int ofi_uri_make(struct ofi_ep *sep, char **uri_p);
@@ -474,61 +496,24 @@ int ofi_uri_parse(struct ofi_ep *sep, const char *uri, uint8_t *addr, size_t *le
 int ofi_service_check(const struct fi_info *info, const char *service);
 struct ofi_peer *ofi_peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len);
 void ofi_peer_put(struct ofi_ep *sep, struct ofi_peer *peer);
-void ofi_peer_put_locked(struct ofi_ep *sep, struct ofi_peer *peer);
+void ofi_peer_put_locked(struct ofi_peer *peer);
 void ofi_peers_free(struct ofi_ep *sep);
 void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now);
-
-/* ofi_live.c */
-void ofi_live_add(struct ofi_ep *sep);
-void ofi_live_del(struct ofi_ep *sep);
-int ofi_live_gone(const struct ofi_ep *sep, const uint8_t *addr, size_t len);
-void ofi_live_fini(void);
-int ofi_proc_self(struct ofi_proc *p);
+void ofi_proc_self(struct ofi_proc *p);
 struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p);
-void ofi_pidw_put(struct ofi_ep *sep, struct ofi_pidw *w);
+void ofi_pidw_put(struct ofi_pidw *w);
 void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now);
 
-/* ofi_ep.c */
-int ofi_ep_create(cci__ep_t *ep, const char *service);
-void ofi_ep_destroy(cci__ep_t *ep);
-int ofi_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);
-
 /* ofi_pool.c */
-int ofi_rx_init(struct ofi_ep *sep, uint32_t count);
 int ofi_rx_grow(struct ofi_ep *sep, uint32_t count);
 void ofi_rx_repost(struct ofi_ep *sep, struct ofi_rxbuf *rb);
-void ofi_rx_fini(struct ofi_ep *sep);
 struct ofi_op *ofi_op_get(struct ofi_ep *sep, int user);
 void ofi_op_put(struct ofi_ep *sep, struct ofi_op *op);
 void ofi_pool_fini(struct ofi_ep *sep);
 int ofi_mr_reg(struct ofi_ep *sep, void *buf, size_t len, uint64_t access, uint64_t key,
                struct fid_mr **mr_p);
 
-/* ofi_conn.c */
-struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, void *context);
-void ofi_conn_ref(struct ofi_conn *oc);
-void ofi_conn_unref(struct ofi_conn *oc);
-struct ofi_conn *ofi_conn_lookup(struct ofi_ep *sep, uint32_t id);
-void ofi_conn_break(struct ofi_conn *oc, int status);
-void ofi_conn_drop(struct ofi_conn *oc);
-int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
-                cci_conn_attribute_t attr, void *context, const struct timeval *timeout);
-int ofi_accept(cci__evt_t *evt, void *context);
-int ofi_reject(cci__evt_t *evt);
-int ofi_disconnect(cci__conn_t *conn);
-void ofi_request_done(cci__evt_t *evt);
-void ofi_on_conn_msg(struct ofi_ep *sep, const struct ofi_hdr *h, const void *body,
-                     uint32_t len);
-void ofi_connect_timeout(struct ofi_conn *oc);
-void ofi_connect_refused(struct ofi_conn *oc);
-void ofi_reqs_free(struct ofi_ep *sep);
-void ofi_conns_sweep(struct ofi_ep *sep);
-void ofi_conns_close_all(struct ofi_ep *sep);
-void ofi_conns_free_all(struct ofi_ep *sep);
-
 /* ofi_tx.c */
-void ofi_hdr_fill(struct ofi_conn *oc, struct ofi_hdr *h, uint8_t type, uint32_t seq,
-                  uint32_t aux);
 #define OFI_CTL_ORDERED 1u  /* keep its place behind the connection's queued messages */
 #define OFI_CTL_TRACKED 2u  /* with a completion (failure noticed, destroy waits for it) */
 int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *body,
@@ -542,20 +527,19 @@ void ofi_msgq_push(struct ofi_conn *oc, struct ofi_op *op);
 void ofi_msgq_flush(struct ofi_conn *oc);
 void ofi_op_report(struct ofi_op *op, int status);
 void ofi_op_done(struct ofi_ep *sep, struct ofi_op *op);
-void ofi_tx_flush_all(struct ofi_ep *sep);
-void ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int status);
+struct ofi_conn *ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int status);
 void ofi_tx_fail_all(struct ofi_conn *oc, int status, int notify);
 void ofi_flight_add(struct ofi_conn *oc, struct ofi_op *op);
 void ofi_flight_del(struct ofi_conn *oc, struct ofi_op *op);
+void ofi_tx_credits_in(struct ofi_conn *oc, uint32_t n);
 void ofi_credit_maybe(struct ofi_conn *oc, int force);
 uint32_t ofi_credit_quarter(const struct ofi_conn *oc);
-uint32_t ofi_owed_take(struct ofi_conn *oc, uint32_t max);
-void ofi_owed_give(struct ofi_conn *oc, uint32_t n);
+void ofi_conn_break(struct ofi_conn *oc, int status);
 
 /* ofi_rx.c */
-int ofi_progress(cci__ep_t *ep);
-int ofi_progress_locked(struct ofi_ep *sep);
-void ofi_recv_returned(cci__evt_t *evt);
+int ofi_rx_full(const struct ofi_ep *sep);
+int ofi_rx_msg(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb,
+               const struct ofi_hdr *h, uint32_t len);
 void ofi_backlog_drain(struct ofi_ep *sep);
 void ofi_conn_opened(struct ofi_conn *oc);
 void ofi_held_free(struct ofi_conn *oc);
@@ -567,18 +551,50 @@ int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
             uint64_t local_offset, const struct cci_rma_handle *remote, uint64_t remote_offset,
             uint64_t data_len, void *context, int flags);
 void ofi_rmaq_flush(struct ofi_conn *oc);
-void ofi_rma_data_done(struct ofi_op *op, int status);
+void ofi_rma_complete(struct ofi_ep *sep, struct ofi_op *op, int status);
 void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_hdr *h, const void *body,
                    uint32_t len);
 void ofi_mrc_free(struct ofi_conn *oc);
 void ofi_mrs_free(struct ofi_ep *sep);
 
+/* ofi_live.c */
+void ofi_live_add(struct ofi_ep *sep);
+void ofi_live_del(struct ofi_ep *sep);
+int ofi_live_gone(const struct ofi_ep *sep, const uint8_t *addr, size_t len);
+void ofi_live_fini(void);
+
+/* ofi_conn.c */
+struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, void *context);
+void ofi_conn_unlist(struct ofi_conn *oc, int cq_held);
+int ofi_disconnect(cci__conn_t *conn);
+void ofi_conn_timeouts_changed(cci__conn_t *conn);
+void ofi_conns_sweep(struct ofi_ep *sep);
+void ofi_conns_close_all(struct ofi_ep *sep);
+void ofi_conns_free_all(struct ofi_ep *sep);
+
+/* ofi_hs.c */
+int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
+                cci_conn_attribute_t attr, void *context, const struct timeval *timeout);
+int ofi_accept(cci__evt_t *evt, void *context);
+int ofi_reject(cci__evt_t *evt);
+void ofi_request_done(cci__evt_t *evt);
+void ofi_on_conn_msg(struct ofi_ep *sep, const struct ofi_hdr *h, const void *body,
+                     uint32_t len);
+void ofi_connect_timeout(struct ofi_conn *oc);
+void ofi_connect_refused(struct ofi_conn *oc);
+void ofi_reqs_free(struct ofi_ep *sep);
+
 /* ofi_loop.c */
+int ofi_progress(cci__ep_t *ep);
+int ofi_progress_locked(struct ofi_ep *sep);
+void ofi_recv_returned(cci__evt_t *evt);
 int ofi_thread_start(struct ofi_ep *sep);
 void ofi_thread_stop(struct ofi_ep *sep);
-void ofi_thread_wake(struct ofi_ep *sep);
 int ofi_arm(cci__ep_t *ep);
-void ofi_conn_timeouts_changed(cci__conn_t *conn);
-int ofi_pidw_watch(struct ofi_ep *sep, struct ofi_pidw *w);
+
+/* ofi_ep.c */
+int ofi_ep_create(cci__ep_t *ep, const char *service);
+void ofi_ep_destroy(cci__ep_t *ep);
+int ofi_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);
 
 #endif /* CCI_OFI_H */

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -183,9 +182,7 @@ int ofi_service_check(const struct fi_info *info, const char *service)
 	return (*end != '\0' || port == 0 || port > 65535) ? CCI_EINVAL : CCI_SUCCESS;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Address vector entries                                                    */
-/* ------------------------------------------------------------------------ */
+/* ---- Address vector entries ---- */
 
 static struct ofi_peer *peer_insert(struct ofi_ep *sep, const uint8_t *addr, size_t len)
 {
@@ -208,14 +205,12 @@ static struct ofi_peer *peer_insert(struct ofi_ep *sep, const uint8_t *addr, siz
 	return p;
 }
 
-/* The AV entry of addr, shared: a reference, or NULL when it cannot be
- * reached (a closed endpoint of this process, or refused by the AV). */
+/* The AV entry of addr, shared: a reference, or NULL when the AV
+ * refuses it. */
 struct ofi_peer *ofi_peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len)
 {
 	struct ofi_peer *p;
 
-	if (ofi_live_gone(sep, addr, len))
-		return NULL;
 	pthread_mutex_lock(&sep->lock);
 	for (p = sep->peers; p; p = p->next)
 		if (!p->cut && p->len == len && memcmp(p->addr, addr, len) == 0)
@@ -232,9 +227,8 @@ struct ofi_peer *ofi_peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t le
  * (ofi_peers_sweep), so a peer reconnecting soon finds it (and whatever
  * the provider holds for it, e.g. an rxm connection) still there.
  * sep->lock held. */
-void ofi_peer_put_locked(struct ofi_ep *sep, struct ofi_peer *peer)
+void ofi_peer_put_locked(struct ofi_peer *peer)
 {
-	(void)sep;
 	if (--peer->refs > 0)
 		return;
 	peer->idle_ns = cci__now_ns();
@@ -245,7 +239,7 @@ void ofi_peer_put(struct ofi_ep *sep, struct ofi_peer *peer)
 	if (!peer)
 		return;
 	pthread_mutex_lock(&sep->lock);
-	ofi_peer_put_locked(sep, peer);
+	ofi_peer_put_locked(peer);
 	pthread_mutex_unlock(&sep->lock);
 }
 
@@ -277,9 +271,7 @@ void ofi_peers_free(struct ofi_ep *sep)
 	}
 }
 
-/* ------------------------------------------------------------------------ */
-/* Processes of this host                                                    */
-/* ------------------------------------------------------------------------ */
+/* ---- Processes of this host ---- */
 
 static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
 {
@@ -312,7 +304,7 @@ static uint64_t proc_start(uint32_t pid)
 	return start;
 }
 
-int ofi_proc_self(struct ofi_proc *p)
+void ofi_proc_self(struct ofi_proc *p)
 {
 	char boot[64] = "", host[256] = "";
 	ssize_t n = 0;
@@ -328,7 +320,6 @@ int ofi_proc_self(struct ofi_proc *p)
 	                strlen(host));
 	p->pid = (uint32_t)getpid();
 	p->start = proc_start(p->pid);
-	return CCI_SUCCESS;
 }
 
 /* A watch on the peer process p when it runs on this host, else NULL.
@@ -351,10 +342,11 @@ struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p)
 		w->refs = 1;
 		w->fd = (int)syscall(SYS_pidfd_open, (pid_t)p->pid, 0);
 		/* Check the start time after opening: a reused pid is another process. */
-		if (w->fd < 0 || proc_start(p->pid) != p->start || ofi_pidw_watch(sep, w) != 0)
-			w->dead = w->fd < 0 || proc_start(p->pid) != p->start;
+		w->dead = w->fd < 0 || proc_start(p->pid) != p->start;
 		w->next = sep->pidws;
 		sep->pidws = w;
+		if (!w->dead)
+			cci__engine_cmd(&sep->eng, OFI_CMD_PIDW); /* the thread watches it */
 	}
 	pthread_mutex_unlock(&sep->lock);
 	return w;
@@ -362,14 +354,14 @@ struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p)
 
 /* Drop a reference (sep->lock held).  Like address vector entries, a
  * watch nobody uses stays a while for a peer that reconnects. */
-void ofi_pidw_put(struct ofi_ep *sep, struct ofi_pidw *w)
+void ofi_pidw_put(struct ofi_pidw *w)
 {
-	(void)sep;
 	if (w && --w->refs == 0)
 		w->idle_ns = cci__now_ns();
 }
 
-/* Close the watches unused for OFI_PEER_IDLE_NS (progress thread). */
+/* Close the watches unused for OFI_PEER_IDLE_NS (progress thread, loop
+ * lock held). */
 void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now)
 {
 	pthread_mutex_lock(&sep->lock);
@@ -380,10 +372,10 @@ void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now)
 			continue;
 		}
 		*pp = w->next;
-		if (w->fd >= 0) {
-			epoll_ctl(sep->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+		if (ev_is_active(&w->io_w))
+			ev_io_stop(sep->eng.loop, &w->io_w);
+		if (w->fd >= 0)
 			close(w->fd);
-		}
 		free(w);
 	}
 	pthread_mutex_unlock(&sep->lock);

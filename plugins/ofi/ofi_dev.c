@@ -63,24 +63,29 @@ static const char *given(const char *value)
 	return value[0] ? value : NULL;
 }
 
-struct fi_info *ofi_hints(const char *prov, const char *domain)
+/* fi_getinfo for the endpoints we open (RDM, FI_MSG | FI_RMA, the modes
+ * we handle) of provider prov, domain and fabric when given (else any),
+ * bound to node and service when given.  0 or a negative FI_* error. */
+int ofi_getinfo(const char *prov, const char *domain, const char *fabric, const char *node,
+                const char *service, struct fi_info **list_p)
 {
 	struct fi_info *h = ofi_lib.dupinfo(NULL);
+	int rc = -FI_ENOMEM;
 
-	if (!h)
-		return NULL;
-	h->ep_attr->type = FI_EP_RDM;
-	h->caps = FI_MSG | FI_RMA;
-	h->mode = FI_CONTEXT | FI_CONTEXT2;
-	h->domain_attr->mr_mode = OFI_MR_HANDLED;
-	h->domain_attr->threading = FI_THREAD_SAFE;
-	h->addr_format = FI_FORMAT_UNSPEC;
-	if ((prov && !(h->fabric_attr->prov_name = strdup(prov))) ||
-	    (domain && !(h->domain_attr->name = strdup(domain)))) {
-		ofi_lib.freeinfo(h);
-		return NULL;
+	if (h && (!prov || (h->fabric_attr->prov_name = strdup(prov))) &&
+	    (!domain || (h->domain_attr->name = strdup(domain))) &&
+	    (!fabric || (h->fabric_attr->name = strdup(fabric)))) {
+		h->ep_attr->type = FI_EP_RDM;
+		h->caps = FI_MSG | FI_RMA;
+		h->mode = FI_CONTEXT | FI_CONTEXT2;
+		h->domain_attr->mr_mode = OFI_MR_HANDLED;
+		h->domain_attr->threading = FI_THREAD_SAFE;
+		h->addr_format = FI_FORMAT_UNSPEC;
+		rc = ofi_lib.getinfo(OFI_API_VERSION, node, service, node || service ? FI_SOURCE : 0,
+		                     h, list_p);
 	}
-	return h;
+	ofi_lib.freeinfo(h);
+	return rc;
 }
 
 static void core_name_of(const char *prov, char *out, size_t len)
@@ -177,7 +182,7 @@ static int name_seen(char seen[][OFI_PROV_LEN], int n, const char *core)
 /* Discovery: one device per usable provider, named ofi-<provider>. */
 int ofi_discover(void)
 {
-	struct fi_info *hints, *list = NULL;
+	struct fi_info *list = NULL;
 	char seen[OFI_MAX_DEVS][OFI_PROV_LEN], name[OFI_PROV_LEN + 8];
 	const char *why = NULL;
 	int nseen = 0, rc;
@@ -186,11 +191,9 @@ int ofi_discover(void)
 		OFI_LOG(CCI_LOG_INIT, "ofi: no devices: %s", why);
 		return CCI_SUCCESS;
 	}
-	hints = ofi_hints(NULL, NULL);
-	if (!hints)
+	rc = ofi_getinfo(NULL, NULL, NULL, NULL, NULL, &list);
+	if (rc == -FI_ENOMEM)
 		return CCI_ENOMEM;
-	rc = ofi_lib.getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &list);
-	ofi_lib.freeinfo(hints);
 	if (rc != 0) {
 		OFI_LOG(CCI_LOG_INIT, "ofi: no provider offers RDM endpoints: %s", ofi_lib.strerror(-rc));
 		return CCI_SUCCESS;
@@ -294,7 +297,7 @@ static int conf_pick(cci__dev_t *dev, const struct ofi_conf *c, struct fi_info *
 int ofi_dev_configure(cci__dev_t *dev)
 {
 	struct ofi_conf c = { 0 };
-	struct fi_info *hints, *list = NULL;
+	struct fi_info *list = NULL;
 	char node[64] = "", why[160];
 	const char *lib_why = NULL;
 	int rc;
@@ -311,18 +314,15 @@ int ofi_dev_configure(cci__dev_t *dev)
 		                     c.iface);
 		return CCI_EINVAL;
 	}
-	hints = ofi_hints(given(c.provider), given(c.domain));
-	if (!hints)
+	rc = ofi_getinfo(given(c.provider), given(c.domain), NULL, given(node), NULL, &list);
+	if (rc == -FI_ENOMEM)
 		return CCI_ENOMEM;
-	rc = ofi_lib.getinfo(OFI_API_VERSION, node[0] ? node : NULL, NULL, node[0] ? FI_SOURCE : 0,
-	                hints, &list);
-	ofi_lib.freeinfo(hints);
 	if (rc != 0) {
 		snprintf(why, sizeof(why), "not available here (fi_getinfo: %s)", ofi_lib.strerror(-rc));
 		dev_down(dev, &c, why);
 		return CCI_SUCCESS;
 	}
-	rc = conf_pick(dev, &c, list, node[0] ? node : NULL);
+	rc = conf_pick(dev, &c, list, given(node));
 	ofi_lib.freeinfo(list);
 	return rc;
 }

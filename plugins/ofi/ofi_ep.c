@@ -22,7 +22,7 @@ static void ep_init_fields(struct ofi_ep *sep, cci__ep_t *ep)
 	sep->ep = ep;
 	sep->dev = d;
 	sep->mss = d->mss;
-	sep->wait_fd = sep->epfd = sep->wake_fd = -1;
+	sep->wait_fd = -1;
 	sep->rma_flags = FI_COMPLETION | FI_DELIVERY_COMPLETE;
 	pthread_mutex_init(&sep->lock, NULL);
 	pthread_mutex_init(&sep->mr_lock, NULL);
@@ -36,7 +36,7 @@ static void ep_init_fields(struct ofi_ep *sep, cci__ep_t *ep)
 static int ep_info(struct ofi_ep *sep, const char *service)
 {
 	const struct fi_info *di = sep->dev->info;
-	struct fi_info *hints, *list = NULL;
+	struct fi_info *list = NULL;
 	const char *node = sep->dev->node[0] ? sep->dev->node : NULL;
 	int rc;
 
@@ -46,13 +46,8 @@ static int ep_info(struct ofi_ep *sep, const char *service)
 	}
 	if (ofi_service_check(di, service) != CCI_SUCCESS)
 		return CCI_EINVAL;
-	hints = ofi_hints(di->fabric_attr->prov_name, di->domain_attr->name);
-	if (!hints || !(hints->fabric_attr->name = strdup(di->fabric_attr->name))) {
-		ofi_lib.freeinfo(hints);
-		return CCI_ENOMEM;
-	}
-	rc = ofi_lib.getinfo(OFI_API_VERSION, node, service, FI_SOURCE, hints, &list);
-	ofi_lib.freeinfo(hints);
+	rc = ofi_getinfo(di->fabric_attr->prov_name, di->domain_attr->name, di->fabric_attr->name,
+	                 node, service, &list);
 	if (rc != 0) {
 		OFI_LOG(CCI_LOG_EP, "ofi: service %s: fi_getinfo: %s", service, ofi_lib.strerror(-rc));
 		return rc == -FI_ENODATA ? CCI_EADDRNOTAVAIL : ofi_fi_status(-rc);
@@ -187,7 +182,6 @@ static void ep_release(struct ofi_ep *sep)
 	close_fid(sep->fep ? &sep->fep->fid : NULL);
 	sep->fep = NULL;
 	ofi_mrs_free(sep);
-	ofi_rx_fini(sep);
 	ofi_pool_fini(sep);
 	ofi_peers_free(sep);
 	close_fid(sep->av ? &sep->av->fid : NULL);
@@ -214,7 +208,7 @@ static int ep_buffers(struct ofi_ep *sep, cci__ep_t *ep)
 	if (!sep->slots || !sep->slot_gen)
 		return CCI_ENOMEM;
 	sep->rx_count = ep->recv_buf_count;
-	return ofi_rx_init(sep, ep->recv_buf_count);
+	return ofi_rx_grow(sep, ep->recv_buf_count);
 }
 
 int ofi_ep_create(cci__ep_t *ep, const char *service)

@@ -1,64 +1,276 @@
 /*
- * ofi_loop.c - the endpoint's progress thread: timers (connect
- * timeouts, keepalive, send timeouts, late credits), peer processes that
- * die, and progress while the application does not make any.
+ * ofi_loop.c - progress: reading the completion queue, for the
+ * application's progress() and for the endpoint's progress thread, which
+ * runs on the shared engine (plugins/common/engine.h) and keeps the
+ * timers (connect timeouts, keepalive, send timeouts, late credits) and
+ * the watch on peer processes that die.
+ *
+ * progress() reads the CQ (one reader at a time: others return at once)
+ * and dispatches each completion to the file whose concern it is:
+ * application messages to ofi_rx.c (their credits to ofi_tx.c), the
+ * handshake's messages to ofi_hs.c, the key exchange's to ofi_rma.c,
+ * transmit completions to ofi_tx.c or ofi_rma.c.
  *
  * libfabric's providers here progress data only when called (manual
- * progress), so someone must read the completion queue while the
- * application computes or sleeps on its OS handle.  The application's
- * own polling is the fast path, and the thread stays off the queue while
- * it sees the application poll (a counter every progress() bumps): it
- * wakes once a tick (OFI_TICK_NS) for the timers only.  When a tick
- * passes without progress(), or the application armed its OS handle, the
- * thread takes over: it sleeps on the queue's wait fd (fi_trywait first)
- * when the provider has one, else it polls, every few microseconds right
- * after activity when the application waits, backing off to a tick.
- * Everything it finds it posts as events; the core rings the OS handle.
+ * progress), so someone must read the CQ while the application computes
+ * or sleeps on its OS handle.  The application's own polling is the fast
+ * path, and the thread stays off the queue while the application polls
+ * (cci__engine_app_active in every progress(), the engine's tick tells):
+ * it wakes once a tick (OFI_TICK_NS) for the timers only.  When a tick
+ * passes without progress(), or the application armed its OS handle (a
+ * command, OFI_CMD_ARM), the thread takes over: it sleeps on the queue's
+ * wait fd (an ev_io, fi_trywait first) when the provider has one, else
+ * it polls on a precise timer (cci__engine_timer), every few microseconds
+ * right after activity while the application waits, backing off to a
+ * millisecond.  Everything it finds it posts as events; the core rings
+ * the OS handle.
+ *
+ * The thread's callbacks run with the loop lock held and take the
+ * plugin's locks inside it.  Only that thread starts or stops the
+ * watchers (CQ wait fd, poll timer, pidfds), so no other thread takes the
+ * loop lock: they send a command (ofi_arm, ofi_pidw_get).
  */
-#include <errno.h>
-#include <signal.h>
+#include <stddef.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/prctl.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "ofi.h"
 
+#define OFI_CQ_BATCH 16
+#define OFI_CQ_ROUNDS 4
 #define OFI_POLL_MIN_NS 10000ull     /* polling after activity, no wait fd */
 #define OFI_POLL_MAX_NS 1000000ull
 #define OFI_POLL_HOT_NS 500000ull    /* poll at the minimum this long after activity */
 #define OFI_EXPIRED_MAX 32
 #define OFI_PROBE_NS 1000000000ull   /* blocked on credits this long: is the peer there? */
 
-void ofi_thread_wake(struct ofi_ep *sep)
-{
-	uint64_t one = 1;
+_Static_assert(offsetof(struct ofi_op, obj) == sizeof(struct fi_context2) &&
+               offsetof(struct ofi_rxbuf, obj) == sizeof(struct fi_context2),
+               "completion contexts start with fi_context2 then the object kind");
 
-	if (write(sep->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		OFI_LOG(CCI_LOG_EP, "ofi: waking the progress thread: %s", strerror(errno));
+/* ---- Progress: reading the completion queue ---- */
+
+/* Credits and signs of life carried by any header (heard at the coarse
+ * clock: a tick late at most); oc->lock held. */
+static void heard(struct ofi_conn *oc, const struct ofi_hdr *h)
+{
+	cci__ct_heard(&oc->timers, __atomic_load_n(&oc->sep->now_ns, __ATOMIC_RELAXED));
+	if (h->credits)
+		ofi_tx_credits_in(oc, h->credits);
 }
 
-int ofi_pidw_watch(struct ofi_ep *sep, struct ofi_pidw *w)
+/* An application message in rb for oc (NULL: none such); cq_lock held. */
+static void on_msg(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb,
+                   const struct ofi_hdr *h, uint32_t len)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
-
-	w->tag = OFI_TAG_PID;
-	ev.data.ptr = w;
-	return epoll_ctl(sep->epfd, EPOLL_CTL_ADD, w->fd, &ev);
-}
-
-/* Any message from the peer is a sign of life; PINGs ask for one.
- * oc->lock held. */
-static void conn_keepalive(struct ofi_conn *oc, uint64_t now)
-{
-	if (oc->rx_count != oc->seen_rx) {
-		oc->seen_rx = oc->rx_count;
-		cci__ct_heard(&oc->timers, now);
+	if (!oc) {
+		ofi_rx_repost(sep, rb);
+		return;
 	}
-	if (cci__ct_keepalive(&oc->timers, ofi_core, oc->conn, now) == CCI__KA_PING)
-		ofi_ctl_send(oc, OFI_T_PING, 0, NULL, 0, 0);
+	pthread_mutex_lock(&oc->lock);
+	if (ofi_rx_msg(sep, oc, rb, h, len))
+		heard(oc, h);
+	pthread_mutex_unlock(&oc->lock);
 }
+
+/* A message whose header came as remote CQ data (ofi_imm_pack). */
+static void on_imm(struct ofi_ep *sep, struct ofi_rxbuf *rb, uint64_t data, size_t len)
+{
+	struct ofi_conn *oc = sep->slots[data & 0xffffu];
+	struct ofi_hdr h = { .type = OFI_T_MSG };
+	uint32_t seq20 = (uint32_t)(data >> 28) & 0xfffffu;
+
+	__atomic_sub_fetch(&sep->rx_posted, 1, __ATOMIC_RELAXED);
+	rb->off = 0;
+	if (!oc || (oc->id >> 16 & 0xfffu) != ((data >> 16) & 0xfffu) || (data >> 60) != OFI_T_MSG) {
+		ofi_rx_repost(sep, rb);
+		return;
+	}
+	/* The full sequence number nearest to the one expected. */
+	h.seq = oc->rx_next + (uint32_t)((int32_t)((seq20 - oc->rx_next) << 12) >> 12);
+	h.credits = (uint16_t)((data >> 48) & 0xfffu);
+	on_msg(sep, oc, rb, &h, (uint32_t)len);
+}
+
+/* A control message: the handshake's go to ofi_hs.c, the key exchange's
+ * to ofi_rma.c, PING is answered here. */
+static void on_ctl(struct ofi_ep *sep, const struct ofi_hdr *h, const void *body, uint32_t len)
+{
+	struct ofi_conn *oc;
+
+	if (h->type == OFI_T_REQ || h->type == OFI_T_CANCEL) {
+		ofi_on_conn_msg(sep, h, body, len);
+		return;
+	}
+	oc = ofi_conn_lookup(sep, h->dst);
+	if (!oc)
+		return;
+	pthread_mutex_lock(&oc->lock);
+	heard(oc, h);
+	if (h->type == OFI_T_PING && oc->state == OFI_CONN_OPEN)
+		ofi_ctl_send(oc, OFI_T_PONG, 0, NULL, 0, 0);
+	else if (h->type >= OFI_T_MR_REQ && h->type <= OFI_T_MR_INVAL)
+		ofi_on_mr_msg(oc, h, body, len);
+	pthread_mutex_unlock(&oc->lock);
+	if (h->type == OFI_T_ACCEPT || h->type == OFI_T_REJECT || h->type == OFI_T_DISC)
+		ofi_on_conn_msg(sep, h, body, len);
+}
+
+/* A receive buffer came back with a message whose header is in-band. */
+static void on_recv(struct ofi_ep *sep, struct ofi_rxbuf *rb, size_t len)
+{
+	const struct ofi_hdr *h = (const struct ofi_hdr *)rb->data;
+
+	__atomic_sub_fetch(&sep->rx_posted, 1, __ATOMIC_RELAXED);
+	if (len < OFI_HDR_LEN || h->version != OFI_WIRE_VERSION) {
+		OFI_LOG(CCI_LOG_MSG, "ofi: malformed message of %zu bytes dropped", len);
+		ofi_rx_repost(sep, rb);
+		return;
+	}
+	rb->off = OFI_HDR_LEN;
+	if (h->type == OFI_T_MSG) {
+		on_msg(sep, ofi_conn_lookup(sep, h->dst), rb, h, (uint32_t)(len - OFI_HDR_LEN));
+		return;
+	}
+	on_ctl(sep, h, rb->data + OFI_HDR_LEN, (uint32_t)(len - OFI_HDR_LEN));
+	ofi_rx_repost(sep, rb);
+}
+
+/* The provider is done with op (status from its completion). */
+static void on_op_done(struct ofi_ep *sep, struct ofi_op *op, int status)
+{
+	struct ofi_conn *refused;
+
+	if (op->kind == OFI_OP_RMA) {
+		ofi_rma_complete(sep, op, status);
+		return;
+	}
+	refused = ofi_tx_complete(sep, op, status);
+	if (refused)
+		ofi_connect_refused(refused);
+}
+
+static int ctx_obj(void *ctx)
+{
+	return *((const uint8_t *)ctx + sizeof(struct fi_context2));
+}
+
+static void cq_error(struct ofi_ep *sep)
+{
+	struct fi_cq_err_entry err;
+
+	memset(&err, 0, sizeof(err));
+	if (fi_cq_readerr(sep->cq, &err, 0) != 1)
+		return;
+	if (!err.op_context) {
+		OFI_LOG(CCI_LOG_MSG, "ofi: a message sent without completion failed: %s",
+		        ofi_lib.strerror(err.err));
+		return;
+	}
+	if (ctx_obj(err.op_context) == OFI_OBJ_RX) {
+		__atomic_sub_fetch(&sep->rx_posted, 1, __ATOMIC_RELAXED);
+		if (err.err != FI_ECANCELED) {
+			OFI_LOG(CCI_LOG_MSG, "ofi: receive failed: %s", ofi_lib.strerror(err.err));
+			ofi_rx_repost(sep, err.op_context);
+		}
+		return;
+	}
+	OFI_LOG(CCI_LOG_MSG, "ofi: operation failed: %s (provider error %d)", ofi_lib.strerror(err.err),
+	        err.prov_errno);
+	on_op_done(sep, err.op_context, ofi_fi_status(err.err));
+}
+
+/* Retry every connection with queued work (the provider said EAGAIN). */
+static void retry_queued(struct ofi_ep *sep)
+{
+	__atomic_store_n(&sep->tx_pending, 0, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&sep->lock);
+	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
+		if (!oc->msgq && !oc->rmaq)
+			continue;
+		pthread_mutex_lock(&oc->lock);
+		ofi_msgq_flush(oc);
+		ofi_rmaq_flush(oc);
+		pthread_mutex_unlock(&oc->lock);
+	}
+	pthread_mutex_unlock(&sep->lock);
+}
+
+/* cq_lock held.  CCI_ENOBUFS when the application holds every buffer. */
+int ofi_progress_locked(struct ofi_ep *sep)
+{
+	struct fi_cq_data_entry ent[OFI_CQ_BATCH];
+
+	if (sep->backlog)
+		ofi_backlog_drain(sep);
+	for (int round = 0; round < OFI_CQ_ROUNDS; round++) {
+		ssize_t n = fi_cq_read(sep->cq, ent, OFI_CQ_BATCH);
+
+		if (n == -FI_EAVAIL) {
+			sep->cq_seen++;
+			cq_error(sep);
+			continue;
+		}
+		if (n <= 0) {
+			if (n != -FI_EAGAIN)
+				OFI_LOG(CCI_LOG_EP, "ofi: fi_cq_read: %s", ofi_lib.strerror((int)-n));
+			break;
+		}
+		sep->cq_seen += (uint64_t)n;
+		for (ssize_t i = 0; i < n; i++) {
+			if (!ent[i].op_context)
+				continue;
+			if (ctx_obj(ent[i].op_context) != OFI_OBJ_RX)
+				on_op_done(sep, ent[i].op_context, CCI_SUCCESS);
+			else if (ent[i].flags & FI_REMOTE_CQ_DATA)
+				on_imm(sep, ent[i].op_context, ent[i].data, ent[i].len);
+			else
+				on_recv(sep, ent[i].op_context, ent[i].len);
+		}
+		if (n < OFI_CQ_BATCH)
+			break;
+	}
+	if (__atomic_load_n(&sep->ctlq, __ATOMIC_RELAXED))
+		ofi_ctlq_flush(sep);
+	if (__atomic_load_n(&sep->tx_pending, __ATOMIC_RELAXED))
+		retry_queued(sep);
+	return ofi_rx_full(sep) ? CCI_ENOBUFS : CCI_SUCCESS;
+}
+
+int ofi_progress(cci__ep_t *ep)
+{
+	struct ofi_ep *sep = ofi_ep_of(ep);
+	int rc;
+
+	cci__engine_app_active(&sep->eng); /* the progress thread keeps off the CQ */
+	if (__atomic_load_n(&sep->app_armed, __ATOMIC_RELAXED))
+		__atomic_store_n(&sep->app_armed, 0, __ATOMIC_RELAXED);
+	if (!cci__spin_trylock(&sep->cq_lock))
+		return ofi_rx_full(sep) ? CCI_ENOBUFS : CCI_SUCCESS;
+	rc = ofi_progress_locked(sep);
+	cci__spin_unlock(&sep->cq_lock);
+	return rc;
+}
+
+/* A RECV event came back: its buffer is posted again, and its credit
+ * goes back with the next header to the peer; only a quarter of the
+ * window owed needs a message of its own. */
+void ofi_recv_returned(cci__evt_t *evt)
+{
+	struct ofi_rxbuf *rb = evt->rx_buf;
+	struct ofi_conn *oc = rb->oc;
+	struct ofi_ep *sep = oc->sep;
+
+	__atomic_sub_fetch(&sep->rx_lent, 1, __ATOMIC_RELAXED);
+	ofi_rx_repost(sep, rb);
+	if (__atomic_add_fetch(&oc->owed, 1, __ATOMIC_RELAXED) >= ofi_credit_quarter(oc)) {
+		pthread_mutex_lock(&oc->lock);
+		ofi_credit_maybe(oc, 0);
+		pthread_mutex_unlock(&oc->lock);
+	}
+	ofi_conn_unref(oc);
+}
+
+/* ---- The progress thread ---- */
 
 static uint64_t oldest_user_stamp(const struct ofi_conn *oc)
 {
@@ -95,7 +307,9 @@ static void conn_probe(struct ofi_conn *oc, uint64_t now)
 /* oc->lock held. */
 static void conn_timers(struct ofi_conn *oc, uint64_t now)
 {
-	conn_keepalive(oc, now);
+	/* Any message from the peer is a sign of life (heard()); PINGs ask for one. */
+	if (cci__ct_keepalive(&oc->timers, ofi_core, oc->conn, now) == CCI__KA_PING)
+		ofi_ctl_send(oc, OFI_T_PING, 0, NULL, 0, 0);
 	if (cci__ct_send_expired(oc->send_to_us, oldest_user_stamp(oc), now)) {
 		OFI_LOG(CCI_LOG_CONN, "ofi: send timeout on %08x", oc->id);
 		ofi_conn_break(oc, CCI_ETIMEDOUT);
@@ -135,19 +349,15 @@ static void timers(struct ofi_ep *sep, uint64_t now)
 }
 
 /* The peer process w watched is gone: its connections break. */
-static void pid_died(struct ofi_ep *sep, struct ofi_pidw *w)
+static void pid_cb(struct ev_loop *loop, ev_io *io, int revents)
 {
-	struct ofi_pidw *x;
+	struct ofi_pidw *w = (struct ofi_pidw *)io;
+	struct ofi_ep *sep = io->data;
 
+	(void)revents;
 	pthread_mutex_lock(&sep->lock);
-	for (x = sep->pidws; x && x != w; x = x->next)
-		;
-	if (!x) { /* let go of while its event was on the way */
-		pthread_mutex_unlock(&sep->lock);
-		return;
-	}
 	w->dead = 1;
-	epoll_ctl(sep->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+	ev_io_stop(loop, io);
 	OFI_LOG(CCI_LOG_CONN, "ofi: peer process %u exited", w->pid);
 	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
 		pthread_mutex_lock(&oc->lock); /* pidw is set under it */
@@ -158,152 +368,143 @@ static void pid_died(struct ofi_ep *sep, struct ofi_pidw *w)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* Progress for an absent application; returns the completions seen. */
-static uint64_t thread_progress(struct ofi_ep *sep)
+/* Watch the pidfds ofi_pidw_get opened since (OFI_CMD_PIDW). */
+static void pidws_watch(struct ofi_ep *sep)
 {
-	uint64_t before;
-
-	if (!cci__spin_trylock(&sep->cq_lock))
-		return 0;
-	before = sep->cq_seen;
-	ofi_progress_locked(sep);
-	before = sep->cq_seen - before;
-	cci__spin_unlock(&sep->cq_lock);
-	return before;
+	pthread_mutex_lock(&sep->lock);
+	for (struct ofi_pidw *w = sep->pidws; w; w = w->next) {
+		if (w->dead || ev_is_active(&w->io_w))
+			continue;
+		ev_io_init(&w->io_w, pid_cb, w->fd, EV_READ);
+		w->io_w.data = sep;
+		ev_io_start(sep->eng.loop, &w->io_w);
+	}
+	pthread_mutex_unlock(&sep->lock);
 }
 
-static void cq_fd_watch(struct ofi_ep *sep, int on)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &sep->tag_cq };
-
-	if (on == sep->cq_fd_on)
-		return;
-	if (epoll_ctl(sep->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, sep->wait_fd, &ev) == 0)
-		sep->cq_fd_on = on;
-}
-
-/* How long to sleep (ns), arming the CQ's wait fd when we may use it.
- * Without one, a waiting application is polled for at the minimum
- * interval for a while after anything happened (an answer usually comes
- * soon), then less and less often. */
-static uint64_t wait_plan(struct ofi_ep *sep, int idle, int armed, uint64_t now,
-                          uint64_t *poll_ns)
+/* With a wait fd: sleep on it while the application is away (once
+ * fi_trywait says the queue is empty), keep off it while it polls. */
+static void plan_wait_fd(struct ofi_ep *sep, int idle)
 {
 	struct fid *f = &sep->cq->fid;
-	uint64_t hot = __atomic_load_n(&sep->hot_ns, __ATOMIC_RELAXED);
 
-	if (idle && sep->wait_fd >= 0) {
-		if (fi_trywait(sep->fabric, &f, 1) != FI_SUCCESS)
-			return 0;
-		cq_fd_watch(sep, 1);
-		return OFI_TICK_NS;
+	if (!idle) {
+		if (ev_is_active(&sep->cq_w))
+			ev_io_stop(sep->eng.loop, &sep->cq_w);
+		return;
+	}
+	if (fi_trywait(sep->fabric, &f, 1) != FI_SUCCESS) {
+		cci__engine_timer_set(&sep->poll_t, 0, 0); /* completions came: again at once */
+		return;
+	}
+	if (!ev_is_active(&sep->cq_w))
+		ev_io_start(sep->eng.loop, &sep->cq_w);
+}
+
+/* Without one, a waiting application is polled for at the minimum
+ * interval for a while after anything happened (an answer usually comes
+ * soon), then less and less often; one that computes, once a tick. */
+static void plan_poll(struct ofi_ep *sep, int on, uint64_t now)
+{
+	uint64_t hot = __atomic_load_n(&sep->hot_ns, __ATOMIC_RELAXED), ns;
+
+	if (!on) {
+		if (sep->poll_ns)
+			cci__engine_timer_stop(&sep->poll_t);
+		sep->poll_ns = 0;
+		return;
+	}
+	if ((int64_t)(now - hot) < (int64_t)OFI_POLL_HOT_NS || sep->poll_ns == 0)
+		ns = OFI_POLL_MIN_NS;
+	else
+		ns = sep->poll_ns * 2 > OFI_POLL_MAX_NS ? OFI_POLL_MAX_NS : sep->poll_ns * 2;
+	if (ns != sep->poll_ns)
+		cci__engine_timer_set(&sep->poll_t, ns, ns);
+	sep->poll_ns = ns;
+}
+
+/* Read the queue if the application is away (idle: it made no progress
+ * call since the last tick) or waits on its OS handle, then choose how
+ * the loop comes back to it. */
+static void loop_round(struct ofi_ep *sep, int idle)
+{
+	uint64_t now = cci__now_ns();
+	int armed = __atomic_load_n(&sep->app_armed, __ATOMIC_RELAXED);
+
+	idle = idle || armed;
+	__atomic_store_n(&sep->now_ns, now, __ATOMIC_RELAXED);
+	if (idle && cci__spin_trylock(&sep->cq_lock)) {
+		uint64_t seen = sep->cq_seen;
+
+		ofi_progress_locked(sep);
+		if (sep->cq_seen != seen) /* an answer often follows: poll fast a while */
+			__atomic_store_n(&sep->hot_ns, now, __ATOMIC_RELAXED);
+		cci__spin_unlock(&sep->cq_lock);
 	}
 	if (sep->wait_fd >= 0)
-		cq_fd_watch(sep, 0);
-	if (!idle || !armed)
-		return OFI_TICK_NS;
-	if ((int64_t)(now - hot) < (int64_t)OFI_POLL_HOT_NS)
-		*poll_ns = OFI_POLL_MIN_NS;
+		plan_wait_fd(sep, idle);
 	else
-		*poll_ns = *poll_ns * 2 > OFI_POLL_MAX_NS ? OFI_POLL_MAX_NS : *poll_ns * 2;
-	return *poll_ns;
+		plan_poll(sep, idle && armed, now);
 }
 
-static void thread_wait(struct ofi_ep *sep, uint64_t ns)
+static void on_tick(void *owner, uint64_t now, int app_polled)
 {
-	struct epoll_event evs[16];
-	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
-	                       .tv_nsec = (long)(ns % 1000000000ull) };
-	uint64_t v;
-	int n = epoll_pwait2(sep->epfd, evs, 16, &ts, NULL);
+	struct ofi_ep *sep = owner;
 
-	for (int i = 0; i < n; i++) {
-		int tag = *(int *)evs[i].data.ptr;
-
-		if (tag == OFI_TAG_WAKE) {
-			if (read(sep->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				OFI_LOG(CCI_LOG_EP, "ofi: wake fd: %s", strerror(errno));
-		} else if (tag == OFI_TAG_PID) {
-			pid_died(sep, evs[i].data.ptr);
-		}
-	}
+	timers(sep, now);
+	loop_round(sep, !app_polled);
 }
 
-static void *thread_main(void *arg)
+static void on_cmd(void *owner, unsigned cmd)
+{
+	struct ofi_ep *sep = owner;
+
+	if (cmd & OFI_CMD_PIDW)
+		pidws_watch(sep);
+	if (cmd & OFI_CMD_ARM)
+		loop_round(sep, !cci__engine_app_recent(&sep->eng));
+}
+
+static void poll_cb(void *arg)
 {
 	struct ofi_ep *sep = arg;
-	uint32_t last = __atomic_load_n(&sep->activity, __ATOMIC_RELAXED);
-	uint64_t next_tick = 0, poll_ns = OFI_POLL_MIN_NS;
 
-	/* Short polling sleeps must not stretch to the default 50 us slack. */
-	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-	while (!__atomic_load_n(&sep->stopping, __ATOMIC_ACQUIRE)) {
-		uint64_t now = cci__now_ns();
-		uint32_t act = __atomic_load_n(&sep->activity, __ATOMIC_RELAXED);
-		int armed = __atomic_load_n(&sep->app_armed, __ATOMIC_RELAXED);
-		int idle;
+	loop_round(sep, !cci__engine_app_recent(&sep->eng));
+}
 
-		__atomic_store_n(&sep->now_ns, now, __ATOMIC_RELAXED);
-		if (now >= next_tick) {
-			timers(sep, now);
-			idle = armed || act == last;
-			last = act;
-			next_tick = now + OFI_TICK_NS;
-		} else {
-			idle = armed || act == last;
-		}
-		if (idle && thread_progress(sep) > 0)
-			__atomic_store_n(&sep->hot_ns, now, __ATOMIC_RELAXED);
-		thread_wait(sep, wait_plan(sep, idle, armed, now, &poll_ns));
-	}
-	return NULL;
+static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	poll_cb(w->data);
 }
 
 int ofi_thread_start(struct ofi_ep *sep)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &sep->tag_wake };
-	sigset_t all, old;
-	int rc;
-
-	sep->tag_wake = OFI_TAG_WAKE;
-	sep->tag_cq = OFI_TAG_CQ;
 	sep->now_ns = cci__now_ns();
-	sep->epfd = epoll_create1(EPOLL_CLOEXEC);
-	sep->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (sep->epfd < 0 || sep->wake_fd < 0 ||
-	    epoll_ctl(sep->epfd, EPOLL_CTL_ADD, sep->wake_fd, &ev) != 0) {
-		OFI_ERR("ofi: cannot set up the progress thread: %s", strerror(errno));
+	if (cci__engine_init(&sep->eng, sep, OFI_TICK_NS * 1e-9, 1, on_cmd, on_tick) != CCI_SUCCESS ||
+	    cci__engine_timer_init(&sep->eng, &sep->poll_t, poll_cb, sep) != CCI_SUCCESS) {
+		OFI_ERR("ofi: cannot set up the progress thread: out of memory or descriptors");
 		ofi_thread_stop(sep);
 		return CCI_ENOMEM;
 	}
-	/* The thread takes no signals: they belong to the application. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&sep->thread, NULL, thread_main, sep);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
-		OFI_ERR("ofi: cannot start the progress thread: %s", strerror(rc));
+	ev_io_init(&sep->cq_w, cq_cb, sep->wait_fd, EV_READ);
+	sep->cq_w.data = sep;
+	if (cci__engine_start(&sep->eng) != CCI_SUCCESS) {
+		OFI_ERR("ofi: cannot start the progress thread");
 		ofi_thread_stop(sep);
 		return CCI_ENOMEM;
 	}
-	sep->thread_started = 1;
 	return CCI_SUCCESS;
 }
 
+/* Join the thread and free the loop; the pid watches it had stay for
+ * ofi_conns_free_all to close. */
 void ofi_thread_stop(struct ofi_ep *sep)
 {
-	if (sep->thread_started) {
-		__atomic_store_n(&sep->stopping, 1, __ATOMIC_RELEASE);
-		ofi_thread_wake(sep);
-		pthread_join(sep->thread, NULL);
-		sep->thread_started = 0;
-	}
-	if (sep->epfd >= 0)
-		close(sep->epfd);
-	if (sep->wake_fd >= 0)
-		close(sep->wake_fd);
-	sep->epfd = sep->wake_fd = -1;
-	sep->cq_fd_on = 0;
+	cci__engine_stop(&sep->eng);
+	cci__engine_timer_fini(&sep->eng, &sep->poll_t);
+	cci__engine_fini(&sep->eng);
 }
 
 /* The application is about to sleep on its OS handle: the thread takes
@@ -314,16 +515,6 @@ int ofi_arm(cci__ep_t *ep)
 
 	__atomic_store_n(&sep->hot_ns, cci__now_ns(), __ATOMIC_RELAXED);
 	__atomic_store_n(&sep->app_armed, 1, __ATOMIC_RELAXED);
-	ofi_thread_wake(sep);
+	cci__engine_cmd(&sep->eng, OFI_CMD_ARM);
 	return CCI_SUCCESS;
-}
-
-void ofi_conn_timeouts_changed(cci__conn_t *conn)
-{
-	struct ofi_conn *oc = ofi_conn_of(conn);
-
-	pthread_mutex_lock(&oc->lock);
-	cci__ct_arm(&oc->timers, conn->keepalive_us, cci__now_ns());
-	oc->send_to_us = conn->send_timeout_us;
-	pthread_mutex_unlock(&oc->lock);
 }

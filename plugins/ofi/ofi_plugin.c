@@ -1,10 +1,7 @@
 /*
- * ofi_plugin.c - the libfabric transport's ops table and what every file of
- * it uses (clock, status mapping).
+ * ofi_plugin.c - the libfabric transport's ops table: the one file that
+ * names every entry point, and that no other file calls.
  */
-#include <stdlib.h>
-#include <time.h>
-
 #include "ofi.h"
 
 const struct cci_core *ofi_core;
@@ -20,21 +17,6 @@ static int ofi_init(const struct cci_core *core)
 static void ofi_finalize(void)
 {
 	ofi_live_fini();
-}
-
-/* A libfabric error (positive FI_* value) as a CCI status. */
-int ofi_fi_status(int fi_err)
-{
-	switch (fi_err) {
-	case FI_ETOOSMALL:
-		return CCI_EMSGSIZE;
-	case FI_EACCES: /* a completion error: the target refused the key */
-	case FI_EKEYREJECTED:
-	case FI_ENOKEY:
-		return CCI_ERR_RMA_HANDLE;
-	default:
-		return cci__errno_status(fi_err);
-	}
 }
 
 static const char *ofi_strerror(cci__ep_t *ep, int status)

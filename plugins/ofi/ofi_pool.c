@@ -79,9 +79,7 @@ static struct ofi_slab *slab_new(struct ofi_ep *sep, uint32_t n, size_t osz, uin
 	return s;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Receive buffers                                                           */
-/* ------------------------------------------------------------------------ */
+/* ---- Receive buffers ---- */
 
 static int rx_slab_add(struct ofi_ep *sep, uint32_t n)
 {
@@ -105,6 +103,15 @@ static int rx_slab_add(struct ofi_ep *sep, uint32_t n)
 	return CCI_SUCCESS;
 }
 
+static void rx_free_push(struct ofi_ep *sep, struct ofi_rxbuf *rb)
+{
+	rb->oc = NULL;
+	cci__spin_lock(&sep->rx_lock);
+	rb->next = sep->rx_free;
+	sep->rx_free = rb;
+	cci__spin_unlock(&sep->rx_lock);
+}
+
 static int rx_post(struct ofi_ep *sep, struct ofi_rxbuf *rb)
 {
 	ssize_t rc;
@@ -116,10 +123,7 @@ static int rx_post(struct ofi_ep *sep, struct ofi_rxbuf *rb)
 		return CCI_SUCCESS;
 	__atomic_sub_fetch(&sep->rx_posted, 1, __ATOMIC_RELAXED);
 	OFI_LOG(CCI_LOG_EP, "ofi: fi_recv: %s", ofi_lib.strerror((int)-rc));
-	cci__spin_lock(&sep->rx_lock);
-	rb->next = sep->rx_free;
-	sep->rx_free = rb;
-	cci__spin_unlock(&sep->rx_lock);
+	rx_free_push(sep, rb);
 	return ofi_fi_status((int)-rc);
 }
 
@@ -156,11 +160,6 @@ int ofi_rx_grow(struct ofi_ep *sep, uint32_t count)
 	return CCI_SUCCESS;
 }
 
-int ofi_rx_init(struct ofi_ep *sep, uint32_t count)
-{
-	return ofi_rx_grow(sep, count);
-}
-
 /* A buffer came back (handled, or its event returned): post it again,
  * unless the receive count shrank. */
 void ofi_rx_repost(struct ofi_ep *sep, struct ofi_rxbuf *rb)
@@ -170,26 +169,10 @@ void ofi_rx_repost(struct ofi_ep *sep, struct ofi_rxbuf *rb)
 		rx_post(sep, rb);
 		return;
 	}
-	rb->oc = NULL;
-	cci__spin_lock(&sep->rx_lock);
-	rb->next = sep->rx_free;
-	sep->rx_free = rb;
-	cci__spin_unlock(&sep->rx_lock);
+	rx_free_push(sep, rb);
 }
 
-void ofi_rx_fini(struct ofi_ep *sep)
-{
-	while (sep->rx_slabs) {
-		struct ofi_slab *s = sep->rx_slabs;
-		sep->rx_slabs = s->next;
-		slab_free(s);
-	}
-	sep->rx_free = NULL;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Operations                                                                */
-/* ------------------------------------------------------------------------ */
+/* ---- Operations ---- */
 
 static int op_slab_add(struct ofi_ep *sep)
 {
@@ -267,12 +250,19 @@ void ofi_op_put(struct ofi_ep *sep, struct ofi_op *op)
 	ofi_peer_put(sep, peer);
 }
 
+/* Every slab, receive buffers and operations (no thread runs). */
 void ofi_pool_fini(struct ofi_ep *sep)
 {
-	while (sep->op_slabs) {
-		struct ofi_slab *s = sep->op_slabs;
-		sep->op_slabs = s->next;
-		slab_free(s);
+	struct ofi_slab *lists[2] = { sep->rx_slabs, sep->op_slabs };
+
+	for (int i = 0; i < 2; i++) {
+		while (lists[i]) {
+			struct ofi_slab *s = lists[i];
+			lists[i] = s->next;
+			slab_free(s);
+		}
 	}
+	sep->rx_slabs = sep->op_slabs = NULL;
+	sep->rx_free = NULL;
 	sep->pool = NULL;
 }

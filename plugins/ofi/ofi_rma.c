@@ -27,9 +27,7 @@
 
 #include "ofi.h"
 
-/* ------------------------------------------------------------------------ */
-/* Registrations (target side)                                               */
-/* ------------------------------------------------------------------------ */
+/* ---- Registrations (target side) ---- */
 
 int ofi_rma_register(cci__ep_t *ep, cci__rma_reg_t *reg)
 {
@@ -140,9 +138,7 @@ static void on_mr_req(struct ofi_conn *oc, uint32_t req_id, const void *body, ui
 	ofi_ctl_send(oc, OFI_T_MR_REP, req_id, &rep, sizeof(rep), 0);
 }
 
-/* ------------------------------------------------------------------------ */
-/* The initiator's cache of peer registrations                               */
-/* ------------------------------------------------------------------------ */
+/* ---- The initiator's cache of peer registrations ---- */
 
 static struct ofi_mrc *mrc_find(struct ofi_conn *oc, uint64_t key)
 {
@@ -228,9 +224,7 @@ void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_hdr *h, const void *bod
 	}
 }
 
-/* ------------------------------------------------------------------------ */
-/* Operations                                                                */
-/* ------------------------------------------------------------------------ */
+/* ---- Operations ---- */
 
 /* The target's answer allows op?  CCI_SUCCESS or the refusal. */
 static int mrc_allows(const struct ofi_mrc *c, const struct ofi_op *op)
@@ -359,13 +353,21 @@ static void rma_finish(struct ofi_op *op, int status)
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 }
 
-/* A data operation completed (progress); oc->lock held. */
-void ofi_rma_data_done(struct ofi_op *op, int status)
+/* The provider is done with op: its data moved (or failed), or its
+ * completion message left (then it is ofi_tx_complete's).  Progress. */
+void ofi_rma_complete(struct ofi_ep *sep, struct ofi_op *op, int status)
 {
 	struct ofi_conn *oc = op->oc;
 
+	pthread_mutex_lock(&oc->lock);
+	if (op->data_done) {
+		pthread_mutex_unlock(&oc->lock);
+		ofi_tx_complete(sep, op, status); /* never a connection request */
+		return;
+	}
 	rma_finish(op, status);
 	ofi_rmaq_flush(oc);
+	pthread_mutex_unlock(&oc->lock);
 }
 
 int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_reg_t *local,

@@ -29,7 +29,7 @@
 
 /* Credits owed are counted without the connection's lock (returned
  * events add to them); a header takes at most max of them. */
-uint32_t ofi_owed_take(struct ofi_conn *oc, uint32_t max)
+static uint32_t owed_take(struct ofi_conn *oc, uint32_t max)
 {
 	uint32_t c = __atomic_exchange_n(&oc->owed, 0, __ATOMIC_RELAXED);
 
@@ -40,16 +40,16 @@ uint32_t ofi_owed_take(struct ofi_conn *oc, uint32_t max)
 	return c;
 }
 
-void ofi_owed_give(struct ofi_conn *oc, uint32_t n)
+static void owed_give(struct ofi_conn *oc, uint32_t n)
 {
 	if (n)
 		__atomic_add_fetch(&oc->owed, n, __ATOMIC_RELAXED);
 }
 
-void ofi_hdr_fill(struct ofi_conn *oc, struct ofi_hdr *h, uint8_t type, uint32_t seq,
-                  uint32_t aux)
+static void hdr_fill(struct ofi_conn *oc, struct ofi_hdr *h, uint8_t type, uint32_t seq,
+                     uint32_t aux)
 {
-	uint32_t c = ofi_owed_take(oc, 0xffffu);
+	uint32_t c = owed_take(oc, 0xffffu);
 
 	h->dst = oc->peer_id;
 	h->seq = seq;
@@ -64,9 +64,7 @@ static uint32_t inject_limit(const struct ofi_ep *sep)
 	return sep->inject_size < OFI_INJECT_MAX ? (uint32_t)sep->inject_size : OFI_INJECT_MAX;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Operations in flight                                                      */
-/* ------------------------------------------------------------------------ */
+/* ---- Operations in flight ---- */
 
 void ofi_flight_add(struct ofi_conn *oc, struct ofi_op *op)
 {
@@ -118,9 +116,7 @@ void ofi_op_done(struct ofi_ep *sep, struct ofi_op *op)
 	ofi_op_put(sep, op);
 }
 
-/* ------------------------------------------------------------------------ */
-/* The message queue                                                         */
-/* ------------------------------------------------------------------------ */
+/* ---- The message queue ---- */
 
 void ofi_msgq_push(struct ofi_conn *oc, struct ofi_op *op)
 {
@@ -159,7 +155,7 @@ static ssize_t op_send(struct ofi_ep *sep, struct ofi_op *op, fi_addr_t dest)
 /* An application message, its header as remote CQ data; oc->lock held. */
 static ssize_t op_send_imm(struct ofi_conn *oc, struct ofi_op *op)
 {
-	uint32_t c = ofi_owed_take(oc, OFI_IMM_CREDITS_MAX);
+	uint32_t c = owed_take(oc, OFI_IMM_CREDITS_MAX);
 	uint64_t data = ofi_imm_pack(oc->peer_id, oc->tx_seq, c);
 	ssize_t rc;
 
@@ -168,7 +164,7 @@ static ssize_t op_send_imm(struct ofi_conn *oc, struct ofi_op *op)
 	else
 		rc = fi_senddata(oc->sep->fep, op->buf, op->len, op->desc, data, oc->peer->fa, op);
 	if (rc != 0)
-		ofi_owed_give(oc, c);
+		owed_give(oc, c);
 	return rc;
 }
 
@@ -180,10 +176,10 @@ static ssize_t msgq_post(struct ofi_conn *oc, struct ofi_op *op, int credit)
 
 	if (credit && oc->imm)
 		return op_send_imm(oc, op);
-	ofi_hdr_fill(oc, h, credit ? OFI_T_MSG : op->ctl_type, credit ? oc->tx_seq : 0, op->aux);
+	hdr_fill(oc, h, credit ? OFI_T_MSG : op->ctl_type, credit ? oc->tx_seq : 0, op->aux);
 	rc = op_send(oc->sep, op, oc->peer->fa);
 	if (rc != 0)
-		ofi_owed_give(oc, h->credits);
+		owed_give(oc, h->credits);
 	return rc;
 }
 
@@ -232,25 +228,7 @@ void ofi_msgq_flush(struct ofi_conn *oc)
 		;
 }
 
-/* Retry every connection with queued work (the provider said EAGAIN). */
-void ofi_tx_flush_all(struct ofi_ep *sep)
-{
-	__atomic_store_n(&sep->tx_pending, 0, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&sep->lock);
-	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
-		if (!oc->msgq && !oc->rmaq)
-			continue;
-		pthread_mutex_lock(&oc->lock);
-		ofi_msgq_flush(oc);
-		ofi_rmaq_flush(oc);
-		pthread_mutex_unlock(&oc->lock);
-	}
-	pthread_mutex_unlock(&sep->lock);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Control messages                                                          */
-/* ------------------------------------------------------------------------ */
+/* ---- Control messages ---- */
 
 static void ctlq_push(struct ofi_ep *sep, struct ofi_op *op)
 {
@@ -347,13 +325,13 @@ int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *bo
 	if (!flags && OFI_HDR_LEN + len <= sizeof(buf) && OFI_HDR_LEN + len <= sep->inject_size &&
 	    !__atomic_load_n(&sep->ctlq, __ATOMIC_RELAXED)) {
 		ssize_t rc;
-		ofi_hdr_fill(oc, h, type, 0, aux);
+		hdr_fill(oc, h, type, 0, aux);
 		if (len)
 			memcpy(h + 1, body, len);
 		rc = fi_inject(sep->fep, buf, OFI_HDR_LEN + len, oc->peer->fa);
 		if (rc == 0)
 			return CCI_SUCCESS;
-		ofi_owed_give(oc, h->credits);
+		owed_give(oc, h->credits);
 	}
 	op = ctl_op(sep, type, aux, body, len, flags);
 	if (!op)
@@ -366,7 +344,7 @@ int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *bo
 		ofi_msgq_flush(oc);
 		return CCI_SUCCESS;
 	}
-	ofi_hdr_fill(oc, (struct ofi_hdr *)op->buf, type, 0, aux);
+	hdr_fill(oc, (struct ofi_hdr *)op->buf, type, 0, aux);
 	return ctl_post(sep, op);
 }
 
@@ -391,14 +369,14 @@ int ofi_ctl_to(struct ofi_ep *sep, struct ofi_peer *peer, uint32_t dst, uint8_t 
 	return ctl_post(sep, op);
 }
 
-/* Give credits back when a quarter of the window is owed (or any, when
- * forced by the timer); oc->lock held. */
 /* Credits worth a message of their own: a quarter of the window. */
 uint32_t ofi_credit_quarter(const struct ofi_conn *oc)
 {
 	return oc->window / 4 ? oc->window / 4 : 1;
 }
 
+/* Give credits back when a quarter of the window is owed (or any, when
+ * forced by the timer); oc->lock held. */
 void ofi_credit_maybe(struct ofi_conn *oc, int force)
 {
 	uint32_t quarter = ofi_credit_quarter(oc);
@@ -409,9 +387,16 @@ void ofi_credit_maybe(struct ofi_conn *oc, int force)
 	ofi_ctl_send(oc, OFI_T_CREDIT, 0, NULL, 0, 0);
 }
 
-/* ------------------------------------------------------------------------ */
-/* Sends                                                                     */
-/* ------------------------------------------------------------------------ */
+/* The peer gave credits back, in a header: queued messages may go.
+ * oc->lock held. */
+void ofi_tx_credits_in(struct ofi_conn *oc, uint32_t n)
+{
+	oc->credits += n;
+	if (oc->msgq)
+		ofi_msgq_flush(oc);
+}
+
+/* ---- Sends ---- */
 
 /* fi_inject of header + payload (or payload + CQ data); oc->lock held.
  * 0 or -FI_*. */
@@ -429,16 +414,16 @@ static ssize_t send_inject(struct ofi_conn *oc, const struct iovec *iov, uint32_
 		p += iov[i].iov_len;
 	}
 	if (oc->imm) {
-		c = ofi_owed_take(oc, OFI_IMM_CREDITS_MAX);
+		c = owed_take(oc, OFI_IMM_CREDITS_MAX);
 		rc = fi_injectdata(oc->sep->fep, buf, len, ofi_imm_pack(oc->peer_id, oc->tx_seq, c),
 		                   oc->peer->fa);
 		if (rc != 0)
-			ofi_owed_give(oc, c);
+			owed_give(oc, c);
 	} else {
-		ofi_hdr_fill(oc, h, OFI_T_MSG, oc->tx_seq, 0);
+		hdr_fill(oc, h, OFI_T_MSG, oc->tx_seq, 0);
 		rc = fi_inject(oc->sep->fep, buf, OFI_HDR_LEN + len, oc->peer->fa);
 		if (rc != 0)
-			ofi_owed_give(oc, h->credits);
+			owed_give(oc, h->credits);
 	}
 	if (rc != 0)
 		return rc;
@@ -523,9 +508,7 @@ int ofi_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 	return CCI_SUCCESS;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Completions and failures                                                  */
-/* ------------------------------------------------------------------------ */
+/* ---- Completions and failures ---- */
 
 /* A control message of oc failed: a request means the server is not
  * there; anything else, that the connection is gone.  oc->lock held;
@@ -538,8 +521,14 @@ static int ctl_failed(struct ofi_conn *oc, struct ofi_op *op)
 	return 0;
 }
 
-/* The provider is done with op (status from its completion). */
-void ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int status)
+/*
+ * The provider is done with op, a message, a control message or an RMA's
+ * completion message (status from its completion).  Returns the
+ * connection whose connection request could not be delivered, for the
+ * caller to fail the connect (ofi_connect_refused), else NULL.  cq_lock
+ * held: it keeps that connection in the table.
+ */
+struct ofi_conn *ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int status)
 {
 	struct ofi_conn *oc = op->oc;
 	int refused = 0;
@@ -547,14 +536,9 @@ void ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int status)
 	if (!oc) {
 		op->in_flight = 0;
 		ofi_op_done(sep, op);
-		return;
+		return NULL;
 	}
 	pthread_mutex_lock(&oc->lock);
-	if (op->kind == OFI_OP_RMA && !op->data_done) {
-		ofi_rma_data_done(op, status);
-		pthread_mutex_unlock(&oc->lock);
-		return;
-	}
 	ofi_flight_del(oc, op);
 	op->in_flight = 0;
 	if (status != CCI_SUCCESS && op->kind == OFI_OP_CTL) {
@@ -568,9 +552,8 @@ void ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int status)
 	if (oc->msgq && oc->state == OFI_CONN_OPEN)
 		ofi_msgq_flush(oc);
 	pthread_mutex_unlock(&oc->lock);
-	if (refused)
-		ofi_connect_refused(oc);
 	ofi_op_done(sep, op);
+	return refused ? oc : NULL;
 }
 
 static void fail_one(struct ofi_op *op, int *st, int notify)
@@ -612,4 +595,22 @@ void ofi_tx_fail_all(struct ofi_conn *oc, int first, int notify)
 		fail_one(op, &st, notify);
 		ofi_op_done(sep, op);
 	}
+}
+
+/*
+ * oc cannot carry messages any more (peer gone or disconnected, send
+ * timeout): its pending work completes with status (the first) and
+ * CCI_ERR_DISCONNECTED, later sends fail.  A local cause (status other
+ * than CCI_ERR_DISCONNECTED) is told to the peer.  oc->lock held.
+ */
+void ofi_conn_break(struct ofi_conn *oc, int status)
+{
+	if (oc->state != OFI_CONN_OPEN)
+		return;
+	OFI_LOG(CCI_LOG_CONN, "ofi: connection %08x broken (status %d)", oc->id, status);
+	oc->state = OFI_CONN_BROKEN;
+	oc->tx_err = CCI_ERR_DISCONNECTED;
+	if (status != CCI_ERR_DISCONNECTED)
+		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, 0);
+	ofi_tx_fail_all(oc, status, 1);
 }
