@@ -382,15 +382,20 @@ static int ack_mark_holes(struct sock_rel *r, uint64_t sack, uint64_t cum)
 
 /* NewReno on message counts: halve once per window of data, grow in slow
  * start or by one message a window, never while a loss is repaired. */
+/* RFC 5681: after a loss, half the data outstanding, at least 2. */
+static uint32_t ssthresh_after_loss(const struct sock_rel *r)
+{
+	uint32_t flight = (uint32_t)(r->snd_max - r->snd_una);
+
+	return flight / 2 > 2 ? flight / 2 : 2;
+}
+
 static void cwnd_update(struct sock_rel *r, uint32_t delivered, int loss)
 {
 	if (r->recovering && !sock_rel_seq_lt(r->snd_una, r->recover))
 		r->recovering = 0;
 	if (loss && !r->recovering) {
-		/* RFC 5681: half the data outstanding, at least 2. */
-		uint32_t flight = (uint32_t)(r->snd_max - r->snd_una);
-
-		r->ssthresh = flight / 2 > 2 ? flight / 2 : 2;
+		r->ssthresh = ssthresh_after_loss(r);
 		r->cwnd = r->ssthresh;
 		r->cwnd_acc = 0;
 		r->recovering = 1;
@@ -504,16 +509,13 @@ static void tx_tail_timer(struct sock_rel *r, uint64_t now)
  * resent, from the oldest, with a window of one (RFC 5681 section 3.1). */
 static void tx_timeout(struct sock_rel *r, uint64_t now)
 {
-	uint32_t flight;
-
 	if (r->snd_una == r->snd_max) {
 		r->rto_at = SOCK_REL_NEVER;
 		return;
 	}
 	r->stats.rto++;
 	r->tlp_armed = 0;
-	flight = (uint32_t)(r->snd_max - r->snd_una);
-	r->ssthresh = flight / 2 > 2 ? flight / 2 : 2;
+	r->ssthresh = ssthresh_after_loss(r);
 	r->cwnd = 1;
 	r->cwnd_acc = 0;
 	r->recovering = 2; /* slow start, but no second halving for this window */
