@@ -58,10 +58,10 @@
 
 #include "cci_plugin.h"
 #include "sock_addr.h"
-#include "sock_conn.h"
+#include "sock_io.h"
 #include "sock_wire.h"
 #include "clock.h"
-#include "conn_timers.h"
+#include "conn_base.h"
 #include "engine.h"
 #include "random.h"
 #include "spin.h"
@@ -178,11 +178,14 @@ enum tcp_sink { TCP_SINK_NONE, TCP_SINK_BUF, TCP_SINK_MEM, TCP_SINK_DROP };
 struct tcp_ep;
 
 struct tcp_conn {
+	/* First.  State and timers change under sep->lock (a break holds
+	 * tx_lock too); senders read the state without it, and the receive
+	 * path stamps last_heard_ns with a relaxed store. */
+	struct cci__conn_base base;
 	cci__conn_t *conn;
 	struct tcp_ep *sep;
 	struct tcp_conn *next, *prev;  /* sep->conns */
 	int fd;
-	_Atomic int state;             /* enum sock_conn_state */
 	_Atomic int fault;             /* status to break with (from a sender) */
 	int in_rx;                     /* in sep->open */
 	int in_epoll;                  /* in rx_epfd (see tcp_conn_watch_update) */
@@ -195,6 +198,7 @@ struct tcp_conn {
 	uint32_t hs_len, hs_off;
 	uint64_t nonce;
 	void *context;
+	int hello_sent;                /* CONNECTING: our HELLO is out, the reply awaited */
 
 	/* Transmit side, under tx_lock. */
 	cci__spinlock_t tx_lock;
@@ -239,10 +243,6 @@ struct tcp_conn {
 	int yield;                     /* a big message was posted: end the pass */
 	uint32_t wr_op;                /* target: write op that failed ... */
 	int wr_status;                 /* ... with this status */
-
-	/* Connect deadline and keepalive, under sep->lock (last_heard_ns is
-	 * also stamped by the receive path, a relaxed store). */
-	struct cci__conn_timers timers;
 };
 
 /* A connection request, server side. */
@@ -330,11 +330,6 @@ static inline void tcp_rx_sink(struct tcp_conn *tc, int sink, char *dst, uint64_
 	tc->sink = sink;
 	tc->dst = dst;
 	tc->left = len;
-}
-
-static inline int tcp_state(struct tcp_conn *tc)
-{
-	return atomic_load_explicit(&tc->state, memory_order_acquire);
 }
 
 /* progress=manual with an OS handle: its timerfd fires in ns nanoseconds

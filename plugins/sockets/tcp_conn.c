@@ -20,7 +20,6 @@ void tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, i
 	tc->sep = sep;
 	tc->fd = fd;
 	tc->mss = sep->mss;
-	atomic_store(&tc->state, SOCK_CONN_CONNECTING);
 }
 
 /* With sep->lock held. */
@@ -50,12 +49,7 @@ static void conn_unlink(struct tcp_conn *tc)
 
 static void set_state(struct tcp_conn *tc, int to)
 {
-	int from = tcp_state(tc);
-
-	if (!sock_conn_can_move(from, to))
-		TCP_LOG(CCI_LOG_CTP, "tcp: connection %s: %s -> %s is not a legal move", tc->peer,
-		        sock_conn_state_name(from), sock_conn_state_name(to));
-	atomic_store_explicit(&tc->state, to, memory_order_release);
+	cci__conn_move(&tc->base, to, tcp_core, tc->conn);
 }
 
 /*
@@ -127,8 +121,8 @@ int tcp_conn_open(struct tcp_conn *tc)
 		tc->in_rx = 0;
 		return CCI_ENOMEM;
 	}
-	cci__ct_arm(&tc->timers, tc->conn->keepalive_us, atomic_load(&sep->now_ns));
-	set_state(tc, SOCK_CONN_OPEN);
+	cci__ct_arm(&tc->base.timers, tc->conn->keepalive_us, atomic_load(&sep->now_ns));
+	set_state(tc, CCI__CONN_OPEN);
 	return CCI_SUCCESS;
 }
 
@@ -197,11 +191,11 @@ void tcp_conn_break(struct tcp_conn *tc, int status, const char *why)
 	struct tcp_op *ops;
 
 	cci__spin_lock(&tc->tx_lock);
-	if (tcp_state(tc) != SOCK_CONN_OPEN) {
+	if (!cci__conn_is_open(&tc->base)) {
 		cci__spin_unlock(&tc->tx_lock);
 		return;
 	}
-	set_state(tc, SOCK_CONN_BROKEN);
+	set_state(tc, CCI__CONN_BROKEN);
 	ops = ops_detach(tc);
 	cci__spin_unlock(&tc->tx_lock);
 	TCP_LOG(CCI_LOG_CONN, "tcp: connection with %s broken (%s)", tc->peer, why);
@@ -258,10 +252,10 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 		ev_io_stop(sep->eng.loop, &tc->w_w);
 	tc->w_on = 0;
 	cci__spin_lock(&tc->tx_lock);
-	clean = tcp_state(tc) == SOCK_CONN_OPEN && tc->ctl_off == 0 &&
+	clean = cci__conn_is_open(&tc->base) && tc->ctl_off == 0 &&
 	        !(tc->txq && tc->txq->prepared && tc->txq->frame_off > 0);
 	ops = ops_detach(tc);
-	set_state(tc, SOCK_CONN_CLOSED);
+	set_state(tc, CCI__CONN_CLOSED);
 	cci__spin_unlock(&tc->tx_lock);
 	if (clean)
 		close_gracefully(tc);
@@ -283,7 +277,7 @@ void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why)
 	cci__conn_t *conn = tc->conn;
 
 	TCP_LOG(CCI_LOG_CONN, "tcp: connecting to %s failed: %s", tc->peer, why);
-	atomic_store(&tc->state, SOCK_CONN_FAILED);
+	set_state(tc, CCI__CONN_FAILED);
 	tcp_core->post_connect(tc->sep->ep, tc->context, status, tc->conn);
 	tcp_conn_destroy(tc);
 	tcp_core->conn_release(conn);
@@ -310,14 +304,15 @@ void tcp_conn_timeouts_changed(cci__conn_t *conn)
 	struct tcp_ep *sep = tc->sep;
 
 	pthread_mutex_lock(&sep->lock);
-	cci__ct_arm(&tc->timers, conn->keepalive_us, cci__now_ns());
+	cci__ct_arm(&tc->base.timers, conn->keepalive_us, cci__now_ns());
 	pthread_mutex_unlock(&sep->lock);
 }
 
 /* When the oldest unfinished send or RMA was queued, UINT64_MAX if none
  * (answers to the peer's reads do not count: they are the peer's). */
-static uint64_t oldest_send_ns(struct tcp_conn *tc)
+static uint64_t oldest_send_ns(void *pc)
 {
+	struct tcp_conn *tc = pc;
 	struct tcp_op *op;
 	uint64_t t;
 
@@ -332,29 +327,39 @@ static uint64_t oldest_send_ns(struct tcp_conn *tc)
 	return t;
 }
 
-/* The tick: sep->lock held; with_loop when the loop lock is too (a failed
- * connect stops its watcher). */
+/* A PING to a quiet peer: its PONG is a sign of life. */
+static void ping(void *pc)
+{
+	tcp_tx_flush_now(pc, SOCK_F_PING, NULL);
+}
+
+static void connect_expired(void *pc)
+{
+	tcp_connect_fail(pc, CCI_ETIMEDOUT, "connect timeout");
+}
+
+static void send_expired(void *pc)
+{
+	struct tcp_conn *tc = pc;
+
+	TCP_LOG(CCI_LOG_CONN, "tcp: send to %s timed out", tc->peer);
+	tcp_conn_break(tc, CCI_ETIMEDOUT, "send timeout");
+}
+
+/* A failed connect stops its watcher, which needs the loop lock. */
+static const struct cci__conn_tick_ops tick_ops[2] = {
+	{ oldest_send_ns, ping, NULL, send_expired },
+	{ oldest_send_ns, ping, connect_expired, send_expired },
+};
+
+/* The tick: sep->lock held; with_loop when the loop lock is too. */
 void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop)
 {
 	for (struct tcp_conn *tc = sep->conns, *next; tc; tc = next) {
-		int st = tcp_state(tc);
 		next = tc->next;
-		if (st == SOCK_CONN_CONNECTING || st == SOCK_CONN_HELLO_SENT) {
-			if (with_loop && cci__ct_connect_expired(&tc->timers, now))
-				tcp_connect_fail(tc, CCI_ETIMEDOUT, "connect timeout");
-			continue;
-		}
-		if (st != SOCK_CONN_OPEN)
-			continue;
-		if (cci__ct_send_expired(tc->conn->send_timeout_us, oldest_send_ns(tc), now)) {
-			TCP_LOG(CCI_LOG_CONN, "tcp: send to %s timed out", tc->peer);
-			tcp_conn_break(tc, CCI_ETIMEDOUT, "send timeout");
-			continue;
-		}
-		/* A PING to a quiet peer: its PONG is a sign of life. */
-		if (cci__ct_keepalive(&tc->timers, tcp_core, tc->conn, now) == CCI__KA_PING)
-			tcp_tx_flush_now(tc, SOCK_F_PING, NULL);
-		if (atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent))
+		if (cci__conn_tick(&tc->base, tc->conn, tcp_core, &tick_ops[with_loop != 0], tc,
+		                   now) &&
+		    atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent))
 			tcp_tx_send_ack(tc);
 	}
 }

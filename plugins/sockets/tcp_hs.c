@@ -254,7 +254,6 @@ static int accept_locked(struct tcp_req *req, void *context)
 	memcpy(tc->peer, req->peer, sizeof(tc->peer));
 	tc->mss = req->hello.mss < sep->mss ? req->hello.mss : sep->mss;
 	conn->pub.max_send_size = tc->mss;
-	atomic_store(&tc->state, SOCK_CONN_HELLO_SENT);
 	tcp_conn_link(tc);
 	rc = reply_send(tc->fd, SOCK_F_ACCEPT, &r);
 	if (rc == CCI_SUCCESS)
@@ -363,7 +362,7 @@ static void hs_send_hello(struct tcp_conn *tc)
 	int err = 0;
 	socklen_t el = sizeof(err);
 
-	if (tcp_state(tc) == SOCK_CONN_CONNECTING) {
+	if (tc->hs_off == 0) { /* the first writable event: connected, or not */
 		getsockopt(tc->fd, SOL_SOCKET, SO_ERROR, &err, &el);
 		if (err) {
 			tcp_connect_fail(tc, cci__errno_status(err), strerror(err));
@@ -383,7 +382,7 @@ static void hs_send_hello(struct tcp_conn *tc)
 		}
 		tc->hs_off += (uint32_t)n;
 	}
-	atomic_store(&tc->state, SOCK_CONN_HELLO_SENT);
+	tc->hello_sent = 1;
 	tc->hs_off = 0;
 	ev_io_stop(tc->sep->eng.loop, &tc->hs_w);
 	ev_io_set(&tc->hs_w, tc->fd, EV_READ);
@@ -400,7 +399,7 @@ static void hs_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&sep->lock);
-	if (tcp_state(tc) != SOCK_CONN_HELLO_SENT) {
+	if (!tc->hello_sent) {
 		hs_send_hello(tc);
 	} else {
 		r = hs_frame(tc->fd, tc->hs, &tc->hs_off, sep->mss, 0, &why);
@@ -478,7 +477,7 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	tc->context = context;
 	sock_addr_str((struct sockaddr *)&ss, tc->peer, sizeof(tc->peer));
 	hello_build(tc, attr, data, data_len, nonce);
-	cci__ct_connecting(&tc->timers, timeout, cci__now_ns());
+	cci__ct_connecting(&tc->base.timers, timeout, cci__now_ns());
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
 	tcp_conn_link(tc);

@@ -39,7 +39,7 @@ static void ww_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&sep->lock);
-	if (tcp_state(tc) == SOCK_CONN_OPEN)
+	if (cci__conn_is_open(&tc->base))
 		tcp_tx_flush_now(tc, 0, NULL);
 	ww_update(tc);
 	if (atomic_load(&sep->nfaults))
@@ -54,7 +54,7 @@ static void ww_update(struct tcp_conn *tc)
 	struct tcp_ep *sep = tc->sep;
 	int want = atomic_load(&sep->thread_mode) &&
 	           atomic_load_explicit(&tc->tx_queued, memory_order_relaxed) &&
-	           tcp_state(tc) == SOCK_CONN_OPEN;
+	           cci__conn_is_open(&tc->base);
 
 	if (want == tc->w_on)
 		return;
@@ -238,7 +238,7 @@ static int manual_tick_wanted(struct tcp_ep *sep)
 	/* An ack still owed goes out on a tick (timers_run): the peer's
 	 * completions wait for it. */
 	for (struct tcp_conn *tc = sep->conns; tc; tc = tc->next)
-		if (tcp_state(tc) != SOCK_CONN_OPEN || tc->timers.ka_us ||
+		if (!cci__conn_is_open(&tc->base) || tc->base.timers.ka_us ||
 		    atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent))
 			return 1;
 	return 0;

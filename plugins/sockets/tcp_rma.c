@@ -57,7 +57,7 @@ int tcp_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 		return CCI_ENOMEM;
 	}
 	cci__spin_lock(&tc->tx_lock);
-	if (tcp_state(tc) != SOCK_CONN_OPEN) {
+	if (!cci__conn_is_open(&tc->base)) {
 		cci__spin_unlock(&tc->tx_lock);
 		tcp_op_put(sep, op);
 		return CCI_ERR_DISCONNECTED;

@@ -69,7 +69,7 @@ static int frame_end(struct tcp_conn *tc)
 	if (type == SOCK_F_MSG)
 		return tc->yield;
 	tcp_rma_frame_end(tc);
-	return tc->yield || tcp_state(tc) != SOCK_CONN_OPEN;
+	return tc->yield || !cci__conn_is_open(&tc->base);
 }
 
 /* A decoded header: check it in context, set the payload's sink.
@@ -190,7 +190,7 @@ bad:
  * frame the connection) and when frame_begin says so. */
 static int rx_parse(struct tcp_conn *tc)
 {
-	if (tcp_state(tc) != SOCK_CONN_OPEN || tc->stalled || tc->yield)
+	if (!cci__conn_is_open(&tc->base) || tc->stalled || tc->yield)
 		return 1;
 	for (;;) {
 		if (tc->in_payload) {
@@ -258,7 +258,7 @@ static int rx_read(struct tcp_conn *tc)
 		n = sock_recv(tc->fd, direct ? tc->dst : (char *)tc->stage, want, MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	if (n > 0) {
-		cci__ct_heard(&tc->timers,
+		cci__ct_heard(&tc->base.timers,
 		              atomic_load_explicit(&tc->sep->now_ns, memory_order_relaxed));
 		if (!direct) {
 			tc->st_pos = 0;
@@ -282,7 +282,7 @@ static int rx_read(struct tcp_conn *tc)
 
 static void rx_apply_acks(struct tcp_conn *tc)
 {
-	if (tc->ack_seen == tc->ack_done || tcp_state(tc) != SOCK_CONN_OPEN)
+	if (tc->ack_seen == tc->ack_done || !cci__conn_is_open(&tc->base))
 		return;
 	if (tcp_tx_acked(tc, tc->ack_seen) != 0) {
 		rx_fail(tc, "acknowledgement of frames never sent");
@@ -296,7 +296,7 @@ static void rx_ack_policy(struct tcp_conn *tc)
 	uint64_t owed = atomic_load_explicit(&tc->rx_seq, memory_order_relaxed) -
 	                atomic_load_explicit(&tc->ack_sent, memory_order_relaxed);
 
-	if (owed == 0 || tcp_state(tc) != SOCK_CONN_OPEN) {
+	if (owed == 0 || !cci__conn_is_open(&tc->base)) {
 		tc->ack_now = 0;
 		return;
 	}

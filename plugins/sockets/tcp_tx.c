@@ -254,7 +254,7 @@ void tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done)
 	struct iovec iov[TCP_GATHER_IOV];
 	struct msghdr mh = { .msg_iov = iov };
 
-	while (tcp_state(tc) == SOCK_CONN_OPEN) {
+	while (cci__conn_is_open(&tc->base)) {
 		uint64_t total;
 		int with_ctl;
 		ssize_t n;
@@ -455,7 +455,7 @@ int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 		return CCI_ENOMEM;
 	}
 	cci__spin_lock(&tc->tx_lock);
-	if (tcp_state(tc) != SOCK_CONN_OPEN) {
+	if (!cci__conn_is_open(&tc->base)) {
 		cci__spin_unlock(&tc->tx_lock);
 		tcp_op_put(sep, op);
 		return CCI_ERR_DISCONNECTED;
