@@ -61,7 +61,7 @@
 
 #include "cci_plugin.h"
 #include "clock.h"
-#include "conn_timers.h"
+#include "conn_base.h"
 #include "engine.h"
 #include "random.h"
 #include "spin.h"
@@ -256,13 +256,6 @@ struct ofi_slab {
 
 /* ---- Connections ---- */
 
-enum ofi_conn_state {
-	OFI_CONN_CONNECTING,  /* client: REQ sent, no answer yet */
-	OFI_CONN_OPEN,
-	OFI_CONN_BROKEN,      /* peer gone, disconnected us or timed out */
-	OFI_CONN_CLOSED       /* cci_disconnect'ed (or the endpoint is closing) */
-};
-
 /* The initiator's cache of a peer's registration (see ofi_rma.c). */
 struct ofi_mrc {
 	struct ofi_mrc *next;
@@ -278,6 +271,10 @@ struct ofi_peer;
 struct ofi_pidw;
 
 struct ofi_conn {
+	/* First: the state (CONNECTING while a client's REQ is unanswered and
+	 * until a server's ACCEPT is sent) and the timers; moved and ticked
+	 * under lock. */
+	struct cci__conn_base base;
 	struct ofi_ep *sep;
 	cci__conn_t *conn;          /* the core's; NULL once released */
 	struct ofi_conn *next;      /* sep->conns */
@@ -292,7 +289,6 @@ struct ofi_conn {
 	int imm;                    /* headers of messages to the peer go as CQ data */
 
 	pthread_mutex_t lock;
-	int state;                  /* enum ofi_conn_state */
 	int tx_err;                 /* what senders get once broken */
 	uint32_t credits;           /* messages we may still send */
 	uint32_t window;            /* credits we granted the peer */
@@ -305,10 +301,6 @@ struct ofi_conn {
 	uint32_t rx_next;           /* RO: next sequence to deliver */
 	struct ofi_rxbuf *held;     /* arrived early (RO gap, or before CONNECT) */
 	uint32_t owed;              /* atomic: credits to give back to the peer */
-
-	/* Timers, under oc->lock. */
-	struct cci__conn_timers timers; /* connect deadline, keepalive */
-	uint32_t send_to_us;        /* our copy of conn->send_timeout_us */
 };
 
 /* A connection request at the server. */
@@ -440,6 +432,17 @@ static inline struct ofi_conn *ofi_conn_lookup(struct ofi_ep *sep, uint32_t id)
 	struct ofi_conn *oc = sep->slots[id & 0xffffu];
 
 	return (oc && oc->id == id) ? oc : NULL;
+}
+
+static inline int ofi_conn_state(const struct ofi_conn *oc)
+{
+	return cci__conn_state(&oc->base);
+}
+
+/* Move oc to state to (enum cci__conn_state); oc->lock held. */
+static inline void ofi_conn_move(struct ofi_conn *oc, int to)
+{
+	cci__conn_move(&oc->base, to, ofi_core, oc->conn);
 }
 
 static inline void ofi_conn_ref(struct ofi_conn *oc)

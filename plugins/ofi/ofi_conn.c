@@ -42,7 +42,6 @@ struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, voi
 	oc->sep = sep;
 	oc->refs = 1;
 	oc->attr = (int)attr;
-	oc->state = OFI_CONN_CONNECTING;
 	oc->tx_err = CCI_ERR_DISCONNECTED;
 	oc->window = __atomic_load_n(&sep->rx_count, __ATOMIC_RELAXED);
 	if (oc->window > OFI_WINDOW_MAX)
@@ -126,9 +125,9 @@ void ofi_conns_sweep(struct ofi_ep *sep)
 /* Tell the peer (if it still listens) and drop the work; oc->lock held. */
 static void conn_close(struct ofi_conn *oc)
 {
-	if (oc->state == OFI_CONN_OPEN)
+	if (ofi_conn_state(oc) == CCI__CONN_OPEN)
 		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, OFI_CTL_TRACKED);
-	oc->state = OFI_CONN_CLOSED;
+	ofi_conn_move(oc, CCI__CONN_CLOSED);
 	ofi_tx_fail_all(oc, CCI_ERR_DISCONNECTED, 0);
 }
 
@@ -185,7 +184,6 @@ void ofi_conn_timeouts_changed(cci__conn_t *conn)
 	struct ofi_conn *oc = ofi_conn_of(conn);
 
 	pthread_mutex_lock(&oc->lock);
-	cci__ct_arm(&oc->timers, conn->keepalive_us, cci__now_ns());
-	oc->send_to_us = conn->send_timeout_us;
+	cci__ct_arm(&oc->base.timers, conn->keepalive_us, cci__now_ns());
 	pthread_mutex_unlock(&oc->lock);
 }

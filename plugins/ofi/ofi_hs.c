@@ -25,15 +25,20 @@ static struct ofi_peer *peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t
 	return ofi_live_gone(sep, addr, len) ? NULL : ofi_peer_get(sep, addr, len);
 }
 
-/* Client: the connect failed; report it and let oc go. */
+/* Client: the connect failed (unless it opened meanwhile); report it and
+ * let oc go. */
 static void connect_failed(struct ofi_conn *oc, int status, int cq_held)
 {
 	cci__conn_t *conn;
 
 	pthread_mutex_lock(&oc->lock);
+	if (ofi_conn_state(oc) != CCI__CONN_CONNECTING) {
+		pthread_mutex_unlock(&oc->lock);
+		return;
+	}
 	conn = oc->conn;
+	ofi_conn_move(oc, CCI__CONN_FAILED);
 	oc->conn = NULL;
-	oc->state = OFI_CONN_CLOSED;
 	ofi_tx_fail_all(oc, status, 0);
 	pthread_mutex_unlock(&oc->lock);
 	if (!conn)
@@ -101,7 +106,7 @@ int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 		oc->nonce = cci__now_ns() ^ (uint64_t)(uintptr_t)oc;
 	pthread_mutex_lock(&oc->lock);
 	if (timeout)
-		cci__ct_connecting(&oc->timers, timeout, cci__now_ns());
+		cci__ct_connecting(&oc->base.timers, timeout, cci__now_ns());
 	pthread_mutex_unlock(&oc->lock);
 	oc->peer = peer_get(sep, addr, alen);
 	if (!oc->peer || send_req(oc, data, data_len) != CCI_SUCCESS)
@@ -113,12 +118,8 @@ int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 void ofi_connect_timeout(struct ofi_conn *oc)
 {
 	struct ofi_cancel c = { .id = oc->id, .nonce = oc->nonce };
-	int waiting;
 
-	pthread_mutex_lock(&oc->lock);
-	waiting = oc->state == OFI_CONN_CONNECTING && oc->conn;
-	pthread_mutex_unlock(&oc->lock);
-	if (!waiting)
+	if (ofi_conn_state(oc) != CCI__CONN_CONNECTING)
 		return;
 	if (oc->peer)
 		ofi_ctl_to(oc->sep, oc->peer, 0, OFI_T_CANCEL, &c, sizeof(c));
@@ -140,9 +141,8 @@ static void conn_set_peer(struct ofi_conn *oc, const struct ofi_hello *h)
 	oc->credits = h->credits < 0xffffu ? h->credits : 0xffffu;
 	if (h->mss < oc->conn->pub.max_send_size)
 		oc->conn->pub.max_send_size = h->mss;
-	cci__ct_arm(&oc->timers, oc->conn->keepalive_us, cci__now_ns());
-	oc->send_to_us = oc->conn->send_timeout_us;
-	oc->state = OFI_CONN_OPEN;
+	cci__ct_arm(&oc->base.timers, oc->conn->keepalive_us, cci__now_ns());
+	ofi_conn_move(oc, CCI__CONN_OPEN);
 }
 
 static int hello_valid(const struct ofi_hello *h, uint32_t len, int is_req)
@@ -168,7 +168,7 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const void *body,
 		return;
 	w = ofi_pidw_get(sep, &h.proc);
 	pthread_mutex_lock(&oc->lock);
-	if (oc->state != OFI_CONN_CONNECTING || !oc->conn) {
+	if (ofi_conn_state(oc) != CCI__CONN_CONNECTING || !oc->conn) {
 		pthread_mutex_unlock(&oc->lock);
 		if (w) {
 			pthread_mutex_lock(&sep->lock);
@@ -282,7 +282,7 @@ void ofi_on_conn_msg(struct ofi_ep *sep, const struct ofi_hdr *h, const void *bo
 	if (h->type == OFI_T_ACCEPT) {
 		on_accept(sep, oc, body, len);
 	} else if (h->type == OFI_T_REJECT) {
-		if (oc->is_client && oc->state == OFI_CONN_CONNECTING)
+		if (oc->is_client && ofi_conn_state(oc) == CCI__CONN_CONNECTING)
 			connect_failed(oc, CCI_ECONNREFUSED, 1);
 	} else if (h->type == OFI_T_DISC) {
 		pthread_mutex_lock(&oc->lock);

@@ -106,8 +106,8 @@ static void cut_peer(struct ofi_ep *y, const uint8_t *addr, size_t len)
 				continue;
 			pthread_mutex_lock(&oc->lock);
 			ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
-			if (oc->state == OFI_CONN_CONNECTING)
-				oc->timers.deadline_ns = 1; /* the timer fails it */
+			if (ofi_conn_state(oc) == CCI__CONN_CONNECTING)
+				oc->base.timers.deadline_ns = 1; /* the timer fails it */
 			pthread_mutex_unlock(&oc->lock);
 		}
 		fi_av_remove(y->av, &p->fa, 1, 0);

@@ -53,7 +53,7 @@ _Static_assert(offsetof(struct ofi_op, obj) == sizeof(struct fi_context2) &&
  * clock: a tick late at most); oc->lock held. */
 static void heard(struct ofi_conn *oc, const struct ofi_hdr *h)
 {
-	cci__ct_heard(&oc->timers, __atomic_load_n(&oc->sep->now_ns, __ATOMIC_RELAXED));
+	cci__ct_heard(&oc->base.timers, __atomic_load_n(&oc->sep->now_ns, __ATOMIC_RELAXED));
 	if (h->credits)
 		ofi_tx_credits_in(oc, h->credits);
 }
@@ -106,7 +106,7 @@ static void on_ctl(struct ofi_ep *sep, const struct ofi_hdr *h, const void *body
 		return;
 	pthread_mutex_lock(&oc->lock);
 	heard(oc, h);
-	if (h->type == OFI_T_PING && oc->state == OFI_CONN_OPEN)
+	if (h->type == OFI_T_PING && ofi_conn_state(oc) == CCI__CONN_OPEN)
 		ofi_ctl_send(oc, OFI_T_PONG, 0, NULL, 0, 0);
 	else if (h->type >= OFI_T_MR_REQ && h->type <= OFI_T_MR_INVAL)
 		ofi_on_mr_msg(oc, h, body, len);
@@ -272,8 +272,10 @@ void ofi_recv_returned(cci__evt_t *evt)
 
 /* ---- The progress thread ---- */
 
-static uint64_t oldest_user_stamp(const struct ofi_conn *oc)
+/* The tick's callbacks (cci__conn_tick), oc->lock held. */
+static uint64_t oldest_send_ns(void *pc)
 {
+	const struct ofi_conn *oc = pc;
 	uint64_t t = UINT64_MAX;
 
 	for (const struct ofi_op *op = oc->inflight; op; op = op->inext)
@@ -298,26 +300,29 @@ static void conn_probe(struct ofi_conn *oc, uint64_t now)
 {
 	if (!oc->msgq || oc->credits > 0 || oc->msgq->kind == OFI_OP_CTL ||
 	    (int64_t)(now - oc->msgq->stamp_ns) < (int64_t)OFI_PROBE_NS ||
-	    cci__ns_since(oc->timers.last_ping_ns, now) < OFI_PROBE_NS)
+	    cci__ns_since(oc->base.timers.last_ping_ns, now) < OFI_PROBE_NS)
 		return;
-	oc->timers.last_ping_ns = now;
+	oc->base.timers.last_ping_ns = now;
 	ofi_ctl_send(oc, OFI_T_PING, 0, NULL, 0, OFI_CTL_TRACKED);
 }
 
-/* oc->lock held. */
-static void conn_timers(struct ofi_conn *oc, uint64_t now)
+/* Any message from the peer is a sign of life (heard()); a PING asks for one. */
+static void ping(void *pc)
 {
-	/* Any message from the peer is a sign of life (heard()); PINGs ask for one. */
-	if (cci__ct_keepalive(&oc->timers, ofi_core, oc->conn, now) == CCI__KA_PING)
-		ofi_ctl_send(oc, OFI_T_PING, 0, NULL, 0, 0);
-	if (cci__ct_send_expired(oc->send_to_us, oldest_user_stamp(oc), now)) {
-		OFI_LOG(CCI_LOG_CONN, "ofi: send timeout on %08x", oc->id);
-		ofi_conn_break(oc, CCI_ETIMEDOUT);
-		return;
-	}
-	conn_probe(oc, now);
-	ofi_credit_maybe(oc, 1);
+	ofi_ctl_send(pc, OFI_T_PING, 0, NULL, 0, 0);
 }
+
+static void send_expired(void *pc)
+{
+	struct ofi_conn *oc = pc;
+
+	OFI_LOG(CCI_LOG_CONN, "ofi: send timeout on %08x", oc->id);
+	ofi_conn_break(oc, CCI_ETIMEDOUT);
+}
+
+/* An expired connect is failed outside the locks the tick holds (it takes
+ * cq_lock), so the tick only collects it. */
+static const struct cci__conn_tick_ops tick_ops = { oldest_send_ns, ping, NULL, send_expired };
 
 static void timers(struct ofi_ep *sep, uint64_t now)
 {
@@ -330,12 +335,13 @@ static void timers(struct ofi_ep *sep, uint64_t now)
 	pthread_mutex_lock(&sep->lock);
 	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
 		pthread_mutex_lock(&oc->lock);
-		if (oc->state == OFI_CONN_CONNECTING && cci__ct_connect_expired(&oc->timers, now) &&
-		    n < OFI_EXPIRED_MAX) {
+		if (ofi_conn_state(oc) == CCI__CONN_CONNECTING &&
+		    cci__ct_connect_expired(&oc->base.timers, now) && n < OFI_EXPIRED_MAX) {
 			ofi_conn_ref(oc);
 			expired[n++] = oc;
-		} else if (oc->state == OFI_CONN_OPEN) {
-			conn_timers(oc, now);
+		} else if (cci__conn_tick(&oc->base, oc->conn, ofi_core, &tick_ops, oc, now)) {
+			conn_probe(oc, now);
+			ofi_credit_maybe(oc, 1);
 		}
 		pthread_mutex_unlock(&oc->lock);
 	}

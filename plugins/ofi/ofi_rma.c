@@ -69,7 +69,7 @@ static void mr_invalidate(struct ofi_ep *sep, uint64_t key)
 	pthread_mutex_lock(&sep->lock);
 	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
 		pthread_mutex_lock(&oc->lock);
-		if (oc->state == OFI_CONN_OPEN)
+		if (ofi_conn_state(oc) == CCI__CONN_OPEN)
 			ofi_ctl_send(oc, OFI_T_MR_INVAL, 0, &key, sizeof(key), 0);
 		pthread_mutex_unlock(&oc->lock);
 	}
@@ -318,7 +318,7 @@ static int rmaq_head(struct ofi_conn *oc, struct ofi_op *op)
 /* oc->lock held. */
 void ofi_rmaq_flush(struct ofi_conn *oc)
 {
-	while (oc->rmaq && oc->state == OFI_CONN_OPEN && rmaq_head(oc, oc->rmaq))
+	while (oc->rmaq && ofi_conn_state(oc) == CCI__CONN_OPEN && rmaq_head(oc, oc->rmaq))
 		;
 }
 
@@ -338,7 +338,7 @@ static void rma_finish(struct ofi_op *op, int status)
 	op->data_done = 1;
 	if (op->status == CCI_SUCCESS)
 		op->status = status;
-	if (op->status == CCI_SUCCESS && op->len > 0 && oc->state == OFI_CONN_OPEN) {
+	if (op->status == CCI_SUCCESS && op->len > 0 && ofi_conn_state(oc) == CCI__CONN_OPEN) {
 		if (!op->in_msgq)
 			ofi_msgq_push(oc, op);
 		ofi_msgq_flush(oc);
@@ -379,7 +379,7 @@ int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 	struct ofi_op *op;
 
 	pthread_mutex_lock(&oc->lock);
-	if (oc->state != OFI_CONN_OPEN) {
+	if (ofi_conn_state(oc) != CCI__CONN_OPEN) {
 		int rc = oc->tx_err;
 		pthread_mutex_unlock(&oc->lock);
 		return rc;

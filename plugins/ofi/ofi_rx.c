@@ -61,7 +61,7 @@ void ofi_backlog_drain(struct ofi_ep *sep)
 		if (!sep->backlog)
 			sep->backlog_tail = NULL;
 		pthread_mutex_lock(&oc->lock);
-		live = oc->conn && oc->state != OFI_CONN_CLOSED;
+		live = oc->conn && ofi_conn_state(oc) != CCI__CONN_CLOSED;
 		if (live)
 			post_recv(sep, oc, rb);
 		pthread_mutex_unlock(&oc->lock);
@@ -118,7 +118,7 @@ void ofi_held_free(struct ofi_conn *oc)
 int ofi_rx_msg(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb,
                const struct ofi_hdr *h, uint32_t len)
 {
-	if (oc->state == OFI_CONN_CLOSED || !oc->conn || len > sep->mss) {
+	if (ofi_conn_state(oc) == CCI__CONN_CLOSED || !oc->conn || len > sep->mss) {
 		ofi_rx_repost(sep, rb);
 		return 0;
 	}
@@ -126,7 +126,7 @@ int ofi_rx_msg(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb,
 	rb->seq = h->seq;
 	rb->oc = oc;
 	ofi_conn_ref(oc);
-	if (oc->state == OFI_CONN_CONNECTING ||
+	if (ofi_conn_state(oc) == CCI__CONN_CONNECTING ||
 	    (oc->attr == CCI_CONN_ATTR_RO && h->seq != oc->rx_next)) {
 		held_insert(oc, rb);
 	} else {

@@ -224,7 +224,7 @@ static int msgq_head(struct ofi_conn *oc, struct ofi_op *op)
 /* Post what the credits and the provider allow, in order; oc->lock held. */
 void ofi_msgq_flush(struct ofi_conn *oc)
 {
-	while (oc->msgq && oc->state == OFI_CONN_OPEN && msgq_head(oc, oc->msgq))
+	while (oc->msgq && ofi_conn_state(oc) == CCI__CONN_OPEN && msgq_head(oc, oc->msgq))
 		;
 }
 
@@ -382,7 +382,7 @@ void ofi_credit_maybe(struct ofi_conn *oc, int force)
 	uint32_t quarter = ofi_credit_quarter(oc);
 	uint32_t owed = __atomic_load_n(&oc->owed, __ATOMIC_RELAXED);
 
-	if (oc->state != OFI_CONN_OPEN || owed == 0 || (!force && owed < quarter))
+	if (ofi_conn_state(oc) != CCI__CONN_OPEN || owed == 0 || (!force && owed < quarter))
 		return;
 	ofi_ctl_send(oc, OFI_T_CREDIT, 0, NULL, 0, 0);
 }
@@ -479,7 +479,7 @@ int ofi_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 	int uu = oc->attr == CCI_CONN_ATTR_UU, rnr = 0;
 
 	pthread_mutex_lock(&oc->lock);
-	if (oc->state != OFI_CONN_OPEN) {
+	if (ofi_conn_state(oc) != CCI__CONN_OPEN) {
 		int rc = oc->tx_err;
 		pthread_mutex_unlock(&oc->lock);
 		return rc;
@@ -516,7 +516,7 @@ int ofi_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 static int ctl_failed(struct ofi_conn *oc, struct ofi_op *op)
 {
 	if (op->ctl_type == OFI_T_REQ)
-		return oc->state == OFI_CONN_CONNECTING;
+		return ofi_conn_state(oc) == CCI__CONN_CONNECTING;
 	ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 	return 0;
 }
@@ -549,7 +549,7 @@ struct ofi_conn *ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int stat
 	} else {
 		ofi_op_report(op, op->kind == OFI_OP_RMA ? op->status : CCI_SUCCESS);
 	}
-	if (oc->msgq && oc->state == OFI_CONN_OPEN)
+	if (oc->msgq && ofi_conn_state(oc) == CCI__CONN_OPEN)
 		ofi_msgq_flush(oc);
 	pthread_mutex_unlock(&oc->lock);
 	ofi_op_done(sep, op);
@@ -605,10 +605,10 @@ void ofi_tx_fail_all(struct ofi_conn *oc, int first, int notify)
  */
 void ofi_conn_break(struct ofi_conn *oc, int status)
 {
-	if (oc->state != OFI_CONN_OPEN)
+	if (ofi_conn_state(oc) != CCI__CONN_OPEN)
 		return;
 	OFI_LOG(CCI_LOG_CONN, "ofi: connection %08x broken (status %d)", oc->id, status);
-	oc->state = OFI_CONN_BROKEN;
+	ofi_conn_move(oc, CCI__CONN_BROKEN);
 	oc->tx_err = CCI_ERR_DISCONNECTED;
 	if (status != CCI_ERR_DISCONNECTED)
 		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, 0);
