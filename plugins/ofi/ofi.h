@@ -303,12 +303,11 @@ struct ofi_conn {
 	uint32_t owed;              /* atomic: credits to give back to the peer */
 };
 
-/* A connection request at the server. */
-enum ofi_req_state { OFI_REQ_POSTED, OFI_REQ_DONE };
+/* A connection request at the server.  The core answers it at most once
+ * (accept or reject), so it needs no state of its own. */
 struct ofi_req {
 	struct ofi_req *next;
-	int state;
-	int cancelled;
+	int cancelled;              /* under sep->lock: the client gave up */
 	struct ofi_peer *peer;
 	struct ofi_hello hello;
 };

@@ -220,7 +220,6 @@ static void on_req(struct ofi_ep *sep, const void *body, uint32_t len)
 		goto err_free;
 	/* Listed first: once posted, another thread may answer it at once. */
 	pthread_mutex_lock(&sep->lock);
-	req->state = OFI_REQ_POSTED;
 	req->next = sep->reqs;
 	sep->reqs = req;
 	pthread_mutex_unlock(&sep->lock);
@@ -291,19 +290,14 @@ void ofi_on_conn_msg(struct ofi_ep *sep, const struct ofi_hdr *h, const void *bo
 	}
 }
 
-/* Claim a posted request; CCI_EINVAL if answered already. */
-static int req_claim(struct ofi_ep *sep, struct ofi_req *req, int *cancelled)
+static int req_cancelled(struct ofi_ep *sep, const struct ofi_req *req)
 {
-	int rc = CCI_EINVAL;
+	int cancelled;
 
 	pthread_mutex_lock(&sep->lock);
-	if (req->state == OFI_REQ_POSTED) {
-		req->state = OFI_REQ_DONE;
-		*cancelled = req->cancelled;
-		rc = CCI_SUCCESS;
-	}
+	cancelled = req->cancelled;
 	pthread_mutex_unlock(&sep->lock);
-	return rc;
+	return cancelled;
 }
 
 int ofi_accept(cci__evt_t *evt, void *context)
@@ -313,10 +307,8 @@ int ofi_accept(cci__evt_t *evt, void *context)
 	struct ofi_hello mine;
 	struct ofi_pidw *w;
 	struct ofi_conn *oc;
-	int cancelled = 0;
+	int cancelled = req_cancelled(sep, req);
 
-	if (req_claim(sep, req, &cancelled) != CCI_SUCCESS)
-		return CCI_EINVAL;
 	oc = ofi_conn_new(sep, (cci_conn_attribute_t)req->hello.attr, context);
 	if (!oc) {
 		ofi_ctl_to(sep, req->peer, req->hello.id, OFI_T_REJECT, NULL, 0);
@@ -346,11 +338,8 @@ int ofi_reject(cci__evt_t *evt)
 {
 	struct ofi_req *req = evt->req_state;
 	struct ofi_ep *sep = ofi_ep_of(evt->ep);
-	int cancelled = 0;
 
-	if (req_claim(sep, req, &cancelled) != CCI_SUCCESS)
-		return CCI_EINVAL;
-	if (!cancelled)
+	if (!req_cancelled(sep, req))
 		ofi_ctl_to(sep, req->peer, req->hello.id, OFI_T_REJECT, NULL, 0);
 	return CCI_SUCCESS;
 }
