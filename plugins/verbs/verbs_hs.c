@@ -168,9 +168,11 @@ static int client_established(struct verbs_conn *vc, const void *pd, size_t pdle
 /* Server: a connection request on the listening id; CCI_SUCCESS once
  * accepted at the rdma_cm level (then it owns id), else the caller
  * rejects and destroys id. */
-static int server_request(struct verbs_ep *sep, struct rdma_cm_id *id, const void *pd,
-                          size_t pdlen)
+static int server_request(struct verbs_ep *sep, struct rdma_cm_id *id,
+                          const struct rdma_conn_param *req)
 {
+	const void *pd = req->private_data;
+	size_t pdlen = req->private_data_len;
 	struct verbs_hello h, ours = { .kind = VERBS_HELLO_ACCEPT, .mss = sep->mss,
 	                               .credits = window_of(sep) };
 	uint8_t out[VERBS_HELLO_LEN];
@@ -200,6 +202,12 @@ static int server_request(struct verbs_ep *sep, struct rdma_cm_id *id, const voi
 	verbs_credit_init(&vc->cr, h.credits, ours.credits);
 	cci__ct_connecting(&vc->base.timers, NULL, 0);
 	vc->base.timers.deadline_ns = cci__now_ns() + VERBS_SERVER_HS_NS;
+	/* RDMA READ depths: ours, within what the client offered (the
+	 * request reports them from our side already). */
+	if (req->responder_resources < p.responder_resources)
+		p.responder_resources = req->responder_resources;
+	if (req->initiator_depth < p.initiator_depth)
+		p.initiator_depth = req->initiator_depth;
 	verbs_hello_encode(&ours, out);
 	if (verbs_qp_create(vc) != CCI_SUCCESS || rdma_accept(id, &p) != 0) {
 		VERBS_WARN("verbs: connection request from %s: cannot accept: %s", peer,
@@ -254,11 +262,13 @@ static void cm_act(struct verbs_conn *vc, int act, int status, const void *pd, s
 		vc->step = VERBS_STEP_WAIT_REQ;
 		break;
 	case VERBS_ACT_FAIL:
-		vc->cm_connected = 0;
+		/* Never connected: nothing to disconnect.  A peer's disconnect
+		 * is answered by ours (both sides call rdma_disconnect). */
+		if (status != CCI_ERR_DISCONNECTED)
+			vc->cm_connected = 0;
 		rc = status;
 		break;
 	case VERBS_ACT_BREAK:
-		vc->cm_connected = 0;
 		verbs_conn_break(vc, status);
 		break;
 	case VERBS_ACT_DEVICE:
@@ -280,8 +290,7 @@ static void cm_event(struct verbs_ep *sep, struct rdma_cm_event *e)
 
 	if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 		struct rdma_cm_id *id = e->id;
-		int rc = server_request(sep, id, e->param.conn.private_data,
-		                        e->param.conn.private_data_len);
+		int rc = server_request(sep, id, &e->param.conn);
 		if (rc != CCI_SUCCESS)
 			rdma_reject(id, NULL, 0);
 		rdma_ack_cm_event(e);

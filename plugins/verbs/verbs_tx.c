@@ -120,6 +120,21 @@ static int post_rma(struct verbs_conn *vc, struct verbs_op *op)
 	return rc;
 }
 
+/* Can the head of the queue not be posted now (no credit, no room)?  Then
+ * the request just posted is the last for a while, and is signaled: an
+ * unsignaled one would wait for a later completion to report it. */
+static int head_blocked_after(const struct verbs_conn *vc)
+{
+	const struct verbs_op *op = vc->txq;
+
+	if (!op)
+		return 1;
+	if (op->spends_credit && vc->cr.tx == 0)
+		return 1;
+	/* the request about to be posted takes one more slot */
+	return vc->serial_posted + 1 - vc->serial_done + op_wrs(vc, op) > vc->sep->sq_depth;
+}
+
 /* Post what the queue's head allows; a refused post breaks nothing here:
  * the caller sees the status (the QP is in error, its event follows). */
 void verbs_txq_flush(struct verbs_conn *vc)
@@ -136,7 +151,8 @@ void verbs_txq_flush(struct verbs_conn *vc)
 		vc->txq = op->next;
 		if (!vc->txq)
 			vc->txq_tail = NULL;
-		rc = op->kind == VERBS_OP_RMA ? post_rma(vc, op) : post_send(vc, op, !vc->txq, 0);
+		rc = op->kind == VERBS_OP_RMA ? post_rma(vc, op)
+		                              : post_send(vc, op, head_blocked_after(vc), 0);
 		op->serial = vc->serial_posted;
 		flight_add(vc, op);
 		if (rc != CCI_SUCCESS) {
