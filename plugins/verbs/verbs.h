@@ -35,6 +35,7 @@
 #ifndef CCI_VERBS_H
 #define CCI_VERBS_H
 
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -239,6 +240,8 @@ int verbs_rx_post(struct verbs_ep *sep, struct verbs_rxbuf *rb);
 void verbs_slabs_free(struct verbs_slab **head);
 
 /* verbs_tx.c */
+/* Append op to the queue head/tail (txq, rmaq, flight: in order). */
+void verbs_opq_push(struct verbs_op **head, struct verbs_op **tail, struct verbs_op *op);
 int verbs_ctl_send(struct verbs_conn *vc, uint8_t type, uint32_t aux, const void *body,
                    uint32_t len);
 void verbs_txq_push(struct verbs_conn *vc, struct verbs_op *op);

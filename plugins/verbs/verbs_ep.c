@@ -224,21 +224,30 @@ static void on_cm_fd(struct ev_loop *loop, ev_io *w, int revents)
 	verbs_cm_drain(w->data);
 }
 
+/* What a device event says, copied so that the event can be acked
+ * before any endpoint's lock is taken (destroying a queue pair waits for
+ * its events to be acked). */
+struct verbs_dev_event {
+	enum ibv_event_type type;
+	uint32_t qp_num;
+	int port;
+};
+
 /* A device event for sep; sep->lock held. */
-static void dev_event(struct verbs_ep *sep, const struct ibv_async_event *ae)
+static void dev_event(struct verbs_ep *sep, const struct verbs_dev_event *ae)
 {
 	struct verbs_conn *vc;
 
-	switch (ae->event_type) {
+	switch (ae->type) {
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
 	case IBV_EVENT_QP_ACCESS_ERR:
-		vc = verbs_qp_find(sep, ae->element.qp->qp_num);
-		if (vc && vc->qp == ae->element.qp)
+		vc = verbs_qp_find(sep, ae->qp_num);
+		if (vc)
 			verbs_conn_break(vc, CCI_ERR_DISCONNECTED);
 		break;
 	case IBV_EVENT_PORT_ERR:
-		if (ae->element.port_num == sep->port)
+		if (ae->port == sep->port)
 			sep->failed = 1;
 		break;
 	case IBV_EVENT_DEVICE_FATAL:
@@ -256,22 +265,29 @@ static void on_async_fd(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct verbs_ep *me = w->data;
 	struct ibv_async_event ae;
+	struct verbs_dev_event de = { 0 };
 
 	(void)loop;
 	(void)revents;
 	if (ibv_get_async_event(me->ctx, &ae) != 0)
 		return;
-	VERBS_LOG(CCI_LOG_EP, "verbs: %s: %s", me->dev->hca, ibv_event_type_str(ae.event_type));
+	de.type = ae.event_type;
+	if (de.type == IBV_EVENT_QP_FATAL || de.type == IBV_EVENT_QP_REQ_ERR ||
+	    de.type == IBV_EVENT_QP_ACCESS_ERR)
+		de.qp_num = ae.element.qp->qp_num;
+	else if (de.type == IBV_EVENT_PORT_ERR || de.type == IBV_EVENT_PORT_ACTIVE)
+		de.port = ae.element.port_num;
+	ibv_ack_async_event(&ae);
+	VERBS_LOG(CCI_LOG_EP, "verbs: %s: %s", me->dev->hca, ibv_event_type_str(de.type));
 	pthread_mutex_lock(&verbs_live_lock);
 	for (struct verbs_ep *sep = verbs_live; sep; sep = sep->live_next) {
 		if (sep->ctx != me->ctx)
 			continue;
 		pthread_mutex_lock(&sep->lock);
-		dev_event(sep, &ae);
+		dev_event(sep, &de);
 		pthread_mutex_unlock(&sep->lock);
 	}
 	pthread_mutex_unlock(&verbs_live_lock);
-	ibv_ack_async_event(&ae);
 }
 
 static uint64_t tick_oldest(void *pc)
@@ -387,9 +403,11 @@ static int listen_open(struct verbs_ep *sep, const char *service)
 		return cci__errno_status(errno);
 	if (rdma_bind_addr(sep->listen_id, (struct sockaddr *)&ss) != 0 ||
 	    rdma_listen(sep->listen_id, 128) != 0) {
+		int err = errno;
+
 		VERBS_WARN("verbs: cannot listen on %s port %lu: %s", sep->dev->ip, port,
-		           strerror(errno));
-		return errno == EADDRINUSE ? CCI_EBUSY : CCI_EADDRNOTAVAIL;
+		           strerror(err));
+		return err == EADDRINUSE ? CCI_EBUSY : CCI_EADDRNOTAVAIL;
 	}
 	sep->ctx = sep->listen_id->verbs;
 	if (!sep->ctx || strcmp(ibv_get_device_name(sep->ctx->device), sep->dev->hca) != 0) {
@@ -412,7 +430,8 @@ static int limits_read(struct verbs_ep *sep)
 		VERBS_WARN("verbs: %s has no shared receive queues", sep->dev->hca);
 		return CCI_ENODEV;
 	}
-	sep->max_msg = pa.max_msg_sz ? pa.max_msg_sz : (1ull << 31);
+	/* RMA chunks: a work request's length is 32 bits */
+	sep->max_msg = pa.max_msg_sz && pa.max_msg_sz < (1u << 30) ? pa.max_msg_sz : (1u << 30);
 	sep->rd_atom = (uint32_t)(da.max_qp_rd_atom < da.max_qp_init_rd_atom ? da.max_qp_rd_atom
 	                                                                      : da.max_qp_init_rd_atom);
 	if (sep->rd_atom > VERBS_RD_ATOM_MAX)

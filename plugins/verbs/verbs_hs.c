@@ -104,7 +104,8 @@ int verbs_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t dat
 	}
 	if (rc == CCI_SUCCESS) {
 		*(struct verbs_conn **)vc->conn->priv = vc;
-		memcpy(vc->req_data, data, data_len);
+		if (data_len)
+			memcpy(vc->req_data, data, data_len);
 		cci__ct_connecting(&vc->base.timers, timeout, cci__now_ns());
 		if (rdma_create_id(sep->cm_ch, &vc->id, vc, RDMA_PS_TCP) != 0 ||
 		    rdma_resolve_addr(vc->id, (struct sockaddr *)&src, (struct sockaddr *)&dst,

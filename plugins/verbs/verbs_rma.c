@@ -176,12 +176,7 @@ int verbs_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma
 			memcpy(op->buf + VERBS_HDR_LEN, msg_ptr, msg_len);
 			op->len = VERBS_HDR_LEN + msg_len;
 		}
-		op->next = NULL;
-		if (vc->rmaq_tail)
-			vc->rmaq_tail->next = op;
-		else
-			vc->rmaq = op;
-		vc->rmaq_tail = op;
+		verbs_opq_push(&vc->rmaq, &vc->rmaq_tail, op);
 		verbs_rmaq_flush(vc);
 	}
 	pthread_mutex_unlock(&sep->lock);

@@ -15,25 +15,20 @@
 
 #include "verbs.h"
 
-static void flight_add(struct verbs_conn *vc, struct verbs_op *op)
+void verbs_opq_push(struct verbs_op **head, struct verbs_op **tail, struct verbs_op *op)
 {
 	op->next = NULL;
-	if (vc->flight_tail)
-		vc->flight_tail->next = op;
+	if (*tail)
+		(*tail)->next = op;
 	else
-		vc->flight = op;
-	vc->flight_tail = op;
+		*head = op;
+	*tail = op;
 }
 
 void verbs_txq_push(struct verbs_conn *vc, struct verbs_op *op)
 {
-	op->next = NULL;
 	op->stamp_ns = cci__now_ns();
-	if (vc->txq_tail)
-		vc->txq_tail->next = op;
-	else
-		vc->txq = op;
-	vc->txq_tail = op;
+	verbs_opq_push(&vc->txq, &vc->txq_tail, op);
 }
 
 /* Post the SEND of op (header written now: credits and sequence are
@@ -154,7 +149,7 @@ void verbs_txq_flush(struct verbs_conn *vc)
 		rc = op->kind == VERBS_OP_RMA ? post_rma(vc, op)
 		                              : post_send(vc, op, head_blocked_after(vc), 0);
 		op->serial = vc->serial_posted;
-		flight_add(vc, op);
+		verbs_opq_push(&vc->flight, &vc->flight_tail, op);
 		if (rc != CCI_SUCCESS) {
 			/* Reported now; freed when the queue pair's requests are
 			 * (the part posted of an RMA may still be in the adapter). */
