@@ -31,7 +31,7 @@ __attribute__((visibility("default"))) const struct cci_plugin cci_ctp_verbs_plu
 	.abi_version = CCI_PLUGIN_ABI_VERSION,
 	.name = "verbs",
 	.transports = verbs_transports,
-	.priority = 60,
+	.priority = 40,
 	.ep_priv_size = sizeof(struct verbs_ep),
 	.conn_priv_size = sizeof(struct verbs_conn *),
 	.init = verbs_init,

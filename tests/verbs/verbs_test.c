@@ -5,8 +5,8 @@
  * transport = verbs fails cci_init naming the file, line and section;
  * its ini keys are checked before any device is looked for.
  *
- * The no-device cases skip themselves on a host that has an RDMA device
- * (the conformance run covers that host).  Each case runs cci_init in a
+ * The no-device cases are not run, and are listed as skipped, on a host
+ * that has an RDMA device (the conformance run covers that host).  Each case runs cci_init in a
  * forked child (the configuration is read once per process).
  */
 #include <CUnit/Basic.h>
@@ -24,7 +24,6 @@
 #define NO_DEVICE "no RDMA device found (ibv_get_device_list returned none)"
 
 static char cfg_path[] = "/tmp/cci-verbs-test-XXXXXX";
-static int host_has_device;
 
 /* In the child: init, then print the verbs plugin's status and note and
  * every verbs device on out_fd; exit with cci_init's code. */
@@ -64,10 +63,6 @@ static void test_loads_offers_no_device_and_says_why_once(void)
 {
 	struct child_result r;
 
-	if (host_has_device) {
-		printf("(skipped: this host has an RDMA device) ");
-		return;
-	}
 	setenv("CCI_DEBUG", "ctp", 1);
 	init_child_run(NULL, NULL, "verbs,sm", child_main, &r);
 	unsetenv("CCI_DEBUG");
@@ -83,10 +78,6 @@ static void test_quiet_without_ctp_debug(void)
 {
 	struct child_result r;
 
-	if (host_has_device) {
-		printf("(skipped: this host has an RDMA device) ");
-		return;
-	}
 	unsetenv("CCI_DEBUG");
 	init_child_run(NULL, NULL, "verbs,sm", child_main, &r);
 	CU_ASSERT_EQUAL(r.rc, CCI_SUCCESS);
@@ -98,10 +89,6 @@ static void test_verbs_section_fails_init_with_file_line_section(void)
 	struct child_result r;
 	char want[256];
 
-	if (host_has_device) {
-		printf("(skipped: this host has an RDMA device) ");
-		return;
-	}
 	init_child_run(cfg_path, "# an InfiniBand port\n\n[ib0]\ntransport = verbs\nport = 1\n",
 	               NULL, child_main, &r);
 	snprintf(want, sizeof(want), "%s:3: [ib0]: " NO_DEVICE "\n", cfg_path);
@@ -140,7 +127,7 @@ static void test_keys_checked_before_the_device(void)
 
 int main(void)
 {
-	static const struct unit_test tests[] = {
+	static const struct unit_test no_device[] = {
 		{ "plugin loads, offers no device here and says why once (CCI_DEBUG=ctp)",
 		  test_loads_offers_no_device_and_says_why_once },
 		{ "without CCI_DEBUG=ctp the missing device is not printed",
@@ -151,6 +138,8 @@ int main(void)
 		  test_keys_checked_before_the_device },
 	};
 	struct ibv_device **list;
+	int host_has_device;
+	size_t first = 0, count = sizeof(no_device) / sizeof(no_device[0]);
 	int n = 0, fd = mkstemp(cfg_path), rc;
 
 	if (fd < 0)
@@ -160,7 +149,12 @@ int main(void)
 	host_has_device = list && n > 0;
 	if (list)
 		ibv_free_device_list(list);
-	rc = UNIT_RUN("verbs", tests);
+	if (host_has_device) {
+		/* the conformance run covers a host with a device */
+		for (first = 0; first + 1 < count; first++)
+			printf("SKIP %s: this host has an RDMA device\n", no_device[first].name);
+	}
+	rc = unit_run("verbs", no_device + first, count - first);
 	unlink(cfg_path);
 	return rc;
 }
