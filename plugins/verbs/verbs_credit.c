@@ -1,7 +1,7 @@
 /*
- * verbs_credit.c - credit accounting and the selective-signalling rule
- * (verbs_proto.h says why each exists).  Pure: the connection's lock is
- * the caller's.
+ * verbs_credit.c - credit accounting, the selective-signalling rule and
+ * the send queue's accounting by serial numbers (verbs_proto.h says why
+ * each exists).  Pure: the connection's lock is the caller's.
  */
 #include "verbs_proto.h"
 
@@ -62,6 +62,25 @@ int verbs_credit_explicit_due(const struct verbs_credit *c)
 	uint32_t quarter = c->window / 4 ? c->window / 4 : 1;
 
 	return c->owed >= quarter;
+}
+
+int verbs_sq_fits(uint64_t posted, uint64_t done, uint64_t need, uint32_t sq_depth)
+{
+	uint64_t in_queue = posted >= done ? posted - done : 0;
+
+	return need <= sq_depth && in_queue <= sq_depth - need;
+}
+
+uint64_t verbs_rma_wrs(uint64_t rlen, uint64_t max_msg, int has_msg)
+{
+	return rlen / max_msg + (rlen % max_msg != 0) + (has_msg != 0);
+}
+
+int verbs_op_status(uint64_t op_serial, uint64_t done_serial, int status)
+{
+	if (op_serial < done_serial)
+		return CCI_SUCCESS;
+	return op_serial == done_serial ? status : -1;
 }
 
 int verbs_signal_wanted(uint32_t unsignaled, uint32_t sq_depth, int last)

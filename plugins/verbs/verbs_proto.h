@@ -171,6 +171,25 @@ int verbs_credit_explicit_due(const struct verbs_credit *c);
 #define VERBS_SIGNAL_EVERY 16u
 int verbs_signal_wanted(uint32_t unsignaled, uint32_t sq_depth, int last);
 
+/*
+ * Send-queue accounting by serial numbers: every work request of a queue
+ * pair gets the next serial; posted is the last one posted, done the
+ * last one known complete.  May need more requests be posted on a queue
+ * of sq_depth?  (Unsignaled requests stay counted until a later signaled
+ * one completes.)
+ */
+int verbs_sq_fits(uint64_t posted, uint64_t done, uint64_t need, uint32_t sq_depth);
+/* Work requests of an RMA of rlen bytes in chunks of max_msg (> 0), plus
+ * one for its completion message when it has one. */
+uint64_t verbs_rma_wrs(uint64_t rlen, uint64_t max_msg, int has_msg);
+/*
+ * The completion of request done_serial with status came: what does the
+ * operation whose last request is op_serial get?  Earlier operations
+ * completed (RC completes in order): CCI_SUCCESS; the one the request
+ * belongs to: status; later ones: -1, not complete yet.
+ */
+int verbs_op_status(uint64_t op_serial, uint64_t done_serial, int status);
+
 /* ---- A peer's registration, as the initiator knows it (verbs_reg.c) ---- */
 
 enum verbs_mrc_state { VERBS_MRC_ASKED = 0, VERBS_MRC_KNOWN = 1, VERBS_MRC_REFUSED = 2 };

@@ -86,11 +86,9 @@ static int post_data(struct verbs_conn *vc, struct verbs_op *op, uint64_t off, u
 /* Work requests op needs. */
 static uint64_t op_wrs(const struct verbs_conn *vc, const struct verbs_op *op)
 {
-	uint64_t n = 1;
-
 	if (op->kind == VERBS_OP_RMA)
-		n = (op->rlen + vc->sep->max_msg - 1) / vc->sep->max_msg + (op->len != 0);
-	return n;
+		return verbs_rma_wrs(op->rlen, vc->sep->max_msg, op->len != 0);
+	return 1;
 }
 
 /* An RMA's data in chunks of the port's largest message, then its
@@ -127,7 +125,8 @@ static int head_blocked_after(const struct verbs_conn *vc)
 	if (op->spends_credit && vc->cr.tx == 0)
 		return 1;
 	/* the request about to be posted takes one more slot */
-	return vc->serial_posted + 1 - vc->serial_done + op_wrs(vc, op) > vc->sep->sq_depth;
+	return !verbs_sq_fits(vc->serial_posted + 1, vc->serial_done, op_wrs(vc, op),
+	                      vc->sep->sq_depth);
 }
 
 /* Post what the queue's head allows; a refused post breaks nothing here:
@@ -136,10 +135,10 @@ void verbs_txq_flush(struct verbs_conn *vc)
 {
 	while (vc->txq && vc->qp && vc->step != VERBS_STEP_DOWN) {
 		struct verbs_op *op = vc->txq;
-		uint64_t in_sq = vc->serial_posted - vc->serial_done;
 		int rc;
 
-		if (in_sq + op_wrs(vc, op) > vc->sep->sq_depth)
+		if (!verbs_sq_fits(vc->serial_posted, vc->serial_done, op_wrs(vc, op),
+		                   vc->sep->sq_depth))
 			return;
 		if (op->spends_credit && !verbs_credit_take(&vc->cr))
 			return;
@@ -233,13 +232,13 @@ void verbs_tx_complete(struct verbs_conn *vc, uint64_t serial, int status)
 {
 	if (serial > vc->serial_done && serial <= vc->serial_posted)
 		vc->serial_done = serial;
-	while (vc->flight && vc->flight->serial <= serial) {
+	while (vc->flight && verbs_op_status(vc->flight->serial, serial, status) != -1) {
 		struct verbs_op *op = vc->flight;
 
 		vc->flight = op->next;
 		if (!vc->flight)
 			vc->flight_tail = NULL;
-		op_done(vc, op, op->serial == serial || status == CCI_SUCCESS ? status : CCI_SUCCESS);
+		op_done(vc, op, verbs_op_status(op->serial, serial, status));
 	}
 	/* The failing request may be inside a multi-request RMA. */
 	if (status != CCI_SUCCESS && vc->flight && vc->flight->kind == VERBS_OP_RMA &&

@@ -74,6 +74,33 @@ static void test_selective_signalling(void)
 	CU_ASSERT_TRUE(verbs_signal_wanted(0, 1, 0));
 }
 
+static void test_send_queue_accounting(void)
+{
+	CU_ASSERT_TRUE(verbs_sq_fits(0, 0, 16, 16));
+	CU_ASSERT_FALSE(verbs_sq_fits(0, 0, 17, 16));
+	CU_ASSERT_TRUE(verbs_sq_fits(10, 0, 6, 16));
+	CU_ASSERT_FALSE(verbs_sq_fits(10, 0, 7, 16)); /* unreaped requests still count */
+	CU_ASSERT_TRUE(verbs_sq_fits(10, 4, 10, 16));
+	CU_ASSERT_FALSE(verbs_sq_fits(0, 0, UINT64_MAX, 16));
+	CU_ASSERT_EQUAL(verbs_rma_wrs(1, 1u << 30, 0), 1);
+	CU_ASSERT_EQUAL(verbs_rma_wrs(1u << 30, 1u << 30, 1), 2);
+	CU_ASSERT_EQUAL(verbs_rma_wrs((1ull << 30) + 1, 1u << 30, 0), 2);
+	CU_ASSERT_EQUAL(verbs_rma_wrs(5ull << 30, 1u << 30, 1), 6);
+}
+
+static void test_completion_attribution(void)
+{
+	/* a signaled completion completes the unsignaled requests before it */
+	CU_ASSERT_EQUAL(verbs_op_status(3, 7, CCI_SUCCESS), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(verbs_op_status(7, 7, CCI_SUCCESS), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(verbs_op_status(8, 7, CCI_SUCCESS), -1);
+	/* an error fails its own operation only: the earlier ones were done */
+	CU_ASSERT_EQUAL(verbs_op_status(6, 7, CCI_ERR_DISCONNECTED), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(verbs_op_status(7, 7, CCI_ERR_DISCONNECTED), CCI_ERR_DISCONNECTED);
+	/* an RMA whose last request is later: not complete (tx reports it) */
+	CU_ASSERT_EQUAL(verbs_op_status(9, 7, CCI_ERR_RMA_HANDLE), -1);
+}
+
 static struct verbs_mrc *asked(struct verbs_mrc **head, uint64_t key, uint32_t id)
 {
 	struct verbs_mrc *c = calloc(1, sizeof(*c));
@@ -195,6 +222,9 @@ int main(void)
 		  test_explicit_credit_after_a_quarter },
 		{ "sends are signalled selectively, the last of a burst always",
 		  test_selective_signalling },
+		{ "send queue counts unreaped requests; RMA chunks", test_send_queue_accounting },
+		{ "a completion completes earlier requests, an error only its own",
+		  test_completion_attribution },
 		{ "registration answers are matched to their request", test_registration_answers },
 		{ "RMA range and access checked before posting", test_rma_checked_before_posting },
 		{ "client set-up steps and their failures", test_client_steps },
