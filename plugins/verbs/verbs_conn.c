@@ -51,16 +51,17 @@ static void qp_del(struct verbs_ep *sep, struct verbs_conn *vc)
 /* Room in the completion queue for one more queue pair's send queue. */
 static int cq_fit(struct verbs_ep *sep)
 {
-	int conns = 0, want;
+	int conns = 0, want, err;
 
 	for (struct verbs_conn *vc = sep->conns; vc; vc = vc->next)
 		conns += vc->qp != NULL;
 	if (conns < sep->cq_conns)
 		return CCI_SUCCESS;
 	want = (int)(sep->srq_max + sep->sq_depth * (uint32_t)(sep->cq_conns * 2));
-	if (ibv_resize_cq(sep->cq, want) != 0) {
+	err = ibv_resize_cq(sep->cq, want); /* an errno value */
+	if (err != 0) {
 		VERBS_WARN("verbs: %s: the completion queue cannot grow to %d entries: %s",
-		           sep->dev->hca, want, strerror(errno));
+		           sep->dev->hca, want, strerror(err));
 		return CCI_ENOMEM;
 	}
 	sep->cq_conns *= 2;

@@ -104,9 +104,14 @@ static void on_recv(struct verbs_ep *sep, const struct ibv_wc *wc)
 	struct verbs_hdr h;
 	const char *why = NULL;
 
-	if (wc->status != IBV_WC_SUCCESS || !vc) {
-		if (vc && wc->status != IBV_WC_WR_FLUSH_ERR)
+	if (wc->status != IBV_WC_SUCCESS || !vc || vc->step == VERBS_STEP_DOWN) {
+		/* A connection closed here may still get what its peer sent
+		 * before it heard: dropped with the connection. */
+		if (vc && vc->step != VERBS_STEP_DOWN && wc->status != IBV_WC_WR_FLUSH_ERR)
 			protocol_error(vc, ibv_wc_status_str(wc->status));
+		else if (vc && wc->status == IBV_WC_SUCCESS)
+			VERBS_LOG(CCI_LOG_CONN, "verbs: %s: a message after the connection closed, "
+			          "dropped with it", vc->peer);
 		verbs_rx_post(sep, rb);
 		return;
 	}
