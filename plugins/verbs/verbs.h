@@ -69,6 +69,7 @@ extern const struct cci_plugin cci_ctp_verbs_plugin;
 #define VERBS_SERVER_HS_NS 30000000000ull /* a server drops a client silent this long after rdma_accept */
 #define VERBS_TICK_S 0.01
 #define VERBS_QP_HASH 256u
+#define VERBS_DRAIN_NS 1000000000ull /* wait this long at most for LAST_WQE_REACHED */
 #define VERBS_CQ_BATCH 32
 
 /* ---- Devices ---- */
@@ -153,6 +154,8 @@ struct verbs_conn {
 	int refs;                   /* receive buffers lent or held, the request event */
 	int cm_connected;           /* rdma_connect/rdma_accept done, not yet rdma_disconnect */
 	int close_when_idle;        /* REJECT sent: disconnect once it completed */
+	int qp_drained;             /* IBV_EVENT_QP_LAST_WQE_REACHED: no SRQ buffer left in it */
+	uint64_t reap_ns;           /* when it was first found ready to be freed */
 	int tx_err;                 /* what senders get once broken */
 	void *context;              /* client: cci_connect's */
 	uint64_t nonce;
@@ -270,7 +273,7 @@ void verbs_credit_flush(struct verbs_conn *vc);
 int verbs_disconnect(cci__conn_t *conn);
 void verbs_conn_timeouts_changed(cci__conn_t *conn);
 void verbs_recv_returned(cci__evt_t *evt);
-void verbs_conns_reap(struct verbs_ep *sep);
+void verbs_conns_reap(struct verbs_ep *sep, uint64_t now);
 void verbs_conns_free_all(struct verbs_ep *sep);
 
 /* verbs_rma.c */

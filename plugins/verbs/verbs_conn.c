@@ -195,16 +195,29 @@ static void conn_free(struct verbs_ep *sep, struct verbs_conn *vc)
 	free(vc);
 }
 
-/* Free the connections that are down, released and unreferenced (the
- * engine thread, from its tick). */
-void verbs_conns_reap(struct verbs_ep *sep)
+/* May vc be freed now?  Down, released, unreferenced, disconnected, and
+ * its queue pair has handed back the shared queue's buffers it held
+ * (IBV_EVENT_QP_LAST_WQE_REACHED, or VERBS_DRAIN_NS passed without it). */
+static int conn_done(struct verbs_conn *vc, uint64_t now)
+{
+	if (vc->step != VERBS_STEP_DOWN || vc->conn || vc->refs || vc->cm_connected)
+		return 0;
+	if (!vc->qp || vc->qp_drained)
+		return 1;
+	if (!vc->reap_ns)
+		vc->reap_ns = now;
+	return now - vc->reap_ns >= VERBS_DRAIN_NS;
+}
+
+/* Free the connections that are done (the engine thread, from its tick). */
+void verbs_conns_reap(struct verbs_ep *sep, uint64_t now)
 {
 	for (struct verbs_conn **pp = &sep->conns; *pp;) {
 		struct verbs_conn *vc = *pp;
 
 		if (vc->close_when_idle && !vc->flight)
 			cm_disconnect(vc);
-		if (vc->step != VERBS_STEP_DOWN || vc->conn || vc->refs || vc->cm_connected) {
+		if (!conn_done(vc, now)) {
 			pp = &vc->next;
 			continue;
 		}

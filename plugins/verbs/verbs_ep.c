@@ -251,6 +251,11 @@ static void dev_event(struct verbs_ep *sep, const struct verbs_dev_event *ae)
 		if (vc)
 			verbs_conn_break(vc, CCI_ERR_DISCONNECTED);
 		break;
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		vc = verbs_qp_find(sep, ae->qp_num);
+		if (vc)
+			vc->qp_drained = 1;
+		break;
 	case IBV_EVENT_PORT_ERR:
 		if (ae->port == sep->port)
 			sep->failed = 1;
@@ -278,7 +283,7 @@ static void on_async_fd(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	de.type = ae.event_type;
 	if (de.type == IBV_EVENT_QP_FATAL || de.type == IBV_EVENT_QP_REQ_ERR ||
-	    de.type == IBV_EVENT_QP_ACCESS_ERR)
+	    de.type == IBV_EVENT_QP_ACCESS_ERR || de.type == IBV_EVENT_QP_LAST_WQE_REACHED)
 		de.qp_num = ae.element.qp->qp_num;
 	else if (de.type == IBV_EVENT_PORT_ERR || de.type == IBV_EVENT_PORT_ACTIVE)
 		de.port = ae.element.port_num;
@@ -348,7 +353,7 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 		dev_failed(sep);
 	}
 	cq_drain(sep);
-	verbs_conns_reap(sep);
+	verbs_conns_reap(sep, now);
 	pthread_mutex_unlock(&sep->lock);
 }
 
