@@ -663,6 +663,10 @@ typedef const struct cci_plugin_info {
 	/* NULL-terminated names it serves (its ini transport= values and URI
 	 * schemes); never NULL, empty when its table was not usable. */
 	const char *const *transports;
+	/* A loaded plugin's word on what it found on this host, as it logs
+	 * it: why it offers no device ("no RDMA device found (...)"); ""
+	 * when it has nothing to say.  Never NULL. */
+	const char *note;
 } cci_plugin_info_t;
 
 /*

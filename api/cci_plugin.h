@@ -324,6 +324,13 @@ struct cci_core {
 	 * or -1 when the section omits it.
 	 */
 	int (*conf_parse)(cci__dev_t *dev, const struct cci_conf_key *keys, void *out, int *kv_p);
+
+	/*
+	 * discover() only: say why plugin offers no device (text is copied),
+	 * for cci_get_plugins() and cci_info.  Added after the first plugins
+	 * of this ABI version: a plugin checks size covers it before use.
+	 */
+	void (*plugin_note)(const struct cci_plugin *plugin, const char *text);
 };
 
 #define CCI__LOG(core, cat, ...)                                   \

@@ -32,6 +32,9 @@ void cci__conf_error(cci__dev_t *dev, int kv, const char *fmt, ...)
 	if (kv >= 0 && kv < dev->conf_count)
 		LOG_ERR("%s:%d: [%s] %s: %s", conf_path ? conf_path : "(no file)",
 		        dev->conf[kv].line, dev->pub.name, dev->conf[kv].key, msg);
+	else if (core_dev(dev)->line > 0)
+		LOG_ERR("%s:%d: [%s]: %s", conf_path ? conf_path : "(no file)", core_dev(dev)->line,
+		        dev->pub.name, msg);
 	else
 		LOG_ERR("%s: [%s]: %s", conf_path ? conf_path : "(no file)", dev->pub.name, msg);
 }
@@ -140,6 +143,7 @@ static int config_section(const struct ini_section *s, const cci__dev_t **first_
 	dev = cci__dev_new(plugin, s->name);
 	if (!dev)
 		return CCI_ENOMEM;
+	core_dev(dev)->line = s->line;
 	dev->pub.transport = plugin->transports[0];
 	for (const char *const *t = plugin->transports; *t; t++)
 		if (strcmp(*t, transport) == 0)

@@ -22,6 +22,7 @@
  */
 struct cci__dev_core {
 	cci__dev_t dev;
+	int line;                  /* of its config section, 0 for discovered devices */
 	int priority;              /* 0..100 */
 	int is_default;
 };
@@ -86,7 +87,7 @@ struct cci__key_record {
  * part first, so that an array of these reads as the public array. */
 struct cci__plugin_record {
 	struct cci_plugin_info pub;
-	char *name, *path, *reason;  /* backing store of the public strings */
+	char *name, *path, *reason, *note; /* backing store of the public strings */
 	char **transports;           /* NULL-terminated copy: outlives dlclose() */
 	struct cci__key_record **keys; /* NULL-terminated copy of its conf_keys */
 };
@@ -162,6 +163,7 @@ void cci__conf_error(cci__dev_t *dev, int kv, const char *fmt, ...) __attribute_
 /* conf_keys.c */
 int cci__conf_is_core_key(const char *key);
 int cci__conf_parse(cci__dev_t *dev, const struct cci_conf_key *keys, void *out, int *kv_p);
+void cci__plugin_note(const struct cci_plugin *plugin, const char *text);
 /* CCI_EINVAL, with why naming the key, if a plugin's table is unusable. */
 int cci__conf_keys_check(const struct cci_conf_key *keys, char *why, size_t len);
 /* A NULL-terminated deep copy of keys (an empty one for NULL); NULL on ENOMEM. */

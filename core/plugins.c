@@ -126,6 +126,7 @@ static void record_free(struct cci__plugin_record *r)
 	free(r->name);
 	free(r->path);
 	free(r->reason);
+	free(r->note);
 	strings_free(r->transports);
 	cci__conf_keys_free(r->keys);
 	free(r);
@@ -153,15 +154,17 @@ static int record_add(const char *name, const char *path, const struct cci_plugi
 	r->name = strdup(ops ? ops->name : name);
 	r->path = strdup(path);
 	r->reason = strdup(reason ? reason : "");
+	r->note = strdup("");
 	r->transports = strings_copy(ops ? ops->transports : NULL);
 	r->keys = cci__conf_keys_copy(ops ? cci__plugin_conf_keys(ops) : NULL);
-	if (!r->name || !r->path || !r->reason || !r->transports || !r->keys) {
+	if (!r->name || !r->path || !r->reason || !r->note || !r->transports || !r->keys) {
 		record_free(r);
 		return CCI_ENOMEM;
 	}
 	r->pub.name = r->name;
 	r->pub.path = r->path;
 	r->pub.reason = r->reason;
+	r->pub.note = r->note;
 	r->pub.transports = (const char *const *)r->transports;
 	r->pub.status = reason ? CCI_PLUGIN_SKIPPED : CCI_PLUGIN_LOADED;
 	grown[n] = r;
@@ -461,6 +464,25 @@ void cci__plugins_unload(void)
 	}
 	cci__g.plugins = NULL;
 	plugins_forget();
+}
+
+/* The plugin_note service: replace the note of plugin's record (kept as
+ * it was when out of memory). */
+void cci__plugin_note(const struct cci_plugin *plugin, const char *text)
+{
+	for (struct cci__plugin_mod *m = cci__g.plugins; m; m = m->next) {
+		char *note;
+
+		if (m->ops != plugin || !m->record)
+			continue;
+		note = strdup(text ? text : "");
+		if (!note)
+			return;
+		free(m->record->note);
+		m->record->note = note;
+		m->record->pub.note = note;
+		return;
+	}
 }
 
 /* ---------------------------------------------- the extension's entry points */

@@ -21,4 +21,5 @@ const struct cci_core cci__core_services = {
 	.rma_lookup = cci__rma_lookup,
 	.status_text = cci__status_text,
 	.conf_parse = cci__conf_parse,
+	.plugin_note = cci__plugin_note,
 };

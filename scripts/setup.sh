@@ -4,7 +4,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-pkgs="gcc g++ pkg-config meson ninja-build libcunit1-dev libev-dev libfabric-dev python3-cffi python3-pytest"
+pkgs="gcc g++ pkg-config meson ninja-build libcunit1-dev libev-dev libfabric-dev libibverbs-dev librdmacm-dev python3-cffi python3-pytest"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -243,6 +243,7 @@ static void json_plugin(cci_plugin_info_t *p, cci_conf_key_info_t *const *keys, 
 	json_kv_str(ind, "name", p->name, 0);
 	json_kv_str(ind, "status", p->status == CCI_PLUGIN_LOADED ? "loaded" : "skipped", 0);
 	json_kv_str(ind, "reason", p->reason, 0);
+	json_kv_str(ind, "note", p->note, 0);
 	json_kv_str(ind, "path", p->path, 0);
 	printf("%s\"transports\": ", ind);
 	json_str_array(p->transports);
@@ -373,7 +374,7 @@ static void text_plugin(cci_plugin_info_t *p, cci_conf_key_info_t *const *keys, 
 		printf("  %s: loaded (transports:", p->name);
 		for (int t = 0; p->transports[t]; t++)
 			printf("%s %s", t ? "," : "", p->transports[t]);
-		printf(")\n");
+		printf(")%s%s\n", p->note[0] ? ": " : "", p->note);
 	} else {
 		printf("  %s: skipped: %s\n", p->name, p->reason);
 	}

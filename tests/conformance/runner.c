@@ -199,6 +199,23 @@ static void trampoline(void)
 	CU_FAIL("test not registered");
 }
 
+/* Into why: the note of the loaded plugin serving the transport (why it
+ * offers no device), if it left one. */
+static void plugin_note(char *why, size_t len)
+{
+	cci_plugin_info_t *const *plugins;
+
+	if (cci_get_plugins(&plugins) != CCI_SUCCESS)
+		return;
+	for (int i = 0; plugins[i]; i++) {
+		if (plugins[i]->status != CCI_PLUGIN_LOADED || !plugins[i]->note[0])
+			continue;
+		for (int t = 0; plugins[i]->transports[t]; t++)
+			if (strcmp(plugins[i]->transports[t], h_transport_name()) == 0)
+				snprintf(why, len, "%s", plugins[i]->note);
+	}
+}
+
 /* In a child: is there a device of the transport?  Returns NULL when
  * there is, else the reason to skip device tests. */
 static const char *probe_device(void)
@@ -221,6 +238,10 @@ static const char *probe_device(void)
 		if (c == 'n' && (down = h_find_down_device()))
 			snprintf(why, sizeof(why), "%s: %s", down->name,
 			         down->info ? down->info : "no reason given");
+		else if (c == 'n')
+			plugin_note(why, sizeof(why));
+		if (c == 'n' && !down && why[0])
+			c = 'p'; /* no device, and the plugin said why */
 		if (write(fds[1], &c, 1) < 0 || write(fds[1], why, strlen(why)) < 0)
 			_exit(1);
 		_exit(0);
@@ -231,15 +252,18 @@ static const char *probe_device(void)
 
 		if (poll(&pfd, 1, 10000) <= 0 || read(fds[0], &c, 1) != 1)
 			c = 0;
-		else if (c == 'n' && read(fds[0], why, sizeof(why) - 1) < 0)
+		else if ((c == 'n' || c == 'p') && read(fds[0], why, sizeof(why) - 1) < 0)
 			why[0] = '\0';
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 	}
 	close(fds[0]);
-	if (c != 'n')
+	if (c != 'n' && c != 'p')
 		return NULL;
-	if (why[0])
+	if (c == 'p')
+		snprintf(reason, sizeof(reason), "transport %s offers no device here: %s",
+		         h_transport_name(), why);
+	else if (why[0])
 		snprintf(reason, sizeof(reason), "the device of transport %s is down here (%s)",
 		         h_transport_name(), why);
 	else

@@ -139,7 +139,8 @@ STATIC_ASSERT(offsetof(struct cci_plugin_info, name) == 0 &&
               offsetof(struct cci_plugin_info, status) == 16 &&
               offsetof(struct cci_plugin_info, reason) == 24 &&
               offsetof(struct cci_plugin_info, transports) == 32 &&
-              sizeof(cci_plugin_info_t) == 40, "struct cci_plugin_info layout");
+              offsetof(struct cci_plugin_info, note) == 40 &&
+              sizeof(cci_plugin_info_t) == 48, "struct cci_plugin_info layout");
 static int (*plugins_fn)(cci_plugin_info_t *const **) = cci_get_plugins;
 static int (*plugin_dirs_fn)(const char *const **) = cci_get_plugin_dirs;
 static int (*device_priority_fn)(cci_device_t *, int *, int *) = cci_get_device_priority;

@@ -317,6 +317,26 @@ def case_discovered(c, a):
             "the text says a discovered device has no conf_argv")
     c.check(not any(d["default"] for d in doc["devices"]), "no discovered device is default")
     check_loaded(c, doc, "sm", "sm")
+    if "verbs" in a.have:
+        check_verbs_discovered(c, doc, out)
+
+
+VERBS_NO_DEVICE = "no RDMA device found (ibv_get_device_list returned none)"
+
+
+def check_verbs_discovered(c, doc, out):
+    """The verbs plugin is found; on a host without an RDMA device it has
+    none and its note says why, in the JSON and in the text."""
+    check_loaded(c, doc, "verbs", "verbs")
+    p = plugin(doc, "verbs") or {}
+    devs = [d for d in doc["devices"] if d["transport"] == "verbs"]
+    if devs:
+        c.check(p.get("note") == "", "verbs has devices and no note", json.dumps(p))
+        return
+    c.check(p.get("note") == VERBS_NO_DEVICE, "verbs, with no device, says why",
+            json.dumps(p))
+    c.check("  verbs: loaded (transports: verbs): " + VERBS_NO_DEVICE + "\n" in out,
+            "the text lists verbs as loaded with the reason it has no device")
 
 
 BROKEN = (

@@ -1,0 +1,261 @@
+/*
+ * verbs_proto.h - the protocol of the verbs transport that does not touch
+ * a device: the wire header and control bodies (verbs_wire.c), the hello
+ * carried in rdma_cm private data (verbs_wire.c), credit accounting and
+ * the selective-signalling rule (verbs_credit.c), the initiator's checks
+ * of a peer's registration (verbs_reg.c) and the connection set-up steps
+ * (verbs_fsm.c).  Nothing here includes libibverbs or librdmacm, so the
+ * unit tests (tests/unit/verbs_*_test.c) and the fuzzer
+ * (tests/fuzz/verbs_wire_fuzz.c) run on machines without an RDMA device.
+ *
+ * All multi-byte fields travel little-endian, written byte by byte by the
+ * encoders; decoders never trust a length or a type they did not check.
+ */
+#ifndef CCI_VERBS_PROTO_H
+#define CCI_VERBS_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cci.h"
+
+#define VERBS_WIRE_VERSION 1
+#define VERBS_HELLO_MAGIC 0x43434956u /* "VICC" little-endian: a CCI verbs peer */
+
+#define VERBS_MSS_MIN 1024u           /* a connect payload (CCI_CONN_REQ_LEN) fits one message */
+#define VERBS_MSS_MAX (1u << 20)
+#define VERBS_MSS_DEFAULT 8192        /* a plain literal: the ini table's default */
+#define VERBS_WINDOW_MAX 256u         /* credits one side may grant the other */
+
+/* ---- Wire header: first 16 bytes of every SEND ---- */
+
+enum verbs_type {
+	VERBS_T_MSG = 1,      /* application message (len payload bytes) */
+	VERBS_T_REQ = 2,      /* client -> server: the CCI connect payload */
+	VERBS_T_ACCEPT = 3,   /* server -> client: the application accepted */
+	VERBS_T_REJECT = 4,   /* server -> client: the application rejected */
+	VERBS_T_CREDIT = 5,   /* only the credits field */
+	VERBS_T_PING = 6,     /* keepalive probe */
+	VERBS_T_PONG = 7,
+	VERBS_T_MR_REQ = 8,   /* aux: request id; body: u64 core key */
+	VERBS_T_MR_REP = 9,   /* aux: request id; body: struct verbs_mr_rep */
+	VERBS_T_MR_INVAL = 10,/* body: u64 core key, deregistered */
+	VERBS_T_MAX = 10
+};
+
+struct verbs_hdr {
+	uint8_t type;       /* enum verbs_type */
+	uint8_t version;    /* VERBS_WIRE_VERSION */
+	uint16_t credits;   /* receive buffers given back to the receiver of this */
+	uint32_t seq;       /* MSG: per-connection sequence number (a check of RC order) */
+	uint32_t len;       /* body bytes after the header */
+	uint32_t aux;       /* MR_REQ/MR_REP: request id */
+};
+#define VERBS_HDR_LEN 16u
+
+#define VERBS_MR_KEY_LEN 8u   /* MR_REQ and MR_INVAL body */
+#define VERBS_MR_REP_LEN 40u
+
+/* The answer to MR_REQ: what the initiator may do with the core key. */
+struct verbs_mr_rep {
+	int32_t status;     /* CCI_SUCCESS or CCI_ERR_RMA_HANDLE */
+	uint32_t flags;     /* CCI_FLAG_READ | CCI_FLAG_WRITE of the registration */
+	uint64_t key;       /* the core key asked about */
+	uint32_t rkey;      /* the memory region's remote key */
+	uint64_t addr;      /* virtual address of the registration's first byte */
+	uint64_t len;       /* its length */
+};
+
+/* Write h into out (VERBS_HDR_LEN bytes); h->version is ignored (ours is written). */
+void verbs_hdr_encode(const struct verbs_hdr *h, void *out);
+
+/*
+ * Read and check the header of a received SEND of n bytes at buf: the
+ * version is ours, the type known, len is exactly n - VERBS_HDR_LEN,
+ * within mss for MSG and REQ (REQ: within CCI_CONN_REQ_LEN too), and the
+ * exact body size of every control type.  Returns CCI_SUCCESS, or
+ * CCI_EMSGSIZE (short or oversized), CCI_EINVAL (version, type, body
+ * size); *h is written on success only.
+ */
+int verbs_hdr_decode(const void *buf, size_t n, uint32_t mss, struct verbs_hdr *h);
+
+void verbs_u64_put(void *out, uint64_t v);
+uint64_t verbs_u64_get(const void *in);
+
+void verbs_mr_rep_encode(const struct verbs_mr_rep *r, void *out);
+/* CCI_EINVAL unless n == VERBS_MR_REP_LEN and status is one we send. */
+int verbs_mr_rep_decode(const void *in, size_t n, struct verbs_mr_rep *r);
+
+/* ---- The hello: rdma_cm private data of CONNECT_REQUEST and ESTABLISHED ---- */
+
+/*
+ * RC connection requests carry at most 56 bytes of private data on
+ * InfiniBand (rdma_cm's own header takes the rest of the CM MAD), so the
+ * hello holds only what the queue pairs need before the first message:
+ * the attribute, the message size, the credits granted and the length
+ * of the connect payload, which follows as the first message (REQ) once
+ * the connection is established.  The receiver may get the private data
+ * zero-padded to the transport's maximum; trailing bytes are ignored.
+ */
+enum verbs_hello_kind { VERBS_HELLO_CONNECT = 1, VERBS_HELLO_ACCEPT = 2 };
+
+struct verbs_hello {
+	uint8_t kind;       /* enum verbs_hello_kind */
+	uint8_t attr;       /* CONNECT: cci_conn_attribute_t (RO, RU or UU) */
+	uint32_t mss;       /* the sender's largest message payload */
+	uint32_t credits;   /* receive buffers granted to the receiver of the hello */
+	uint32_t data_len;  /* CONNECT: bytes of the REQ message to come (0..1024) */
+	uint64_t nonce;     /* random per connect attempt; ACCEPT echoes it */
+};
+#define VERBS_HELLO_LEN 32u
+#define VERBS_PRIVATE_DATA_MAX 56u /* RC REQ on InfiniBand, the smallest limit */
+
+void verbs_hello_encode(const struct verbs_hello *h, void *out);
+/*
+ * Check private data of n bytes (NULL or short: refused) as a hello of
+ * kind: magic, version, kind, attribute, mss in VERBS_MSS_MIN..MAX,
+ * credits 1..VERBS_WINDOW_MAX, data_len <= CCI_CONN_REQ_LEN.  Returns
+ * CCI_SUCCESS or CCI_EINVAL, and writes a reason (static) to *why_p.
+ */
+int verbs_hello_decode(const void *pd, size_t n, int kind, struct verbs_hello *h,
+                       const char **why_p);
+
+/* ---- Credits (verbs_credit.c) ---- */
+
+/*
+ * Each side grants the other a window of receive buffers in its hello.
+ * A sender spends one credit per MSG, REQ, ACCEPT or REJECT and gets it
+ * back when the receiver reposts the buffer, that is when the
+ * application returns the RECV event: a receiver that holds its events
+ * stops its sender, and is never sent more than it granted.  Returned
+ * credits ride in the header of every message, or alone in a CREDIT once
+ * a quarter of the window is owed.  Control messages (CREDIT, PING, PONG,
+ * MR_*) spend no credit: their buffers are reposted at once from a
+ * reserve the receiver keeps beyond the windows.
+ */
+struct verbs_credit {
+	uint32_t tx;        /* messages we may still send */
+	uint32_t tx_max;    /* what the peer granted: tx never exceeds it */
+	uint32_t window;    /* what we granted the peer */
+	uint32_t rx_used;   /* granted buffers the peer has filled and we hold */
+	uint32_t owed;      /* buffers reposted, not yet told to the peer */
+};
+
+void verbs_credit_init(struct verbs_credit *c, uint32_t granted_by_peer, uint32_t our_window);
+/* Spend one credit to send: 1, or 0 when none is left. */
+int verbs_credit_take(struct verbs_credit *c);
+/* A message arrived that spends a credit of ours: CCI_SUCCESS, or
+ * CCI_ERROR when the peer sent more than we granted. */
+int verbs_credit_rx(struct verbs_credit *c);
+/* One such buffer was reposted (its event returned). */
+void verbs_credit_returned(struct verbs_credit *c);
+/* Credits in a header: CCI_SUCCESS, or CCI_ERROR when they would make
+ * more than the peer ever granted. */
+int verbs_credit_in(struct verbs_credit *c, uint32_t n);
+/* What to put in the next header (all that is owed, at most 0xffff). */
+uint16_t verbs_credit_piggyback(struct verbs_credit *c);
+/* Does a message of type spend a credit (MSG, REQ, ACCEPT, REJECT)? */
+int verbs_type_spends_credit(int type);
+/* Is so much owed that a CREDIT message should carry it now? */
+int verbs_credit_explicit_due(const struct verbs_credit *c);
+
+/*
+ * Selective signalling.  Sends are posted unsignaled except when the
+ * send queue would otherwise fill with unreaped requests (every
+ * sq_depth / 2), every VERBS_SIGNAL_EVERY sends, or when last is set
+ * (nothing else is queued behind it: its completion must be seen).  An
+ * unsignaled request completes when a later signaled one on the same
+ * queue pair does (RC completes in order); an error completion is always
+ * reported.  unsignaled is the run of unsignaled requests just before.
+ */
+#define VERBS_SIGNAL_EVERY 16u
+int verbs_signal_wanted(uint32_t unsignaled, uint32_t sq_depth, int last);
+
+/*
+ * Send-queue accounting by serial numbers: every work request of a queue
+ * pair gets the next serial; posted is the last one posted, done the
+ * last one known complete.  May need more requests be posted on a queue
+ * of sq_depth?  (Unsignaled requests stay counted until a later signaled
+ * one completes.)
+ */
+int verbs_sq_fits(uint64_t posted, uint64_t done, uint64_t need, uint32_t sq_depth);
+/* Work requests of an RMA of rlen bytes in chunks of max_msg (> 0), plus
+ * one for its completion message when it has one. */
+uint64_t verbs_rma_wrs(uint64_t rlen, uint64_t max_msg, int has_msg);
+/*
+ * The completion of request done_serial with status came: what does the
+ * operation whose last request is op_serial get?  Earlier operations
+ * completed (RC completes in order): CCI_SUCCESS; the one the request
+ * belongs to: status; later ones: -1, not complete yet.
+ */
+int verbs_op_status(uint64_t op_serial, uint64_t done_serial, int status);
+
+/* ---- A peer's registration, as the initiator knows it (verbs_reg.c) ---- */
+
+enum verbs_mrc_state { VERBS_MRC_ASKED = 0, VERBS_MRC_KNOWN = 1, VERBS_MRC_REFUSED = 2 };
+
+struct verbs_mrc {
+	struct verbs_mrc *next;
+	uint64_t key;       /* the core key of the remote handle */
+	uint32_t req_id;    /* of the MR_REQ that asked */
+	int state;          /* enum verbs_mrc_state */
+	uint32_t flags, rkey;
+	uint64_t addr, len;
+};
+
+struct verbs_mrc *verbs_mrc_find(struct verbs_mrc *head, uint64_t key);
+/* Record an MR_REP: CCI_SUCCESS, or CCI_EINVAL when no request of that
+ * id and key is waiting (a reply we never asked for is ignored). */
+int verbs_mrc_learn(struct verbs_mrc *head, uint32_t req_id, const struct verbs_mr_rep *rep);
+/* Forget key (MR_INVAL); returns the entry unlinked, for the caller to free, or NULL. */
+struct verbs_mrc *verbs_mrc_unlink(struct verbs_mrc **head, uint64_t key);
+/*
+ * May an RMA of len bytes at remote offset roff, reading (is_read) or
+ * writing, go to the known registration c?  CCI_SUCCESS with the remote
+ * address in *raddr_p; CCI_ERR_RMA_HANDLE when the target refused the
+ * key or its registration does not grant the access; CCI_EINVAL when the
+ * range leaves the registration (no overflow: huge values are refused).
+ */
+int verbs_mrc_check(const struct verbs_mrc *c, int is_read, uint64_t roff, uint64_t len,
+                    uint64_t *raddr_p);
+
+/* ---- Connection set-up steps (verbs_fsm.c) ---- */
+
+/* Where a connection is in its set-up, besides the shared base's state. */
+enum verbs_step {
+	VERBS_STEP_ADDR = 0,  /* client: resolving the address */
+	VERBS_STEP_ROUTE,     /* client: resolving the route */
+	VERBS_STEP_CM,        /* client: rdma_connect sent; server: rdma_accept sent */
+	VERBS_STEP_ANSWER,    /* client: established, REQ sent, waiting for ACCEPT/REJECT */
+	VERBS_STEP_WAIT_REQ,  /* server: established, waiting for the REQ message */
+	VERBS_STEP_DECIDE,    /* server: the request is with the application */
+	VERBS_STEP_OPEN,
+	VERBS_STEP_DOWN       /* failed, broken, rejected or closed: waiting to be freed */
+};
+
+/* The rdma_cm events a connection's id can get, without librdmacm's enum. */
+enum verbs_cm_ev {
+	VERBS_CM_ADDR_RESOLVED, VERBS_CM_ADDR_ERROR, VERBS_CM_ROUTE_RESOLVED, VERBS_CM_ROUTE_ERROR,
+	VERBS_CM_ESTABLISHED, VERBS_CM_REJECTED, VERBS_CM_UNREACHABLE, VERBS_CM_CONNECT_ERROR,
+	VERBS_CM_DISCONNECTED, VERBS_CM_DEVICE_REMOVAL, VERBS_CM_TIMEWAIT_EXIT, VERBS_CM_OTHER
+};
+
+enum verbs_act {
+	VERBS_ACT_NONE = 0,   /* nothing to do (a late or harmless event) */
+	VERBS_ACT_RESOLVE_ROUTE,
+	VERBS_ACT_CONNECT,    /* create the queue pair and rdma_connect */
+	VERBS_ACT_SEND_REQ,   /* client: established, send the connect payload */
+	VERBS_ACT_WAIT_REQ,   /* server: established, wait for REQ */
+	VERBS_ACT_FAIL,       /* the attempt fails with *status_p (CONNECT event, or dropped at a server) */
+	VERBS_ACT_BREAK,      /* an open connection broke: sends fail with *status_p */
+	VERBS_ACT_DEVICE      /* the device went away under the endpoint */
+};
+
+/* What to do on rdma_cm event ev in step (is_client: our side started it). */
+enum verbs_act verbs_fsm_cm(int step, int is_client, int ev, int *status_p);
+
+/* May a message of type arrive in step?  1 yes, 0 no (a protocol error:
+ * the connection fails or breaks). */
+int verbs_fsm_msg_ok(int step, int is_client, int type);
+
+#endif /* CCI_VERBS_PROTO_H */

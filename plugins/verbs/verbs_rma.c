@@ -1,0 +1,232 @@
+/*
+ * verbs_rma.c - RMA: registrations (ibv_reg_mr), the exchange that turns
+ * a peer's CCI handle into its memory region's remote key (MR_REQ, the
+ * target checks the core key, range and access before it answers,
+ * MR_REP; MR_INVAL when it deregisters), and RDMA WRITE and READ.
+ *
+ * An RMA waits on vc->rmaq until the peer's answer for its handle is
+ * known and, with CCI_FLAG_FENCE, until every earlier RMA of the
+ * connection completed; it is then checked (verbs_mrc_check) and joins
+ * the send queue (verbs_tx.c posts its data and completion message).
+ * sep->lock held unless said.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs.h"
+
+int verbs_rma_register(cci__ep_t *ep, cci__rma_reg_t *reg)
+{
+	struct verbs_ep *sep = verbs_ep_of(ep);
+	struct verbs_mr *m = calloc(1, sizeof(*m));
+	int access = IBV_ACCESS_LOCAL_WRITE;
+
+	if (!m)
+		return CCI_ENOMEM;
+	if (reg->flags & CCI_FLAG_WRITE)
+		access |= IBV_ACCESS_REMOTE_WRITE;
+	if (reg->flags & CCI_FLAG_READ)
+		access |= IBV_ACCESS_REMOTE_READ;
+	m->mr = ibv_reg_mr(sep->pd, reg->start, reg->length, access);
+	if (!m->mr) {
+		int rc = cci__errno_status(errno);
+
+		VERBS_LOG(CCI_LOG_RMA, "verbs: ibv_reg_mr of %llu bytes: %s",
+		          (unsigned long long)reg->length, strerror(errno));
+		free(m);
+		return rc == CCI_ERROR ? CCI_ENOMEM : rc;
+	}
+	m->reg = reg;
+	m->key = cci__handle_key(&reg->handle);
+	reg->priv = m;
+	pthread_mutex_lock(&sep->lock);
+	m->next = sep->mrs;
+	sep->mrs = m;
+	pthread_mutex_unlock(&sep->lock);
+	return CCI_SUCCESS;
+}
+
+/* Peers that may hold the key are told it is gone before the region is. */
+void verbs_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg)
+{
+	struct verbs_ep *sep = verbs_ep_of(ep);
+	struct verbs_mr *m = reg->priv;
+	uint8_t body[VERBS_MR_KEY_LEN];
+
+	if (!m)
+		return;
+	verbs_u64_put(body, m->key);
+	pthread_mutex_lock(&sep->lock);
+	for (struct verbs_mr **pp = &sep->mrs; *pp; pp = &(*pp)->next) {
+		if (*pp == m) {
+			*pp = m->next;
+			break;
+		}
+	}
+	for (struct verbs_conn *vc = sep->conns; vc; vc = vc->next)
+		if (vc->step == VERBS_STEP_OPEN)
+			verbs_ctl_send(vc, VERBS_T_MR_INVAL, 0, body, sizeof(body));
+	pthread_mutex_unlock(&sep->lock);
+	ibv_dereg_mr(m->mr);
+	free(m);
+	reg->priv = NULL;
+}
+
+void verbs_mrs_free(struct verbs_ep *sep)
+{
+	while (sep->mrs) {
+		struct verbs_mr *m = sep->mrs;
+
+		sep->mrs = m->next;
+		ibv_dereg_mr(m->mr);
+		m->reg->priv = NULL;
+		free(m);
+	}
+}
+
+/* Ask the peer about key; NULL when no memory or no operation. */
+static struct verbs_mrc *mrc_ask(struct verbs_conn *vc, uint64_t key)
+{
+	struct verbs_mrc *c = calloc(1, sizeof(*c));
+	uint8_t body[VERBS_MR_KEY_LEN];
+
+	if (!c)
+		return NULL;
+	c->key = key;
+	c->req_id = ++vc->mr_req_next;
+	verbs_u64_put(body, key);
+	if (verbs_ctl_send(vc, VERBS_T_MR_REQ, c->req_id, body, sizeof(body)) != CCI_SUCCESS) {
+		free(c);
+		return NULL;
+	}
+	c->next = vc->mrc;
+	vc->mrc = c;
+	return c;
+}
+
+static void rmaq_pop(struct verbs_conn *vc)
+{
+	vc->rmaq = vc->rmaq->next;
+	if (!vc->rmaq)
+		vc->rmaq_tail = NULL;
+}
+
+/* Fail op before anything was posted. */
+static void rma_refuse(struct verbs_conn *vc, struct verbs_op *op, int status)
+{
+	VERBS_LOG(CCI_LOG_RMA, "verbs: %s: RMA refused before posting: %s", vc->peer,
+	          verbs_core->status_text(status));
+	if (vc->conn && !op->reported)
+		verbs_core->send_done(vc->conn, op->context, op->flags, status);
+	verbs_op_put(vc->sep, op);
+}
+
+/* Move what may go from the RMA queue to the send queue, in order. */
+void verbs_rmaq_flush(struct verbs_conn *vc)
+{
+	while (vc->rmaq && vc->step == VERBS_STEP_OPEN) {
+		struct verbs_op *op = vc->rmaq;
+		struct verbs_mrc *c = verbs_mrc_find(vc->mrc, op->key);
+		int st;
+
+		if (!c && !(c = mrc_ask(vc, op->key)))
+			return; /* asked again at the next flush */
+		if (c->state == VERBS_MRC_ASKED || (op->fence && vc->rma_busy))
+			return;
+		rmaq_pop(vc);
+		st = verbs_mrc_check(c, op->is_read, op->roff, op->rlen, &op->raddr);
+		if (st != CCI_SUCCESS) {
+			rma_refuse(vc, op, st);
+			continue;
+		}
+		op->rkey = c->rkey;
+		vc->rma_busy++;
+		verbs_txq_push(vc, op);
+	}
+	verbs_txq_flush(vc);
+}
+
+int verbs_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_reg_t *local,
+              uint64_t local_offset, const struct cci_rma_handle *remote, uint64_t remote_offset,
+              uint64_t data_len, void *context, int flags)
+{
+	struct verbs_conn *vc = verbs_conn_of(conn);
+	struct verbs_ep *sep = vc->sep;
+	struct verbs_mr *m = local->priv;
+	struct verbs_op *op;
+	int rc = CCI_SUCCESS;
+
+	pthread_mutex_lock(&sep->lock);
+	if (!cci__conn_is_open(&vc->base)) {
+		rc = vc->tx_err ? vc->tx_err : CCI_ERR_DISCONNECTED;
+	} else if (!m) {
+		rc = CCI_ERR_RMA_HANDLE;
+	} else if (!(op = verbs_op_get(sep, 1))) {
+		rc = CCI_ENOBUFS;
+	} else {
+		*op = (struct verbs_op){ .buf = op->buf, .lkey = op->lkey, .user = 1,
+		                         .kind = VERBS_OP_RMA, .type = VERBS_T_MSG,
+		                         .spends_credit = msg_len != 0, .flags = flags,
+		                         .context = context, .is_read = (flags & CCI_FLAG_READ) != 0,
+		                         .fence = (flags & CCI_FLAG_FENCE) != 0, .lmr = m->mr,
+		                         .laddr = (char *)local->start + local_offset,
+		                         .key = cci__handle_key(remote), .roff = remote_offset,
+		                         .rlen = data_len, .stamp_ns = cci__now_ns() };
+		if (msg_len) {
+			memcpy(op->buf + VERBS_HDR_LEN, msg_ptr, msg_len);
+			op->len = VERBS_HDR_LEN + msg_len;
+		}
+		verbs_opq_push(&vc->rmaq, &vc->rmaq_tail, op);
+		verbs_rmaq_flush(vc);
+	}
+	pthread_mutex_unlock(&sep->lock);
+	cci__engine_app_active(&sep->eng);
+	return rc;
+}
+
+/* Answer an MR_REQ: only a key of ours, registered now, gets its remote key. */
+static void on_mr_req(struct verbs_conn *vc, uint32_t req_id, const uint8_t *body)
+{
+	struct verbs_mr_rep rep = { .status = CCI_ERR_RMA_HANDLE, .key = verbs_u64_get(body) };
+	uint8_t out[VERBS_MR_REP_LEN];
+	void *addr;
+
+	if (verbs_core->rma_lookup(vc->sep->ep, rep.key, 0, 1, 0, &addr) == CCI_SUCCESS) {
+		for (struct verbs_mr *m = vc->sep->mrs; m; m = m->next) {
+			if (m->key != rep.key)
+				continue;
+			rep = (struct verbs_mr_rep){ .status = CCI_SUCCESS, .key = m->key,
+			                             .flags = (uint32_t)m->reg->flags, .rkey = m->mr->rkey,
+			                             .addr = (uint64_t)(uintptr_t)m->reg->start,
+			                             .len = m->reg->length };
+			break;
+		}
+	}
+	if (rep.status != CCI_SUCCESS)
+		VERBS_LOG(CCI_LOG_RMA, "verbs: %s asked for an unknown RMA key: refused", vc->peer);
+	verbs_mr_rep_encode(&rep, out);
+	verbs_ctl_send(vc, VERBS_T_MR_REP, req_id, out, sizeof(out));
+}
+
+void verbs_rma_on_msg(struct verbs_conn *vc, const struct verbs_hdr *h, const uint8_t *body)
+{
+	struct verbs_mr_rep rep;
+
+	switch (h->type) {
+	case VERBS_T_MR_REQ:
+		on_mr_req(vc, h->aux, body);
+		break;
+	case VERBS_T_MR_REP:
+		if (verbs_mr_rep_decode(body, h->len, &rep) != CCI_SUCCESS ||
+		    verbs_mrc_learn(vc->mrc, h->aux, &rep) != CCI_SUCCESS)
+			VERBS_LOG(CCI_LOG_RMA, "verbs: %s: an RMA key answer nobody asked for: ignored",
+			          vc->peer);
+		verbs_rmaq_flush(vc);
+		break;
+	case VERBS_T_MR_INVAL:
+		free(verbs_mrc_unlink(&vc->mrc, verbs_u64_get(body)));
+		break;
+	default:
+		break;
+	}
+}
