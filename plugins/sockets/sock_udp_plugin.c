@@ -1,0 +1,151 @@
+/*
+ * sock_udp_plugin.c - the sock transport (UDP, sock://host:port): its ops
+ * table, its devices and the ini keys of a sock section.
+ *
+ * It is a module of its own, cci_ctp_sock.so, built from this folder with
+ * the address, device and key code it shares with tcp (sock_addr.c): so
+ * CCI_CTP selects or drops it apart from tcp, and its discovered devices
+ * carry its transport name.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sock.h"
+
+const struct cci_core *sock_core;
+
+extern const struct cci_plugin cci_ctp_sock_plugin;
+
+static const char *const progress_modes[] = { "auto", "manual", NULL };
+
+/* The ini keys of a sock section, as plugins/sockets/README.md lists them:
+ * tcp's keys, with the limits of this transport. */
+static const struct cci_conf_key sock_conf_keys[] = {
+	[SOCK_KEY_IP] = {
+		.name = "ip", .type = CCI_CONF_CUSTOM, .check = sock_conf_ip,
+		.offset = offsetof(struct sock_dev, addr), .size = sizeof(struct sockaddr_storage),
+		.help = "numeric IPv4 or IPv6 address to bind and advertise (default: all IPv4 "
+		        "addresses; the URI shows the first non-loopback one, else 127.0.0.1)" },
+	[SOCK_KEY_INTERFACE] = {
+		.name = "interface", .type = CCI_CONF_STRING,
+		.offset = offsetof(struct sock_dev, ifname), .size = IF_NAMESIZE,
+		.help = "bind the first address of this interface (IPv4 first; with ip, the "
+		        "family of ip); its MTU sizes the datagrams" },
+	[SOCK_KEY_PORT] = {
+		.name = "port", .type = CCI_CONF_UINT, .min = 0, .max = 65535, .def = "0",
+		.offset = offsetof(struct sock_dev, port), .size = sizeof(uint16_t),
+		.help = "UDP port of endpoints created without a service; 0 picks a free one" },
+	[SOCK_KEY_MSS] = {
+		.name = "mss", .type = CCI_CONF_UINT, .min = SOCK_MSS_MIN, .max = SOCK_MSS_MAX,
+		.def = CCI_CONF_NUM(SOCK_MSS_DEFAULT),
+		.offset = offsetof(struct sock_dev, mss), .size = sizeof(uint32_t),
+		.help = "largest message, in bytes (at most 128 datagrams)" },
+	[SOCK_KEY_BUFSIZE] = {
+		.name = "bufsize", .type = CCI_CONF_UINT, .min = 0, .max = SOCK_BUFSIZE_MAX,
+		.def = "0", .offset = offsetof(struct sock_dev, bufsize), .size = sizeof(uint32_t),
+		.help = "SO_SNDBUF and SO_RCVBUF of the socket, in bytes; 0 asks for 4 MiB "
+		        "(the kernel caps it at net.core.rmem_max/wmem_max)" },
+	[SOCK_KEY_PROGRESS] = {
+		.name = "progress", .type = CCI_CONF_CHOICE, .choices = progress_modes,
+		.def = "auto", .offset = offsetof(struct sock_dev, manual_progress),
+		.size = sizeof(int),
+		.help = "auto: a progress thread per endpoint; manual: none, only the "
+		        "application's calls move the endpoint" },
+	[SOCK_KEY_COUNT] = { .name = NULL },
+};
+
+static int plugin_init(const struct cci_core *core)
+{
+	if (!core || core->size < sizeof(struct cci_core))
+		return CCI_EINVAL;
+	sock_core = core;
+	return CCI_SUCCESS;
+}
+
+static void dev_publish(cci__dev_t *dev, struct sock_dev *d, uint64_t rate)
+{
+	if (d->up)
+		snprintf(d->info, sizeof(d->info), "UDP%s%s, address %s", d->ifname[0] ? " on " : "",
+		         d->ifname, d->host);
+	dev->priv = d;
+	dev->pub.up = (unsigned)d->up;
+	dev->pub.max_send_size = d->mss;
+	dev->pub.rate = rate;
+	dev->pub.info = d->info;
+}
+
+static int discover_add(void *arg, const char *name, const struct sock_dev *d, uint64_t rate)
+{
+	struct sock_dev *copy = malloc(sizeof(*copy));
+	cci__dev_t *dev;
+
+	(void)arg;
+	if (!copy)
+		return CCI_ENOMEM;
+	*copy = *d;
+	dev = sock_core->dev_add(&cci_ctp_sock_plugin, name);
+	if (!dev) {
+		free(copy);
+		return CCI_ENOMEM;
+	}
+	dev_publish(dev, copy, rate);
+	return CCI_SUCCESS;
+}
+
+static int discover_devs(void)
+{
+	return sock_discover("sock", SOCK_MSS_DEFAULT, discover_add, NULL);
+}
+
+static int dev_configure(cci__dev_t *dev)
+{
+	struct sock_dev *d = malloc(sizeof(*d));
+	int rc;
+
+	if (!d)
+		return CCI_ENOMEM;
+	rc = sock_dev_configure(sock_core, dev, sock_conf_keys, d);
+	if (rc != CCI_SUCCESS) {
+		free(d);
+		return rc;
+	}
+	dev_publish(dev, d, 0);
+	return CCI_SUCCESS;
+}
+
+static void dev_free(cci__dev_t *dev)
+{
+	free(dev->priv);
+	dev->priv = NULL;
+}
+
+static const char *const transports[] = { "sock", NULL };
+
+__attribute__((visibility("default"))) const struct cci_plugin cci_ctp_sock_plugin = {
+	.size = sizeof(struct cci_plugin),
+	.abi_version = CCI_PLUGIN_ABI_VERSION,
+	.name = "sock",
+	.transports = transports,
+	.priority = 20,
+	.ep_priv_size = sizeof(struct sock_ep),
+	.conn_priv_size = sizeof(struct sock_conn),
+	.init = plugin_init,
+	.discover = discover_devs,
+	.dev_configure = dev_configure,
+	.dev_free = dev_free,
+	.ep_create = sock_ep_create,
+	.ep_destroy = sock_ep_destroy,
+	.progress = sock_progress,
+	.arm = sock_arm,
+	.ep_set_buf_count = sock_ep_set_buf_count,
+	.conn_timeouts_changed = sock_conn_timeouts_changed,
+	.connect = sock_connect,
+	.accept = sock_accept,
+	.reject = sock_reject,
+	.request_done = sock_request_done,
+	.disconnect = sock_disconnect,
+	.send = sock_tx_send,
+	.rma = sock_rma,
+	.recv_returned = sock_recv_returned,
+	.conf_keys = sock_conf_keys,
+};
