@@ -77,6 +77,11 @@ int sock_conn_rel_init(struct sock_conn *sc, uint64_t tx_isn, uint64_t rx_isn,
 	c.rx_bufs = SOCK_WINDOW;
 	c.peer_bufs = peer_window < SOCK_REL_SLOTS ? peer_window : SOCK_REL_SLOTS;
 	c.cwnd_max = SOCK_REL_SLOTS;
+	/* Ack every other datagram, or within 100 us: a sender whose window
+	 * loss keeps small must not wait a millisecond per window. */
+	c.ack_every = 2;
+	c.ack_delay_ns = 100000;
+	c.rto_min_ns = 5000000; /* 5 ms: loopback and LAN round trips are far below */
 	rc = sock_rel_init(&sc->rel, &c);
 	if (rc == CCI_SUCCESS)
 		sc->rel_on = 1;
@@ -148,8 +153,18 @@ void sock_conn_destroy(struct sock_conn *sc)
 		sc->pend = rb->next;
 		rb_drop(sep, rb);
 	}
-	if (sc->rel_on)
+	if (sc->rel_on) {
+		const struct sock_rel_stats *st = &sc->rel.stats;
+		SOCK_LOG(CCI_LOG_CONN, "sock: connection to %s closed: %llu sent, %llu resent "
+		         "(%llu fast, %llu timeouts, %llu probes), %llu delivered, %llu duplicates, "
+		         "%llu outside the window, %llu forged acks", sc->peer_str,
+		         (unsigned long long)st->tx_new, (unsigned long long)st->tx_retx,
+		         (unsigned long long)st->tx_fast, (unsigned long long)st->rto,
+		         (unsigned long long)st->tlp, (unsigned long long)st->rx_delivered,
+		         (unsigned long long)st->rx_dup, (unsigned long long)st->rx_outside,
+		         (unsigned long long)st->ack_forged);
 		sock_rel_fini(&sc->rel);
+	}
 	sc->rel_on = 0;
 	touched_unlink(sep, sc);
 	sc->touched = sc->in_pend = 0;
