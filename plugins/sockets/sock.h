@@ -250,6 +250,7 @@ struct sock_ep {
 	ev_io rx_w;
 	_Atomic int thread_mode;
 	uint64_t next_tick_ns;      /* manual: when progress() runs the tick */
+	uint32_t idle_polls;        /* empty polls since the clock was last read */
 
 	pthread_mutex_t lock;
 	struct sock_conn **slots;
@@ -339,7 +340,8 @@ int sock_disconnect(cci__conn_t *conn);
 void sock_conn_timeouts_changed(cci__conn_t *conn);
 
 /* ---- sock_rx.c ---- */
-void sock_rx_poll(struct sock_ep *sep, uint64_t now);
+void sock_rx_batch_init(struct sock_ep *sep);
+int sock_rx_poll(struct sock_ep *sep, uint64_t *now_p);
 void sock_rx_back(struct sock_ep *sep);
 void sock_rx_pend(struct sock_ep *sep);
 void sock_rx_finish(struct sock_ep *sep, uint64_t now);

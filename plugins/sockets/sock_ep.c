@@ -34,22 +34,6 @@ static void tick_run(struct sock_ep *sep, uint64_t now)
 	sock_rx_finish(sep, now);
 }
 
-static void rx_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct sock_ep *sep = w->data;
-	uint64_t now = cci__now_ns();
-
-	(void)loop;
-	(void)revents;
-	pthread_mutex_lock(&sep->lock);
-	sock_rx_back(sep);
-	sock_rx_poll(sep, now);
-	if (sep->timer_ns <= now)
-		sock_conn_timers(sep, now);
-	sock_rx_finish(sep, now);
-	pthread_mutex_unlock(&sep->lock);
-}
-
 static void mode_set(struct sock_ep *sep, int thread)
 {
 	if (atomic_load(&sep->thread_mode) == thread)
@@ -59,6 +43,30 @@ static void mode_set(struct sock_ep *sep, int thread)
 		ev_io_start(sep->eng.loop, &sep->rx_w);
 	else
 		ev_io_stop(sep->eng.loop, &sep->rx_w);
+}
+
+static void rx_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct sock_ep *sep = w->data;
+	uint64_t now = 0;
+
+	(void)loop;
+	(void)revents;
+	/* The application holds the lock: it polls again, and reads the
+	 * socket itself.  Leave it the socket until the next idle tick,
+	 * rather than fight for the lock at every datagram. */
+	if (pthread_mutex_trylock(&sep->lock) != 0) {
+		mode_set(sep, 0);
+		return;
+	}
+	sock_rx_back(sep);
+	sock_rx_poll(sep, &now);
+	if (!now)
+		now = cci__now_ns();
+	if (sep->timer_ns <= now)
+		sock_conn_timers(sep, now);
+	sock_rx_finish(sep, now);
+	pthread_mutex_unlock(&sep->lock);
 }
 
 static void on_cmd(void *owner, unsigned cmd)
@@ -85,18 +93,25 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 
 /* ---- progress ------------------------------------------------------------ */
 
+/* The clock is read when datagrams came, and otherwise every
+ * SOCK_CLOCK_EVERY empty polls (timers then run up to that many polls
+ * late, a microsecond or so): an empty poll costs one recvmmsg only. */
+#define SOCK_CLOCK_EVERY 8u
+
 int sock_progress(cci__ep_t *ep)
 {
 	struct sock_ep *sep = sock_ep_of(ep);
-	uint64_t now;
+	uint64_t now = 0;
 	int starved;
 
 	cci__engine_app_active(&sep->eng);
 	pthread_mutex_lock(&sep->lock);
-	now = cci__now_ns();
 	if (atomic_load_explicit(&sep->rb_back, memory_order_relaxed))
 		sock_rx_back(sep);
-	sock_rx_poll(sep, now);
+	if (sock_rx_poll(sep, &now) == 0 && ++sep->idle_polls % SOCK_CLOCK_EVERY != 0)
+		goto out;
+	if (!now)
+		now = cci__now_ns();
 	if (sep->manual && now >= sep->next_tick_ns) {
 		sep->next_tick_ns = now + SOCK_TICK_NS;
 		tick_run(sep, now);
@@ -104,6 +119,7 @@ int sock_progress(cci__ep_t *ep)
 		sock_conn_timers(sep, now);
 		sock_rx_finish(sep, now);
 	}
+out:
 	starved = sep->held >= atomic_load(&sep->held_limit);
 	pthread_mutex_unlock(&sep->lock);
 	return starved ? CCI_ENOBUFS : CCI_SUCCESS;
@@ -247,6 +263,7 @@ static int batches_init(struct sock_ep *sep)
 		sep->rx_iov[i].iov_base = sep->rx_mem + (size_t)i * sep->dgram;
 		sep->rx_iov[i].iov_len = sep->dgram;
 	}
+	sock_rx_batch_init(sep);
 	return CCI_SUCCESS;
 }
 

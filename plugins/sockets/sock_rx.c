@@ -378,45 +378,65 @@ static void errqueue_drain(struct sock_ep *sep)
 	}
 }
 
-/* Read what the socket holds, a bounded number of batches. */
-void sock_rx_poll(struct sock_ep *sep, uint64_t now)
+/* The receive batch's headers, set once; a call resets only the entries
+ * the previous one filled. */
+void sock_rx_batch_init(struct sock_ep *sep)
 {
-	for (uint32_t round = 0; round < SOCK_RX_ROUNDS; round++) {
-		int n;
+	for (uint32_t i = 0; i < SOCK_RX_BATCH; i++) {
+		struct msghdr *mh = &sep->rx_mh[i].msg_hdr;
 
-		for (uint32_t i = 0; i < SOCK_RX_BATCH; i++) {
-			struct msghdr *mh = &sep->rx_mh[i].msg_hdr;
-			mh->msg_name = &sep->rx_from[i];
-			mh->msg_namelen = sizeof(sep->rx_from[i]);
-			mh->msg_iov = &sep->rx_iov[i];
-			mh->msg_iovlen = 1;
-			mh->msg_control = NULL;
-			mh->msg_controllen = 0;
-			mh->msg_flags = 0;
-		}
-		n = (int)syscall(SYS_recvmmsg, sep->fd, sep->rx_mh, SOCK_RX_BATCH, MSG_DONTWAIT, NULL);
+		memset(mh, 0, sizeof(*mh));
+		mh->msg_name = &sep->rx_from[i];
+		mh->msg_namelen = sizeof(sep->rx_from[i]);
+		mh->msg_iov = &sep->rx_iov[i];
+		mh->msg_iovlen = 1;
+	}
+}
+
+static void batch_reset(struct sock_ep *sep, int n)
+{
+	for (int i = 0; i < n; i++) {
+		sep->rx_mh[i].msg_hdr.msg_namelen = sizeof(sep->rx_from[i]);
+		sep->rx_mh[i].msg_hdr.msg_flags = 0;
+	}
+}
+
+/* Read what the socket holds, a bounded number of batches.  Returns the
+ * datagrams read; the clock is read only when some came (*now_p is 0
+ * before, the time after). */
+int sock_rx_poll(struct sock_ep *sep, uint64_t *now_p)
+{
+	int total = 0;
+
+	for (uint32_t round = 0; round < SOCK_RX_ROUNDS; round++) {
+		int n = (int)syscall(SYS_recvmmsg, sep->fd, sep->rx_mh, SOCK_RX_BATCH, MSG_DONTWAIT, NULL);
+
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
 				errqueue_drain(sep);
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOMEM || errno == EBADF)
-				return;
+				break;
 			continue;
 		}
+		if (!*now_p)
+			*now_p = cci__now_ns();
 		for (int i = 0; i < n; i++) {
 			struct msghdr *mh = &sep->rx_mh[i].msg_hdr;
-			if (mh->msg_flags & MSG_TRUNC) {
+			if (mh->msg_flags & MSG_TRUNC)
 				sep->stats.bad++;
-				continue;
-			}
-			dgram_rx(sep, sep->rx_iov[i].iov_base, sep->rx_mh[i].msg_len, &sep->rx_from[i],
-			         mh->msg_namelen, now);
+			else
+				dgram_rx(sep, sep->rx_iov[i].iov_base, sep->rx_mh[i].msg_len,
+				         &sep->rx_from[i], mh->msg_namelen, *now_p);
 		}
-		sock_rx_finish(sep, now);
+		batch_reset(sep, n);
+		total += n;
+		sock_rx_finish(sep, *now_p);
 		if (n < (int)SOCK_RX_BATCH)
-			return;
+			break;
 	}
+	return total;
 }
 
 /* After a batch: each connection it moved sends what it may and the ack
