@@ -20,7 +20,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,7 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BATCH 100
+#include "baseline.h"
+
 #define DGRAM_MAX 65507u
 #define TIMEOUT_NS (30ull * 1000000000ull)
 
@@ -41,20 +41,6 @@ struct opts {
 	uint64_t max, only;
 	uint32_t iters, warmup;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "baseline_udp: %s: %s\n", what, errno ? strerror(errno) : "failed");
-	exit(EXIT_FAILURE);
-}
 
 /* Polled receive of one datagram; its length. */
 static size_t spin_recv(int fd, unsigned char *p, size_t cap)
@@ -68,12 +54,12 @@ static size_t spin_recv(int fd, unsigned char *p, size_t cap)
 		if (n >= 0)
 			return (size_t)n;
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			die("recv");
+			bl_die("recv");
 		if (++spins % 4096 == 0) {
 			if (!start)
-				start = now_ns();
-			else if (now_ns() - start > TIMEOUT_NS)
-				die("no datagram for 30 s");
+				start = bl_now_ns();
+			else if (bl_now_ns() - start > TIMEOUT_NS)
+				bl_die("no datagram for 30 s");
 		}
 	}
 }
@@ -82,7 +68,7 @@ static void send_one(int fd, const unsigned char *p, size_t len)
 {
 	while (send(fd, p, len, 0) != (ssize_t)len)
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ENOBUFS)
-			die("send");
+			bl_die("send");
 }
 
 static int udp_bound(struct sockaddr_in *addr)
@@ -95,7 +81,7 @@ static int udp_bound(struct sockaddr_in *addr)
 	addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (fd < 0 || bind(fd, (struct sockaddr *)addr, sizeof(*addr)) ||
 	    getsockname(fd, (struct sockaddr *)addr, &len))
-		die("bind on 127.0.0.1");
+		bl_die("bind on 127.0.0.1");
 	return fd;
 }
 
@@ -106,46 +92,19 @@ static uint64_t next_size(const struct opts *o, uint64_t size)
 	return size * 2 > o->max ? o->max : size * 2;
 }
 
-static int cmp_u64(const void *a, const void *b)
+struct round {
+	int fd;
+	unsigned char *buf;
+	uint64_t size;
+};
+
+static void round_trip(void *arg)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	struct round *r = arg;
 
-	return x < y ? -1 : x > y;
-}
-
-/* One-way microseconds for one size (see the header for the rule). */
-static double pingpong_size(int fd, unsigned char *buf, uint64_t size, uint32_t iters,
-                            uint32_t warmup)
-{
-	uint32_t nb = iters < 10 * BATCH ? 0 : iters / BATCH;
-	uint64_t *batch = nb ? calloc(nb, sizeof(*batch)) : NULL;
-	uint64_t t0 = 0, tb = 0;
-	double us;
-
-	if (nb && !batch)
-		die("calloc");
-	for (uint32_t i = 0; i < warmup + iters; i++) {
-		if (i == warmup) {
-			t0 = tb = now_ns();
-		} else if (nb && i > warmup && (i - warmup) % BATCH == 0) {
-			uint64_t t = now_ns();
-
-			batch[(i - warmup) / BATCH - 1] = t - tb;
-			tb = t;
-		}
-		send_one(fd, buf, size);
-		if (spin_recv(fd, buf, DGRAM_MAX) != size)
-			die("echo of the wrong size");
-	}
-	us = (double)(now_ns() - t0) / 1e3 / iters / 2;
-	if (nb) {
-		if (iters % BATCH == 0)
-			batch[nb - 1] = now_ns() - tb;
-		qsort(batch, nb, sizeof(*batch), cmp_u64);
-		us = (double)batch[nb / 2] / 1e3 / BATCH / 2;
-		free(batch);
-	}
-	return us;
+	send_one(r->fd, r->buf, r->size);
+	if (spin_recv(r->fd, r->buf, DGRAM_MAX) != r->size)
+		bl_die("echo of the wrong size");
 }
 
 static void run_client(int fd, const struct opts *o, unsigned char *buf)
@@ -154,7 +113,8 @@ static void run_client(int fd, const struct opts *o, unsigned char *buf)
 		printf("# bare UDP ping-pong on 127.0.0.1, polled reads\n%9s %15s %17s\n", "Bytes",
 		       "Latency (one-way)", "Throughput");
 	for (uint64_t size = o->only ? o->only : 1; size; size = next_size(o, size)) {
-		double us = pingpong_size(fd, buf, size, o->iters, o->warmup);
+		struct round r = { fd, buf, size };
+		double us = bl_pingpong_us(o->iters, o->warmup, round_trip, &r);
 
 		if (o->json)
 			printf("{\"benchmark\":\"udp_pingpong\",\"bytes\":%" PRIu64 ",\"latency_us\":"
@@ -176,24 +136,6 @@ static void __attribute__((noreturn)) serve(int fd, unsigned char *buf)
 			_exit(0);
 		send_one(fd, buf, n);
 	}
-}
-
-static uint64_t parse_size(const char *s)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
-
-	if (end == s || *s == '-')
-		goto bad;
-	if (*end == 'k' || *end == 'K') {
-		v <<= 10;
-		end++;
-	}
-	if (!*end && v <= UINT32_MAX)
-		return v;
-bad:
-	fprintf(stderr, "baseline_udp: bad number \"%s\"\n", s);
-	exit(EXIT_FAILURE);
 }
 
 static void usage(FILE *f)
@@ -219,17 +161,11 @@ static void parse(int argc, char **argv, struct opts *o)
 	while ((c = getopt_long(argc, argv, "m:S:i:W:", longs, NULL)) != -1) {
 		switch (c) {
 		case 'j': o->json = true; break;
-		case 'm': o->max = parse_size(optarg); break;
-		case 'S': o->only = parse_size(optarg); break;
-		case 'i': o->iters = (uint32_t)parse_size(optarg); break;
-		case 'W': o->warmup = (uint32_t)parse_size(optarg); break;
-		case 'p':
-			if (sscanf(optarg, "%d,%d", &o->pin[0], &o->pin[1]) != 2 || o->pin[0] < 0 ||
-			    o->pin[1] < 0 || o->pin[0] >= CPU_SETSIZE || o->pin[1] >= CPU_SETSIZE) {
-				fprintf(stderr, "baseline_udp: --pin wants two CPU numbers, \"S,C\"\n");
-				exit(EXIT_FAILURE);
-			}
-			break;
+		case 'm': o->max = bl_parse_size(optarg); break;
+		case 'S': o->only = bl_parse_size(optarg); break;
+		case 'i': o->iters = (uint32_t)bl_parse_size(optarg); break;
+		case 'W': o->warmup = (uint32_t)bl_parse_size(optarg); break;
+		case 'p': bl_parse_pin(optarg, o->pin); break;
 		case 'h': usage(stdout); exit(EXIT_SUCCESS);
 		default: usage(stderr); exit(EXIT_FAILURE);
 		}
@@ -243,18 +179,6 @@ static void parse(int argc, char **argv, struct opts *o)
 	}
 }
 
-static void pin_to(int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) != 0)
-		die("sched_setaffinity (--pin)");
-}
-
 int main(int argc, char **argv)
 {
 	struct sockaddr_in a, b;
@@ -263,25 +187,26 @@ int main(int argc, char **argv)
 	int fa, fb, status;
 	pid_t pid;
 
+	bl_prog = "baseline_udp";
 	parse(argc, argv, &o);
 	buf = malloc(DGRAM_MAX);
 	if (!buf)
-		die("malloc");
+		bl_die("malloc");
 	memset(buf, 0x5a, DGRAM_MAX);
 	fa = udp_bound(&a);
 	fb = udp_bound(&b);
 	if (connect(fa, (struct sockaddr *)&b, sizeof(b)) || connect(fb, (struct sockaddr *)&a, sizeof(a)))
-		die("connect");
+		bl_die("connect");
 	pid = fork();
 	if (pid < 0)
-		die("fork");
+		bl_die("fork");
 	if (pid == 0) {
 		close(fa);
-		pin_to(o.pin[0]);
+		bl_pin_to(o.pin[0]);
 		serve(fb, buf);
 	}
 	close(fb);
-	pin_to(o.pin[1]);
+	bl_pin_to(o.pin[1]);
 	run_client(fa, &o, buf);
 	close(fa);
 	free(buf);

@@ -51,26 +51,35 @@ enum sock_key {
  * link-local, into the struct sockaddr_storage at field. */
 int sock_conf_ip(const char *value, void *field, char *why, size_t whylen);
 
-/* Called once per discovered device; returns a cci_status_t. */
-typedef int (*sock_dev_add_fn)(void *arg, const char *name, const struct sock_dev *d,
-                               uint64_t rate);
+/* What tells the socket transports' devices apart (tcp, sock). */
+struct sock_transport {
+	const char *name;                /* "tcp", "sock": device names */
+	const char *proto;               /* "TCP/IP", "UDP": in each device's info */
+	uint32_t mss;                    /* mss of discovered devices */
+	const struct cci_plugin *plugin; /* the devices' plugin */
+	const struct cci_conf_key *keys; /* its key table, indexed by enum sock_key */
+};
 
 /*
- * One device per address of every interface that is up, loopback included
- * (IPv6 link-local addresses are skipped: their URIs would need a zone).
- * Names: "<prefix>-<ifname>" for IPv4, "<prefix>6-<ifname>" for IPv6,
- * with "-2", "-3", ... for further addresses of one interface.
+ * discover(): one device per address of every interface that is up,
+ * loopback included (IPv6 link-local addresses are skipped: their URIs
+ * would need a zone), added with core->dev_add().  Names: "<name>-<ifname>"
+ * for IPv4, "<name>6-<ifname>" for IPv6, with "-2", "-3", ... for further
+ * addresses of one interface.
  */
-int sock_discover(const char *prefix, uint32_t mss, sock_dev_add_fn add, void *arg);
+int sock_devs_discover(const struct cci_core *core, const struct sock_transport *t);
 
 /*
- * Read a config section into d through core->conf_parse with keys (the
- * transport's table, indexed by enum sock_key), then settle the bind
- * address from ip= and interface=.  An unknown key or a bad value is
- * reported by the core and gives CCI_EINVAL.
+ * dev_configure(): read dev's config section through core->conf_parse
+ * with t's keys, then settle the bind address from ip= and interface=,
+ * and publish the device.  An unknown key or a bad value is reported by
+ * the core and gives CCI_EINVAL.
  */
-int sock_dev_configure(const struct cci_core *core, cci__dev_t *dev,
-                       const struct cci_conf_key *keys, struct sock_dev *d);
+int sock_devs_configure(const struct cci_core *core, const struct sock_transport *t,
+                        cci__dev_t *dev);
+
+/* dev_free(): the struct sock_dev of either. */
+void sock_devs_free(cci__dev_t *dev);
 
 /* "port" of cci_create_endpoint_at: decimal 0..65535, nothing else. */
 int sock_parse_port(const char *service, uint16_t *port);

@@ -58,58 +58,19 @@ static int sock_init(const struct cci_core *core)
 	return CCI_SUCCESS;
 }
 
-static void dev_publish(cci__dev_t *dev, struct sock_dev *d, uint64_t rate)
-{
-	dev->priv = d;
-	dev->pub.up = (unsigned)d->up;
-	dev->pub.max_send_size = d->mss;
-	dev->pub.rate = rate;
-	dev->pub.info = d->info;
-}
-
-static int discover_add(void *arg, const char *name, const struct sock_dev *d, uint64_t rate)
-{
-	struct sock_dev *copy = malloc(sizeof(*copy));
-	cci__dev_t *dev;
-
-	(void)arg;
-	if (!copy)
-		return CCI_ENOMEM;
-	*copy = *d;
-	dev = tcp_core->dev_add(&cci_ctp_sockets_plugin, name);
-	if (!dev) {
-		free(copy);
-		return CCI_ENOMEM;
-	}
-	dev_publish(dev, copy, rate);
-	return CCI_SUCCESS;
-}
+static const struct sock_transport tcp_transport = {
+	.name = "tcp", .proto = "TCP/IP", .mss = TCP_AM_MSS_DEFAULT,
+	.plugin = &cci_ctp_sockets_plugin, .keys = tcp_conf_keys,
+};
 
 static int sock_discover_devs(void)
 {
-	return sock_discover("tcp", TCP_AM_MSS_DEFAULT, discover_add, NULL);
+	return sock_devs_discover(tcp_core, &tcp_transport);
 }
 
 static int sock_dev_configure_one(cci__dev_t *dev)
 {
-	struct sock_dev *d = malloc(sizeof(*d));
-	int rc;
-
-	if (!d)
-		return CCI_ENOMEM;
-	rc = sock_dev_configure(tcp_core, dev, tcp_conf_keys, d);
-	if (rc != CCI_SUCCESS) {
-		free(d);
-		return rc;
-	}
-	dev_publish(dev, d, 0);
-	return CCI_SUCCESS;
-}
-
-static void sock_dev_free(cci__dev_t *dev)
-{
-	free(dev->priv);
-	dev->priv = NULL;
+	return sock_devs_configure(tcp_core, &tcp_transport, dev);
 }
 
 static const char *const sock_transports[] = { "tcp", NULL };
@@ -125,7 +86,7 @@ __attribute__((visibility("default"))) const struct cci_plugin cci_ctp_sockets_p
 	.init = sock_init,
 	.discover = sock_discover_devs,
 	.dev_configure = sock_dev_configure_one,
-	.dev_free = sock_dev_free,
+	.dev_free = sock_devs_free,
 	.ep_create = tcp_ep_create,
 	.ep_destroy = tcp_ep_destroy,
 	.progress = tcp_progress,

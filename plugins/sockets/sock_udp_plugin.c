@@ -7,9 +7,6 @@
  * CCI_CTP selects or drops it apart from tcp, and its discovered devices
  * carry its transport name.
  */
-#include <stdio.h>
-#include <stdlib.h>
-
 #include "sock.h"
 
 const struct cci_core *sock_core;
@@ -62,61 +59,19 @@ static int plugin_init(const struct cci_core *core)
 	return CCI_SUCCESS;
 }
 
-static void dev_publish(cci__dev_t *dev, struct sock_dev *d, uint64_t rate)
-{
-	if (d->up)
-		snprintf(d->info, sizeof(d->info), "UDP%s%s, address %s", d->ifname[0] ? " on " : "",
-		         d->ifname, d->host);
-	dev->priv = d;
-	dev->pub.up = (unsigned)d->up;
-	dev->pub.max_send_size = d->mss;
-	dev->pub.rate = rate;
-	dev->pub.info = d->info;
-}
-
-static int discover_add(void *arg, const char *name, const struct sock_dev *d, uint64_t rate)
-{
-	struct sock_dev *copy = malloc(sizeof(*copy));
-	cci__dev_t *dev;
-
-	(void)arg;
-	if (!copy)
-		return CCI_ENOMEM;
-	*copy = *d;
-	dev = sock_core->dev_add(&cci_ctp_sock_plugin, name);
-	if (!dev) {
-		free(copy);
-		return CCI_ENOMEM;
-	}
-	dev_publish(dev, copy, rate);
-	return CCI_SUCCESS;
-}
+static const struct sock_transport udp_transport = {
+	.name = "sock", .proto = "UDP", .mss = SOCK_MSS_DEFAULT,
+	.plugin = &cci_ctp_sock_plugin, .keys = sock_conf_keys,
+};
 
 static int discover_devs(void)
 {
-	return sock_discover("sock", SOCK_MSS_DEFAULT, discover_add, NULL);
+	return sock_devs_discover(sock_core, &udp_transport);
 }
 
 static int dev_configure(cci__dev_t *dev)
 {
-	struct sock_dev *d = malloc(sizeof(*d));
-	int rc;
-
-	if (!d)
-		return CCI_ENOMEM;
-	rc = sock_dev_configure(sock_core, dev, sock_conf_keys, d);
-	if (rc != CCI_SUCCESS) {
-		free(d);
-		return rc;
-	}
-	dev_publish(dev, d, 0);
-	return CCI_SUCCESS;
-}
-
-static void dev_free(cci__dev_t *dev)
-{
-	free(dev->priv);
-	dev->priv = NULL;
+	return sock_devs_configure(sock_core, &udp_transport, dev);
 }
 
 static const char *const transports[] = { "sock", NULL };
@@ -132,7 +87,7 @@ __attribute__((visibility("default"))) const struct cci_plugin cci_ctp_sock_plug
 	.init = plugin_init,
 	.discover = discover_devs,
 	.dev_configure = dev_configure,
-	.dev_free = dev_free,
+	.dev_free = sock_devs_free,
 	.ep_create = sock_ep_create,
 	.ep_destroy = sock_ep_destroy,
 	.progress = sock_progress,

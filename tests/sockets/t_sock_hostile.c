@@ -47,7 +47,8 @@ static void raw_dg(int fd, uint16_t port, struct sock_dg *d, const void *data, u
 	uint8_t b[2048];
 	uint32_t hl = sock_dg_encode(b, d);
 
-	memcpy(b + hl, data, len);
+	if (len)
+		memcpy(b + hl, data, len);
 	raw_send(fd, port, b, hl + len);
 }
 
