@@ -109,7 +109,7 @@ struct sock_op {
 	struct sock_op *next;      /* the free list */
 	struct sock_op *all_next;  /* every op of the endpoint */
 	struct sock_conn *sc;
-	uint8_t kind, phase, in_txq, fence, remote_wait, app, msg_any, started;
+	uint8_t kind, phase, in_txq, fence, remote_wait, app, started;
 	int flags, status;
 	void *context;
 	uint64_t t_ns;             /* queued at, for the send timeout */
@@ -153,8 +153,8 @@ static inline char *sock_rb_data(struct sock_rxbuf *rb)
 /* A datagram that arrived early, kept until its turn. */
 struct sock_held {
 	struct sock_held *next;
-	struct sockaddr_storage from;
 	uint32_t len;
+	int delivered;             /* RU: a whole message handed out early */
 	uint8_t data[];
 };
 

@@ -142,7 +142,7 @@ int sock_dg_decode(const uint8_t *b, size_t len, uint32_t mss, struct sock_dg *d
 	d->flags = b[2];
 	if (d->type == 0 || d->type >= SOCK_DG_TYPE_END)
 		return *why = "unknown type", -1;
-	if (d->flags & ~(SOCK_DG_F_ACK | SOCK_DG_F_ACK_NOW))
+	if (d->flags & ~(SOCK_DG_F_ACK | SOCK_DG_F_ACK_NOW | SOCK_DG_F_IN_ORDER))
 		return *why = "unknown flags", -1;
 	d->seq = sock_get32(b + 4);
 	d->token = sock_get64(b + 8);

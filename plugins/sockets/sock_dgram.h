@@ -57,6 +57,7 @@ enum sock_dg_type {
 
 #define SOCK_DG_F_ACK 0x01u     /* cum/wnd/sack are valid */
 #define SOCK_DG_F_ACK_NOW 0x02u /* acknowledge at once */
+#define SOCK_DG_F_IN_ORDER 0x04u /* MSG: deliver in sequence order, even on RU */
 
 struct sock_dg_hello {
 	uint32_t attr;

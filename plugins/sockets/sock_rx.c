@@ -214,6 +214,7 @@ static struct sock_held *held_copy(struct sock_ep *sep, const uint8_t *b, uint32
 	}
 	memcpy(h->data, b, len);
 	h->len = len;
+	h->delivered = 0;
 	return h;
 }
 
@@ -233,10 +234,33 @@ static void held_drain(struct sock_conn *sc, uint64_t now)
 		struct sock_dg d;
 		const char *why;
 
-		if (sock_dg_decode(h->data, h->len, sc->sep->mss, &d, &why) == 0)
+		if (!h->delivered && sock_dg_decode(h->data, h->len, sc->sep->mss, &d, &why) == 0)
 			seq_process(sc, &d, now);
 		held_put(sc->sep, h);
 	}
+}
+
+/* RU: a whole message that arrived early goes out at once; its datagram
+ * stays with the reliability layer (sequence order) only as a mark.
+ * Fragments of longer messages, RMA datagrams and RMA completion messages
+ * (SOCK_DG_F_IN_ORDER) wait for their turn. */
+static void early_deliver(struct sock_conn *sc, const struct sock_dg *d, struct sock_held *h)
+{
+	struct sock_rxbuf *rb;
+
+	if (sc->attr != CCI_CONN_ATTR_RU || d->type != SOCK_DG_MSG || d->sub.val != 0 ||
+	    d->body_len != d->sub.op || (d->flags & SOCK_DG_F_IN_ORDER))
+		return;
+	rb = rb_get(sc->sep, d->sub.op);
+	if (!rb)
+		return; /* delivered in its turn instead */
+	if (d->body_len)
+		memcpy(sock_rb_data(rb), d->body, d->body_len);
+	rb->len = d->body_len;
+	rb->dgs = 1;
+	rb->token = sc->token;
+	deliver(sc, rb);
+	h->delivered = 1;
 }
 
 static void seq_rx(struct sock_conn *sc, const struct sock_dg *d, const uint8_t *b,
@@ -252,6 +276,8 @@ static void seq_rx(struct sock_conn *sc, const struct sock_dg *d, const uint8_t 
 	rc = sock_rel_rx(&sc->rel, d->seq, (uint64_t)(uintptr_t)h, fl, now);
 	if (rc == SOCK_REL_RX_DELIVER)
 		seq_process(sc, d, now);
+	if (rc == SOCK_REL_RX_HELD)
+		early_deliver(sc, d, h);
 	if (rc != SOCK_REL_RX_HELD && h)
 		held_put(sc->sep, h);
 	if (rc == SOCK_REL_RX_DELIVER)

@@ -328,7 +328,6 @@ static void op_advance(struct sock_conn *sc, struct sock_op *op, const struct so
 	switch (t->type) {
 	case SOCK_DG_MSG:
 		op->msg_off += t->len;
-		op->msg_any = 1;
 		if (op->msg_off == op->len)
 			op->phase = SOCK_PH_DONE;
 		return;
@@ -358,6 +357,8 @@ static void txd_send(struct sock_conn *sc, struct sock_txd *t, uint64_t seq, uns
 
 	if (flags & SOCK_REL_SEND_ACK_NOW)
 		d.flags |= SOCK_DG_F_ACK_NOW;
+	if (t->type == SOCK_DG_MSG && t->op->kind != SOCK_OP_MSG)
+		d.flags |= SOCK_DG_F_IN_ORDER; /* an RMA's completion: after its data */
 	conn_emit(sc, &d, t->data, t->len);
 }
 

@@ -189,7 +189,8 @@ uint64_t sk_fnv(const void *buf, uint64_t len)
 static const struct { const char *name; void (*fn)(void); } tests[] = {
 	{ "RO through 5% loss, 1% duplication, 5% reordering: every message once, in order",
 	  t_relay_ro_stream },
-	{ "RU through the same relay: every message exactly once", t_relay_ru_stream },
+	{ "RU through the same relay: every message exactly once, as it comes",
+	  t_relay_ru_stream },
 	{ "UU through the same relay: no message twice, none corrupted", t_relay_uu_no_dups },
 	{ "RMA writes of 4 MiB through the relay land intact before their completion",
 	  t_relay_rma_write_4m },
