@@ -67,9 +67,9 @@ extern const struct cci_core *sock_core;
 #define SOCK_MSS_MAX (8u << 20)
 #define SOCK_BUFSIZE_MAX (256u << 20)
 #define SOCK_BUFSIZE_DEFAULT (4u << 20) /* SO_RCVBUF/SO_SNDBUF when bufsize = 0 */
-#define SOCK_WINDOW 256u             /* datagrams granted to each peer */
+#define SOCK_WINDOW_MAX 256u         /* datagrams granted to each peer, at most ... */
+#define SOCK_WINDOW_MIN 16u          /* ... and at least (sock_ep.c: window_size) */
 #define SOCK_REL_SLOTS 512u          /* sock_rel window slots each way */
-#define SOCK_FRAGS_MAX 128u          /* datagrams of the largest message */
 #define SOCK_RECV_COUNT_DEFAULT 64u
 #define SOCK_SEND_COUNT_DEFAULT 1024u
 #define SOCK_BUF_COUNT_MAX 65536u
@@ -191,7 +191,7 @@ struct sock_conn {
 
 	/* Receive. */
 	struct sock_rxbuf *asm_rb; /* the message being reassembled */
-	uint32_t asm_have, asm_dgs;
+	uint32_t asm_have;
 	int rx_drop;               /* drop the next message: a refused write's completion */
 	int wr_failed;             /* the current write was refused ... */
 	uint32_t wr_fail_op;       /* ... this one, */
@@ -243,6 +243,7 @@ struct sock_ep {
 	uint16_t port;
 	uint32_t mss;
 	uint32_t dgram;             /* largest datagram we receive */
+	uint32_t window;            /* datagrams granted to each peer */
 	int manual;
 	int tfd;                    /* manual with an OS handle: a timerfd in it */
 	struct cci__engine eng;

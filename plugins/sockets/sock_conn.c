@@ -74,7 +74,7 @@ int sock_conn_rel_init(struct sock_conn *sc, uint64_t tx_isn, uint64_t rx_isn,
 	c.ordered = 1;
 	c.tx_isn = tx_isn;
 	c.rx_isn = rx_isn;
-	c.rx_bufs = SOCK_WINDOW;
+	c.rx_bufs = sc->sep->window;
 	c.peer_bufs = peer_window < SOCK_REL_SLOTS ? peer_window : SOCK_REL_SLOTS;
 	c.cwnd_max = SOCK_REL_SLOTS;
 	/* Ack every other datagram, or within 100 us: a sender whose window

@@ -267,17 +267,18 @@ static int batches_init(struct sock_ep *sep)
 	return CCI_SUCCESS;
 }
 
-/* The largest message must fit the window, whatever the datagram size. */
-static int mss_check(struct sock_ep *sep)
+/* The window granted to each peer: what the socket's receive buffer
+ * holds of full datagrams (the kernel counts about twice the payload of
+ * each), so that one sender at full speed does not overflow it. */
+static void window_size(struct sock_ep *sep)
 {
-	uint64_t most = (uint64_t)SOCK_FRAGS_MAX * (sep->dgram - SOCK_DG_HDR_LEN - SOCK_DG_SUB_MAX);
+	int rcvbuf = 0;
+	socklen_t len = sizeof(rcvbuf);
+	uint32_t w = SOCK_WINDOW_MAX;
 
-	if (sep->mss <= most)
-		return CCI_SUCCESS;
-	SOCK_ERR("sock: device %s: mss %u is more than %u datagrams of %u bytes carry; "
-	         "lower the ini key mss", sep->ep->dev->pub.name, sep->mss, SOCK_FRAGS_MAX,
-	         sep->dgram);
-	return CCI_EINVAL;
+	if (getsockopt(sep->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len) == 0 && rcvbuf > 0)
+		w = (uint32_t)rcvbuf / (sep->dgram + 512u);
+	sep->window = w < SOCK_WINDOW_MIN ? SOCK_WINDOW_MIN : w > SOCK_WINDOW_MAX ? SOCK_WINDOW_MAX : w;
 }
 
 static int handle_join(struct sock_ep *sep)
@@ -368,7 +369,7 @@ int sock_ep_create(cci__ep_t *ep, const char *service)
 		rc = socket_open(sep, port);
 	if (rc == CCI_SUCCESS) {
 		sep->dgram = dgram_size(sep->dev, sep->family, sep->dev->host);
-		rc = mss_check(sep);
+		window_size(sep);
 	}
 	if (rc == CCI_SUCCESS)
 		rc = batches_init(sep);
@@ -384,8 +385,8 @@ int sock_ep_create(cci__ep_t *ep, const char *service)
 		ep_release(sep);
 		return rc;
 	}
-	SOCK_LOG(CCI_LOG_EP, "sock: endpoint %s (mss %u, datagrams of %u bytes)", ep->uri,
-	         sep->mss, sep->dgram);
+	SOCK_LOG(CCI_LOG_EP, "sock: endpoint %s (mss %u, datagrams of %u bytes, window %u)",
+	         ep->uri, sep->mss, sep->dgram, sep->window);
 	return CCI_SUCCESS;
 }
 

@@ -25,7 +25,7 @@ static void hello_send(struct sock_conn *sc)
 static int hello_build(struct sock_conn *sc, const void *data, uint32_t len)
 {
 	struct sock_dg_hello h = {
-		.attr = (uint32_t)sc->attr, .mss = sc->sep->mss, .window = SOCK_WINDOW,
+		.attr = (uint32_t)sc->attr, .mss = sc->sep->mss, .window = sc->sep->window,
 		.data_len = len, .dgram = sc->sep->dgram, .token = sc->token, .isn = sc->isn,
 	};
 
@@ -176,7 +176,7 @@ static void reply_send(struct sock_ep *sep, struct sock_req *req)
 
 	if (req->accepted) {
 		struct sock_dg_accept a = {
-			.mss = sep->mss, .window = SOCK_WINDOW, .client_token = req->hello.token,
+			.mss = sep->mss, .window = sep->window, .client_token = req->hello.token,
 			.token = req->sc_token, .isn = req->isn, .dgram = sep->dgram,
 		};
 		if (!sc)

@@ -161,18 +161,22 @@ static int msg_rx(struct sock_conn *sc, const struct sock_dg *d)
 		rb->len = d->sub.op;
 		rb->token = sc->token;
 		sc->asm_rb = rb;
-		sc->asm_have = sc->asm_dgs = 0;
+		sc->asm_have = 0;
 	} else if (!rb || rb->len != d->sub.op || d->sub.val != sc->asm_have) {
 		return CCI_ERROR;
 	}
 	if (d->body_len)
 		memcpy(sock_rb_data(rb) + sc->asm_have, d->body, d->body_len);
 	sc->asm_have += d->body_len;
-	sc->asm_dgs++;
-	if (sc->asm_have < rb->len)
+	if (sc->asm_have < rb->len) {
+		/* Copied out: its window slot is free again.  A whole message
+		 * keeps one slot (its last datagram's) until it is returned,
+		 * which bounds what a receiver holds. */
+		sock_rel_rx_release(&sc->rel, 1);
 		return CCI_SUCCESS;
+	}
 	sc->asm_rb = NULL;
-	rb->dgs = sc->asm_dgs;
+	rb->dgs = 1;
 	if (sc->rx_drop) {
 		sc->rx_drop = 0;
 		sock_rel_rx_release(&sc->rel, rb->dgs);

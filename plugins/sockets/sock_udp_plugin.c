@@ -36,7 +36,7 @@ static const struct cci_conf_key sock_conf_keys[] = {
 		.name = "mss", .type = CCI_CONF_UINT, .min = SOCK_MSS_MIN, .max = SOCK_MSS_MAX,
 		.def = CCI_CONF_NUM(SOCK_MSS_DEFAULT),
 		.offset = offsetof(struct sock_dev, mss), .size = sizeof(uint32_t),
-		.help = "largest message, in bytes (at most 128 datagrams)" },
+		.help = "largest message, in bytes" },
 	[SOCK_KEY_BUFSIZE] = {
 		.name = "bufsize", .type = CCI_CONF_UINT, .min = 0, .max = SOCK_BUFSIZE_MAX,
 		.def = "0", .offset = offsetof(struct sock_dev, bufsize), .size = sizeof(uint32_t),
