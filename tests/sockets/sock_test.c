@@ -99,9 +99,9 @@ static int pair_handshake(struct sk_pair *p)
 }
 
 int sk_pair_open(struct sk_pair *p, cci_conn_attribute_t attr,
-                 const struct lossy_relay_conf *relay)
+                 const struct lossy_relay_conf *relay, const char *extra)
 {
-	cci_device_t *dev = sk_init(NULL);
+	cci_device_t *dev = sk_init(extra);
 	struct timeval tv = { 20, 0 };
 	char *uri, target[64];
 	int rc;
@@ -198,6 +198,8 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
 	  t_relay_blackout_recovers },
 	{ "a blackout longer than the keepalive and send timeouts: one KEEPALIVE_TIMEDOUT, "
 	  "every pending send fails once", t_relay_blackout_keepalive },
+	{ "a receiver that holds its events stops a sender of multi-datagram messages; "
+	  "nothing is lost", t_slow_receiver_not_overrun },
 	{ "garbage, truncated, replayed and forged datagrams are dropped while a good peer "
 	  "works", t_hostile_datagrams },
 	{ "a peer restarted on the same port is not mistaken for the old one",

@@ -33,9 +33,10 @@ struct sk_pair {
 	struct lossy_relay *relay;
 	uint16_t srv_port;
 };
-/* 0 on success; failures are recorded as assertions. */
+/* 0 on success; failures are recorded as assertions.  extra: more lines
+ * of the device's section, or NULL. */
 int sk_pair_open(struct sk_pair *p, cci_conn_attribute_t attr,
-                 const struct lossy_relay_conf *relay);
+                 const struct lossy_relay_conf *relay, const char *extra);
 void sk_pair_close(struct sk_pair *p);
 
 /* Message seq: its length (1 .. max, at least min) and bytes. */
@@ -52,6 +53,7 @@ void t_relay_uu_no_dups(void);
 void t_relay_rma_write_4m(void);
 void t_relay_blackout_recovers(void);
 void t_relay_blackout_keepalive(void);
+void t_slow_receiver_not_overrun(void);
 void t_hostile_datagrams(void);
 void t_restarted_peer_not_mistaken(void);
 

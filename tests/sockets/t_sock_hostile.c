@@ -236,7 +236,7 @@ void t_hostile_datagrams(void)
 	memset(t.buf, 0x5c, BUF_LEN);
 	t.fd = raw_open();
 	t.fd2 = raw_open();
-	if (t.fd < 0 || t.fd2 < 0 || sk_pair_open(&t.p, CCI_CONN_ATTR_RO, NULL) != 0)
+	if (t.fd < 0 || t.fd2 < 0 || sk_pair_open(&t.p, CCI_CONN_ATTR_RO, NULL, NULL) != 0)
 		goto out;
 	CU_ASSERT_EQUAL(cci_rma_register(t.p.srv, t.buf, BUF_LEN, CCI_FLAG_WRITE | CCI_FLAG_READ,
 	                                 &t.h), CCI_SUCCESS);
@@ -313,7 +313,7 @@ void t_restarted_peer_not_mistaken(void)
 	uint32_t to = 1000000;
 	char port[16];
 
-	if (sk_pair_open(&p, CCI_CONN_ATTR_RO, &c) != 0)
+	if (sk_pair_open(&p, CCI_CONN_ATTR_RO, &c, NULL) != 0)
 		goto out;
 	CU_ASSERT_EQUAL(cci_set_opt(p.cc, CCI_OPT_CONN_SEND_TIMEOUT, &to), CCI_SUCCESS);
 	CU_ASSERT_EQUAL(cci_send(p.cc, "one", 3, NULL, CCI_FLAG_BLOCKING), CCI_SUCCESS);

@@ -169,7 +169,7 @@ static void reliable_stream(cci_conn_attribute_t attr, uint32_t min)
 	uint32_t to = 60000000;
 	uint64_t t0;
 
-	if (sk_pair_open(&p, attr, &lossy) != 0) {
+	if (sk_pair_open(&p, attr, &lossy, NULL) != 0) {
 		sk_pair_close(&p);
 		return;
 	}
@@ -209,7 +209,7 @@ void t_relay_uu_no_dups(void)
 	uint64_t t0, quiet;
 	struct lossy_relay_stats st;
 
-	if (sk_pair_open(&p, CCI_CONN_ATTR_UU, &lossy) != 0) {
+	if (sk_pair_open(&p, CCI_CONN_ATTR_UU, &lossy, NULL) != 0) {
 		sk_pair_close(&p);
 		return;
 	}
@@ -279,7 +279,7 @@ void t_relay_rma_write_4m(void)
 	uint32_t to = 60000000;
 	uint64_t t0;
 
-	if (!src || !dst || sk_pair_open(&p, CCI_CONN_ATTR_RO, &lossy) != 0)
+	if (!src || !dst || sk_pair_open(&p, CCI_CONN_ATTR_RO, &lossy, NULL) != 0)
 		goto out;
 	cci_set_opt(p.cc, CCI_OPT_CONN_SEND_TIMEOUT, &to);
 	CU_ASSERT_EQUAL(cci_rma_register(p.cli, src, RMA_LEN, CCI_FLAG_READ, &lh), CCI_SUCCESS);
@@ -310,7 +310,7 @@ void t_relay_blackout_recovers(void)
 	uint64_t t0, dark = 0;
 	int phase = 0;
 
-	if (sk_pair_open(&p, CCI_CONN_ATTR_RO, &lossy) != 0) {
+	if (sk_pair_open(&p, CCI_CONN_ATTR_RO, &lossy, NULL) != 0) {
 		sk_pair_close(&p);
 		return;
 	}
@@ -346,7 +346,7 @@ void t_relay_blackout_keepalive(void)
 	uint64_t t0, dark = 0;
 	int rc;
 
-	if (sk_pair_open(&p, CCI_CONN_ATTR_RO, &lossy) != 0) {
+	if (sk_pair_open(&p, CCI_CONN_ATTR_RO, &lossy, NULL) != 0) {
 		sk_pair_close(&p);
 		return;
 	}
