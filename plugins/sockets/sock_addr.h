@@ -7,6 +7,7 @@
 #define CCI_SOCK_ADDR_H
 
 #include <net/if.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -46,6 +47,47 @@ enum sock_key {
 	SOCK_KEY_PROGRESS,  /* auto or manual, into manual_progress */
 	SOCK_KEY_COUNT
 };
+
+/* The words of progress=, for the tables below. */
+extern const char *const sock_progress_modes[];
+
+/*
+ * The initializer of a socket transport's key table (a static const
+ * struct cci_conf_key[], in enum sock_key order): the keys are the same,
+ * the transport gives what differs, its mss range and default (a plain
+ * decimal literal macro, see CCI_CONF_NUM), bufsize's maximum, and the help
+ * sentences of port, interface and bufsize.
+ */
+#define SOCK_CONF_KEYS(mss_min, mss_max, mss_def, buf_max, if_help, port_help, buf_help) { \
+	[SOCK_KEY_IP] = { \
+		.name = "ip", .type = CCI_CONF_CUSTOM, .check = sock_conf_ip, \
+		.offset = offsetof(struct sock_dev, addr), .size = sizeof(struct sockaddr_storage), \
+		.help = "numeric IPv4 or IPv6 address to bind and advertise (default: all IPv4 " \
+		        "addresses; the URI shows the first non-loopback one, else 127.0.0.1)" }, \
+	[SOCK_KEY_INTERFACE] = { \
+		.name = "interface", .type = CCI_CONF_STRING, \
+		.offset = offsetof(struct sock_dev, ifname), .size = IF_NAMESIZE, .help = if_help }, \
+	[SOCK_KEY_PORT] = { \
+		.name = "port", .type = CCI_CONF_UINT, .min = 0, .max = 65535, .def = "0", \
+		.offset = offsetof(struct sock_dev, port), .size = sizeof(uint16_t), \
+		.help = port_help }, \
+	[SOCK_KEY_MSS] = { \
+		.name = "mss", .type = CCI_CONF_UINT, .min = (mss_min), .max = (mss_max), \
+		.def = CCI_CONF_NUM(mss_def), \
+		.offset = offsetof(struct sock_dev, mss), .size = sizeof(uint32_t), \
+		.help = "largest message, in bytes" }, \
+	[SOCK_KEY_BUFSIZE] = { \
+		.name = "bufsize", .type = CCI_CONF_UINT, .min = 0, .max = (buf_max), \
+		.def = "0", .offset = offsetof(struct sock_dev, bufsize), .size = sizeof(uint32_t), \
+		.help = buf_help }, \
+	[SOCK_KEY_PROGRESS] = { \
+		.name = "progress", .type = CCI_CONF_CHOICE, .choices = sock_progress_modes, \
+		.def = "auto", .offset = offsetof(struct sock_dev, manual_progress), \
+		.size = sizeof(int), \
+		.help = "auto: a progress thread per endpoint; manual: none, only the " \
+		        "application's calls move the endpoint" }, \
+	[SOCK_KEY_COUNT] = { .name = NULL }, \
+}
 
 /* The check of ip=: a numeric IPv4 or IPv6 address, not IPv6
  * link-local, into the struct sockaddr_storage at field. */

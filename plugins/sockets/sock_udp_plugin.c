@@ -13,43 +13,15 @@ const struct cci_core *sock_core;
 
 extern const struct cci_plugin cci_ctp_sock_plugin;
 
-static const char *const progress_modes[] = { "auto", "manual", NULL };
-
 /* The ini keys of a sock section, as plugins/sockets/README.md lists them:
  * tcp's keys, with the limits of this transport. */
-static const struct cci_conf_key sock_conf_keys[] = {
-	[SOCK_KEY_IP] = {
-		.name = "ip", .type = CCI_CONF_CUSTOM, .check = sock_conf_ip,
-		.offset = offsetof(struct sock_dev, addr), .size = sizeof(struct sockaddr_storage),
-		.help = "numeric IPv4 or IPv6 address to bind and advertise (default: all IPv4 "
-		        "addresses; the URI shows the first non-loopback one, else 127.0.0.1)" },
-	[SOCK_KEY_INTERFACE] = {
-		.name = "interface", .type = CCI_CONF_STRING,
-		.offset = offsetof(struct sock_dev, ifname), .size = IF_NAMESIZE,
-		.help = "bind the first address of this interface (IPv4 first; with ip, the "
-		        "family of ip); its MTU sizes the datagrams" },
-	[SOCK_KEY_PORT] = {
-		.name = "port", .type = CCI_CONF_UINT, .min = 0, .max = 65535, .def = "0",
-		.offset = offsetof(struct sock_dev, port), .size = sizeof(uint16_t),
-		.help = "UDP port of endpoints created without a service; 0 picks a free one" },
-	[SOCK_KEY_MSS] = {
-		.name = "mss", .type = CCI_CONF_UINT, .min = SOCK_MSS_MIN, .max = SOCK_MSS_MAX,
-		.def = CCI_CONF_NUM(SOCK_MSS_DEFAULT),
-		.offset = offsetof(struct sock_dev, mss), .size = sizeof(uint32_t),
-		.help = "largest message, in bytes" },
-	[SOCK_KEY_BUFSIZE] = {
-		.name = "bufsize", .type = CCI_CONF_UINT, .min = 0, .max = SOCK_BUFSIZE_MAX,
-		.def = "0", .offset = offsetof(struct sock_dev, bufsize), .size = sizeof(uint32_t),
-		.help = "SO_SNDBUF and SO_RCVBUF of the socket, in bytes; 0 asks for 4 MiB "
-		        "(the kernel caps it at net.core.rmem_max/wmem_max)" },
-	[SOCK_KEY_PROGRESS] = {
-		.name = "progress", .type = CCI_CONF_CHOICE, .choices = progress_modes,
-		.def = "auto", .offset = offsetof(struct sock_dev, manual_progress),
-		.size = sizeof(int),
-		.help = "auto: a progress thread per endpoint; manual: none, only the "
-		        "application's calls move the endpoint" },
-	[SOCK_KEY_COUNT] = { .name = NULL },
-};
+static const struct cci_conf_key sock_conf_keys[] = SOCK_CONF_KEYS(
+	SOCK_MSS_MIN, SOCK_MSS_MAX, SOCK_MSS_DEFAULT, SOCK_BUFSIZE_MAX,
+	"bind the first address of this interface (IPv4 first; with ip, the "
+	"family of ip); its MTU sizes the datagrams",
+	"UDP port of endpoints created without a service; 0 picks a free one",
+	"SO_SNDBUF and SO_RCVBUF of the socket, in bytes; 0 asks for 4 MiB "
+	"(the kernel caps it at net.core.rmem_max/wmem_max)");
 
 static int plugin_init(const struct cci_core *core)
 {
