@@ -250,6 +250,7 @@ struct sock_ep {
 	int eng_on;
 	ev_io rx_w;
 	_Atomic int thread_mode;
+	_Atomic int tick_due;       /* the tick found the lock taken: progress() runs it */
 	uint64_t next_tick_ns;      /* manual: when progress() runs the tick */
 	uint32_t idle_polls;        /* empty polls since the clock was last read */
 
@@ -280,6 +281,7 @@ struct sock_ep {
 	struct iovec rx_iov[SOCK_RX_BATCH];
 	struct sockaddr_storage rx_from[SOCK_RX_BATCH];
 	uint8_t *rx_mem;
+	int rx_bulk, rx_last;       /* sock_rx_poll's mode, and whether the last poll found any */
 	struct mmsghdr tx_mh[SOCK_TX_BATCH];
 	struct sock_txslot tx_slot[SOCK_TX_BATCH];
 	uint32_t ntx;

@@ -60,6 +60,7 @@ static void rx_cb(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	}
 	sock_rx_back(sep);
+	sep->rx_bulk = 1; /* woken because bytes wait: take them all */
 	sock_rx_poll(sep, &now);
 	if (!now)
 		now = cci__now_ns();
@@ -86,7 +87,13 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 	struct sock_ep *sep = owner;
 
 	mode_set(sep, !app_polled);
-	pthread_mutex_lock(&sep->lock);
+	/* A polling application holds the lock nearly all the time, and a
+	 * mutex is not fair: waiting for it could take long.  Leave the tick
+	 * to its next progress() instead. */
+	if (pthread_mutex_trylock(&sep->lock) != 0) {
+		atomic_store(&sep->tick_due, 1);
+		return;
+	}
 	tick_run(sep, now);
 	pthread_mutex_unlock(&sep->lock);
 }
@@ -102,17 +109,19 @@ int sock_progress(cci__ep_t *ep)
 {
 	struct sock_ep *sep = sock_ep_of(ep);
 	uint64_t now = 0;
-	int starved;
+	int starved, due;
 
 	cci__engine_app_active(&sep->eng);
 	pthread_mutex_lock(&sep->lock);
 	if (atomic_load_explicit(&sep->rb_back, memory_order_relaxed))
 		sock_rx_back(sep);
-	if (sock_rx_poll(sep, &now) == 0 && ++sep->idle_polls % SOCK_CLOCK_EVERY != 0)
+	due = atomic_load_explicit(&sep->tick_due, memory_order_relaxed);
+	if (sock_rx_poll(sep, &now) == 0 && !due && ++sep->idle_polls % SOCK_CLOCK_EVERY != 0)
 		goto out;
 	if (!now)
 		now = cci__now_ns();
-	if (sep->manual && now >= sep->next_tick_ns) {
+	if (due || (sep->manual && now >= sep->next_tick_ns)) {
+		atomic_store_explicit(&sep->tick_due, 0, memory_order_relaxed);
 		sep->next_tick_ns = now + SOCK_TICK_NS;
 		tick_run(sep, now);
 	} else if (sep->timer_ns <= now) {

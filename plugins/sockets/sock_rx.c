@@ -431,10 +431,34 @@ static void batch_reset(struct sock_ep *sep, int n)
 	}
 }
 
-/* Read what the socket holds, a bounded number of batches.  Returns the
- * datagrams read; the clock is read only when some came (*now_p is 0
- * before, the time after). */
-int sock_rx_poll(struct sock_ep *sep, uint64_t *now_p)
+/* Sparse traffic: one datagram by recvfrom, whose empty call costs much
+ * less than recvmmsg's (no message header or iovec to bring in). */
+static int rx_one(struct sock_ep *sep, uint64_t *now_p)
+{
+	socklen_t fl = sizeof(sep->rx_from[0]);
+	ssize_t n;
+
+	do
+		n = syscall(SYS_recvfrom, sep->fd, sep->rx_iov[0].iov_base, sep->dgram,
+		            MSG_DONTWAIT | MSG_TRUNC, &sep->rx_from[0], &fl);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			errqueue_drain(sep);
+		return 0;
+	}
+	if (!*now_p)
+		*now_p = cci__now_ns();
+	if ((size_t)n > sep->dgram)
+		sep->stats.bad++; /* truncated: longer than any datagram of ours */
+	else
+		dgram_rx(sep, sep->rx_iov[0].iov_base, (uint32_t)n, &sep->rx_from[0], fl, *now_p);
+	sock_rx_finish(sep, *now_p);
+	return 1;
+}
+
+/* Bulk traffic: recvmmsg batches, a bounded number of them. */
+static int rx_batches(struct sock_ep *sep, uint64_t *now_p)
 {
 	int total = 0;
 
@@ -467,6 +491,28 @@ int sock_rx_poll(struct sock_ep *sep, uint64_t *now_p)
 			break;
 	}
 	return total;
+}
+
+/* Read what the socket holds: one datagram at a time while they come one
+ * by one (a ping-pong), in batches once two polls in a row found some
+ * (a stream) until a batch brings less than two.  Returns the datagrams
+ * read; the clock is read only when some came (*now_p is 0 before, the
+ * time after). */
+int sock_rx_poll(struct sock_ep *sep, uint64_t *now_p)
+{
+	int n;
+
+	if (!sep->rx_bulk) {
+		n = rx_one(sep, now_p);
+		if (n && sep->rx_last)
+			sep->rx_bulk = 1;
+	} else {
+		n = rx_batches(sep, now_p);
+		if (n < 2)
+			sep->rx_bulk = 0;
+	}
+	sep->rx_last = n > 0;
+	return n;
 }
 
 /* After a batch: each connection it moved sends what it may and the ack
