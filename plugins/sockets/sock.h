@@ -213,7 +213,7 @@ struct sock_req {
 	socklen_t fromlen;
 	char peer_str[64];
 	struct sock_dg_hello hello;
-	int posted, answered, accepted, done;
+	int answered, accepted, done;
 	uint64_t expire_ns;         /* done: forgotten at this time */
 	uint64_t sc_token;          /* accepted: the connection's token ... */
 	uint64_t isn;               /* ... and first sequence */
