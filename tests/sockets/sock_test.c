@@ -3,8 +3,8 @@
  * harness and main().
  *
  * usage: sock_test [substring]   (runs the tests whose name contains it)
- * SOCK_TEST_MSGS sets the message count of the relay streams (default
- * 200000; see tests/sockets/README or plugins/sockets/README.md).
+ * SOCK_TEST_MSGS sets the message count of the RO and RU relay streams
+ * (default 1000000; plugins/sockets/README.md, Tests).
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -10,7 +10,7 @@
 #include "sock_test.h"
 
 #define MSG_MAX 8192u
-#define STREAM_MS 240000u /* the longest a stream test may run */
+#define STREAM_MS 400000u /* the longest a stream test may run */
 
 static const struct lossy_relay_conf lossy = {
 	.seed = 0x5eed, .loss_ppm = 50000, .dup_ppm = 10000, .reorder_ppm = 50000,
@@ -174,7 +174,7 @@ static void reliable_stream(cci_conn_attribute_t attr, uint32_t min)
 		return;
 	}
 	cci_set_opt(p.cc, CCI_OPT_CONN_SEND_TIMEOUT, &to);
-	stream_init(&s, &p, msg_count(200000), attr == CCI_CONN_ATTR_RO, min);
+	stream_init(&s, &p, msg_count(1000000), attr == CCI_CONN_ATTR_RO, min);
 	t0 = sk_now_ms();
 	while ((s.recvd < s.n || s.ok + s.err < s.sent) && s.send_rc == CCI_SUCCESS &&
 	       sk_now_ms() - t0 < STREAM_MS) {
