@@ -22,7 +22,6 @@
  *                     [--pin S,C] [--json]
  */
 #include <errno.h>
-#include <sched.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -39,7 +38,8 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 
-#define BATCH 100
+#include "baseline.h"
+
 #define TIMEOUT_NS (30ull * 1000000000ull) /* a stuck peer ends the run */
 
 struct opts {
@@ -48,20 +48,6 @@ struct opts {
 	uint64_t max, only, budget;
 	uint32_t iters, warmup;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "baseline_tcp: %s: %s\n", what, errno ? strerror(errno) : "failed");
-	exit(EXIT_FAILURE);
-}
 
 /* ------------------------------------------------------------ socket I/O */
 
@@ -80,12 +66,12 @@ static void spin_read(int fd, unsigned char *p, size_t len)
 			continue;
 		}
 		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-			die(n == 0 ? "peer closed" : "recv");
+			bl_die(n == 0 ? "peer closed" : "recv");
 		if (++spins % 4096 == 0) {
 			if (!start)
-				start = now_ns();
-			else if (now_ns() - start > TIMEOUT_NS)
-				die("no data for 30 s");
+				start = bl_now_ns();
+			else if (bl_now_ns() - start > TIMEOUT_NS)
+				bl_die("no data for 30 s");
 		}
 	}
 }
@@ -100,7 +86,7 @@ static void write_all(int fd, const unsigned char *p, size_t len)
 			p += n;
 			len -= (size_t)n;
 		} else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-			die("send");
+			bl_die("send");
 		}
 	}
 }
@@ -110,9 +96,9 @@ static void set_nodelay(int fd, bool nonblock)
 	int one = 1;
 
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
-		die("TCP_NODELAY");
+		bl_die("TCP_NODELAY");
 	if (nonblock && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK))
-		die("O_NONBLOCK");
+		bl_die("O_NONBLOCK");
 }
 
 /* A loopback listener on an ephemeral port; *addr gets its address. */
@@ -126,7 +112,7 @@ static int listen_loopback(struct sockaddr_in *addr)
 	addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (fd < 0 || bind(fd, (struct sockaddr *)addr, sizeof(*addr)) || listen(fd, 1) ||
 	    getsockname(fd, (struct sockaddr *)addr, &len))
-		die("listen on 127.0.0.1");
+		bl_die("listen on 127.0.0.1");
 	return fd;
 }
 
@@ -197,58 +183,31 @@ static void __attribute__((noreturn)) serve(int fd, const struct opts *o, unsign
 
 /* ------------------------------------------------------------ the client */
 
-static int cmp_u64(const void *a, const void *b)
+struct round {
+	int fd;
+	unsigned char *buf;
+	uint64_t size;
+};
+
+static void round_trip(void *arg)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	struct round *r = arg;
 
-	return x < y ? -1 : x > y;
-}
-
-/* One-way microseconds for one size (see the header for the rule). */
-static double pingpong_size(int fd, unsigned char *buf, uint64_t size, uint32_t iters,
-			    uint32_t warmup)
-{
-	uint32_t nb = iters < 10 * BATCH ? 0 : iters / BATCH;
-	uint64_t *batch = nb ? calloc(nb, sizeof(*batch)) : NULL;
-	uint64_t t0 = 0, tb = 0;
-	double us;
-
-	if (nb && !batch)
-		die("calloc");
-	for (uint32_t i = 0; i < warmup + iters; i++) {
-		if (i == warmup) {
-			t0 = tb = now_ns();
-		} else if (nb && i > warmup && (i - warmup) % BATCH == 0) {
-			uint64_t t = now_ns();
-
-			batch[(i - warmup) / BATCH - 1] = t - tb;
-			tb = t;
-		}
-		write_all(fd, buf, size);
-		spin_read(fd, buf, size);
-	}
-	us = (double)(now_ns() - t0) / 1e3 / iters / 2;
-	if (nb) {
-		if (iters % BATCH == 0) /* the loop ended before recording it */
-			batch[nb - 1] = now_ns() - tb;
-		qsort(batch, nb, sizeof(*batch), cmp_u64);
-		us = (double)batch[nb / 2] / 1e3 / BATCH / 2;
-		free(batch);
-	}
-	return us;
+	write_all(r->fd, r->buf, r->size);
+	spin_read(r->fd, r->buf, r->size);
 }
 
 /* Nanoseconds to push count writes of size bytes and get the byte back. */
 static uint64_t stream_round(int fd, unsigned char *buf, uint64_t size, uint64_t count)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = bl_now_ns();
 	char ack;
 
 	for (uint64_t i = 0; i < count; i++)
 		write_all(fd, buf, size);
 	if (read(fd, &ack, 1) != 1)
-		die("stream acknowledgement");
-	return now_ns() - t0;
+		bl_die("stream acknowledgement");
+	return bl_now_ns() - t0;
 }
 
 static void print_row(const struct opts *o, uint64_t size, double lat_us, double mbps,
@@ -277,8 +236,9 @@ static void run_client(int fd, const struct opts *o, unsigned char *buf)
 		       o->stream ? "Writes/s" : "Throughput");
 	for (uint64_t size = first_size(o); size; size = next_size(o, size)) {
 		if (!o->stream) {
-			double us = pingpong_size(fd, buf, size, scaled(o->iters, size),
-						  scaled(o->warmup, size));
+			struct round r = { fd, buf, size };
+			double us = bl_pingpong_us(scaled(o->iters, size), scaled(o->warmup, size),
+						   round_trip, &r);
 
 			print_row(o, size, us, (double)size / us, 0);
 			continue;
@@ -309,27 +269,6 @@ static void usage(FILE *f)
 		"  --json      one JSON object per row\n");
 }
 
-static uint64_t parse_size(const char *s)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
-	int shift = 0;
-
-	if (end == s || *s == '-')
-		goto bad;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	default: break;
-	}
-	if (!*end && v <= (1ull << 40) >> shift)
-		return (uint64_t)v << shift;
-bad:
-	fprintf(stderr, "baseline_tcp: bad number \"%s\"\n", s);
-	exit(EXIT_FAILURE);
-}
-
 static void parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option longs[] = {
@@ -343,18 +282,12 @@ static void parse(int argc, char **argv, struct opts *o)
 		switch (c) {
 		case 's': o->stream = true; break;
 		case 'j': o->json = true; break;
-		case 'm': o->max = parse_size(optarg); break;
-		case 'S': o->only = parse_size(optarg); break;
-		case 'i': o->iters = (uint32_t)parse_size(optarg); break;
-		case 'W': o->warmup = (uint32_t)parse_size(optarg); break;
-		case 'B': o->budget = parse_size(optarg); break;
-		case 'p':
-			if (sscanf(optarg, "%d,%d", &o->pin[0], &o->pin[1]) != 2 || o->pin[0] < 0 ||
-			    o->pin[1] < 0 || o->pin[0] >= CPU_SETSIZE || o->pin[1] >= CPU_SETSIZE) {
-				fprintf(stderr, "baseline_tcp: --pin wants two CPU numbers, \"S,C\"\n");
-				exit(EXIT_FAILURE);
-			}
-			break;
+		case 'm': o->max = bl_parse_size(optarg); break;
+		case 'S': o->only = bl_parse_size(optarg); break;
+		case 'i': o->iters = (uint32_t)bl_parse_size(optarg); break;
+		case 'W': o->warmup = (uint32_t)bl_parse_size(optarg); break;
+		case 'B': o->budget = bl_parse_size(optarg); break;
+		case 'p': bl_parse_pin(optarg, o->pin); break;
 		case 'h': usage(stdout); exit(EXIT_SUCCESS);
 		default: usage(stderr); exit(EXIT_FAILURE);
 		}
@@ -368,51 +301,39 @@ static void parse(int argc, char **argv, struct opts *o)
 	}
 }
 
-/* Put this process on cpu (when not -1). */
-static void pin_to(int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) != 0)
-		die("sched_setaffinity (--pin)");
-}
-
 int main(int argc, char **argv)
 {
 	struct opts o;
 	struct sockaddr_in addr;
 	int status;
 
+	bl_prog = "baseline_tcp";
 	parse(argc, argv, &o);
 	unsigned char *buf = malloc(o.max);
 	int lfd = listen_loopback(&addr);
 
 	if (!buf)
-		die("malloc");
+		bl_die("malloc");
 	memset(buf, 0x5a, o.max);
 	pid_t pid = fork();
 
 	if (pid < 0)
-		die("fork");
+		bl_die("fork");
 	if (pid == 0) {
 		int fd = socket(AF_INET, SOCK_STREAM, 0);
 
-		pin_to(o.pin[0]);
+		bl_pin_to(o.pin[0]);
 		close(lfd);
 		if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)))
-			die("connect to 127.0.0.1");
+			bl_die("connect to 127.0.0.1");
 		set_nodelay(fd, !o.stream);
 		serve(fd, &o, buf);
 	}
-	pin_to(o.pin[1]);
+	bl_pin_to(o.pin[1]);
 	int fd = accept(lfd, NULL, NULL);
 
 	if (fd < 0)
-		die("accept");
+		bl_die("accept");
 	close(lfd);
 	set_nodelay(fd, !o.stream);
 	run_client(fd, &o, buf);

@@ -81,7 +81,7 @@ static uint64_t if_rate(const char *ifname)
 }
 
 static void dev_fill(struct sock_dev *d, const struct sockaddr *sa, const char *ifname,
-                     uint32_t mss)
+                     uint32_t mss, const char *proto)
 {
 	memset(d, 0, sizeof(*d));
 	memcpy(&d->addr, sa, sa_len(sa->sa_family));
@@ -91,7 +91,7 @@ static void dev_fill(struct sock_dev *d, const struct sockaddr *sa, const char *
 	host_str(sa, d->host, sizeof(d->host));
 	d->mss = mss;
 	d->up = 1;
-	snprintf(d->info, sizeof(d->info), "TCP/IP on %s, address %s", ifname, d->host);
+	snprintf(d->info, sizeof(d->info), "%s on %s, address %s", proto, ifname, d->host);
 }
 
 /* How many addresses of this family on this interface came before ifa. */
@@ -106,8 +106,13 @@ static int addr_index(const struct ifaddrs *all, const struct ifaddrs *ifa)
 	return n;
 }
 
-int sock_discover(const char *prefix, uint32_t mss, sock_dev_add_fn add, void *arg)
+/* The devices of the transport t on this host, as sock_devs_discover()
+ * promises; add publishes each. */
+static int discover(const struct cci_core *core, const struct sock_transport *t,
+                    int (*add)(const struct cci_core *core, const struct sock_transport *t,
+                               const char *name, const struct sock_dev *d, uint64_t rate))
 {
+	const char *prefix = t->name;
 	struct ifaddrs *all, *ifa;
 	struct sock_dev d;
 	char name[64];
@@ -128,8 +133,8 @@ int sock_discover(const char *prefix, uint32_t mss, sock_dev_add_fn add, void *a
 		else
 			snprintf(name, sizeof(name), "%s%s-%s-%d", prefix,
 			         fam == AF_INET6 ? "6" : "", ifa->ifa_name, idx + 1);
-		dev_fill(&d, ifa->ifa_addr, ifa->ifa_name, mss);
-		rc = add(arg, name, &d, if_rate(ifa->ifa_name));
+		dev_fill(&d, ifa->ifa_addr, ifa->ifa_name, t->mss, t->proto);
+		rc = add(core, t, name, &d, if_rate(ifa->ifa_name));
 	}
 	freeifaddrs(all);
 	return rc;
@@ -176,6 +181,8 @@ static void wildcard_host(char *buf, size_t len)
 	freeifaddrs(all);
 }
 
+const char *const sock_progress_modes[] = { "auto", "manual", NULL };
+
 int sock_conf_ip(const char *value, void *field, char *why, size_t whylen)
 {
 	struct sockaddr_in *s4 = field;
@@ -198,7 +205,7 @@ int sock_conf_ip(const char *value, void *field, char *why, size_t whylen)
 
 /* Settle the bind address from ip= and interface=. */
 static int conf_address(const struct cci_core *core, cci__dev_t *dev, struct sock_dev *d,
-                        int ip_i, int if_i)
+                        int ip_i, int if_i, const char *proto)
 {
 	struct sockaddr_storage ifaddr;
 
@@ -222,23 +229,79 @@ static int conf_address(const struct cci_core *core, cci__dev_t *dev, struct soc
 		host_str((struct sockaddr *)&d->addr, d->host, sizeof(d->host));
 	}
 	d->addrlen = sa_len(d->addr.ss_family);
-	snprintf(d->info, sizeof(d->info), "TCP/IP%s%s, address %s%s", d->ifname[0] ? " on " : "",
+	snprintf(d->info, sizeof(d->info), "%s%s%s, address %s%s", proto, d->ifname[0] ? " on " : "",
 	         d->ifname, d->host, ip_i < 0 && if_i < 0 ? " (bound to all addresses)" : "");
 	return CCI_SUCCESS;
 }
 
-int sock_dev_configure(const struct cci_core *core, cci__dev_t *dev,
-                       const struct cci_conf_key *keys, struct sock_dev *d)
+/* Read dev's section against t's keys into d and settle its address. */
+static int configure(const struct cci_core *core, const struct sock_transport *t,
+                     cci__dev_t *dev, struct sock_dev *d)
 {
 	int kv[SOCK_KEY_COUNT];
 	int rc;
 
 	memset(d, 0, sizeof(*d));
 	d->up = 1;
-	rc = core->conf_parse(dev, keys, d, kv);
+	rc = core->conf_parse(dev, t->keys, d, kv);
 	if (rc != CCI_SUCCESS)
 		return rc;
-	return conf_address(core, dev, d, kv[SOCK_KEY_IP], kv[SOCK_KEY_INTERFACE]);
+	return conf_address(core, dev, d, kv[SOCK_KEY_IP], kv[SOCK_KEY_INTERFACE], t->proto);
+}
+
+static void publish(cci__dev_t *dev, struct sock_dev *d, uint64_t rate)
+{
+	dev->priv = d;
+	dev->pub.up = (unsigned)d->up;
+	dev->pub.max_send_size = d->mss;
+	dev->pub.rate = rate;
+	dev->pub.info = d->info;
+}
+
+static int add_copy(const struct cci_core *core, const struct sock_transport *t,
+                    const char *name, const struct sock_dev *d, uint64_t rate)
+{
+	struct sock_dev *copy = malloc(sizeof(*copy));
+	cci__dev_t *dev;
+
+	if (!copy)
+		return CCI_ENOMEM;
+	*copy = *d;
+	dev = core->dev_add(t->plugin, name);
+	if (!dev) {
+		free(copy);
+		return CCI_ENOMEM;
+	}
+	publish(dev, copy, rate);
+	return CCI_SUCCESS;
+}
+
+int sock_devs_discover(const struct cci_core *core, const struct sock_transport *t)
+{
+	return discover(core, t, add_copy);
+}
+
+int sock_devs_configure(const struct cci_core *core, const struct sock_transport *t,
+                        cci__dev_t *dev)
+{
+	struct sock_dev *d = malloc(sizeof(*d));
+	int rc;
+
+	if (!d)
+		return CCI_ENOMEM;
+	rc = configure(core, t, dev, d);
+	if (rc != CCI_SUCCESS) {
+		free(d);
+		return rc;
+	}
+	publish(dev, d, 0);
+	return CCI_SUCCESS;
+}
+
+void sock_devs_free(cci__dev_t *dev)
+{
+	free(dev->priv);
+	dev->priv = NULL;
 }
 
 int sock_parse_port(const char *service, uint16_t *port)

@@ -7,6 +7,7 @@
 #define CCI_SOCK_ADDR_H
 
 #include <net/if.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -47,30 +48,80 @@ enum sock_key {
 	SOCK_KEY_COUNT
 };
 
+/* The words of progress=, for the tables below. */
+extern const char *const sock_progress_modes[];
+
+/*
+ * The initializer of a socket transport's key table (a static const
+ * struct cci_conf_key[], in enum sock_key order): the keys are the same,
+ * the transport gives what differs, its mss range and default (a plain
+ * decimal literal macro, see CCI_CONF_NUM), bufsize's maximum, and the help
+ * sentences of port, interface and bufsize.
+ */
+#define SOCK_CONF_KEYS(mss_min, mss_max, mss_def, buf_max, if_help, port_help, buf_help) { \
+	[SOCK_KEY_IP] = { \
+		.name = "ip", .type = CCI_CONF_CUSTOM, .check = sock_conf_ip, \
+		.offset = offsetof(struct sock_dev, addr), .size = sizeof(struct sockaddr_storage), \
+		.help = "numeric IPv4 or IPv6 address to bind and advertise (default: all IPv4 " \
+		        "addresses; the URI shows the first non-loopback one, else 127.0.0.1)" }, \
+	[SOCK_KEY_INTERFACE] = { \
+		.name = "interface", .type = CCI_CONF_STRING, \
+		.offset = offsetof(struct sock_dev, ifname), .size = IF_NAMESIZE, .help = if_help }, \
+	[SOCK_KEY_PORT] = { \
+		.name = "port", .type = CCI_CONF_UINT, .min = 0, .max = 65535, .def = "0", \
+		.offset = offsetof(struct sock_dev, port), .size = sizeof(uint16_t), \
+		.help = port_help }, \
+	[SOCK_KEY_MSS] = { \
+		.name = "mss", .type = CCI_CONF_UINT, .min = (mss_min), .max = (mss_max), \
+		.def = CCI_CONF_NUM(mss_def), \
+		.offset = offsetof(struct sock_dev, mss), .size = sizeof(uint32_t), \
+		.help = "largest message, in bytes" }, \
+	[SOCK_KEY_BUFSIZE] = { \
+		.name = "bufsize", .type = CCI_CONF_UINT, .min = 0, .max = (buf_max), \
+		.def = "0", .offset = offsetof(struct sock_dev, bufsize), .size = sizeof(uint32_t), \
+		.help = buf_help }, \
+	[SOCK_KEY_PROGRESS] = { \
+		.name = "progress", .type = CCI_CONF_CHOICE, .choices = sock_progress_modes, \
+		.def = "auto", .offset = offsetof(struct sock_dev, manual_progress), \
+		.size = sizeof(int), \
+		.help = "auto: a progress thread per endpoint; manual: none, only the " \
+		        "application's calls move the endpoint" }, \
+	[SOCK_KEY_COUNT] = { .name = NULL }, \
+}
+
 /* The check of ip=: a numeric IPv4 or IPv6 address, not IPv6
  * link-local, into the struct sockaddr_storage at field. */
 int sock_conf_ip(const char *value, void *field, char *why, size_t whylen);
 
-/* Called once per discovered device; returns a cci_status_t. */
-typedef int (*sock_dev_add_fn)(void *arg, const char *name, const struct sock_dev *d,
-                               uint64_t rate);
+/* What tells the socket transports' devices apart (tcp, sock). */
+struct sock_transport {
+	const char *name;                /* "tcp", "sock": device names */
+	const char *proto;               /* "TCP/IP", "UDP": in each device's info */
+	uint32_t mss;                    /* mss of discovered devices */
+	const struct cci_plugin *plugin; /* the devices' plugin */
+	const struct cci_conf_key *keys; /* its key table, indexed by enum sock_key */
+};
 
 /*
- * One device per address of every interface that is up, loopback included
- * (IPv6 link-local addresses are skipped: their URIs would need a zone).
- * Names: "<prefix>-<ifname>" for IPv4, "<prefix>6-<ifname>" for IPv6,
- * with "-2", "-3", ... for further addresses of one interface.
+ * discover(): one device per address of every interface that is up,
+ * loopback included (IPv6 link-local addresses are skipped: their URIs
+ * would need a zone), added with core->dev_add().  Names: "<name>-<ifname>"
+ * for IPv4, "<name>6-<ifname>" for IPv6, with "-2", "-3", ... for further
+ * addresses of one interface.
  */
-int sock_discover(const char *prefix, uint32_t mss, sock_dev_add_fn add, void *arg);
+int sock_devs_discover(const struct cci_core *core, const struct sock_transport *t);
 
 /*
- * Read a config section into d through core->conf_parse with keys (the
- * transport's table, indexed by enum sock_key), then settle the bind
- * address from ip= and interface=.  An unknown key or a bad value is
- * reported by the core and gives CCI_EINVAL.
+ * dev_configure(): read dev's config section through core->conf_parse
+ * with t's keys, then settle the bind address from ip= and interface=,
+ * and publish the device.  An unknown key or a bad value is reported by
+ * the core and gives CCI_EINVAL.
  */
-int sock_dev_configure(const struct cci_core *core, cci__dev_t *dev,
-                       const struct cci_conf_key *keys, struct sock_dev *d);
+int sock_devs_configure(const struct cci_core *core, const struct sock_transport *t,
+                        cci__dev_t *dev);
+
+/* dev_free(): the struct sock_dev of either. */
+void sock_devs_free(cci__dev_t *dev);
 
 /* "port" of cci_create_endpoint_at: decimal 0..65535, nothing else. */
 int sock_parse_port(const char *service, uint16_t *port);

@@ -13,42 +13,14 @@ const struct cci_core *tcp_core;
 
 extern const struct cci_plugin cci_ctp_sockets_plugin;
 
-static const char *const progress_modes[] = { "auto", "manual", NULL };
-
 /* The ini keys of a tcp section, as plugins/sockets/README.md lists them. */
-static const struct cci_conf_key tcp_conf_keys[] = {
-	[SOCK_KEY_IP] = {
-		.name = "ip", .type = CCI_CONF_CUSTOM, .check = sock_conf_ip,
-		.offset = offsetof(struct sock_dev, addr), .size = sizeof(struct sockaddr_storage),
-		.help = "numeric IPv4 or IPv6 address to bind and advertise (default: all IPv4 "
-		        "addresses; the URI shows the first non-loopback one, else 127.0.0.1)" },
-	[SOCK_KEY_INTERFACE] = {
-		.name = "interface", .type = CCI_CONF_STRING,
-		.offset = offsetof(struct sock_dev, ifname), .size = IF_NAMESIZE,
-		.help = "bind the first address of this interface (IPv4 first; with ip, the "
-		        "family of ip); an interface without an address makes the device down" },
-	[SOCK_KEY_PORT] = {
-		.name = "port", .type = CCI_CONF_UINT, .min = 0, .max = 65535, .def = "0",
-		.offset = offsetof(struct sock_dev, port), .size = sizeof(uint16_t),
-		.help = "port of endpoints created without a service; 0 picks a free one" },
-	[SOCK_KEY_MSS] = {
-		.name = "mss", .type = CCI_CONF_UINT, .min = TCP_AM_MSS_MIN, .max = TCP_AM_MSS_MAX,
-		.def = CCI_CONF_NUM(TCP_AM_MSS_DEFAULT),
-		.offset = offsetof(struct sock_dev, mss), .size = sizeof(uint32_t),
-		.help = "largest message, in bytes" },
-	[SOCK_KEY_BUFSIZE] = {
-		.name = "bufsize", .type = CCI_CONF_UINT, .min = 0, .max = TCP_BUFSIZE_MAX,
-		.def = "0", .offset = offsetof(struct sock_dev, bufsize), .size = sizeof(uint32_t),
-		.help = "SO_SNDBUF and SO_RCVBUF of every socket, in bytes; 0 leaves the "
-		        "kernel's autotuning" },
-	[SOCK_KEY_PROGRESS] = {
-		.name = "progress", .type = CCI_CONF_CHOICE, .choices = progress_modes,
-		.def = "auto", .offset = offsetof(struct sock_dev, manual_progress),
-		.size = sizeof(int),
-		.help = "auto: a progress thread per endpoint; manual: none, only the "
-		        "application's calls move the endpoint" },
-	[SOCK_KEY_COUNT] = { .name = NULL },
-};
+static const struct cci_conf_key tcp_conf_keys[] = SOCK_CONF_KEYS(
+	TCP_AM_MSS_MIN, TCP_AM_MSS_MAX, TCP_AM_MSS_DEFAULT, TCP_BUFSIZE_MAX,
+	"bind the first address of this interface (IPv4 first; with ip, the "
+	"family of ip); an interface without an address makes the device down",
+	"port of endpoints created without a service; 0 picks a free one",
+	"SO_SNDBUF and SO_RCVBUF of every socket, in bytes; 0 leaves the "
+	"kernel's autotuning");
 
 static int sock_init(const struct cci_core *core)
 {
@@ -58,58 +30,19 @@ static int sock_init(const struct cci_core *core)
 	return CCI_SUCCESS;
 }
 
-static void dev_publish(cci__dev_t *dev, struct sock_dev *d, uint64_t rate)
-{
-	dev->priv = d;
-	dev->pub.up = (unsigned)d->up;
-	dev->pub.max_send_size = d->mss;
-	dev->pub.rate = rate;
-	dev->pub.info = d->info;
-}
-
-static int discover_add(void *arg, const char *name, const struct sock_dev *d, uint64_t rate)
-{
-	struct sock_dev *copy = malloc(sizeof(*copy));
-	cci__dev_t *dev;
-
-	(void)arg;
-	if (!copy)
-		return CCI_ENOMEM;
-	*copy = *d;
-	dev = tcp_core->dev_add(&cci_ctp_sockets_plugin, name);
-	if (!dev) {
-		free(copy);
-		return CCI_ENOMEM;
-	}
-	dev_publish(dev, copy, rate);
-	return CCI_SUCCESS;
-}
+static const struct sock_transport tcp_transport = {
+	.name = "tcp", .proto = "TCP/IP", .mss = TCP_AM_MSS_DEFAULT,
+	.plugin = &cci_ctp_sockets_plugin, .keys = tcp_conf_keys,
+};
 
 static int sock_discover_devs(void)
 {
-	return sock_discover("tcp", TCP_AM_MSS_DEFAULT, discover_add, NULL);
+	return sock_devs_discover(tcp_core, &tcp_transport);
 }
 
 static int sock_dev_configure_one(cci__dev_t *dev)
 {
-	struct sock_dev *d = malloc(sizeof(*d));
-	int rc;
-
-	if (!d)
-		return CCI_ENOMEM;
-	rc = sock_dev_configure(tcp_core, dev, tcp_conf_keys, d);
-	if (rc != CCI_SUCCESS) {
-		free(d);
-		return rc;
-	}
-	dev_publish(dev, d, 0);
-	return CCI_SUCCESS;
-}
-
-static void sock_dev_free(cci__dev_t *dev)
-{
-	free(dev->priv);
-	dev->priv = NULL;
+	return sock_devs_configure(tcp_core, &tcp_transport, dev);
 }
 
 static const char *const sock_transports[] = { "tcp", NULL };
@@ -125,7 +58,7 @@ __attribute__((visibility("default"))) const struct cci_plugin cci_ctp_sockets_p
 	.init = sock_init,
 	.discover = sock_discover_devs,
 	.dev_configure = sock_dev_configure_one,
-	.dev_free = sock_dev_free,
+	.dev_free = sock_devs_free,
 	.ep_create = tcp_ep_create,
 	.ep_destroy = tcp_ep_destroy,
 	.progress = tcp_progress,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """cci_info_test.py - runs cci_info in one situation and checks what it says.
 
-usage: cci_info_test.py CASE CCI_INFO [--config FILE] [--have tcp|ofi]... [--plugin-dir DIR]
+usage: cci_info_test.py CASE CCI_INFO [--config FILE] [--have tcp|sock|ofi]... [--plugin-dir DIR]
 
 CASE is one of:
   example     CCI_CONFIG=--config (config/cci.ini.example): its devices, in
@@ -188,7 +188,7 @@ def case_example(c, a):
     c.check(doc["config"] == a.config and doc["environment"]["CCI_CONFIG"] == a.config,
             "the JSON names the config file")
     want = ["sm0"] + (["tcp-lo"] if "tcp" in have else []) + \
-        (["ofi-tcp-lo"] if "ofi" in have else [])
+        (["ofi-tcp-lo"] if "ofi" in have else []) + (["sock-lo"] if "sock" in have else [])
     c.check([d["name"] for d in doc["devices"]] == want,
             "the devices are the file's sections whose plugin is built, default first",
             "want %r, got %r" % (want, [d["name"] for d in doc["devices"]]))
@@ -218,6 +218,13 @@ def case_example(c, a):
                                             "conf_argv": ["transport=ofi", "provider=tcp",
                                                           "iface=lo", "priority=20"]})
         check_loaded(c, doc, "ofi", "ofi")
+    if "sock" in have:
+        check_keys(c, doc, "sock", SOCK_KEYS)
+        check_device(c, doc, "sock-lo", {"transport": "sock", "up": True, "default": False,
+                                         "priority": 10, "conf_argv": ["transport=sock",
+                                                                       "ip=127.0.0.1",
+                                                                       "priority=10"]})
+        check_loaded(c, doc, "sock", "sock")
     check_options(c, a, out, doc)
 
 
@@ -229,6 +236,9 @@ TCP_KEYS = [("ip", "custom", None, None, [], None),
             ("mss", "integer", 64, 16777216, [], "65536"),
             ("bufsize", "integer", 0, 268435456, [], "0"),
             ("progress", "choice", None, None, ["auto", "manual"], "auto")]
+SOCK_KEYS = TCP_KEYS[:3] + [("mss", "integer", 64, 8388608, [], "65536"),
+                            ("bufsize", "integer", 0, 268435456, [], "0"),
+                            ("progress", "choice", None, None, ["auto", "manual"], "auto")]
 OFI_KEYS = [("provider", "string", 1, 63, [], None), ("domain", "string", 1, 63, [], None),
             ("iface", "string", 1, 63, [], None),
             ("mss", "integer", 8192, 1048576, [], "65536")]

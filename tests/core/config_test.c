@@ -177,6 +177,9 @@ static void test_shipped_example_loads(void)
 #ifdef HAVE_OFI_PLUGIN
 	CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "\nofi-tcp-lo ofi "));
 #endif
+#ifdef HAVE_SOCK_PLUGIN
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "\nsock-lo sock "));
+#endif
 	if (r.rc != CCI_SUCCESS || strncmp(r.out, "sm0 sm ", 7) != 0)
 		fprintf(stderr, "\n  %s: rc %d, devices:\n%s%s", CCI_EXAMPLE_INI, r.rc, r.out, r.err);
 }

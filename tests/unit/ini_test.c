@@ -331,10 +331,10 @@ static void test_example_config_parses(void)
 
 	CU_ASSERT_EQUAL_FATAL(ini_parse_file(example_path, &g, err, sizeof(err)), 0);
 	/* One live section per transport that ships built; the sections of
-	 * planned transports (sock, verbs) stay commented out. */
-	CU_ASSERT_EQUAL_FATAL(g.nsections, 3);
+	 * planned transports (verbs) stay commented out. */
+	CU_ASSERT_EQUAL_FATAL(g.nsections, 4);
 	for (i = 0; i < g.nsections; i++) {
-		static const char *const want[] = { "sm", "tcp", "ofi" };
+		static const char *const want[] = { "sm", "tcp", "sock", "ofi" };
 		const char *t = ini_section_get(&g.sections[i], "transport");
 
 		CU_ASSERT_PTR_NOT_NULL_FATAL(t);
@@ -378,7 +378,8 @@ static const struct unit_test tests[] = {
 	{ "a UTF-8 byte order mark is skipped", test_bom_skipped },
 	{ "non-printable bytes are escaped in the one-line message", test_odd_bytes_escaped },
 	{ "a short or absent error buffer is never overrun", test_short_error_buffer },
-	{ "the shipped example config parses: sm, tcp and ofi sections", test_example_config_parses },
+	{ "the shipped example config parses: sm, tcp, sock and ofi sections",
+	  test_example_config_parses },
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,375 @@
+/*
+ * sock.h - internal structures of the UDP transport (sock://) of the
+ * sockets plugin.
+ *
+ * One UDP socket per endpoint carries every connection; a datagram names
+ * its connection by the receiver's token (a random 32-bit tag over the
+ * connection's slot in sep->slots) and must come from the peer's address.
+ * RO and RU connections run the reliability of sock_rel.h over sequenced
+ * datagrams (sock_dgram.h); UU connections send plain datagrams.
+ *
+ * Threads and locks.  Everything of an endpoint is guarded by sep->lock:
+ * connections, their reliability state, op and buffer pools, the socket's
+ * batches.  The progress engine (plugins/common/engine.h) runs a tick
+ * (timers, handshakes) and, while the application does not poll, watches
+ * the socket ("thread mode"); its callbacks hold sep->eng.lock and take
+ * sep->lock inside it.  Application calls take sep->lock only.  Receive
+ * buffers come back from any thread through a lock-free stack (rb_back),
+ * applied by the next pass under the lock.  With progress = manual there
+ * is no engine: progress() does the tick's work itself.
+ *
+ * Layers (README.md): dgram (codec) -> tx -> rma -> conn -> hs -> rx ->
+ * ep -> plugin.  A file calls only those before it; tx never calls rx.
+ *
+ * Objects and owners:
+ *   struct sock_ep     ep->priv, from ep_create to ep_destroy.
+ *   struct sock_conn   conn->priv; the core frees it after conn_release()
+ *                      and the last lent event.
+ *   struct sock_op     a send, an RMA, the answer to a peer's read or a
+ *                      control reply; from the endpoint's pool.
+ *   struct sock_txd    one sequenced datagram until the peer acks it.
+ *   struct sock_rxbuf  a received message, lent with its RECV event.
+ *   struct sock_held   a copy of an early datagram (RO/RU order).
+ *   struct sock_req    a connection request, from its HELLO until the
+ *                      event comes back (then its outcome is remembered
+ *                      for SOCK_DECIDED_NS to answer repeated HELLOs).
+ */
+#ifndef CCI_SOCK_H
+#define CCI_SOCK_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "cci_plugin.h"
+#include "clock.h"
+#include "conn_base.h"
+#include "engine.h"
+#include "random.h"
+#include "sock_addr.h"
+#include "sock_dgram.h"
+#include "sock_rel.h"
+#include "status.h"
+
+extern const struct cci_core *sock_core;
+
+#define SOCK_LOG(cat, ...) CCI__LOG(sock_core, (cat) | CCI_LOG_CTP, __VA_ARGS__)
+#define SOCK_WARN(...) sock_core->log(CCI_LOG_WARN, __VA_ARGS__)
+#define SOCK_ERR(...) sock_core->log(CCI_LOG_ERR, __VA_ARGS__)
+
+#define SOCK_MSS_DEFAULT 65536       /* a plain literal: the key table's default */
+#define SOCK_MSS_MIN 64u
+#define SOCK_MSS_MAX (8u << 20)
+#define SOCK_BUFSIZE_MAX (256u << 20)
+#define SOCK_BUFSIZE_DEFAULT (4u << 20) /* SO_RCVBUF/SO_SNDBUF when bufsize = 0 */
+#define SOCK_WINDOW_MAX 256u         /* datagrams granted to each peer, at most ... */
+#define SOCK_WINDOW_MIN 16u          /* ... and at least (sock_ep.c: window_size) */
+#define SOCK_REL_SLOTS 512u          /* sock_rel window slots each way */
+#define SOCK_RECV_COUNT_DEFAULT 64u
+#define SOCK_SEND_COUNT_DEFAULT 1024u
+#define SOCK_BUF_COUNT_MAX 65536u
+#define SOCK_RX_BATCH 16u            /* datagrams per recvmmsg */
+#define SOCK_RX_ROUNDS 8u            /* recvmmsg calls per pass at most */
+#define SOCK_TX_BATCH 32u            /* datagrams per sendmmsg */
+#define SOCK_SMALL 256u              /* receive buffers of this size have their own list */
+#define SOCK_TICK_S 0.01
+#define SOCK_TICK_NS 10000000ull
+#define SOCK_HS_RETRY_NS 100000000ull     /* HELLO again after 100 ms, doubling ... */
+#define SOCK_HS_RETRY_MAX_NS 1000000000ull /* ... up to 1 s */
+#define SOCK_DECIDED_NS 30000000000ull    /* answered requests are remembered this long */
+#define SOCK_REQS_MAX 1024u          /* requests waiting for the application */
+#define SOCK_READS_MAX 256u          /* peer reads answered at once per connection */
+
+enum sock_op_kind {
+	SOCK_OP_MSG,    /* an active message */
+	SOCK_OP_WRITE,  /* RMA write: WR_DATA..., WR_END, the completion message */
+	SOCK_OP_READ,   /* RMA read: RD_REQ, then the completion message after RD_DONE */
+	SOCK_OP_RDRESP, /* the answer to a peer's read: RD_DATA..., RD_DONE */
+	SOCK_OP_CTL     /* one control datagram (WR_DONE, RD_DONE with an error) */
+};
+
+enum sock_op_phase {
+	SOCK_PH_DATA,   /* RMA data datagrams */
+	SOCK_PH_END,    /* WR_END, RD_REQ, RD_DONE or the control datagram */
+	SOCK_PH_WAIT,   /* READ: waits for RD_DONE at the head of the queue */
+	SOCK_PH_MSG,    /* the message's fragments */
+	SOCK_PH_DONE    /* everything pushed */
+};
+
+struct sock_conn;
+
+struct sock_op {
+	TAILQ_ENTRY(sock_op) q;    /* sc->txq while it has datagrams to push */
+	LIST_ENTRY(sock_op) live;  /* sc->ops from start to completion */
+	struct sock_op *next;      /* the free list */
+	struct sock_op *all_next;  /* every op of the endpoint */
+	struct sock_conn *sc;
+	uint8_t kind, phase, in_txq, fence, remote_wait, app, started;
+	int flags, status;
+	void *context;
+	uint64_t t_ns;             /* queued at, for the send timeout */
+	uint32_t txd_out;          /* datagrams pushed, not yet acknowledged */
+	/* The message: a copy in buf (kept across uses) or the caller's bytes. */
+	char *buf;
+	uint32_t cap;
+	const char *msg;
+	uint32_t len, msg_off;
+	/* RMA. */
+	uint32_t op_id;
+	uint32_t ctl_type, ctl_status;
+	uint64_t key, roff, total, done;
+	char *laddr;               /* local bytes of a WRITE, READ or RDRESP */
+};
+
+/* A sequenced datagram awaiting its ack; the handle given to sock_rel. */
+struct sock_txd {
+	struct sock_txd *next;
+	struct sock_op *op;
+	uint8_t type;
+	struct sock_dg_sub sub;
+	const char *data;
+	uint32_t len;
+};
+
+/* A received message lent to the application; data follows the header. */
+struct sock_rxbuf {
+	struct sock_rxbuf *next;   /* free list, sc->pend queue or rb_back */
+	struct sock_rxbuf *all_next;
+	uint64_t token;            /* the connection it came on */
+	uint32_t cap, len, dgs;    /* dgs: datagrams to grant again when returned */
+};
+#define SOCK_RB_HDR ((sizeof(struct sock_rxbuf) + 15u) & ~(size_t)15u)
+
+static inline char *sock_rb_data(struct sock_rxbuf *rb)
+{
+	return (char *)rb + SOCK_RB_HDR;
+}
+
+/* A datagram that arrived early, kept until its turn. */
+struct sock_held {
+	struct sock_held *next;
+	uint32_t len;
+	int delivered;             /* RU: a whole message handed out early */
+	uint8_t data[];
+};
+
+struct sock_ep;
+
+struct sock_conn {
+	struct cci__conn_base base; /* first */
+	cci__conn_t *conn;
+	struct sock_ep *sep;
+	LIST_ENTRY(sock_conn) link; /* sep->conns */
+	uint64_t token, peer_token;
+	uint32_t slot;
+	struct sockaddr_storage peer;
+	socklen_t peerlen;
+	char peer_str[64];
+	int attr, reliable;
+	uint32_t mss;              /* largest message, both ways */
+	uint32_t frag;             /* data bytes of our largest datagram to the peer */
+	struct sock_rel rel;
+	int rel_on;
+	uint64_t isn;
+
+	/* Client handshake. */
+	uint8_t *hello;
+	uint32_t hello_len;
+	uint64_t hs_next_ns, hs_wait_ns;
+	void *context;
+
+	/* Transmit. */
+	TAILQ_HEAD(, sock_op) txq;
+	LIST_HEAD(, sock_op) ops;
+	uint32_t rma_out, next_op_id, nrdresp;
+	uint32_t uu_seq;
+
+	/* Receive. */
+	struct sock_rxbuf *asm_rb; /* the message being reassembled */
+	uint32_t asm_have;
+	int rx_drop;               /* drop the next message: a refused write's completion */
+	int wr_failed;             /* the current write was refused ... */
+	uint32_t wr_fail_op;       /* ... this one, */
+	int wr_fail_status;        /* ... with this status */
+	struct sock_rxbuf *pend, *pend_tail; /* whole messages waiting for a buffer slot */
+	int in_pend;
+	struct sock_conn *pend_next;
+	uint64_t uu_top, uu_bits;  /* UU duplicate filter */
+	int uu_any;
+	int touched;
+	struct sock_conn *touch_next;
+};
+
+/* A connection request, server side. */
+struct sock_req {
+	LIST_ENTRY(sock_req) link;  /* sep->reqs */
+	struct sock_ep *sep;
+	struct sockaddr_storage from;
+	socklen_t fromlen;
+	char peer_str[64];
+	struct sock_dg_hello hello;
+	int answered, accepted, done;
+	uint64_t expire_ns;         /* done: forgotten at this time */
+	uint64_t sc_token;          /* accepted: the connection's token ... */
+	uint64_t isn;               /* ... and first sequence */
+	uint8_t reply[SOCK_DG_ACCEPT_LEN];
+};
+
+struct sock_stats {
+	uint64_t rx_dgrams, tx_dgrams;
+	uint64_t bad;        /* refused by the decoder */
+	uint64_t foreign;    /* unknown token, wrong address or wrong state */
+	uint64_t uu_dup;     /* UU duplicates dropped */
+	uint64_t uu_drop;    /* UU messages dropped (no buffer) */
+	uint64_t rma_refused;
+	uint64_t send_err;
+};
+
+struct sock_txslot {
+	uint8_t hdr[SOCK_DG_HDR_LEN + SOCK_DG_SUB_MAX];
+	struct iovec iov[2];
+};
+
+struct sock_ep {
+	cci__ep_t *ep;
+	const struct sock_dev *dev;
+	int fd;
+	int family;
+	uint16_t port;
+	uint32_t mss;
+	uint32_t dgram;             /* largest datagram we receive */
+	uint32_t window;            /* datagrams granted to each peer */
+	int manual;
+	int tfd;                    /* manual with an OS handle: a timerfd in it */
+	struct cci__engine eng;
+	int eng_on;
+	ev_io rx_w;
+	_Atomic int thread_mode;
+	_Atomic int tick_due;       /* the tick found the lock taken: progress() runs it */
+	uint64_t next_tick_ns;      /* manual: when progress() runs the tick */
+	uint32_t idle_polls;        /* empty polls since the clock was last read */
+
+	pthread_mutex_t lock;
+	struct sock_conn **slots;
+	uint32_t nslots;
+	LIST_HEAD(, sock_conn) conns;
+	LIST_HEAD(, sock_req) reqs;
+	uint32_t nreqs;
+	uint64_t timer_ns;          /* earliest reliability timer of any connection */
+	struct sock_conn *pend;     /* connections with messages waiting for a buffer */
+	struct sock_conn *touched;  /* connections this pass moved */
+
+	struct sock_op *op_free, *op_all;
+	uint32_t ops_out;
+	_Atomic uint32_t ops_limit;
+	struct sock_txd *txd_free;
+	void **txd_chunks;
+	uint32_t ntxd_chunks;
+	struct sock_rxbuf *rb_small, *rb_big, *rb_all;
+	uint32_t held;              /* receive buffers lent to the application */
+	_Atomic uint32_t held_limit;
+	_Atomic(struct sock_rxbuf *) rb_back;
+	struct sock_held *hd_free;
+
+	/* Socket batches. */
+	struct mmsghdr rx_mh[SOCK_RX_BATCH];
+	struct iovec rx_iov[SOCK_RX_BATCH];
+	struct sockaddr_storage rx_from[SOCK_RX_BATCH];
+	uint8_t *rx_mem;
+	int rx_bulk, rx_last;       /* sock_rx_poll's mode, and whether the last poll found any */
+	struct mmsghdr tx_mh[SOCK_TX_BATCH];
+	struct sock_txslot tx_slot[SOCK_TX_BATCH];
+	uint32_t ntx;
+
+	struct sock_stats stats;
+};
+
+static inline struct sock_ep *sock_ep_of(cci__ep_t *ep)
+{
+	return ep->priv;
+}
+
+static inline struct sock_conn *sock_conn_of(cci__conn_t *conn)
+{
+	return conn->priv;
+}
+
+/* ---- sock_tx.c: datagrams out, ops, acks in, completions ---- */
+void sock_tx_emit(struct sock_ep *sep, const struct sockaddr_storage *to, socklen_t tolen,
+                  struct sock_dg *d, const void *data, uint32_t len);
+void sock_tx_flush(struct sock_ep *sep);
+void sock_tx_ctl(struct sock_conn *sc, uint8_t type, uint8_t flags);
+struct sock_op *sock_op_get(struct sock_ep *sep, int kind, int app);
+void sock_op_put(struct sock_ep *sep, struct sock_op *op);
+int sock_op_copy_in(struct sock_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len);
+void sock_op_queue(struct sock_conn *sc, struct sock_op *op);
+void sock_op_maybe_done(struct sock_op *op);
+void sock_tx_pump(struct sock_conn *sc, uint64_t now);
+void sock_tx_note_timer(struct sock_conn *sc);
+void sock_tx_acked(struct sock_conn *sc, const struct sock_dg *d, uint64_t now);
+void sock_tx_timers(struct sock_conn *sc, uint64_t now);
+void sock_tx_fail_all(struct sock_conn *sc, int status, int report);
+void sock_tx_ops_free(struct sock_ep *sep);
+void sock_conn_touch(struct sock_conn *sc);
+int sock_tx_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
+                 void *context, int flags);
+
+/* ---- sock_rma.c ---- */
+int sock_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_reg_t *local,
+             uint64_t local_offset, const struct cci_rma_handle *remote,
+             uint64_t remote_offset, uint64_t data_len, void *context, int flags);
+/* The RMA datagrams of the peer, in order; return 0 or a status that
+ * breaks the connection (a protocol violation). */
+int sock_rma_rx(struct sock_conn *sc, const struct sock_dg *d, uint64_t now);
+
+/* ---- sock_conn.c ---- */
+int sock_conn_slot(struct sock_ep *sep, struct sock_conn *sc);
+struct sock_conn *sock_conn_find(struct sock_ep *sep, uint64_t token);
+int sock_conn_rel_init(struct sock_conn *sc, uint64_t tx_isn, uint64_t rx_isn,
+                       uint32_t peer_window);
+void sock_conn_open(struct sock_conn *sc, uint64_t now);
+void sock_conn_break(struct sock_conn *sc, int status, const char *why);
+void sock_conn_destroy(struct sock_conn *sc);
+void sock_conn_peer_gone(struct sock_ep *sep, const struct sockaddr_storage *ss);
+void sock_conn_tick(struct sock_ep *sep, uint64_t now);
+void sock_conn_timers(struct sock_ep *sep, uint64_t now);
+void sock_connect_fail(struct sock_conn *sc, int status, const char *why);
+int sock_disconnect(cci__conn_t *conn);
+void sock_conn_timeouts_changed(cci__conn_t *conn);
+
+/* ---- sock_rx.c ---- */
+void sock_rx_batch_init(struct sock_ep *sep);
+int sock_rx_poll(struct sock_ep *sep, uint64_t *now_p);
+void sock_rx_back(struct sock_ep *sep);
+void sock_rx_pend(struct sock_ep *sep);
+void sock_rx_finish(struct sock_ep *sep, uint64_t now);
+void sock_rb_free_all(struct sock_ep *sep);
+void sock_recv_returned(cci__evt_t *evt);
+
+/* ---- sock_hs.c ---- */
+int sock_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
+                 cci_conn_attribute_t attr, void *context, const struct timeval *timeout);
+int sock_accept(cci__evt_t *evt, void *context);
+int sock_reject(cci__evt_t *evt);
+void sock_request_done(cci__evt_t *evt);
+void sock_hs_rx(struct sock_ep *sep, const struct sock_dg *d,
+                const struct sockaddr_storage *from, socklen_t fromlen, uint64_t now);
+void sock_hs_tick(struct sock_ep *sep, uint64_t now);
+void sock_hs_free_all(struct sock_ep *sep);
+
+/* ---- sock_ep.c ---- */
+int sock_ep_create(cci__ep_t *ep, const char *service);
+void sock_ep_destroy(cci__ep_t *ep);
+int sock_progress(cci__ep_t *ep);
+int sock_arm(cci__ep_t *ep);
+int sock_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);
+
+/* Is ss (len) the address sc talks to? */
+int sock_addr_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
+
+#endif /* CCI_SOCK_H */

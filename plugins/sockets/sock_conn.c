@@ -1,0 +1,303 @@
+/*
+ * sock_conn.c - a UDP connection's lifetime: its slot and token, its
+ * reliability state, opening, breaking, closing, the peer's death, and the
+ * tick of the shared connection base (connect deadline, send timeout,
+ * keepalive).  sep->lock held throughout.
+ */
+#include <stdlib.h>
+
+#include "sock.h"
+
+int sock_addr_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return 0;
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	if (a->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+		return x->sin6_port == y->sin6_port &&
+		       memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0;
+	}
+	return 0;
+}
+
+/* Give sc a slot and a token: a random tag over the slot number, so that
+ * a datagram for an earlier connection of the slot, or of an earlier
+ * incarnation of this endpoint, finds nothing. */
+int sock_conn_slot(struct sock_ep *sep, struct sock_conn *sc)
+{
+	uint32_t i;
+	uint64_t tag = 0;
+
+	for (i = 0; i < sep->nslots && sep->slots[i]; i++)
+		;
+	if (i == sep->nslots) {
+		uint32_t n = sep->nslots ? sep->nslots * 2 : 16;
+		struct sock_conn **s = realloc(sep->slots, n * sizeof(*s));
+		if (!s)
+			return CCI_ENOMEM;
+		memset(s + sep->nslots, 0, (n - sep->nslots) * sizeof(*s));
+		sep->slots = s;
+		sep->nslots = n;
+	}
+	while ((uint32_t)tag == 0)
+		if (cci__random64(&tag) != CCI_SUCCESS)
+			return CCI_ERROR;
+	sc->slot = i;
+	sc->token = (tag << 32) | i;
+	sep->slots[i] = sc;
+	LIST_INSERT_HEAD(&sep->conns, sc, link);
+	return CCI_SUCCESS;
+}
+
+struct sock_conn *sock_conn_find(struct sock_ep *sep, uint64_t token)
+{
+	uint32_t slot = (uint32_t)token;
+	struct sock_conn *sc;
+
+	if (slot >= sep->nslots || !(sc = sep->slots[slot]) || sc->token != token)
+		return NULL;
+	return sc;
+}
+
+int sock_conn_rel_init(struct sock_conn *sc, uint64_t tx_isn, uint64_t rx_isn,
+                       uint32_t peer_window)
+{
+	struct sock_rel_conf c;
+	int rc;
+
+	sock_rel_conf_default(&c);
+	c.cap = SOCK_REL_SLOTS;
+	c.ordered = 1;
+	c.tx_isn = tx_isn;
+	c.rx_isn = rx_isn;
+	c.rx_bufs = sc->sep->window;
+	c.peer_bufs = peer_window < SOCK_REL_SLOTS ? peer_window : SOCK_REL_SLOTS;
+	c.cwnd_max = SOCK_REL_SLOTS;
+	/* Ack every other datagram, or within 100 us: a sender whose window
+	 * loss keeps small must not wait a millisecond per window. */
+	c.ack_every = 2;
+	c.ack_delay_ns = 100000;
+	c.rto_min_ns = 5000000; /* 5 ms: loopback and LAN round trips are far below */
+	rc = sock_rel_init(&sc->rel, &c);
+	if (rc == CCI_SUCCESS)
+		sc->rel_on = 1;
+	return rc;
+}
+
+void sock_conn_open(struct sock_conn *sc, uint64_t now)
+{
+	cci__conn_move(&sc->base, CCI__CONN_OPEN, sock_core, sc->conn);
+	cci__ct_arm(&sc->base.timers, sc->conn->keepalive_us, now);
+	sock_conn_touch(sc);
+}
+
+/* The peer is gone, closed us, broke the protocol or timed out: every
+ * pending op fails once with status, and so does every later send. */
+void sock_conn_break(struct sock_conn *sc, int status, const char *why)
+{
+	if (cci__conn_state(&sc->base) != CCI__CONN_OPEN)
+		return;
+	SOCK_LOG(CCI_LOG_CONN, "sock: connection to %s broken: %s", sc->peer_str, why);
+	cci__conn_move(&sc->base, CCI__CONN_BROKEN, sock_core, sc->conn);
+	sock_tx_fail_all(sc, status, 1);
+}
+
+static void touched_unlink(struct sock_ep *sep, struct sock_conn *sc)
+{
+	struct sock_conn **p;
+
+	for (p = &sep->touched; *p; p = &(*p)->touch_next)
+		if (*p == sc) {
+			*p = sc->touch_next;
+			break;
+		}
+	for (p = &sep->pend; *p; p = &(*p)->pend_next)
+		if (*p == sc) {
+			*p = sc->pend_next;
+			break;
+		}
+}
+
+static void rb_drop(struct sock_ep *sep, struct sock_rxbuf *rb)
+{
+	rb->next = rb->cap > SOCK_SMALL ? sep->rb_big : sep->rb_small;
+	if (rb->cap > SOCK_SMALL)
+		sep->rb_big = rb;
+	else
+		sep->rb_small = rb;
+}
+
+/* Forget sc: its ops end without events, what it received and did not
+ * deliver is dropped, its slot is freed.  The caller releases the core's
+ * connection. */
+void sock_conn_destroy(struct sock_conn *sc)
+{
+	struct sock_ep *sep = sc->sep;
+	uint64_t h;
+
+	sock_tx_flush(sep); /* queued datagrams point at sc->peer */
+	sock_tx_fail_all(sc, CCI_ERR_DISCONNECTED, 0);
+	while (sc->rel_on && sock_rel_rx_abort(&sc->rel, &h)) {
+		struct sock_held *hd = (struct sock_held *)(uintptr_t)h;
+		hd->next = sep->hd_free;
+		sep->hd_free = hd;
+	}
+	if (sc->asm_rb)
+		rb_drop(sep, sc->asm_rb);
+	while (sc->pend) {
+		struct sock_rxbuf *rb = sc->pend;
+		sc->pend = rb->next;
+		rb_drop(sep, rb);
+	}
+	if (sc->rel_on) {
+		const struct sock_rel_stats *st = &sc->rel.stats;
+		SOCK_LOG(CCI_LOG_CONN, "sock: connection to %s closed: %llu sent, %llu resent "
+		         "(%llu fast, %llu timeouts, %llu probes), %llu delivered, %llu duplicates, "
+		         "%llu outside the window, %llu forged acks", sc->peer_str,
+		         (unsigned long long)st->tx_new, (unsigned long long)st->tx_retx,
+		         (unsigned long long)st->tx_fast, (unsigned long long)st->rto,
+		         (unsigned long long)st->tlp, (unsigned long long)st->rx_delivered,
+		         (unsigned long long)st->rx_dup, (unsigned long long)st->rx_outside,
+		         (unsigned long long)st->ack_forged);
+		sock_rel_fini(&sc->rel);
+	}
+	sc->rel_on = 0;
+	touched_unlink(sep, sc);
+	sc->touched = sc->in_pend = 0;
+	if (sep->slots[sc->slot] == sc)
+		sep->slots[sc->slot] = NULL;
+	LIST_REMOVE(sc, link);
+	free(sc->hello);
+	sc->hello = NULL;
+	cci__conn_move(&sc->base, CCI__CONN_CLOSED, sock_core, sc->conn);
+}
+
+/* A connect attempt ends without a connection. */
+void sock_connect_fail(struct sock_conn *sc, int status, const char *why)
+{
+	cci__conn_t *conn = sc->conn;
+
+	SOCK_LOG(CCI_LOG_CONN, "sock: connecting to %s failed: %s", sc->peer_str, why);
+	cci__conn_move(&sc->base, CCI__CONN_FAILED, sock_core, conn);
+	sock_core->post_connect(sc->sep->ep, sc->context, status, NULL);
+	sock_conn_destroy(sc);
+	sock_core->conn_release(conn);
+}
+
+/* An ICMP port unreachable for ss: nobody listens there any more. */
+void sock_conn_peer_gone(struct sock_ep *sep, const struct sockaddr_storage *ss)
+{
+	struct sock_conn *sc = LIST_FIRST(&sep->conns), *next;
+
+	for (; sc; sc = next) {
+		next = LIST_NEXT(sc, link);
+		if (!sock_addr_same(&sc->peer, ss))
+			continue;
+		if (cci__conn_state(&sc->base) == CCI__CONN_CONNECTING)
+			sock_connect_fail(sc, CCI_ECONNREFUSED, "nobody listens at the address");
+		else
+			sock_conn_break(sc, CCI_ERR_DISCONNECTED, "the peer's port is closed");
+	}
+}
+
+/* ---- the tick ----------------------------------------------------------- */
+
+static uint64_t oldest_send_ns(void *pc)
+{
+	struct sock_conn *sc = pc;
+	struct sock_op *op;
+	uint64_t oldest = UINT64_MAX;
+
+	LIST_FOREACH(op, &sc->ops, live)
+		if (op->app && op->t_ns < oldest)
+			oldest = op->t_ns;
+	return oldest;
+}
+
+static void ping(void *pc)
+{
+	sock_tx_ctl(pc, SOCK_DG_PING, 0);
+}
+
+static void connect_expired(void *pc)
+{
+	sock_connect_fail(pc, CCI_ETIMEDOUT, "connect timeout");
+}
+
+static void send_expired(void *pc)
+{
+	sock_conn_break(pc, CCI_ETIMEDOUT, "send timeout");
+}
+
+static const struct cci__conn_tick_ops tick_ops = {
+	.oldest_send_ns = oldest_send_ns,
+	.ping = ping,
+	.connect_expired = connect_expired,
+	.send_expired = send_expired,
+};
+
+void sock_conn_tick(struct sock_ep *sep, uint64_t now)
+{
+	struct sock_conn *sc = LIST_FIRST(&sep->conns), *next;
+
+	for (; sc; sc = next) {
+		next = LIST_NEXT(sc, link);
+		cci__conn_tick(&sc->base, sc->conn, sock_core, &tick_ops, sc, now);
+	}
+}
+
+/* The reliability timers of every connection that has one due, and the
+ * earliest next one. */
+void sock_conn_timers(struct sock_ep *sep, uint64_t now)
+{
+	struct sock_conn *sc;
+	uint64_t next = SOCK_REL_NEVER;
+
+	LIST_FOREACH(sc, &sep->conns, link) {
+		uint64_t t;
+
+		if (!sc->rel_on || !cci__conn_is_open(&sc->base))
+			continue;
+		if (sock_rel_next_timer(&sc->rel) <= now)
+			sock_tx_timers(sc, now);
+		t = sock_rel_next_timer(&sc->rel);
+		next = t < next ? t : next;
+	}
+	sep->timer_ns = next;
+}
+
+/* ---- ops ---------------------------------------------------------------- */
+
+int sock_disconnect(cci__conn_t *conn)
+{
+	struct sock_conn *sc = sock_conn_of(conn);
+	struct sock_ep *sep = sc->sep;
+
+	pthread_mutex_lock(&sep->lock);
+	SOCK_LOG(CCI_LOG_CONN, "sock: disconnecting from %s", sc->peer_str);
+	if (cci__conn_is_open(&sc->base)) {
+		/* Ack what arrived, so the peer's last sends complete, then
+		 * say goodbye. */
+		if (sc->rel_on)
+			sock_tx_ctl(sc, SOCK_DG_ACK, 0);
+		sock_tx_ctl(sc, SOCK_DG_BYE, 0);
+		sock_tx_flush(sep);
+	}
+	sock_conn_destroy(sc);
+	pthread_mutex_unlock(&sep->lock);
+	sock_core->conn_release(conn);
+	return CCI_SUCCESS;
+}
+
+void sock_conn_timeouts_changed(cci__conn_t *conn)
+{
+	struct sock_conn *sc = sock_conn_of(conn);
+
+	pthread_mutex_lock(&sc->sep->lock);
+	cci__ct_arm(&sc->base.timers, conn->keepalive_us, cci__now_ns());
+	pthread_mutex_unlock(&sc->sep->lock);
+}

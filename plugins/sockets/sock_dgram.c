@@ -1,0 +1,224 @@
+/*
+ * sock_dgram.c - see sock_dgram.h.
+ */
+#include <string.h>
+
+#include "cci.h"
+#include "sock_dgram.h"
+#include "sock_wire.h"
+
+uint32_t sock_dg_sub_len(uint8_t type)
+{
+	switch (type) {
+	case SOCK_DG_MSG:
+	case SOCK_DG_WR_END:
+	case SOCK_DG_WR_DONE:
+	case SOCK_DG_RD_DONE:
+		return 8;
+	case SOCK_DG_WR_DATA:
+		return 24;
+	case SOCK_DG_RD_REQ:
+		return 32;
+	case SOCK_DG_RD_DATA:
+		return 16;
+	default:
+		return 0;
+	}
+}
+
+static void sub_encode(uint8_t *b, uint8_t type, const struct sock_dg_sub *s)
+{
+	sock_put32(b, s->op);
+	switch (type) {
+	case SOCK_DG_WR_DATA:
+		sock_put32(b + 4, 0);
+		sock_put64(b + 8, s->key);
+		sock_put64(b + 16, s->off);
+		break;
+	case SOCK_DG_RD_REQ:
+		sock_put32(b + 4, 0);
+		sock_put64(b + 8, s->key);
+		sock_put64(b + 16, s->off);
+		sock_put64(b + 24, s->len);
+		break;
+	case SOCK_DG_RD_DATA:
+		sock_put32(b + 4, 0);
+		sock_put64(b + 8, s->off);
+		break;
+	default:
+		sock_put32(b + 4, s->val);
+		break;
+	}
+}
+
+static void sub_decode(const uint8_t *b, uint8_t type, struct sock_dg_sub *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->op = sock_get32(b);
+	switch (type) {
+	case SOCK_DG_WR_DATA:
+		s->key = sock_get64(b + 8);
+		s->off = sock_get64(b + 16);
+		break;
+	case SOCK_DG_RD_REQ:
+		s->key = sock_get64(b + 8);
+		s->off = sock_get64(b + 16);
+		s->len = sock_get64(b + 24);
+		break;
+	case SOCK_DG_RD_DATA:
+		s->off = sock_get64(b + 8);
+		break;
+	default:
+		s->val = sock_get32(b + 4);
+		break;
+	}
+}
+
+uint32_t sock_dg_encode(uint8_t *b, const struct sock_dg *d)
+{
+	uint32_t sl = sock_dg_sub_len(d->type);
+
+	b[0] = SOCK_DG_MARK;
+	b[1] = d->type;
+	b[2] = d->flags;
+	b[3] = SOCK_DG_VERSION;
+	sock_put32(b + 4, d->seq);
+	sock_put64(b + 8, d->token);
+	sock_put32(b + 16, d->cum);
+	sock_put32(b + 20, d->wnd);
+	sock_put64(b + 24, d->sack);
+	if (sl)
+		sub_encode(b + SOCK_DG_HDR_LEN, d->type, &d->sub);
+	return SOCK_DG_HDR_LEN + sl;
+}
+
+/* The body rules of each type, after the sub-header is read. */
+static int body_ok(const struct sock_dg *d, uint32_t mss, const char **why)
+{
+	switch (d->type) {
+	case SOCK_DG_HELLO:
+		if (d->body_len < SOCK_DG_HELLO_LEN)
+			return *why = "HELLO too short", -1;
+		return 0;
+	case SOCK_DG_ACCEPT:
+		if (d->body_len != SOCK_DG_ACCEPT_LEN)
+			return *why = "ACCEPT of the wrong length", -1;
+		return 0;
+	case SOCK_DG_MSG:
+		if (d->sub.op > mss)
+			return *why = "message longer than the mss", -1;
+		if (d->sub.val > d->sub.op || d->body_len > d->sub.op - d->sub.val)
+			return *why = "fragment outside its message", -1;
+		if (d->body_len == 0 && d->sub.op != 0)
+			return *why = "empty fragment", -1;
+		return 0;
+	case SOCK_DG_WR_DATA:
+	case SOCK_DG_RD_DATA:
+	case SOCK_DG_UU:
+		return 0;
+	case SOCK_DG_WR_END:
+		if (d->sub.val > mss)
+			return *why = "completion message longer than the mss", -1;
+		return d->body_len ? (*why = "unexpected bytes after the header", -1) : 0;
+	default:
+		if (d->body_len != 0)
+			return *why = "unexpected bytes after the header", -1;
+		return 0;
+	}
+}
+
+int sock_dg_decode(const uint8_t *b, size_t len, uint32_t mss, struct sock_dg *d,
+                   const char **why)
+{
+	uint32_t sl;
+
+	if (len < SOCK_DG_HDR_LEN)
+		return *why = "shorter than a header", -1;
+	if (len > SOCK_DG_PAYLOAD_MAX)
+		return *why = "longer than a UDP payload", -1;
+	if (b[0] != SOCK_DG_MARK || b[3] != SOCK_DG_VERSION)
+		return *why = "bad mark or version", -1;
+	d->type = b[1];
+	d->flags = b[2];
+	if (d->type == 0 || d->type >= SOCK_DG_TYPE_END)
+		return *why = "unknown type", -1;
+	if (d->flags & ~(SOCK_DG_F_ACK | SOCK_DG_F_ACK_NOW | SOCK_DG_F_IN_ORDER))
+		return *why = "unknown flags", -1;
+	d->seq = sock_get32(b + 4);
+	d->token = sock_get64(b + 8);
+	d->cum = sock_get32(b + 16);
+	d->wnd = sock_get32(b + 20);
+	d->sack = sock_get64(b + 24);
+	sl = sock_dg_sub_len(d->type);
+	if (len < SOCK_DG_HDR_LEN + sl)
+		return *why = "shorter than its sub-header", -1;
+	if (sl)
+		sub_decode(b + SOCK_DG_HDR_LEN, d->type, &d->sub);
+	else
+		memset(&d->sub, 0, sizeof(d->sub));
+	d->body = b + SOCK_DG_HDR_LEN + sl;
+	d->body_len = (uint32_t)(len - SOCK_DG_HDR_LEN - sl);
+	return body_ok(d, mss, why);
+}
+
+void sock_dg_hello_encode(uint8_t *b, const struct sock_dg_hello *h)
+{
+	sock_put32(b, SOCK_DG_MAGIC);
+	sock_put32(b + 4, h->attr);
+	sock_put32(b + 8, h->mss);
+	sock_put32(b + 12, h->window);
+	sock_put32(b + 16, h->data_len);
+	sock_put32(b + 20, h->dgram);
+	sock_put64(b + 24, h->token);
+	sock_put64(b + 32, h->isn);
+}
+
+int sock_dg_hello_decode(const uint8_t *b, uint32_t len, struct sock_dg_hello *h,
+                         const char **why)
+{
+	if (len < SOCK_DG_HELLO_LEN)
+		return *why = "HELLO too short", -1;
+	if (sock_get32(b) != SOCK_DG_MAGIC)
+		return *why = "HELLO without the magic", -1;
+	h->attr = sock_get32(b + 4);
+	h->mss = sock_get32(b + 8);
+	h->window = sock_get32(b + 12);
+	h->data_len = sock_get32(b + 16);
+	h->dgram = sock_get32(b + 20);
+	h->token = sock_get64(b + 24);
+	h->isn = sock_get64(b + 32);
+	if (h->attr > CCI_CONN_ATTR_UU)
+		return *why = "HELLO with an unknown attribute", -1;
+	if (h->data_len > CCI_CONN_REQ_LEN || h->data_len != len - SOCK_DG_HELLO_LEN)
+		return *why = "HELLO payload length wrong", -1;
+	if (h->mss == 0 || h->window == 0 || h->token == 0 || h->dgram < SOCK_DG_DGRAM_MIN)
+		return *why = "HELLO with a zero mss, window or token, or a tiny datagram", -1;
+	return 0;
+}
+
+void sock_dg_accept_encode(uint8_t *b, const struct sock_dg_accept *a)
+{
+	sock_put32(b, a->mss);
+	sock_put32(b + 4, a->window);
+	sock_put64(b + 8, a->client_token);
+	sock_put64(b + 16, a->token);
+	sock_put64(b + 24, a->isn);
+	sock_put32(b + 32, a->dgram);
+	sock_put32(b + 36, 0);
+}
+
+int sock_dg_accept_decode(const uint8_t *b, uint32_t len, struct sock_dg_accept *a,
+                          const char **why)
+{
+	if (len != SOCK_DG_ACCEPT_LEN)
+		return *why = "ACCEPT of the wrong length", -1;
+	a->mss = sock_get32(b);
+	a->window = sock_get32(b + 4);
+	a->client_token = sock_get64(b + 8);
+	a->token = sock_get64(b + 16);
+	a->isn = sock_get64(b + 24);
+	a->dgram = sock_get32(b + 32);
+	if (a->mss == 0 || a->window == 0 || a->token == 0 || a->dgram < SOCK_DG_DGRAM_MIN)
+		return *why = "ACCEPT with a zero mss, window or token, or a tiny datagram", -1;
+	return 0;
+}

@@ -1,0 +1,427 @@
+/*
+ * sock_ep.c - a UDP endpoint: its socket, its progress (the shared
+ * engine's thread, or progress() alone with progress = manual), buffer
+ * counts and the OS handle.
+ *
+ * Modes (with the thread).  While the application polls, progress() reads
+ * the socket with recvmmsg and runs the reliability timers itself, to the
+ * microsecond; the thread only ticks (connect deadlines, send timeouts,
+ * keepalive, HELLOs again).  When a whole tick passes without a poll, the
+ * thread watches the socket too, so acks, retransmissions and requests
+ * keep moving while the application computes.
+ */
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "sock.h"
+
+#define SOCK_CMD_WAKE 2u /* the application is about to sleep: watch the socket */
+
+/* ---- the engine's callbacks -------------------------------------------- */
+
+/* The tick's work, and the timers; sep->lock held. */
+static void tick_run(struct sock_ep *sep, uint64_t now)
+{
+	sock_rx_back(sep);
+	sock_conn_tick(sep, now);
+	sock_hs_tick(sep, now);
+	sock_conn_timers(sep, now);
+	sock_rx_finish(sep, now);
+}
+
+static void mode_set(struct sock_ep *sep, int thread)
+{
+	if (atomic_load(&sep->thread_mode) == thread)
+		return;
+	atomic_store(&sep->thread_mode, thread);
+	if (thread)
+		ev_io_start(sep->eng.loop, &sep->rx_w);
+	else
+		ev_io_stop(sep->eng.loop, &sep->rx_w);
+}
+
+static void rx_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct sock_ep *sep = w->data;
+	uint64_t now = 0;
+
+	(void)loop;
+	(void)revents;
+	/* The application holds the lock: it polls again, and reads the
+	 * socket itself.  Leave it the socket until the next idle tick,
+	 * rather than fight for the lock at every datagram. */
+	if (pthread_mutex_trylock(&sep->lock) != 0) {
+		mode_set(sep, 0);
+		return;
+	}
+	sock_rx_back(sep);
+	sep->rx_bulk = 1; /* woken because bytes wait: take them all */
+	sock_rx_poll(sep, &now);
+	if (!now)
+		now = cci__now_ns();
+	if (sep->timer_ns <= now)
+		sock_conn_timers(sep, now);
+	sock_rx_finish(sep, now);
+	pthread_mutex_unlock(&sep->lock);
+}
+
+static void on_cmd(void *owner, unsigned cmd)
+{
+	struct sock_ep *sep = owner;
+
+	if (cmd & SOCK_CMD_WAKE)
+		mode_set(sep, 1);
+	pthread_mutex_lock(&sep->lock);
+	sock_rx_back(sep);
+	sock_rx_finish(sep, cci__now_ns());
+	pthread_mutex_unlock(&sep->lock);
+}
+
+static void on_tick(void *owner, uint64_t now, int app_polled)
+{
+	struct sock_ep *sep = owner;
+
+	mode_set(sep, !app_polled);
+	/* A polling application holds the lock nearly all the time, and a
+	 * mutex is not fair: waiting for it could take long.  Leave the tick
+	 * to its next progress() instead. */
+	if (pthread_mutex_trylock(&sep->lock) != 0) {
+		atomic_store(&sep->tick_due, 1);
+		return;
+	}
+	tick_run(sep, now);
+	pthread_mutex_unlock(&sep->lock);
+}
+
+/* ---- progress ------------------------------------------------------------ */
+
+/* The clock is read when datagrams came, and otherwise every
+ * SOCK_CLOCK_EVERY empty polls (timers then run up to that many polls
+ * late, a microsecond or so): an empty poll costs one recvmmsg only. */
+#define SOCK_CLOCK_EVERY 8u
+
+int sock_progress(cci__ep_t *ep)
+{
+	struct sock_ep *sep = sock_ep_of(ep);
+	uint64_t now = 0;
+	int starved, due;
+
+	cci__engine_app_active(&sep->eng);
+	pthread_mutex_lock(&sep->lock);
+	if (atomic_load_explicit(&sep->rb_back, memory_order_relaxed))
+		sock_rx_back(sep);
+	due = atomic_load_explicit(&sep->tick_due, memory_order_relaxed);
+	if (sock_rx_poll(sep, &now) == 0 && !due && ++sep->idle_polls % SOCK_CLOCK_EVERY != 0)
+		goto out;
+	if (!now)
+		now = cci__now_ns();
+	if (due || (sep->manual && now >= sep->next_tick_ns)) {
+		atomic_store_explicit(&sep->tick_due, 0, memory_order_relaxed);
+		sep->next_tick_ns = now + SOCK_TICK_NS;
+		tick_run(sep, now);
+	} else if (sep->timer_ns <= now) {
+		sock_conn_timers(sep, now);
+		sock_rx_finish(sep, now);
+	}
+out:
+	starved = sep->held >= atomic_load(&sep->held_limit);
+	pthread_mutex_unlock(&sep->lock);
+	return starved ? CCI_ENOBUFS : CCI_SUCCESS;
+}
+
+/* progress = manual: nanoseconds until the loop's work is due (a
+ * reliability timer, or the tick while a connection connects, has ops in
+ * flight or a keepalive), 0 when nothing waits.  sep->lock held. */
+static uint64_t manual_wait_ns(struct sock_ep *sep, uint64_t now)
+{
+	uint64_t due = SOCK_REL_NEVER;
+	struct sock_conn *sc;
+
+	LIST_FOREACH(sc, &sep->conns, link) {
+		int state = cci__conn_state(&sc->base);
+
+		if (state == CCI__CONN_CONNECTING ||
+		    (state == CCI__CONN_OPEN && (!LIST_EMPTY(&sc->ops) || sc->base.timers.ka_us)))
+			due = due < now + SOCK_TICK_NS ? due : now + SOCK_TICK_NS;
+		if (sc->rel_on && state == CCI__CONN_OPEN) {
+			uint64_t t = sock_rel_next_timer(&sc->rel);
+			due = t < due ? t : due;
+		}
+	}
+	if (due == SOCK_REL_NEVER)
+		return 0;
+	return due > now ? due - now : 1;
+}
+
+/* About to sleep on the OS handle.  The socket is in it, so datagrams
+ * wake the application; timers need the thread (woken into thread mode
+ * now) or, with progress = manual, the handle's timerfd, armed for when
+ * the next one is due. */
+int sock_arm(cci__ep_t *ep)
+{
+	struct sock_ep *sep = sock_ep_of(ep);
+	int pending;
+
+	pthread_mutex_lock(&sep->lock);
+	if (sep->manual) {
+		uint64_t ns = manual_wait_ns(sep, cci__now_ns());
+		struct itimerspec its = { .it_value.tv_sec = (time_t)(ns / 1000000000ull),
+		                          .it_value.tv_nsec = (long)(ns % 1000000000ull) };
+		timerfd_settime(sep->tfd, 0, &its, NULL);
+	}
+	pending = atomic_load(&sep->rb_back) != NULL ||
+	          (sep->pend && sep->held < atomic_load(&sep->held_limit));
+	pthread_mutex_unlock(&sep->lock);
+	if (!sep->manual && !atomic_load(&sep->thread_mode))
+		cci__engine_cmd(&sep->eng, SOCK_CMD_WAKE);
+	return pending ? CCI_EAGAIN : CCI_SUCCESS;
+}
+
+int sock_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
+{
+	struct sock_ep *sep = sock_ep_of(ep);
+
+	if (value == 0 || value > SOCK_BUF_COUNT_MAX)
+		return CCI_ERANGE;
+	if (name == CCI_OPT_ENDPT_RECV_BUF_COUNT)
+		atomic_store(&sep->held_limit, value);
+	else
+		atomic_store(&sep->ops_limit, value);
+	return CCI_SUCCESS;
+}
+
+/* ---- the socket ---------------------------------------------------------- */
+
+static int is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	return ss->ss_family == AF_INET6 &&
+	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+}
+
+/* The largest datagram: the interface's MTU less the IP and UDP headers
+ * (1500 when it cannot be known), within what UDP carries. */
+static uint32_t dgram_size(const struct sock_dev *dev, int family, const char *host)
+{
+	uint32_t mtu = 1500, hdr = family == AF_INET6 ? 48 : 28, dg;
+	struct ifreq ifr;
+	int fd;
+
+	if (dev->ifname[0] && (fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) >= 0) {
+		memset(&ifr, 0, sizeof(ifr));
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", dev->ifname);
+		if (ioctl(fd, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 0)
+			mtu = (uint32_t)ifr.ifr_mtu;
+		close(fd);
+	} else if (is_loopback(&dev->addr) || strncmp(host, "127.", 4) == 0 ||
+	           strcmp(host, "[::1]") == 0) {
+		mtu = 65536;
+	}
+	dg = mtu > hdr ? mtu - hdr : 0;
+	if (dg > SOCK_DG_PAYLOAD_MAX)
+		dg = SOCK_DG_PAYLOAD_MAX;
+	return dg < SOCK_DG_DGRAM_MIN ? SOCK_DG_DGRAM_MIN : dg;
+}
+
+static void sock_opts(struct sock_ep *sep)
+{
+	int one = 1, sz = (int)(sep->dev->bufsize ? sep->dev->bufsize : SOCK_BUFSIZE_DEFAULT);
+
+	setsockopt(sep->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	setsockopt(sep->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	if (sep->family == AF_INET)
+		setsockopt(sep->fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
+	else
+		setsockopt(sep->fd, IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof(one));
+}
+
+static int socket_open(struct sock_ep *sep, uint16_t port)
+{
+	struct sockaddr_storage ss = sep->dev->addr;
+	socklen_t sl = sep->dev->addrlen;
+
+	((struct sockaddr_in *)&ss)->sin_port = htons(port); /* same place in sin6 */
+	sep->family = ss.ss_family;
+	sep->fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (sep->fd < 0)
+		return cci__errno_status(errno);
+	sock_opts(sep);
+	if (bind(sep->fd, (struct sockaddr *)&ss, sl) != 0 ||
+	    getsockname(sep->fd, (struct sockaddr *)&ss, &sl) != 0) {
+		int rc = errno == EADDRINUSE ? CCI_EBUSY : cci__errno_status(errno);
+		SOCK_LOG(CCI_LOG_EP, "sock: cannot bind %s port %u: %s", sep->dev->host, port,
+		         strerror(errno));
+		return rc;
+	}
+	sep->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	return CCI_SUCCESS;
+}
+
+static int batches_init(struct sock_ep *sep)
+{
+	sep->rx_mem = malloc((size_t)SOCK_RX_BATCH * sep->dgram);
+	if (!sep->rx_mem)
+		return CCI_ENOMEM;
+	for (uint32_t i = 0; i < SOCK_RX_BATCH; i++) {
+		sep->rx_iov[i].iov_base = sep->rx_mem + (size_t)i * sep->dgram;
+		sep->rx_iov[i].iov_len = sep->dgram;
+	}
+	sock_rx_batch_init(sep);
+	return CCI_SUCCESS;
+}
+
+/* The window granted to each peer: what the socket's receive buffer
+ * holds of full datagrams (the kernel counts about twice the payload of
+ * each), so that one sender at full speed does not overflow it. */
+static void window_size(struct sock_ep *sep)
+{
+	int rcvbuf = 0;
+	socklen_t len = sizeof(rcvbuf);
+	uint32_t w = SOCK_WINDOW_MAX;
+
+	if (getsockopt(sep->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len) == 0 && rcvbuf > 0)
+		w = (uint32_t)rcvbuf / (sep->dgram + 512u);
+	sep->window = w < SOCK_WINDOW_MIN ? SOCK_WINDOW_MIN : w > SOCK_WINDOW_MAX ? SOCK_WINDOW_MAX : w;
+}
+
+static int handle_join(struct sock_ep *sep)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	if (sep->ep->os_epfd < 0)
+		return CCI_SUCCESS;
+	if (epoll_ctl(sep->ep->os_epfd, EPOLL_CTL_ADD, sep->fd, &ev) != 0)
+		return cci__errno_status(errno);
+	if (!sep->manual)
+		return CCI_SUCCESS;
+	sep->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (sep->tfd < 0 || epoll_ctl(sep->ep->os_epfd, EPOLL_CTL_ADD, sep->tfd, &ev) != 0)
+		return cci__errno_status(errno);
+	return CCI_SUCCESS;
+}
+
+static int engine_start(struct sock_ep *sep)
+{
+	if (sep->manual)
+		return CCI_SUCCESS;
+	if (cci__engine_init(&sep->eng, sep, SOCK_TICK_S, 1, on_cmd, on_tick) != CCI_SUCCESS) {
+		SOCK_ERR("sock: cannot create the event loop (libev)");
+		return CCI_ENOMEM;
+	}
+	sep->eng_on = 1;
+	ev_io_init(&sep->rx_w, rx_cb, sep->fd, EV_READ);
+	sep->rx_w.data = sep;
+	/* Until the application polls, the thread reads. */
+	atomic_store(&sep->thread_mode, 1);
+	ev_io_start(sep->eng.loop, &sep->rx_w);
+	if (cci__engine_start(&sep->eng) != CCI_SUCCESS) {
+		SOCK_ERR("sock: cannot start the progress thread of %s", sep->ep->uri);
+		return CCI_ENOMEM;
+	}
+	return CCI_SUCCESS;
+}
+
+static void ep_fields_init(struct sock_ep *sep, cci__ep_t *ep)
+{
+	memset(sep, 0, sizeof(*sep));
+	sep->ep = ep;
+	sep->dev = ep->dev->priv;
+	sep->mss = sep->dev->mss;
+	sep->manual = sep->dev->manual_progress;
+	sep->fd = sep->tfd = -1;
+	sep->timer_ns = SOCK_REL_NEVER;
+	LIST_INIT(&sep->conns);
+	LIST_INIT(&sep->reqs);
+	pthread_mutex_init(&sep->lock, NULL);
+	ep->recv_buf_count = SOCK_RECV_COUNT_DEFAULT;
+	atomic_store(&sep->held_limit, SOCK_RECV_COUNT_DEFAULT);
+	ep->send_buf_count = SOCK_SEND_COUNT_DEFAULT;
+	atomic_store(&sep->ops_limit, SOCK_SEND_COUNT_DEFAULT);
+	memset(&ep->rma_align, 0, sizeof(ep->rma_align));
+}
+
+static void ep_release(struct sock_ep *sep)
+{
+	if (sep->eng_on) {
+		cci__engine_stop(&sep->eng);
+		cci__engine_fini(&sep->eng);
+		sep->eng_on = 0;
+	}
+	if (sep->fd >= 0)
+		close(sep->fd);
+	if (sep->tfd >= 0)
+		close(sep->tfd);
+	sock_tx_ops_free(sep);
+	sock_rb_free_all(sep);
+	free(sep->rx_mem);
+	free(sep->slots);
+	pthread_mutex_destroy(&sep->lock);
+}
+
+int sock_ep_create(cci__ep_t *ep, const char *service)
+{
+	struct sock_ep *sep = sock_ep_of(ep);
+	uint16_t port;
+	int rc = CCI_SUCCESS;
+
+	ep_fields_init(sep, ep);
+	port = sep->dev->port;
+	if (service && sock_parse_port(service, &port) != CCI_SUCCESS)
+		rc = CCI_EINVAL;
+	if (rc == CCI_SUCCESS)
+		rc = socket_open(sep, port);
+	if (rc == CCI_SUCCESS) {
+		sep->dgram = dgram_size(sep->dev, sep->family, sep->dev->host);
+		window_size(sep);
+	}
+	if (rc == CCI_SUCCESS)
+		rc = batches_init(sep);
+	if (rc == CCI_SUCCESS && !(ep->uri = sock_uri_make("sock", sep->dev, sep->port)))
+		rc = CCI_ENOMEM;
+	if (rc == CCI_SUCCESS)
+		rc = handle_join(sep);
+	if (rc == CCI_SUCCESS)
+		rc = engine_start(sep);
+	if (rc != CCI_SUCCESS) {
+		free(ep->uri);
+		ep->uri = NULL;
+		ep_release(sep);
+		return rc;
+	}
+	SOCK_LOG(CCI_LOG_EP, "sock: endpoint %s (mss %u, datagrams of %u bytes, window %u)",
+	         ep->uri, sep->mss, sep->dgram, sep->window);
+	return CCI_SUCCESS;
+}
+
+void sock_ep_destroy(cci__ep_t *ep)
+{
+	struct sock_ep *sep = sock_ep_of(ep);
+
+	if (sep->eng_on)
+		cci__engine_stop(&sep->eng);
+	SOCK_LOG(CCI_LOG_EP, "sock: endpoint %s closing: %llu datagrams in, %llu out, %llu "
+	         "refused, %llu foreign", ep->uri, (unsigned long long)sep->stats.rx_dgrams,
+	         (unsigned long long)sep->stats.tx_dgrams, (unsigned long long)sep->stats.bad,
+	         (unsigned long long)sep->stats.foreign);
+	pthread_mutex_lock(&sep->lock);
+	while (!LIST_EMPTY(&sep->conns)) {
+		struct sock_conn *sc = LIST_FIRST(&sep->conns);
+		cci__conn_t *conn = sc->conn;
+		int open = cci__conn_is_open(&sc->base);
+
+		if (open)
+			sock_tx_ctl(sc, SOCK_DG_BYE, 0);
+		sock_conn_destroy(sc); /* flushes the BYE first */
+		sock_core->conn_release(conn);
+	}
+	sock_tx_flush(sep);
+	sock_hs_free_all(sep);
+	pthread_mutex_unlock(&sep->lock);
+	ep_release(sep);
+}

@@ -1,0 +1,583 @@
+/*
+ * sock_tx.c - the transmit side of the UDP transport: datagrams out in
+ * sendmmsg batches, ops and their sequenced datagrams (handed to
+ * sock_rel, which says when to send and resend them), acks in, and
+ * completions.  Everything here runs with sep->lock held.
+ */
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sock.h"
+#include "sock_io.h"
+
+#define TXD_CHUNK 256u
+
+/* ---- datagrams out ------------------------------------------------------ */
+
+static int send_error_transient(int err)
+{
+	/* A queued ICMP error surfaces on the next call (IP_RECVERR): the
+	 * receive path reads the error queue; this datagram is still good. */
+	return err == EINTR || err == ECONNREFUSED || err == EHOSTUNREACH ||
+	       err == ENETUNREACH || err == EHOSTDOWN;
+}
+
+void sock_tx_flush(struct sock_ep *sep)
+{
+	uint32_t off = 0, retries = 0;
+
+	while (off < sep->ntx) {
+		int n = (int)syscall(SYS_sendmmsg, sep->fd, sep->tx_mh + off, sep->ntx - off,
+		                     MSG_DONTWAIT);
+		if (n > 0) {
+			off += (uint32_t)n;
+			sep->stats.tx_dgrams += (uint64_t)n;
+			continue;
+		}
+		if (n < 0 && send_error_transient(errno) && ++retries < 8)
+			continue;
+		/* Full socket or a datagram the kernel refuses: it is lost, and
+		 * the reliability layer resends it if it is sequenced. */
+		sep->stats.send_err++;
+		off++;
+	}
+	sep->ntx = 0;
+}
+
+/* Queue one datagram for the next flush: header and sub-header of d, then
+ * len bytes at data, which must stay valid until the flush.  to must too. */
+void sock_tx_emit(struct sock_ep *sep, const struct sockaddr_storage *to, socklen_t tolen,
+                  struct sock_dg *d, const void *data, uint32_t len)
+{
+	struct sock_txslot *s;
+	struct msghdr *mh;
+
+	if (sep->ntx == SOCK_TX_BATCH)
+		sock_tx_flush(sep);
+	s = &sep->tx_slot[sep->ntx];
+	mh = &sep->tx_mh[sep->ntx].msg_hdr;
+	s->iov[0].iov_base = s->hdr;
+	s->iov[0].iov_len = sock_dg_encode(s->hdr, d);
+	s->iov[1].iov_base = (void *)data;
+	s->iov[1].iov_len = len;
+	memset(mh, 0, sizeof(*mh));
+	mh->msg_name = (void *)to;
+	mh->msg_namelen = tolen;
+	mh->msg_iov = s->iov;
+	mh->msg_iovlen = len ? 2 : 1;
+	sep->ntx++;
+}
+
+/* A datagram of sc's, with the ack of what we received riding on it. */
+static void conn_emit(struct sock_conn *sc, struct sock_dg *d, const void *data, uint32_t len)
+{
+	d->token = sc->peer_token;
+	if (sc->rel_on) {
+		struct sock_rel_ack a;
+		sock_rel_ack_make(&sc->rel, &a);
+		d->flags |= SOCK_DG_F_ACK;
+		d->cum = a.cum;
+		d->wnd = a.wnd;
+		d->sack = a.sack;
+	}
+	sock_tx_emit(sc->sep, &sc->peer, sc->peerlen, d, data, len);
+}
+
+/* A control datagram without a body (ACK, PING, PONG, BYE). */
+void sock_tx_ctl(struct sock_conn *sc, uint8_t type, uint8_t flags)
+{
+	struct sock_dg d = { .type = type, .flags = flags };
+
+	conn_emit(sc, &d, NULL, 0);
+}
+
+/* ---- pools --------------------------------------------------------------- */
+
+static struct sock_txd *txd_get(struct sock_ep *sep)
+{
+	struct sock_txd *t = sep->txd_free;
+
+	if (!t) {
+		void **chunks = realloc(sep->txd_chunks, (sep->ntxd_chunks + 1) * sizeof(void *));
+		struct sock_txd *c;
+
+		if (!chunks)
+			return NULL;
+		sep->txd_chunks = chunks;
+		c = calloc(TXD_CHUNK, sizeof(*c));
+		if (!c)
+			return NULL;
+		chunks[sep->ntxd_chunks++] = c;
+		for (uint32_t i = 0; i < TXD_CHUNK; i++) {
+			c[i].next = sep->txd_free;
+			sep->txd_free = &c[i];
+		}
+		t = sep->txd_free;
+	}
+	sep->txd_free = t->next;
+	return t;
+}
+
+static void txd_put(struct sock_ep *sep, struct sock_txd *t)
+{
+	t->next = sep->txd_free;
+	sep->txd_free = t;
+}
+
+/* An op from the pool; app ops count against CCI_OPT_ENDPT_SEND_BUF_COUNT
+ * (NULL when it is reached or memory is short). */
+struct sock_op *sock_op_get(struct sock_ep *sep, int kind, int app)
+{
+	struct sock_op *op = sep->op_free;
+
+	if (app && sep->ops_out >= atomic_load_explicit(&sep->ops_limit, memory_order_relaxed))
+		return NULL;
+	if (op) {
+		sep->op_free = op->next;
+	} else {
+		op = calloc(1, sizeof(*op));
+		if (!op)
+			return NULL;
+		op->all_next = sep->op_all;
+		sep->op_all = op;
+	}
+	char *buf = op->buf;
+	uint32_t cap = op->cap;
+	struct sock_op *all = op->all_next;
+	memset(op, 0, sizeof(*op));
+	op->buf = buf;
+	op->cap = cap;
+	op->all_next = all;
+	op->kind = (uint8_t)kind;
+	op->app = (uint8_t)app;
+	if (app)
+		sep->ops_out++;
+	return op;
+}
+
+void sock_op_put(struct sock_ep *sep, struct sock_op *op)
+{
+	if (op->app)
+		sep->ops_out--;
+	if (op->cap > (64u << 10)) { /* do not keep big copies around */
+		free(op->buf);
+		op->buf = NULL;
+		op->cap = 0;
+	}
+	op->next = sep->op_free;
+	sep->op_free = op;
+}
+
+void sock_tx_ops_free(struct sock_ep *sep)
+{
+	while (sep->op_all) {
+		struct sock_op *op = sep->op_all;
+		sep->op_all = op->all_next;
+		free(op->buf);
+		free(op);
+	}
+	for (uint32_t i = 0; i < sep->ntxd_chunks; i++)
+		free(sep->txd_chunks[i]);
+	free(sep->txd_chunks);
+	sep->txd_chunks = NULL;
+	sep->ntxd_chunks = 0;
+	sep->txd_free = NULL;
+}
+
+/* Copy the message into the op's own buffer. */
+int sock_op_copy_in(struct sock_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len)
+{
+	uint32_t off = 0;
+
+	if (len > op->cap) {
+		char *b = realloc(op->buf, len);
+		if (!b)
+			return CCI_ENOMEM;
+		op->buf = b;
+		op->cap = len;
+	}
+	for (uint32_t i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len)
+			memcpy(op->buf + off, iov[i].iov_base, iov[i].iov_len);
+		off += (uint32_t)iov[i].iov_len;
+	}
+	op->msg = op->buf;
+	op->len = len;
+	return CCI_SUCCESS;
+}
+
+/* ---- ops and their datagrams ------------------------------------------- */
+
+void sock_conn_touch(struct sock_conn *sc)
+{
+	if (sc->touched)
+		return;
+	sc->touched = 1;
+	sc->touch_next = sc->sep->touched;
+	sc->sep->touched = sc;
+}
+
+void sock_op_queue(struct sock_conn *sc, struct sock_op *op)
+{
+	op->sc = sc;
+	op->in_txq = 1;
+	op->t_ns = cci__now_ns();
+	TAILQ_INSERT_TAIL(&sc->txq, op, q);
+	LIST_INSERT_HEAD(&sc->ops, op, live);
+	sock_conn_touch(sc);
+}
+
+/* The message fragment the op sends next. */
+static void fill_msg(struct sock_conn *sc, struct sock_op *op, struct sock_txd *t)
+{
+	uint32_t room = sc->frag - sock_dg_sub_len(SOCK_DG_MSG);
+	uint32_t n = op->len - op->msg_off;
+
+	t->type = SOCK_DG_MSG;
+	t->sub.op = op->len;
+	t->sub.val = op->msg_off;
+	t->data = op->msg + op->msg_off;
+	t->len = n < room ? n : room;
+}
+
+/* RDRESP: the target checks the registration again for every fragment. */
+static void fill_rdresp(struct sock_conn *sc, struct sock_op *op, struct sock_txd *t)
+{
+	uint32_t room = sc->frag - sock_dg_sub_len(SOCK_DG_RD_DATA);
+	uint64_t n = op->total - op->done;
+	void *addr;
+	int rc;
+
+	n = n < room ? n : room;
+	rc = sock_core->rma_lookup(sc->sep->ep, op->key, op->roff + op->done, n, CCI_FLAG_READ,
+	                           &addr);
+	if (rc != CCI_SUCCESS) {
+		op->ctl_status = (uint32_t)rc;
+		op->phase = SOCK_PH_END;
+		return;
+	}
+	t->type = SOCK_DG_RD_DATA;
+	t->sub.op = op->op_id;
+	t->sub.off = op->done;
+	t->data = (const char *)addr;
+	t->len = (uint32_t)n;
+}
+
+static void fill_data(struct sock_conn *sc, struct sock_op *op, struct sock_txd *t)
+{
+	uint32_t room = sc->frag - sock_dg_sub_len(SOCK_DG_WR_DATA);
+	uint64_t n = op->total - op->done;
+
+	if (op->kind == SOCK_OP_RDRESP) {
+		fill_rdresp(sc, op, t);
+		return;
+	}
+	t->type = SOCK_DG_WR_DATA;
+	t->sub.op = op->op_id;
+	t->sub.key = op->key;
+	t->sub.off = op->roff + op->done;
+	t->data = op->laddr + op->done;
+	t->len = (uint32_t)(n < room ? n : room);
+}
+
+static void fill_end(struct sock_op *op, struct sock_txd *t)
+{
+	t->sub.op = op->op_id;
+	switch (op->kind) {
+	case SOCK_OP_WRITE:
+		t->type = SOCK_DG_WR_END;
+		t->sub.val = op->len;
+		break;
+	case SOCK_OP_READ:
+		t->type = SOCK_DG_RD_REQ;
+		t->sub.key = op->key;
+		t->sub.off = op->roff;
+		t->sub.len = op->total;
+		break;
+	case SOCK_OP_RDRESP:
+		t->type = SOCK_DG_RD_DONE;
+		t->sub.val = op->ctl_status;
+		break;
+	default:
+		t->type = (uint8_t)op->ctl_type;
+		t->sub.val = op->ctl_status;
+		break;
+	}
+}
+
+/* Describe the op's next datagram in t, without moving the op on. */
+static void txd_fill(struct sock_conn *sc, struct sock_op *op, struct sock_txd *t)
+{
+	memset(&t->sub, 0, sizeof(t->sub));
+	t->op = op;
+	t->data = NULL;
+	t->len = 0;
+	if (op->phase == SOCK_PH_DATA)
+		fill_data(sc, op, t);
+	if (op->phase == SOCK_PH_END)
+		fill_end(op, t);
+	else if (op->phase == SOCK_PH_MSG)
+		fill_msg(sc, op, t);
+}
+
+/* t was taken by the reliability layer: move the op past it. */
+static void op_advance(struct sock_conn *sc, struct sock_op *op, const struct sock_txd *t)
+{
+	op->txd_out++;
+	switch (t->type) {
+	case SOCK_DG_MSG:
+		op->msg_off += t->len;
+		if (op->msg_off == op->len)
+			op->phase = SOCK_PH_DONE;
+		return;
+	case SOCK_DG_WR_DATA:
+	case SOCK_DG_RD_DATA:
+		op->done += t->len;
+		if (op->done == op->total)
+			op->phase = SOCK_PH_END;
+		return;
+	case SOCK_DG_WR_END:
+		op->phase = op->len ? SOCK_PH_MSG : SOCK_PH_DONE;
+		return;
+	case SOCK_DG_RD_REQ:
+		op->phase = SOCK_PH_WAIT;
+		return;
+	default:
+		op->phase = SOCK_PH_DONE;
+		(void)sc;
+		return;
+	}
+}
+
+/* The datagram t, sequenced as seq, goes out now. */
+static void txd_send(struct sock_conn *sc, struct sock_txd *t, uint64_t seq, unsigned flags)
+{
+	struct sock_dg d = { .type = t->type, .seq = sock_rel_seq_encode(seq), .sub = t->sub };
+
+	if (flags & SOCK_REL_SEND_ACK_NOW)
+		d.flags |= SOCK_DG_F_ACK_NOW;
+	if (t->type == SOCK_DG_MSG && t->op->kind != SOCK_OP_MSG)
+		d.flags |= SOCK_DG_F_IN_ORDER; /* an RMA's completion: after its data */
+	conn_emit(sc, &d, t->data, t->len);
+}
+
+/* Completion: every datagram pushed and acknowledged, and the target's
+ * verdict in (RMA). */
+void sock_op_maybe_done(struct sock_op *op)
+{
+	struct sock_conn *sc = op->sc;
+
+	if (op->phase != SOCK_PH_DONE || op->in_txq || op->txd_out || op->remote_wait)
+		return;
+	LIST_REMOVE(op, live);
+	if (op->started)
+		sc->rma_out--;
+	if (op->kind == SOCK_OP_RDRESP)
+		sc->nrdresp--;
+	if (op->app)
+		sock_core->send_done(sc->conn, op->context, op->flags, op->status);
+	sock_op_put(sc->sep, op);
+	sock_conn_touch(sc);
+}
+
+/* May the head op start?  A FENCE RMA waits for every earlier one. */
+static int op_may_start(struct sock_conn *sc, struct sock_op *op)
+{
+	if (op->kind != SOCK_OP_WRITE && op->kind != SOCK_OP_READ)
+		return 1;
+	if (op->started)
+		return 1;
+	if (op->fence && sc->rma_out > 0)
+		return 0;
+	return 1;
+}
+
+/* Push the head ops' datagrams into the window while it is open, then
+ * send what the reliability layer asks for (retransmissions first). */
+void sock_tx_pump(struct sock_conn *sc, uint64_t now)
+{
+	struct sock_op *op;
+	struct sock_rel_send s;
+
+	while (sc->rel_on && (op = TAILQ_FIRST(&sc->txq)) && op->phase != SOCK_PH_WAIT &&
+	       op_may_start(sc, op)) {
+		struct sock_txd *t = txd_get(sc->sep);
+		uint64_t seq;
+		int rc;
+
+		if (!t)
+			break;
+		txd_fill(sc, op, t);
+		rc = sock_rel_tx_push(&sc->rel, (uint64_t)(uintptr_t)t, now, &seq);
+		if (rc == CCI_ENOBUFS) {
+			txd_put(sc->sep, t);
+			break;
+		}
+		if ((op->kind == SOCK_OP_WRITE || op->kind == SOCK_OP_READ) && !op->started) {
+			op->started = 1;
+			sc->rma_out++;
+		}
+		op_advance(sc, op, t);
+		if (rc == CCI_SUCCESS)
+			txd_send(sc, t, seq, 0);
+		if (op->phase == SOCK_PH_DONE) {
+			TAILQ_REMOVE(&sc->txq, op, q);
+			op->in_txq = 0;
+		}
+	}
+	while (sc->rel_on && sock_rel_tx_next(&sc->rel, now, &s)) {
+		if (s.kind == SOCK_REL_SEND_PROBE)
+			sock_tx_ctl(sc, SOCK_DG_ACK, SOCK_DG_F_ACK_NOW);
+		else
+			txd_send(sc, (struct sock_txd *)(uintptr_t)s.handle, s.seq, s.flags);
+	}
+	sock_tx_note_timer(sc);
+}
+
+/* Keep sep->timer_ns no later than sc's next reliability timer. */
+void sock_tx_note_timer(struct sock_conn *sc)
+{
+	uint64_t t;
+
+	if (!sc->rel_on)
+		return;
+	t = sock_rel_next_timer(&sc->rel);
+	if (t < sc->sep->timer_ns)
+		sc->sep->timer_ns = t;
+}
+
+/* The ack riding on d: complete what it covers, then send more. */
+void sock_tx_acked(struct sock_conn *sc, const struct sock_dg *d, uint64_t now)
+{
+	struct sock_rel_ack a = { d->cum, d->wnd, d->sack };
+	uint64_t h;
+
+	if (!sc->rel_on || !(d->flags & SOCK_DG_F_ACK))
+		return;
+	sock_rel_tx_ack(&sc->rel, &a, now);
+	while (sock_rel_tx_done(&sc->rel, &h)) {
+		struct sock_txd *t = (struct sock_txd *)(uintptr_t)h;
+		struct sock_op *op = t->op;
+
+		txd_put(sc->sep, t);
+		op->txd_out--;
+		sock_op_maybe_done(op);
+	}
+	sock_conn_touch(sc);
+}
+
+/* The reliability timers of sc, and an ack that is due. */
+void sock_tx_timers(struct sock_conn *sc, uint64_t now)
+{
+	if (!sc->rel_on)
+		return;
+	if (sock_rel_next_timer(&sc->rel) <= now)
+		sock_rel_tick(&sc->rel, now);
+	sock_tx_pump(sc, now);
+	if (sock_rel_ack_due(&sc->rel, now))
+		sock_tx_ctl(sc, SOCK_DG_ACK, 0);
+}
+
+/* Teardown of sc's transmit side: every op ends, each app op reporting
+ * status once when report is set. */
+void sock_tx_fail_all(struct sock_conn *sc, int status, int report)
+{
+	struct sock_op *op;
+	uint64_t h;
+
+	while (sc->rel_on && sock_rel_tx_abort(&sc->rel, &h))
+		txd_put(sc->sep, (struct sock_txd *)(uintptr_t)h);
+	while ((op = LIST_FIRST(&sc->ops))) {
+		LIST_REMOVE(op, live);
+		if (op->in_txq)
+			TAILQ_REMOVE(&sc->txq, op, q);
+		if (op->app && report)
+			sock_core->send_done(sc->conn, op->context, op->flags, status);
+		sock_op_put(sc->sep, op);
+	}
+	TAILQ_INIT(&sc->txq);
+	sc->rma_out = 0;
+	sc->nrdresp = 0;
+}
+
+/* ---- cci_send ---------------------------------------------------------- */
+
+static int send_uu(struct sock_conn *sc, const struct iovec *iov, uint32_t iovcnt,
+                   uint32_t len, void *context, int flags)
+{
+	struct sock_ep *sep = sc->sep;
+	struct sock_dg d = { .type = SOCK_DG_UU, .seq = sc->uu_seq++ };
+	char *copy = NULL;
+	const void *data = iovcnt ? iov[0].iov_base : NULL;
+
+	if (iovcnt > 1) {
+		uint32_t off = 0;
+		copy = malloc(len ? len : 1);
+		if (!copy)
+			return CCI_ENOMEM;
+		for (uint32_t i = 0; i < iovcnt; i++) {
+			memcpy(copy + off, iov[i].iov_base, iov[i].iov_len);
+			off += (uint32_t)iov[i].iov_len;
+		}
+		data = copy;
+	}
+	conn_emit(sc, &d, data, len);
+	sock_tx_flush(sep); /* the bytes are the caller's: out before returning */
+	free(copy);
+	sock_core->send_done(sc->conn, context, flags, CCI_SUCCESS);
+	return CCI_SUCCESS;
+}
+
+static int send_locked(struct sock_conn *sc, const struct iovec *iov, uint32_t iovcnt,
+                       uint32_t len, void *context, int flags, int *again)
+{
+	struct sock_op *op;
+
+	if (!cci__conn_is_open(&sc->base))
+		return CCI_ERR_DISCONNECTED; /* the events of pending ops carry why */
+	if (!sc->reliable)
+		return send_uu(sc, iov, iovcnt, len, context, flags);
+	op = sock_op_get(sc->sep, SOCK_OP_MSG, 1);
+	if (!op) {
+		*again = 1;
+		return CCI_ENOBUFS;
+	}
+	op->phase = SOCK_PH_MSG;
+	op->context = context;
+	op->flags = flags;
+	if ((flags & CCI_FLAG_NO_COPY) && iovcnt == 1) {
+		op->msg = iov[0].iov_base;
+		op->len = len;
+	} else if (sock_op_copy_in(op, iov, iovcnt, len) != CCI_SUCCESS) {
+		sock_op_put(sc->sep, op);
+		return CCI_ENOMEM;
+	}
+	sock_op_queue(sc, op);
+	sock_tx_pump(sc, cci__now_ns());
+	sock_tx_flush(sc->sep);
+	return CCI_SUCCESS;
+}
+
+int sock_tx_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
+                 void *context, int flags)
+{
+	struct sock_conn *sc = sock_conn_of(conn);
+	struct sock_ep *sep = sc->sep;
+	int again = 0, rc;
+
+	cci__engine_app_active(&sep->eng);
+	pthread_mutex_lock(&sep->lock);
+	rc = send_locked(sc, iov, iovcnt, len, context, flags, &again);
+	pthread_mutex_unlock(&sep->lock);
+	if (!again)
+		return rc;
+	/* Every op is in flight: one progress pass may read the acks that
+	 * free some (a sender that never polls still gets through). */
+	sep->ep->plugin->progress(sep->ep);
+	pthread_mutex_lock(&sep->lock);
+	again = 0;
+	rc = send_locked(sc, iov, iovcnt, len, context, flags, &again);
+	pthread_mutex_unlock(&sep->lock);
+	return rc;
+}
