@@ -50,6 +50,23 @@ static int str_printable(const uint8_t *a, size_t len)
 	return 1;
 }
 
+/*
+ * A string address the provider may be given: printable, NUL-terminated,
+ * with a scheme ("fi_shm://4242:0:0", "fi_ns://7000").  libfabric 1.17's
+ * shm provider refuses other names at fi_av_insert, but a refused insert
+ * leaves its address vector such that the next send to another entry
+ * crashes the process: such addresses never reach it.
+ */
+static int str_addr_ok(const uint8_t *a, size_t len)
+{
+	const char *sep;
+
+	if (!str_printable(a, len))
+		return 0;
+	sep = strstr((const char *)a, "://");
+	return sep && sep != (const char *)a && sep[3] != '\0';
+}
+
 static int addr_print(const struct ofi_ep *sep, char *out, size_t cap)
 {
 	const uint8_t *a = sep->addr;
@@ -142,8 +159,14 @@ int ofi_uri_parse(struct ofi_ep *sep, const char *uri, uint8_t *addr, size_t *le
 	if (plen != strlen(sep->dev->core_name) || strncmp(prov, sep->dev->core_name, plen))
 		return plen == 0 ? CCI_EINVAL : CCI_EADDRNOTAVAIL;
 	slash++;
-	if (slash[0] == '0' && slash[1] == 'x')
-		return hex_parse(slash + 2, addr, len_p);
+	if (slash[0] == '0' && slash[1] == 'x') {
+		int rc = hex_parse(slash + 2, addr, len_p);
+		/* A string address must be one in hex too: see below. */
+		if (rc == CCI_SUCCESS && sep->info->addr_format == FI_ADDR_STR &&
+		    !str_addr_ok(addr, *len_p))
+			return CCI_EADDRNOTAVAIL;
+		return rc;
+	}
 	switch (sep->info->addr_format) {
 	case FI_SOCKADDR_IN:
 		return sockaddr_parse(slash, AF_INET, addr, len_p);
@@ -154,7 +177,7 @@ int ofi_uri_parse(struct ofi_ep *sep, const char *uri, uint8_t *addr, size_t *le
 			return CCI_EINVAL;
 		memcpy(addr, slash, strlen(slash) + 1);
 		*len_p = strlen(slash) + 1;
-		return CCI_SUCCESS;
+		return str_addr_ok(addr, *len_p) ? CCI_SUCCESS : CCI_EADDRNOTAVAIL;
 	default:
 		return CCI_EINVAL;
 	}
