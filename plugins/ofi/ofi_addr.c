@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +374,42 @@ struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p)
 	}
 	pthread_mutex_unlock(&sep->lock);
 	return w;
+}
+
+/*
+ * Is the watched peer process unable to take a message now: gone, or, on
+ * a provider that reaches it through shared memory (FI_ADDR_STR: shm),
+ * stopped?  libfabric 1.17's shm provider takes the receiver's region lock
+ * to send, and a process stopped or killed while it held that lock (in its
+ * own progress) holds it until it runs again, or forever: a send there
+ * spins until then.  Courtesy messages (DISC at teardown, keepalive PINGs)
+ * ask first, so that quitting never waits on a frozen or dead peer.
+ */
+int ofi_pidw_unreachable(const struct ofi_ep *sep, const struct ofi_pidw *w)
+{
+	struct pollfd pfd;
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	if (!w)
+		return 0;
+	if (__atomic_load_n(&w->dead, __ATOMIC_ACQUIRE))
+		return 1;
+	pfd = (struct pollfd){ .fd = w->fd, .events = POLLIN };
+	if (w->fd >= 0 && poll(&pfd, 1, 0) > 0)
+		return 1; /* the process ended */
+	if (sep->info->addr_format != FI_ADDR_STR)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%u/stat", w->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && strchr("tTZX", p[2]) != NULL;
 }
 
 /* Drop a reference (sep->lock held).  Like address vector entries, a

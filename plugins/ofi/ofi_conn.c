@@ -126,7 +126,7 @@ void ofi_conns_sweep(struct ofi_ep *sep)
 /* Tell the peer (if it still listens) and drop the work; oc->lock held. */
 static void conn_close(struct ofi_conn *oc)
 {
-	if (oc->state == OFI_CONN_OPEN)
+	if (oc->state == OFI_CONN_OPEN && !ofi_pidw_unreachable(oc->sep, oc->pidw))
 		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, OFI_CTL_TRACKED);
 	oc->state = OFI_CONN_CLOSED;
 	ofi_tx_fail_all(oc, CCI_ERR_DISCONNECTED, 0);

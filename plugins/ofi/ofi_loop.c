@@ -308,7 +308,8 @@ static void conn_probe(struct ofi_conn *oc, uint64_t now)
 static void conn_timers(struct ofi_conn *oc, uint64_t now)
 {
 	/* Any message from the peer is a sign of life (heard()); PINGs ask for one. */
-	if (cci__ct_keepalive(&oc->timers, ofi_core, oc->conn, now) == CCI__KA_PING)
+	if (cci__ct_keepalive(&oc->timers, ofi_core, oc->conn, now) == CCI__KA_PING &&
+	    !ofi_pidw_unreachable(oc->sep, oc->pidw))
 		ofi_ctl_send(oc, OFI_T_PING, 0, NULL, 0, 0);
 	if (cci__ct_send_expired(oc->send_to_us, oldest_user_stamp(oc), now)) {
 		OFI_LOG(CCI_LOG_CONN, "ofi: send timeout on %08x", oc->id);
