@@ -165,6 +165,8 @@ typedef void (*h_role_t)(int rfd, int wfd, const void *arg);
 void h_spawn(struct h_peer *p, h_role_t role, const void *arg);
 /* Wait up to timeout_ms for the peer to exit and check it exited 0. */
 void h_peer_finish(struct h_peer *p, unsigned timeout_ms);
+/* Wait (5 s, checked) until process pid is stopped (SIGSTOP). */
+void h_wait_stopped(pid_t pid);
 /* SIGKILL the peer and reap it (no check). */
 void h_peer_kill(struct h_peer *p);
 

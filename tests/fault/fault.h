@@ -22,6 +22,10 @@
 	extern const size_t name##_count;
 
 F_TABLE(t_death)
+F_TABLE(t_frozen)
+F_TABLE(t_connfail)
+F_TABLE(t_teardown)
+F_TABLE(t_load)
 
 #undef F_TABLE
 
