@@ -20,20 +20,19 @@ clang $cflags -I"$top/api" -I"$top/plugins/common" \
 	"$here/uri_fuzz.c" "$top/plugins/common/uri.c" -o "$work/uri_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/sockets" \
 	"$top/tests/sockets/sock_wire_fuzz.c" "$top/plugins/sockets/sock_wire.c" -o "$work/wire_fuzz"
+clang $cflags -I"$top/plugins/sm" \
+	"$here/sm_ring_fuzz.c" "$top/plugins/sm/sm_ring.c" -o "$work/sm_ring_fuzz"
 
-# Seed each corpus with real inputs so the fuzzer starts from valid syntax.
-mkdir -p "$work/ini_corpus" "$work/uri_corpus" "$work/wire_corpus"
-cp "$top/config/cci.ini.example" "$work/ini_corpus/"
-printf '[a]\r\nk = v # c\r\n[b]\nx=\n' > "$work/ini_corpus/crlf"
-i=0
-for u in 'tcp://127.0.0.1:5000' 'sock://[::1]:1' 'verbs://[fe80::1%ib0]:65535' \
-	 'sm:///tmp/cci-sm-1000/42/0' 'ofi://tcp/addr' 'host.example.org:80'; do
-	printf '%s' "$u" > "$work/uri_corpus/seed$i"
-	i=$((i + 1))
+# Each harness starts from its committed corpus (tests/fuzz/corpus/<name>),
+# copied so that what the fuzzer adds stays in the work directory.
+for h in ini uri wire sm_ring; do
+	mkdir -p "$work/${h}_corpus"
+	cp "$here/corpus/$h/"* "$work/${h}_corpus/" 2>/dev/null || true
 done
+cp "$top/config/cci.ini.example" "$work/ini_corpus/"
 
 status=0
-for h in ini uri wire; do
+for h in ini uri wire sm_ring; do
 	echo "fuzz: $h for ${secs}s"
 	if ! (cd "$work" && "./${h}_fuzz" -max_total_time="$secs" -max_len=8192 \
 		-print_final_stats=1 "${h}_corpus" > "$h.log" 2>&1); then
