@@ -81,9 +81,13 @@ static void worker_role(int rfd, int wfd, const void *arg)
 	cci_endpoint_t *ep;
 	cci_connection_t *c;
 	cci_rma_handle_t *lh = NULL;
-	uint8_t *local = calloc(1, TD_LOCAL_LEN), msg[64], go = 0;
+	/* static: after an exit with the endpoint open the library still has
+	 * it registered, so it stays reachable */
+	static uint8_t *local;
+	uint8_t msg[64], go = 0;
 
 	h_role_prefix = "[worker] ";
+	local = calloc(1, TD_LOCAL_LEN);
 	REQUIRE(local != NULL);
 	proto_fill(local, TD_LOCAL_LEN, PROTO_INIT_SEED, 0);
 	REQUIRE(h_msg_recv(rfd, &st, sizeof(st), 20000) == (int)sizeof(st));
@@ -99,7 +103,10 @@ static void worker_role(int rfd, int wfd, const void *arg)
 	if (k->work)
 		post_work(c, lh, &st.rh);
 	do_order(k->order, ep, c);
-	/* local stays allocated: after TD_EXIT the library may still use it */
+	if (k->order != TD_DISC_EXIT && k->order != TD_EXIT) {
+		free(local); /* finalized: the library is done with it */
+		local = NULL;
+	}
 }
 
 /* With CCI_FAULT_GDB set, print the threads' stacks of a stuck process. */
