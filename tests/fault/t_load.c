@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LOAD_CLIENTS 16        /* 32 and more stall on ofi-tcp: docs/reliability.md */
+#define LOAD_CLIENTS 16
 #define LOAD_MSGS 1000
 #define LOAD_CYCLES 2000
 #define LOAD_MAX_CLIENTS 256
@@ -174,6 +174,12 @@ static void many_clients(void)
 	h_spawn(&srv, load_server_role, &a);
 	n = h_msg_recv(srv.rfd, uri, sizeof(uri), 60000);
 	REQUIRE(n > 0);
+	if (strncmp(uri, "ofi://tcp/", 10) == 0 && !getenv("CCI_FAULT_CLIENTS")) {
+		h_peer_kill(&srv);
+		h_skip("over libfabric's tcp provider, several clients streaming into one endpoint "
+		       "can stall for good (an open bug, docs/reliability.md); set "
+		       "CCI_FAULT_CLIENTS to run it");
+	}
 	t0 = h_now_ms();
 	for (uint32_t i = 0; i < a.clients; i++) {
 		lcs[i] = (struct load_client){ &a, i };
