@@ -186,6 +186,11 @@ extern const char *h_role_prefix;
 
 void h_add_suite(const char *name, const struct h_test *tests, size_t n);
 
+/* Declares a file's test table: name_tests[] and name_count. */
+#define H_TABLE(name) \
+	extern const struct h_test name##_tests[]; \
+	extern const size_t name##_count;
+
 struct h_suite {
 	const char *name;
 	const struct h_test *tests;

@@ -26,17 +26,11 @@
 #define F_RSS_CHECKED 1
 #endif
 
-#define F_TABLE(name) \
-	extern const struct h_test name##_tests[]; \
-	extern const size_t name##_count;
-
-F_TABLE(t_death)
-F_TABLE(t_frozen)
-F_TABLE(t_connfail)
-F_TABLE(t_teardown)
-F_TABLE(t_load)
-
-#undef F_TABLE
+H_TABLE(t_death)
+H_TABLE(t_frozen)
+H_TABLE(t_connfail)
+H_TABLE(t_teardown)
+H_TABLE(t_load)
 
 /* What was posted to a stopped peer and how it ended (f_flight_*). */
 struct f_flight {
