@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,23 @@ static int str_printable(const uint8_t *a, size_t len)
 		if (!isgraph(a[i]))
 			return 0;
 	return 1;
+}
+
+/*
+ * A string address the provider may be given: printable, NUL-terminated,
+ * with a scheme ("fi_shm://4242:0:0", "fi_ns://7000").  libfabric 1.17's
+ * shm provider refuses other names at fi_av_insert, but a refused insert
+ * leaves its address vector such that the next send to another entry
+ * crashes the process: such addresses never reach it.
+ */
+static int str_addr_ok(const uint8_t *a, size_t len)
+{
+	const char *sep;
+
+	if (!str_printable(a, len))
+		return 0;
+	sep = strstr((const char *)a, "://");
+	return sep && sep != (const char *)a && sep[3] != '\0';
 }
 
 static int addr_print(const struct ofi_ep *sep, char *out, size_t cap)
@@ -142,8 +160,14 @@ int ofi_uri_parse(struct ofi_ep *sep, const char *uri, uint8_t *addr, size_t *le
 	if (plen != strlen(sep->dev->core_name) || strncmp(prov, sep->dev->core_name, plen))
 		return plen == 0 ? CCI_EINVAL : CCI_EADDRNOTAVAIL;
 	slash++;
-	if (slash[0] == '0' && slash[1] == 'x')
-		return hex_parse(slash + 2, addr, len_p);
+	if (slash[0] == '0' && slash[1] == 'x') {
+		int rc = hex_parse(slash + 2, addr, len_p);
+		/* A string address must be one in hex too: see below. */
+		if (rc == CCI_SUCCESS && sep->info->addr_format == FI_ADDR_STR &&
+		    !str_addr_ok(addr, *len_p))
+			return CCI_EADDRNOTAVAIL;
+		return rc;
+	}
 	switch (sep->info->addr_format) {
 	case FI_SOCKADDR_IN:
 		return sockaddr_parse(slash, AF_INET, addr, len_p);
@@ -154,7 +178,7 @@ int ofi_uri_parse(struct ofi_ep *sep, const char *uri, uint8_t *addr, size_t *le
 			return CCI_EINVAL;
 		memcpy(addr, slash, strlen(slash) + 1);
 		*len_p = strlen(slash) + 1;
-		return CCI_SUCCESS;
+		return str_addr_ok(addr, *len_p) ? CCI_SUCCESS : CCI_EADDRNOTAVAIL;
 	default:
 		return CCI_EINVAL;
 	}
@@ -350,6 +374,42 @@ struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p)
 	}
 	pthread_mutex_unlock(&sep->lock);
 	return w;
+}
+
+/*
+ * Is the watched peer process unable to take a message now: gone, or, on
+ * a provider that reaches it through shared memory (FI_ADDR_STR: shm),
+ * stopped?  libfabric 1.17's shm provider takes the receiver's region lock
+ * to send, and a process stopped or killed while it held that lock (in its
+ * own progress) holds it until it runs again, or forever: a send there
+ * spins until then.  Courtesy messages (DISC at teardown, keepalive PINGs)
+ * ask first, so that quitting never waits on a frozen or dead peer.
+ */
+int ofi_pidw_unreachable(const struct ofi_ep *sep, const struct ofi_pidw *w)
+{
+	struct pollfd pfd;
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	if (!w)
+		return 0;
+	if (__atomic_load_n(&w->dead, __ATOMIC_ACQUIRE))
+		return 1;
+	pfd = (struct pollfd){ .fd = w->fd, .events = POLLIN };
+	if (w->fd >= 0 && poll(&pfd, 1, 0) > 0)
+		return 1; /* the process ended */
+	if (sep->info->addr_format != FI_ADDR_STR)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%u/stat", w->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && strchr("tTZX", p[2]) != NULL;
 }
 
 /* Drop a reference (sep->lock held).  Like address vector entries, a

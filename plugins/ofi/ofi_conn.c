@@ -125,7 +125,7 @@ void ofi_conns_sweep(struct ofi_ep *sep)
 /* Tell the peer (if it still listens) and drop the work; oc->lock held. */
 static void conn_close(struct ofi_conn *oc)
 {
-	if (ofi_conn_state(oc) == CCI__CONN_OPEN)
+	if (ofi_conn_state(oc) == CCI__CONN_OPEN && !ofi_pidw_unreachable(oc->sep, oc->pidw))
 		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, OFI_CTL_TRACKED);
 	ofi_conn_move(oc, CCI__CONN_CLOSED);
 	ofi_tx_fail_all(oc, CCI_ERR_DISCONNECTED, 0);

@@ -306,10 +306,14 @@ static void conn_probe(struct ofi_conn *oc, uint64_t now)
 	ofi_ctl_send(oc, OFI_T_PING, 0, NULL, 0, OFI_CTL_TRACKED);
 }
 
-/* Any message from the peer is a sign of life (heard()); a PING asks for one. */
+/* Any message from the peer is a sign of life (heard()); a PING asks for one,
+ * unless the peer cannot take it now (see ofi_pidw_unreachable). */
 static void ping(void *pc)
 {
-	ofi_ctl_send(pc, OFI_T_PING, 0, NULL, 0, 0);
+	struct ofi_conn *oc = pc;
+
+	if (!ofi_pidw_unreachable(oc->sep, oc->pidw))
+		ofi_ctl_send(oc, OFI_T_PING, 0, NULL, 0, 0);
 }
 
 static void send_expired(void *pc)

@@ -610,7 +610,7 @@ void ofi_conn_break(struct ofi_conn *oc, int status)
 	OFI_LOG(CCI_LOG_CONN, "ofi: connection %08x broken (status %d)", oc->id, status);
 	ofi_conn_move(oc, CCI__CONN_BROKEN);
 	oc->tx_err = CCI_ERR_DISCONNECTED;
-	if (status != CCI_ERR_DISCONNECTED)
+	if (status != CCI_ERR_DISCONNECTED && !ofi_pidw_unreachable(oc->sep, oc->pidw))
 		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, 0);
 	ofi_tx_fail_all(oc, status, 1);
 }

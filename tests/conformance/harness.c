@@ -163,6 +163,34 @@ int h_count_fds(void)
 	return n - 1; /* the directory's own descriptor */
 }
 
+long h_rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long pages = -1, rss = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+		rss = -1;
+	fclose(f);
+	return rss < 0 ? -1 : rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+void h_note(const char *fmt, ...)
+{
+	char msg[900], out[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	for (char *p = msg; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	snprintf(out, sizeof(out), "    %s%s\n", h_role_prefix, msg);
+	result_line(out);
+}
+
 /* The first device of the transport under test, up or (up_only == 0) not. */
 static cci_device_t *find_device(int up_only)
 {

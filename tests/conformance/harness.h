@@ -27,7 +27,11 @@ struct h_test {
 	void (*body)(void);
 	unsigned needs;        /* H_NEEDS_* bits */
 	int timeout_s;         /* 0 means H_DEFAULT_TIMEOUT_S */
+	const void *arg;       /* for bodies shared by several tests (h_current) */
 };
+
+/* The test the calling process runs (NULL in the runner). */
+extern const struct h_test *h_current;
 
 /* The --transport argument, or NULL for "the first device". */
 extern const char *h_transport;
@@ -73,6 +77,12 @@ void h_sleep_ms(unsigned ms);
 
 /* Open file descriptors of this process (-1 if /proc is missing). */
 int h_count_fds(void);
+/* The resident set of this process in KiB, from /proc (-1 if missing). */
+long h_rss_kb(void);
+
+/* A line of figures for the test's output (not a check), e.g. a measured
+ * time; printed by the runner under the test's name. */
+void h_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- library set-up ------------------------------------------------------ */
 
@@ -155,6 +165,8 @@ typedef void (*h_role_t)(int rfd, int wfd, const void *arg);
 void h_spawn(struct h_peer *p, h_role_t role, const void *arg);
 /* Wait up to timeout_ms for the peer to exit and check it exited 0. */
 void h_peer_finish(struct h_peer *p, unsigned timeout_ms);
+/* Wait (5 s, checked) until process pid is stopped (SIGSTOP). */
+void h_wait_stopped(pid_t pid);
 /* SIGKILL the peer and reap it (no check). */
 void h_peer_kill(struct h_peer *p);
 
@@ -173,6 +185,28 @@ extern int h_result_fd;
 extern const char *h_role_prefix;
 
 void h_add_suite(const char *name, const struct h_test *tests, size_t n);
+
+/* Declares a file's test table: name_tests[] and name_count. */
+#define H_TABLE(name) \
+	extern const struct h_test name##_tests[]; \
+	extern const size_t name##_count;
+
+struct h_suite {
+	const char *name;
+	const struct h_test *tests;
+	size_t n;
+};
+#define H_SUITE(title, table) { title, table##_tests, table##_count }
+
+/*
+ * The main of a test program ("what" names it in its first line of
+ * output):  prog [--transport NAME] [--run SUBSTRING] [--list]
+ * --transport picks the first device of that transport (device tests are
+ * skipped, with the reason printed, when there is none); --run keeps only
+ * the tests whose name contains SUBSTRING; --list prints the test names.
+ */
+int h_main(const char *what, int argc, char **argv, const struct h_suite *suites,
+           size_t n);
 /* Run the registered suites; filter (a substring of test names) may be
  * NULL.  Returns the process exit status. */
 int h_run(const char *filter);

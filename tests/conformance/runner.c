@@ -42,6 +42,8 @@ static size_t nregs;
 static const char *skipped[MAX_TESTS];
 static size_t nskipped;
 
+const struct h_test *h_current;
+
 void h_add_suite(const char *name, const struct h_test *tests, size_t n)
 {
 	if (nsuites < MAX_SUITES)
@@ -173,6 +175,7 @@ static void run_one(const struct h_test *t)
 		signal(SIGPIPE, SIG_IGN); /* a dead peer's pipe fails a check instead */
 		close(fds[0]);
 		h_result_fd = fds[1];
+		h_current = t;
 		t->body();
 		h_exit();
 	}
@@ -328,12 +331,12 @@ int h_run(const char *filter)
 		return 2;
 	CU_set_fail_on_inactive(CU_FALSE);
 	if (register_all(filter) < 0) {
-		fprintf(stderr, "conformance: %s\n", CU_get_error_msg());
+		fprintf(stderr, "%s\n", CU_get_error_msg());
 		CU_cleanup_registry();
 		return 2;
 	}
 	if (nregs == 0) {
-		fprintf(stderr, "conformance: no test name contains \"%s\"\n", filter);
+		fprintf(stderr, "no test name contains \"%s\"\n", filter);
 		CU_cleanup_registry();
 		return 2;
 	}
@@ -355,4 +358,35 @@ int h_run(const char *filter)
 		return 77;
 	}
 	return failures ? 1 : 0;
+}
+
+int h_main(const char *what, int argc, char **argv, const struct h_suite *suites,
+           size_t n)
+{
+	const char *filter = NULL;
+	int list = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--transport") == 0 && i + 1 < argc) {
+			h_transport = argv[++i];
+		} else if (strcmp(argv[i], "--run") == 0 && i + 1 < argc) {
+			filter = argv[++i];
+		} else if (strcmp(argv[i], "--list") == 0) {
+			list = 1;
+		} else {
+			fprintf(stderr, "usage: %s [--transport NAME] [--run SUBSTRING] [--list]\n",
+			        argv[0]);
+			return 2;
+		}
+	}
+	for (size_t s = 0; list && s < n; s++)
+		for (size_t i = 0; i < suites[s].n; i++)
+			printf("%s\n", suites[s].tests[i].name);
+	if (list)
+		return 0;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("%s: transport %s\n", what, h_transport ? h_transport : "(first device)");
+	for (size_t s = 0; s < n; s++)
+		h_add_suite(suites[s].name, suites[s].tests, suites[s].n);
+	return h_run(filter);
 }

@@ -6,6 +6,7 @@
 #include "proto.h"
 
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -365,6 +366,11 @@ static void srv_command(struct sstate *s)
 		h_msg_send(s->wfd, &s->st, sizeof(s->st));
 		return;
 	}
+	if (m.cmd == SRV_CMD_FREEZE) {
+		h_msg_send(s->wfd, "k", 1);
+		raise(SIGSTOP);
+		return;
+	}
 	if (m.cmd != SRV_CMD_DESTROY && !s->ep) {
 		CHECKF(0, "server command '%c' after its endpoint was destroyed", m.cmd);
 	} else if (m.cmd == SRV_CMD_SEND) {
@@ -535,6 +541,12 @@ void srv_cmd(struct srv *s, char cmd, uint32_t arg)
 	srv_send_cmd(s, cmd, arg);
 	CHECKF(h_msg_recv(s->peer.rfd, &ack, 1, 10000) == 1 && ack == 'k',
 	       "the server did not acknowledge command '%c'", cmd);
+}
+
+void srv_freeze(struct srv *s)
+{
+	srv_cmd(s, SRV_CMD_FREEZE, 0);
+	h_wait_stopped(s->peer.pid);
 }
 
 void srv_snapshot(struct srv *s, struct srv_stats *st)

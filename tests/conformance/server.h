@@ -53,12 +53,16 @@ struct srv {
 #define SRV_CMD_DESTROY 'e'     /* cci_destroy_endpoint() */
 #define SRV_CMD_DEREGISTER 'u'  /* cci_rma_deregister() the region */
 #define SRV_CMD_RELEASE 'r'     /* return held RECV events, stop holding */
+#define SRV_CMD_FREEZE 'z'      /* stop itself (SIGSTOP) between two library calls */
 
 /* Fork the server (before the test's own cci_init) and read its URI (and
  * RMA handle).  REQUIREs that it starts. */
 void srv_start(struct srv *s, const struct srv_opts *o);
 /* Send a command and wait (10 s) for its acknowledgement. */
 void srv_cmd(struct srv *s, char cmd, uint32_t arg);
+/* Have the server stop itself between two library calls, and wait (5 s)
+ * until it is stopped.  SIGCONT resumes it, SIGKILL ends it. */
+void srv_freeze(struct srv *s);
 /* The server's counters now. */
 void srv_snapshot(struct srv *s, struct srv_stats *st);
 /* Stop the server (it drains its events, checks its memory, cleans up),

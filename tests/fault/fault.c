@@ -1,0 +1,19 @@
+/*
+ * fault.c - the reliability suite, run once per transport:
+ *
+ *   fault [--transport NAME] [--run SUBSTRING] [--list]
+ */
+#include "fault.h"
+
+int main(int argc, char **argv)
+{
+	const struct h_suite suites[] = {
+		H_SUITE("peer death", t_death),
+		H_SUITE("frozen peer", t_frozen),
+		H_SUITE("connect failures", t_connfail),
+		H_SUITE("teardown orders", t_teardown),
+		H_SUITE("load and back-pressure", t_load),
+	};
+
+	return h_main("fault", argc, argv, suites, sizeof(suites) / sizeof(suites[0]));
+}
