@@ -1,9 +1,15 @@
 /*
  * baseline_ofi_rma.c - bare libfabric RMA write streaming, the yardstick
  * the ofi transport's RMA is measured against (fi_rma_bw-style; Debian's
- * libfabric-bin ships no fi_rma_bw).  Not a test.
+ * libfabric-bin ships no fi_rma_bw), and with -m bare fi_send message
+ * streaming, the message-rate yardstick (fi_msg_bw-style) for providers
+ * without RMA such as udp;ofi_rxd.  Not a test.
  *
- *   baseline_ofi_rma -p PROVIDER [-S size] [-w window] [-n count] [-d] [-j]
+ *   baseline_ofi_rma -p PROVIDER [-S size] [-w window] [-n count] [-d] [-m] [-j]
+ *
+ * With -m the target keeps OFI_RECVS receives of size bytes posted and
+ * the parent keeps window fi_send operations in flight; it prints the
+ * messages per second from the first post to the last send completion.
  *
  * Forks a target that registers a buffer of size bytes and keeps
  * progressing; the parent keeps window fi_write operations of size bytes
@@ -55,6 +61,10 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+#define OFI_RECVS 256
+
+static int msg_mode; /* -m: fi_send streaming instead of fi_write */
+
 static void side_open(struct side *s, const char *prov, size_t size, uint64_t access)
 {
 	struct fi_info *hints = fi_allocinfo();
@@ -62,7 +72,7 @@ static void side_open(struct side *s, const char *prov, size_t size, uint64_t ac
 	struct fi_av_attr ava = { .type = FI_AV_TABLE };
 
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_MSG | FI_RMA;
+	hints->caps = msg_mode ? FI_MSG : FI_MSG | FI_RMA;
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 	                              FI_MR_PROV_KEY | FI_MR_ENDPOINT;
@@ -76,6 +86,8 @@ static void side_open(struct side *s, const char *prov, size_t size, uint64_t ac
 	CHECK(fi_ep_bind(s->ep, &s->av->fid, 0));
 	CHECK(fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV));
 	CHECK(fi_enable(s->ep));
+	if (msg_mode)
+		size *= OFI_RECVS; /* one slice per posted receive */
 	s->buf = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
 	memset(s->buf, 0x5a, size);
 	CHECK(fi_mr_reg(s->domain, s->buf, size, access, 0, 42, 0, &s->mr, NULL));
@@ -106,8 +118,13 @@ static void target(const char *prov, size_t size, int wfd, int rfd)
 	struct target_info ti;
 	struct fi_cq_entry e;
 
+	static struct fi_context2 rctx[OFI_RECVS];
+
 	memset(&ti, 0, sizeof(ti));
-	side_open(&s, prov, size, FI_REMOTE_WRITE | FI_REMOTE_READ);
+	side_open(&s, prov, size, msg_mode ? FI_RECV : FI_REMOTE_WRITE | FI_REMOTE_READ);
+	for (int i = 0; msg_mode && i < OFI_RECVS; i++)
+		CHECK(fi_recv(s.ep, s.buf + (size_t)i * size, size, fi_mr_desc(s.mr), FI_ADDR_UNSPEC,
+		              &rctx[i]));
 	ti.name_len = sizeof(ti.name);
 	CHECK(fi_getname(&s.ep->fid, ti.name, &ti.name_len));
 	ti.key = fi_mr_key(s.mr);
@@ -116,7 +133,11 @@ static void target(const char *prov, size_t size, int wfd, int rfd)
 		exit(1);
 	for (;;) {
 		struct pollfd p = { .fd = rfd, .events = POLLIN };
-		fi_cq_read(s.cq, &e, 1);
+		if (fi_cq_read(s.cq, &e, 1) == 1 && msg_mode) {
+			size_t i = (size_t)((struct fi_context2 *)e.op_context - rctx);
+			CHECK(fi_recv(s.ep, s.buf + i * size, size, fi_mr_desc(s.mr), FI_ADDR_UNSPEC,
+			              e.op_context));
+		}
 		if (poll(&p, 1, 0) > 0)
 			break;
 	}
@@ -133,7 +154,7 @@ static int reap(struct side *s)
 	if (n == -FI_EAVAIL) {
 		struct fi_cq_err_entry err = { 0 };
 		fi_cq_readerr(s->cq, &err, 0);
-		fprintf(stderr, "write failed: %s\n", fi_strerror(err.err));
+		fprintf(stderr, "operation failed: %s\n", fi_strerror(err.err));
 		exit(1);
 	}
 	return n == 1;
@@ -141,7 +162,7 @@ static int reap(struct side *s)
 
 static uint64_t wflags; /* -d: FI_DELIVERY_COMPLETE, as the transport asks */
 
-static ssize_t post_write(struct side *s, fi_addr_t fa, const struct target_info *ti, size_t size,
+static ssize_t post_one(struct side *s, fi_addr_t fa, const struct target_info *ti, size_t size,
                           void *ctx)
 {
 	struct iovec iov = { s->buf, size };
@@ -150,6 +171,8 @@ static ssize_t post_write(struct side *s, fi_addr_t fa, const struct target_info
 	struct fi_msg_rma m = { .msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = fa,
 	                        .rma_iov = &riov, .rma_iov_count = 1, .context = ctx };
 
+	if (msg_mode)
+		return fi_send(s->ep, s->buf, size, desc, fa, ctx);
 	if (!wflags)
 		return fi_write(s->ep, s->buf, size, desc, fa, ti->addr, ti->key, ctx);
 	return fi_writemsg(s->ep, &m, FI_COMPLETION | wflags);
@@ -164,7 +187,7 @@ static double stream(struct side *s, fi_addr_t fa, const struct target_info *ti,
 
 	while (done < count) {
 		while (posted < count && posted - done < window) {
-			ssize_t rc = post_write(s, fa, ti, size, &ctx[posted % window]);
+			ssize_t rc = post_one(s, fa, ti, size, &ctx[posted % window]);
 			if (rc == -FI_EAGAIN)
 				break;
 			CHECK(rc);
@@ -173,6 +196,8 @@ static double stream(struct side *s, fi_addr_t fa, const struct target_info *ti,
 		done += (unsigned)reap(s);
 	}
 	free(ctx);
+	if (msg_mode)
+		return count / (now_s() - t0);
 	return (double)size * count / (now_s() - t0) / 1e6;
 }
 
@@ -182,14 +207,16 @@ int main(int argc, char **argv)
 	size_t size = 4u << 20;
 	unsigned window = 16, count = 200;
 	int to_parent[2], to_child[2], opt, status, json = 0;
-	double mbps;
+	double figure; /* MB/s, or messages/s with -m */
 	struct target_info ti;
 	struct side s;
 	fi_addr_t fa;
 	pid_t pid;
 
-	while ((opt = getopt(argc, argv, "djp:S:w:n:")) != -1) {
-		if (opt == 'j')
+	while ((opt = getopt(argc, argv, "djmp:S:w:n:")) != -1) {
+		if (opt == 'm')
+			msg_mode = 1;
+		else if (opt == 'j')
 			json = 1;
 		else if (opt == 'd')
 			wflags = FI_DELIVERY_COMPLETE;
@@ -203,8 +230,9 @@ int main(int argc, char **argv)
 			count = (unsigned)atoi(optarg);
 	}
 	if (!prov || window == 0 || count == 0) {
-		fprintf(stderr, "usage: %s -p PROVIDER [-S size] [-w window] [-n count] [-d] [-j]\n"
+		fprintf(stderr, "usage: %s -p PROVIDER [-S size] [-w window] [-n count] [-d] [-m] [-j]\n"
 		        "  -d  FI_DELIVERY_COMPLETE on every write\n"
+		        "  -m  fi_send messages instead of fi_write (a message rate)\n"
 		        "  -j  one JSON object on stdout\n",
 		        argv[0]);
 		return 2;
@@ -224,19 +252,26 @@ int main(int argc, char **argv)
 	close(to_parent[1]);
 	if (read(to_parent[0], &ti, sizeof(ti)) != sizeof(ti))
 		return 1;
-	side_open(&s, prov, size, FI_WRITE | FI_READ);
+	side_open(&s, prov, size, msg_mode ? FI_SEND : FI_WRITE | FI_READ);
 	if (fi_av_insert(s.av, ti.name, 1, &fa, 0, NULL) != 1)
 		return 1;
 	stream(&s, fa, &ti, size, window, count / 10 + 1); /* warm-up */
-	mbps = stream(&s, fa, &ti, size, window, count);
-	if (json)
+	figure = stream(&s, fa, &ti, size, window, count);
+	if (msg_mode && json)
+		printf("{\"provider\":\"%s\",\"bytes\":%zu,\"window\":%u,\"messages\":%u,"
+		       "\"msg_rate\":%.1f}\n",
+		       s.info->fabric_attr->prov_name, size, window, count, figure);
+	else if (msg_mode)
+		printf("%s: fi_send streaming, %zu bytes, window %u, %u messages: %.0f messages/s\n",
+		       s.info->fabric_attr->prov_name, size, window, count, figure);
+	else if (json)
 		printf("{\"provider\":\"%s\",\"delivery_complete\":%s,\"bytes\":%zu,\"window\":%u,"
 		       "\"writes\":%u,\"throughput_MBps\":%.3f}\n",
-		       s.info->fabric_attr->prov_name, wflags ? "true" : "false", size, window, count, mbps);
+		       s.info->fabric_attr->prov_name, wflags ? "true" : "false", size, window, count, figure);
 	else
 		printf("%s: fi_write streaming%s, %zu bytes, window %u, %u writes: %.1f MB/s\n",
 		       s.info->fabric_attr->prov_name, wflags ? " (delivery complete)" : "", size, window,
-		       count, mbps);
+		       count, figure);
 	close(to_child[1]);
 	waitpid(pid, &status, 0);
 	side_close(&s);
