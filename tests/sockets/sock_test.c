@@ -16,6 +16,7 @@
 
 #include <CUnit/Basic.h>
 
+#include "init_config.h"
 #include "sock_test.h"
 
 uint64_t sk_now_ms(void)
@@ -28,26 +29,11 @@ uint64_t sk_now_ms(void)
 
 cci_device_t *sk_init(const char *extra)
 {
-	char path[64], text[512];
-	cci_device_t *const *devs;
-	uint32_t caps;
-	FILE *f;
-	int rc;
+	char text[512];
 
 	snprintf(text, sizeof(text), "[udp]\ntransport = sock\nip = 127.0.0.1\n%s\n",
 	         extra ? extra : "");
-	snprintf(path, sizeof(path), "/tmp/cci-socktest-%d.ini", (int)getpid());
-	f = fopen(path, "w");
-	if (!f || fputs(text, f) < 0 || fclose(f) != 0)
-		return NULL;
-	setenv("CCI_CONFIG", path, 1);
-	setenv("CCI_CTP", "sock", 1);
-	rc = cci_init(CCI_ABI_VERSION, 0, &caps);
-	unlink(path);
-	CU_ASSERT_EQUAL(rc, CCI_SUCCESS);
-	if (rc != CCI_SUCCESS || cci_get_devices(&devs) != CCI_SUCCESS || !devs[0])
-		return NULL;
-	return devs[0];
+	return init_config_first_device(text, "sock");
 }
 
 void sk_fini(void)

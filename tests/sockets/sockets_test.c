@@ -18,6 +18,7 @@
 #include <CUnit/Basic.h>
 
 #include "sock_wire.h"
+#include "init_config.h"
 #include "sockets_test.h"
 
 uint64_t st_now_ms(void)
@@ -46,24 +47,7 @@ cci_device_t *st_init(const char *ip)
 
 cci_device_t *st_init_conf(const char *text)
 {
-	char path[64];
-	cci_device_t *const *devs;
-	uint32_t caps;
-	FILE *f;
-	int rc;
-
-	snprintf(path, sizeof(path), "/tmp/cci-socktest-%d.ini", (int)getpid());
-	f = fopen(path, "w");
-	if (!f || fputs(text, f) < 0 || fclose(f) != 0)
-		return NULL;
-	setenv("CCI_CONFIG", path, 1);
-	setenv("CCI_CTP", "sockets", 1);
-	rc = cci_init(CCI_ABI_VERSION, 0, &caps);
-	unlink(path);
-	CU_ASSERT_EQUAL(rc, CCI_SUCCESS);
-	if (rc != CCI_SUCCESS || cci_get_devices(&devs) != CCI_SUCCESS || !devs[0])
-		return NULL;
-	return devs[0];
+	return init_config_first_device(text, "sockets");
 }
 
 void st_fini(cci_endpoint_t *ep)
