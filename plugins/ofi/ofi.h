@@ -503,6 +503,7 @@ void ofi_peers_free(struct ofi_ep *sep);
 void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now);
 void ofi_proc_self(struct ofi_proc *p);
 struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p);
+int ofi_pidw_exited(const struct ofi_pidw *w);
 int ofi_pidw_unreachable(const struct ofi_ep *sep, const struct ofi_pidw *w);
 void ofi_pidw_put(struct ofi_pidw *w);
 void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now);

@@ -376,6 +376,20 @@ struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p)
 	return w;
 }
 
+/* Has the watched process ended (seen by the thread, or its pidfd
+ * readable now, before the thread saw it)?  w may be NULL. */
+int ofi_pidw_exited(const struct ofi_pidw *w)
+{
+	struct pollfd pfd;
+
+	if (!w)
+		return 0;
+	if (__atomic_load_n(&w->dead, __ATOMIC_ACQUIRE))
+		return 1;
+	pfd = (struct pollfd){ .fd = w->fd, .events = POLLIN };
+	return w->fd >= 0 && poll(&pfd, 1, 0) > 0;
+}
+
 /*
  * Is the watched peer process unable to take a message now: gone, or, on
  * a provider that reaches it through shared memory (FI_ADDR_STR: shm),
@@ -387,18 +401,14 @@ struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p)
  */
 int ofi_pidw_unreachable(const struct ofi_ep *sep, const struct ofi_pidw *w)
 {
-	struct pollfd pfd;
 	char path[64], buf[512], *p;
 	ssize_t n;
 	int fd;
 
 	if (!w)
 		return 0;
-	if (__atomic_load_n(&w->dead, __ATOMIC_ACQUIRE))
+	if (ofi_pidw_exited(w))
 		return 1;
-	pfd = (struct pollfd){ .fd = w->fd, .events = POLLIN };
-	if (w->fd >= 0 && poll(&pfd, 1, 0) > 0)
-		return 1; /* the process ended */
 	if (sep->info->addr_format != FI_ADDR_STR)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%u/stat", w->pid);

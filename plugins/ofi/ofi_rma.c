@@ -299,6 +299,13 @@ static int rmaq_head(struct ofi_conn *oc, struct ofi_op *op)
 		rma_finish(op, st);
 		return 1;
 	}
+	/* libfabric 1.17's shm provider spins for good on a write to a process
+	 * that died holding its region lock: a local peer's end is checked
+	 * first (one poll of its pidfd; RMAs only, not messages). */
+	if (oc->sep->info->addr_format == FI_ADDR_STR && ofi_pidw_exited(oc->pidw)) {
+		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
+		return 0;
+	}
 	rc = rma_post(oc, op, c);
 	if (rc == -FI_EAGAIN) {
 		__atomic_store_n(&oc->sep->tx_pending, 1, __ATOMIC_RELAXED);
