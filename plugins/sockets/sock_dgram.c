@@ -30,16 +30,13 @@ static void sub_encode(uint8_t *b, uint8_t type, const struct sock_dg_sub *s)
 {
 	sock_put32(b, s->op);
 	switch (type) {
+	case SOCK_DG_RD_REQ:
+		sock_put64(b + 24, s->len);
+		/* fall through - key and offset as for a write fragment */
 	case SOCK_DG_WR_DATA:
 		sock_put32(b + 4, 0);
 		sock_put64(b + 8, s->key);
 		sock_put64(b + 16, s->off);
-		break;
-	case SOCK_DG_RD_REQ:
-		sock_put32(b + 4, 0);
-		sock_put64(b + 8, s->key);
-		sock_put64(b + 16, s->off);
-		sock_put64(b + 24, s->len);
 		break;
 	case SOCK_DG_RD_DATA:
 		sock_put32(b + 4, 0);
@@ -56,14 +53,12 @@ static void sub_decode(const uint8_t *b, uint8_t type, struct sock_dg_sub *s)
 	memset(s, 0, sizeof(*s));
 	s->op = sock_get32(b);
 	switch (type) {
+	case SOCK_DG_RD_REQ:
+		s->len = sock_get64(b + 24);
+		/* fall through - key and offset as for a write fragment */
 	case SOCK_DG_WR_DATA:
 		s->key = sock_get64(b + 8);
 		s->off = sock_get64(b + 16);
-		break;
-	case SOCK_DG_RD_REQ:
-		s->key = sock_get64(b + 8);
-		s->off = sock_get64(b + 16);
-		s->len = sock_get64(b + 24);
 		break;
 	case SOCK_DG_RD_DATA:
 		s->off = sock_get64(b + 8);
