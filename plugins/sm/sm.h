@@ -45,6 +45,7 @@
 #include "random.h"
 #include "spin.h"
 #include "status.h"
+#include "sm_ctl_wire.h"
 #include "sm_ring.h"
 
 extern const struct cci_core *sm_core;
@@ -54,8 +55,6 @@ extern const struct cci_core *sm_core;
 #define SM_ERR(...) sm_core->log(CCI_LOG_ERR, __VA_ARGS__)
 
 #define SM_MSS_DEFAULT 8192 /* a plain literal: it is the table's default too */
-#define SM_MSS_MIN 64u
-#define SM_MSS_MAX 1048576u
 #define SM_BUF_COUNT_DEFAULT 64u
 #define SM_BUF_COUNT_MAX 65536u
 #define SM_FRAG_HDR 16u /* copy RMA: {key or offset, offset or 0} before fragment bytes */
@@ -114,36 +113,7 @@ struct sm_ep_page {
 /* Control messages on the per-connection SOCK_SEQPACKET socket              */
 /* ------------------------------------------------------------------------ */
 
-#define SM_CTL_MAGIC 0x4c54434du /* "MCTL" */
-#define SM_CTL_VERSION 1u
-
-enum sm_ctl_type {
-	SM_CTL_REQ = 1,        /* client -> server, fds: ring, doorbell, ep page */
-	SM_CTL_ACCEPT = 2,     /* server -> client, fds: ring, doorbell, ep page */
-	SM_CTL_REJECT = 3,
-	SM_CTL_DISCONNECT = 4,
-	SM_CTL_PING = 5,
-	SM_CTL_PONG = 6
-};
-
-struct sm_ctl_hdr {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t type;
-};
-
-/* REQ and ACCEPT share this body; data is used by REQ only. */
-struct sm_ctl_hello {
-	struct sm_ctl_hdr hdr;
-	uint32_t attr;
-	uint32_t data_len;
-	uint32_t mss;
-	uint32_t pid;
-	uint64_t ring_size;  /* data bytes of the sender's receive ring */
-	uint8_t data[CCI_CONN_REQ_LEN];
-};
-
-#define SM_HELLO_FDS 3 /* receive ring memfd, doorbell eventfd, endpoint page memfd */
+/* Their layout and codec: sm_ctl_wire.h. */
 
 /* ------------------------------------------------------------------------ */
 /* Objects                                                                   */

@@ -272,13 +272,30 @@ void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h)
  * PONG or DISCONNECT from the peer.  sep->lock held. */
 void sm_conn_on_ctl(struct sm_conn *sc)
 {
-	struct sm_ctl_hello h;
+	struct sm_ctl_hello raw, h;
 	int fds[SM_HELLO_FDS], nfds, n;
+	const char *why;
 
-	while (sc->sock >= 0 && (n = sm_ctl_recv(sc->sock, &h, sizeof(h), fds, &nfds)) != -1) {
+	while (sc->sock >= 0 && (n = sm_ctl_recv(sc->sock, &raw, sizeof(raw), fds, &nfds)) != -1) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
-		if (n <= 0 || (n >= (int)sizeof(h.hdr) && h.hdr.type == SM_CTL_DISCONNECT)) {
+		if (n <= 0) {
+			sm_conn_break(sc, CCI_ERR_DISCONNECTED);
+			return;
+		}
+		/* Garbage, or a handshake message once open: the peer cannot
+		 * be trusted with the rings any more. */
+		if (sm_ctl_decode(&raw, (size_t)n, nfds, &h, &why) == CCI_SUCCESS &&
+		    h.hdr.type != SM_CTL_PING && h.hdr.type != SM_CTL_PONG &&
+		    h.hdr.type != SM_CTL_DISCONNECT)
+			why = "handshake message on an open connection";
+		if (why) {
+			SM_WARN("sm: malformed control message from pid %d (%s); connection closed",
+			        (int)sc->peer_pid, why);
+			sm_conn_break(sc, CCI_ERR_DISCONNECTED);
+			return;
+		}
+		if (h.hdr.type == SM_CTL_DISCONNECT) {
 			sm_conn_break(sc, CCI_ERR_DISCONNECTED);
 			return;
 		}

@@ -24,55 +24,54 @@
 
 #include "sm.h"
 
-#define HELLO_HEAD offsetof(struct sm_ctl_hello, data)
+#define HELLO_HEAD SM_CTL_HELLO_HEAD
 
-static int hello_valid(const struct sm_ctl_hello *h, int n, uint16_t type)
+/* Client side: the server's answer, n bytes in buf.  sep->lock held. */
+static void client_on_answer(struct sm_conn *sc, const void *buf, int n, int *fds, int nfds)
 {
-	return n >= (int)HELLO_HEAD && h->hdr.magic == SM_CTL_MAGIC &&
-	       h->hdr.version == SM_CTL_VERSION && h->hdr.type == type &&
-	       h->data_len <= CCI_CONN_REQ_LEN && n == (int)(HELLO_HEAD + h->data_len) &&
-	       h->mss >= SM_MSS_MIN && h->mss <= SM_MSS_MAX;
-}
+	struct sm_ctl_hello h;
+	const char *why;
+	int rc = sm_ctl_decode(buf, (size_t)n, nfds, &h, &why);
 
-/* Client side: the server's answer.  sep->lock held. */
-static void client_on_answer(struct sm_conn *sc, const struct sm_ctl_hello *h, int n,
-                             int *fds, int nfds)
-{
-	int ok = n >= (int)sizeof(h->hdr) && h->hdr.magic == SM_CTL_MAGIC;
-
-	if (ok && h->hdr.type == SM_CTL_REJECT) {
+	if (rc == CCI_SUCCESS && h.hdr.type == SM_CTL_REJECT) {
+		sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
+		return;
+	}
+	if (rc == CCI_SUCCESS && h.hdr.type != SM_CTL_ACCEPT) {
+		why = "not an answer to a request";
+		rc = CCI_EINVAL;
+	}
+	if (rc != CCI_SUCCESS) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
+		SM_WARN("sm: malformed answer from the server (pid %d): %s; connection refused",
+		        (int)sc->peer_pid, why);
 		sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
 		return;
 	}
-	if (!hello_valid(h, n, SM_CTL_ACCEPT) || nfds != SM_HELLO_FDS ||
-	    sm_ep_attach_peer(sc, h, fds) != CCI_SUCCESS) {
-		SM_WARN("sm: malformed answer from the server (pid %d); connection refused",
+	if (sm_ep_attach_peer(sc, &h, fds) != CCI_SUCCESS) {
+		SM_WARN("sm: cannot map the segments of the server (pid %d); connection refused",
 		        (int)sc->peer_pid);
-		if (nfds != SM_HELLO_FDS)
-			for (int i = 0; i < nfds; i++)
-				close(fds[i]);
 		sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
 		return;
 	}
-	sm_conn_open(sc, h);
+	sm_conn_open(sc, &h);
 	sm_rxset_add(sc->sep, sc, CCI_EVENT_CONNECT, sc->conn->pub.context);
 }
 
 /* Client side: the server answered, or hung up.  sep->lock held. */
 static void client_on_readable(struct sm_conn *sc)
 {
-	struct sm_ctl_hello h;
+	struct sm_ctl_hello raw;
 	int fds[SM_HELLO_FDS], nfds;
-	int n = sm_ctl_recv(sc->sock, &h, sizeof(h), fds, &nfds);
+	int n = sm_ctl_recv(sc->sock, &raw, sizeof(raw), fds, &nfds);
 
 	if (n == -1)
 		return;
 	if (n <= 0)
 		sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
 	else
-		client_on_answer(sc, &h, n, fds, nfds);
+		client_on_answer(sc, &raw, n, fds, nfds);
 }
 
 static void req_on_readable(struct sm_ep *sep, struct sm_req *req);
@@ -257,28 +256,31 @@ void sm_req_drop(struct sm_ep *sep, struct sm_req *req)
 	sm_req_free(req);
 }
 
-static const char *req_check(const struct sm_req *req, int n, int nfds)
+/* The request in the n bytes of buf, decoded into req->hello: NULL, or
+ * why it is refused. */
+static const char *req_check(struct sm_req *req, const void *buf, int n, int nfds)
 {
+	const char *why;
+
 	if (n <= 0)
 		return "the socket closed before a request";
-	if (!hello_valid(&req->hello, n, SM_CTL_REQ))
-		return "malformed request (magic, version or length)";
-	if (req->hello.attr > CCI_CONN_ATTR_UU)
-		return "unsupported connection attribute";
-	if (nfds != SM_HELLO_FDS)
-		return "shared-memory descriptors missing";
+	if (sm_ctl_decode(buf, (size_t)n, nfds, &req->hello, &why) != CCI_SUCCESS)
+		return why;
+	if (req->hello.hdr.type != SM_CTL_REQ)
+		return "not a connection request";
 	return NULL;
 }
 
 /* A connection request arrived (or the socket failed); sep->lock held. */
 static void req_on_readable(struct sm_ep *sep, struct sm_req *req)
 {
-	int nfds, n = sm_ctl_recv(req->sock, &req->hello, sizeof(req->hello), req->fds, &nfds);
+	struct sm_ctl_hello raw;
+	int nfds, n = sm_ctl_recv(req->sock, &raw, sizeof(raw), req->fds, &nfds);
 	const char *why;
 
 	if (n == -1)
 		return;
-	why = req_check(req, n, nfds);
+	why = req_check(req, &raw, n, nfds);
 	if (why) {
 		SM_WARN("sm: %s: request from pid %d dropped: %s", sep->sock_path,
 		        (int)req->peer_pid, why);

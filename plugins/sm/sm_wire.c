@@ -34,18 +34,15 @@ int sm_ctl_send(int sock, uint16_t type, const void *body, size_t len, const int
 		char buf[CMSG_SPACE(sizeof(int) * SM_HELLO_FDS)];
 		struct cmsghdr align;
 	} cm;
-	struct sm_ctl_hdr h = { SM_CTL_MAGIC, SM_CTL_VERSION, type };
-	struct sm_ctl_hello hello;
-	struct iovec iov;
+	struct sm_ctl_hello msg;
+	struct iovec iov = { &msg, 0 };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	if (body) {
-		memcpy(&hello, body, len);
-		hello.hdr = h;
-		iov = (struct iovec){ &hello, len };
-	} else {
-		iov = (struct iovec){ &h, sizeof(h) };
-	}
+	/* len is what the caller meant to send: a hello whose data_len
+	 * disagrees with it is a bug of ours, never sent. */
+	iov.iov_len = sm_ctl_encode(type, body, &msg, sizeof(msg));
+	if (iov.iov_len == 0 || (body && iov.iov_len != len))
+		return CCI_EINVAL;
 	if (nfds > 0) {
 		struct cmsghdr *c;
 		memset(&cm, 0, sizeof(cm));

@@ -1,0 +1,79 @@
+/*
+ * sm_ctl_wire.h - the control messages on an sm connection's
+ * SOCK_SEQPACKET socket, and their codec (sm_ctl_wire.c).
+ *
+ * One message per record: a header, and for REQ and ACCEPT the hello
+ * with the connect payload.  The peer is another process of the same user
+ * on this host, so the layout is the host's; what a peer sends is still
+ * checked field by field, since a crashed or hostile peer sends anything.
+ * The codec is pure (no I/O, no allocation, no endpoint state) and fuzzed
+ * by tests/fuzz/sm_ctl_fuzz.c.
+ */
+#ifndef CCI_SM_CTL_WIRE_H
+#define CCI_SM_CTL_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cci.h"
+
+#define SM_MSS_MIN 64u
+#define SM_MSS_MAX 1048576u
+
+#define SM_CTL_MAGIC 0x4c54434du /* "MCTL" */
+#define SM_CTL_VERSION 1u
+
+enum sm_ctl_type {
+	SM_CTL_REQ = 1,        /* client -> server, fds: ring, doorbell, ep page */
+	SM_CTL_ACCEPT = 2,     /* server -> client, fds: ring, doorbell, ep page */
+	SM_CTL_REJECT = 3,
+	SM_CTL_DISCONNECT = 4,
+	SM_CTL_PING = 5,
+	SM_CTL_PONG = 6
+};
+
+struct sm_ctl_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+};
+
+/* REQ and ACCEPT share this body; data is used by REQ only. */
+struct sm_ctl_hello {
+	struct sm_ctl_hdr hdr;
+	uint32_t attr;
+	uint32_t data_len;
+	uint32_t mss;
+	uint32_t pid;
+	uint64_t ring_size;  /* data bytes of the sender's receive ring */
+	uint8_t data[CCI_CONN_REQ_LEN];
+};
+
+#define SM_HELLO_FDS 3 /* receive ring memfd, doorbell eventfd, endpoint page memfd */
+/* The fixed part of a hello, before its payload. */
+#define SM_CTL_HELLO_HEAD offsetof(struct sm_ctl_hello, data)
+
+/*
+ * Write the message of type into buf (cap bytes): the header, then for
+ * REQ and ACCEPT the fields of *body after its header and body->data_len
+ * payload bytes.  The bytes written, or 0 for an unknown type, a missing
+ * body, a payload over CCI_CONN_REQ_LEN or a buffer too small.
+ */
+size_t sm_ctl_encode(uint16_t type, const struct sm_ctl_hello *body, void *buf, size_t cap);
+
+/*
+ * Decode the len bytes of one received record that came with nfds
+ * descriptors.  CCI_SUCCESS: *msg holds the header (and for REQ and
+ * ACCEPT the hello; the payload bytes past data_len are zero).
+ * CCI_EMSGSIZE for a length that is not the type's, CCI_EINVAL for a bad
+ * magic, version, type, field or descriptor count; *why_p (static text)
+ * says which, and *msg is untouched.  Checked here: the payload length
+ * against the record and CCI_CONN_REQ_LEN, mss within
+ * [SM_MSS_MIN, SM_MSS_MAX], a ring size the ring code can attach, the
+ * connection attribute of a REQ, no payload in an ACCEPT, and three
+ * descriptors with a hello, none with anything else.
+ */
+int sm_ctl_decode(const void *buf, size_t len, int nfds, struct sm_ctl_hello *msg,
+                  const char **why_p);
+
+#endif /* CCI_SM_CTL_WIRE_H */
