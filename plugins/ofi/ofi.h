@@ -66,6 +66,7 @@
 #include "random.h"
 #include "spin.h"
 #include "status.h"
+#include "ofi_wire.h"
 
 extern const struct cci_core *ofi_core;
 extern const struct cci_plugin cci_ctp_ofi_plugin;
@@ -76,15 +77,11 @@ extern const struct cci_plugin cci_ctp_ofi_plugin;
 
 #define OFI_API_VERSION FI_VERSION(1, 17)
 #define OFI_MSS_DEFAULT 65536         /* payload bytes of one message; a plain literal: the table's default */
-#define OFI_MSS_MIN 8192u
-#define OFI_MSS_MAX (1u << 20)
 #define OFI_RECV_COUNT_DEFAULT 64u    /* recv_buf_count */
 #define OFI_SEND_COUNT_DEFAULT 128u   /* send_buf_count: a window in flight and as many queued */
 #define OFI_BUF_COUNT_MAX 65536u
 #define OFI_RX_RESERVE 16u            /* receive buffers for control messages */
-#define OFI_WINDOW_MAX 64u            /* credits one connection is granted at most */
 #define OFI_PEER_IDLE_NS 2000000000ull /* an unused AV entry is removed after this */
-#define OFI_ADDR_MAX 256u             /* provider address bytes */
 #define OFI_TICK_NS 5000000ull        /* progress thread timer */
 #define OFI_MAX_CONNS 65535u          /* slots of the connection table */
 #define OFI_PROV_LEN 64
@@ -93,88 +90,7 @@ extern const struct cci_plugin cci_ctp_ofi_plugin;
 #define OFI_CMD_ARM 1u              /* the application armed its OS handle */
 #define OFI_CMD_PIDW 2u             /* a peer process to watch (sep->pidws) */
 
-/* ---- Wire ---- */
-
-enum ofi_type {
-	OFI_T_MSG = 1,      /* application message; seq orders RO */
-	OFI_T_REQ = 2,      /* connection request (dst 0), struct ofi_hello */
-	OFI_T_ACCEPT = 3,   /* answer, struct ofi_hello */
-	OFI_T_REJECT = 4,
-	OFI_T_DISC = 5,     /* the sender closed the connection */
-	OFI_T_CANCEL = 6,   /* the client gave up waiting (dst 0), struct ofi_cancel */
-	OFI_T_CREDIT = 7,   /* only the credits field */
-	OFI_T_PING = 8,
-	OFI_T_PONG = 9,
-	OFI_T_MR_REQ = 10,  /* aux: request id; body: u64 core key */
-	OFI_T_MR_REP = 11,  /* aux: request id; struct ofi_mr_rep */
-	OFI_T_MR_INVAL = 12 /* body: u64 core key, deregistered */
-};
-
-/* Every message begins with this; the payload follows, 8-byte aligned. */
-struct ofi_hdr {
-	uint32_t dst;      /* the receiver's connection id, 0 for REQ/CANCEL */
-	uint32_t seq;      /* MSG: per-connection sequence number */
-	uint16_t credits;  /* receive buffers given back to the receiver of this */
-	uint8_t type;      /* enum ofi_type */
-	uint8_t version;
-	uint32_t aux;
-};
-#define OFI_HDR_LEN ((uint32_t)sizeof(struct ofi_hdr))
-#define OFI_WIRE_VERSION 1
-
-/* The identity of a process, to watch peers of this host for death. */
-struct ofi_proc {
-	uint64_t host;      /* hash of the boot id and host name */
-	uint64_t start;     /* start time of the process (clock ticks since boot) */
-	uint32_t pid;
-	uint32_t pad;
-};
-
-/*
- * Application messages to a peer that takes remote CQ data carry no
- * header in the payload: the 64-bit immediate datum holds it, so the
- * payload alone meets the provider's inject and eager limits.
- *   bits  0..15 slot, 16..27 low bits of the generation (of dst),
- *        28..47 low 20 bits of seq, 48..59 credits, 60..63 type (MSG).
- */
-#define OFI_IMM_CREDITS_MAX 0xfffu
-static inline uint64_t ofi_imm_pack(uint32_t dst, uint32_t seq, uint32_t credits)
-{
-	return (uint64_t)(dst & 0xffffu) | (uint64_t)((dst >> 16) & 0xfffu) << 16 |
-	       (uint64_t)(seq & 0xfffffu) << 28 | (uint64_t)(credits & 0xfffu) << 48 |
-	       (uint64_t)OFI_T_MSG << 60;
-}
-
-#define OFI_HELLO_IMM 1u    /* the sender takes headers as remote CQ data */
-
-/* REQ and ACCEPT.  REQ: addr then data follow; ACCEPT: nothing follows. */
-struct ofi_hello {
-	uint32_t id;        /* the sender's connection id */
-	uint32_t attr;
-	uint32_t mss;
-	uint32_t credits;   /* receive buffers granted to the peer */
-	uint64_t nonce;     /* random per connect attempt */
-	struct ofi_proc proc;
-	uint32_t addr_len;  /* REQ: the client's provider address */
-	uint32_t data_len;  /* REQ: the connect payload */
-	uint32_t flags;     /* OFI_HELLO_* */
-	uint32_t pad;
-};
-
-struct ofi_cancel {
-	uint32_t id;        /* the client's connection id */
-	uint32_t pad;
-	uint64_t nonce;
-};
-
-struct ofi_mr_rep {
-	int32_t status;     /* CCI_SUCCESS or CCI_ERR_RMA_HANDLE */
-	uint32_t flags;     /* CCI_FLAG_READ / CCI_FLAG_WRITE of the registration */
-	uint64_t key;       /* the core key asked about */
-	uint64_t prov_key;  /* fi_mr_key() */
-	uint64_t base;      /* address of offset 0 for fi_write (0 without FI_MR_VIRT_ADDR) */
-	uint64_t len;
-};
+/* ---- Wire: ofi_wire.h ---- */
 
 /* ---- Devices ---- */
 
@@ -556,8 +472,7 @@ int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
             uint64_t data_len, void *context, int flags);
 void ofi_rmaq_flush(struct ofi_conn *oc);
 void ofi_rma_complete(struct ofi_ep *sep, struct ofi_op *op, int status);
-void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_hdr *h, const void *body,
-                   uint32_t len);
+void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_msg *m);
 void ofi_mrc_free(struct ofi_conn *oc);
 void ofi_mrs_free(struct ofi_ep *sep);
 
@@ -582,8 +497,7 @@ int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 int ofi_accept(cci__evt_t *evt, void *context);
 int ofi_reject(cci__evt_t *evt);
 void ofi_request_done(cci__evt_t *evt);
-void ofi_on_conn_msg(struct ofi_ep *sep, const struct ofi_hdr *h, const void *body,
-                     uint32_t len);
+void ofi_on_conn_msg(struct ofi_ep *sep, const struct ofi_msg *m);
 void ofi_connect_timeout(struct ofi_conn *oc);
 void ofi_connect_refused(struct ofi_conn *oc);
 void ofi_reqs_free(struct ofi_ep *sep);

@@ -145,26 +145,14 @@ static void conn_set_peer(struct ofi_conn *oc, const struct ofi_hello *h)
 	ofi_conn_move(oc, CCI__CONN_OPEN);
 }
 
-static int hello_valid(const struct ofi_hello *h, uint32_t len, int is_req)
+/* Client: the server accepted, its hello decoded (ofi_wire.c).  cq_lock
+ * held. */
+static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_hello *hp)
 {
-	if (len < sizeof(*h) || h->attr > CCI_CONN_ATTR_UU || h->mss < OFI_MSS_MIN || h->id == 0)
-		return 0;
-	if (!is_req)
-		return len == sizeof(*h);
-	return h->addr_len > 0 && h->addr_len <= OFI_ADDR_MAX && h->data_len <= CCI_CONN_REQ_LEN &&
-	       len == sizeof(*h) + h->addr_len + h->data_len;
-}
-
-/* Client: the server accepted.  cq_lock held. */
-static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const void *body, uint32_t len)
-{
-	struct ofi_hello h;
+	const struct ofi_hello h = *hp;
 	struct ofi_pidw *w;
 
-	if (len < sizeof(h))
-		return;
-	memcpy(&h, body, sizeof(h));
-	if (!oc->is_client || !hello_valid(&h, len, 0) || h.nonce != oc->nonce)
+	if (!oc->is_client || h.nonce != oc->nonce)
 		return;
 	w = ofi_pidw_get(sep, &h.proc);
 	pthread_mutex_lock(&oc->lock);
@@ -202,20 +190,15 @@ static void req_forget(struct ofi_ep *sep, struct ofi_req *req)
 	free(req);
 }
 
-/* Server: a request arrived.  cq_lock held. */
-static void on_req(struct ofi_ep *sep, const void *body, uint32_t len)
+/* Server: a request arrived, decoded (ofi_wire.c).  cq_lock held. */
+static void on_req(struct ofi_ep *sep, const struct ofi_msg *m)
 {
-	const uint8_t *p = body;
 	struct ofi_req *req = calloc(1, sizeof(*req));
 
-	if (!req || len < sizeof(req->hello))
-		goto err_free;
-	memcpy(&req->hello, body, sizeof(req->hello));
-	if (!hello_valid(&req->hello, len, 1)) {
-		OFI_WARN("ofi: malformed connection request dropped");
-		goto err_free;
-	}
-	req->peer = peer_get(sep, p + sizeof(req->hello), req->hello.addr_len);
+	if (!req)
+		return;
+	req->hello = m->u.hello;
+	req->peer = peer_get(sep, m->addr, req->hello.addr_len);
 	if (!req->peer)
 		goto err_free;
 	/* Listed first: once posted, another thread may answer it at once. */
@@ -224,8 +207,7 @@ static void on_req(struct ofi_ep *sep, const void *body, uint32_t len)
 	sep->reqs = req;
 	pthread_mutex_unlock(&sep->lock);
 	if (ofi_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.attr,
-	                           p + sizeof(req->hello) + req->hello.addr_len,
-	                           req->hello.data_len, req) == CCI_SUCCESS)
+	                           m->data, req->hello.data_len, req) == CCI_SUCCESS)
 		return;
 	req_forget(sep, req);
 	return;
@@ -235,14 +217,11 @@ err_free:
 }
 
 /* The client gave up: forget its request, or break what we accepted. */
-static void on_cancel(struct ofi_ep *sep, const void *body, uint32_t len)
+static void on_cancel(struct ofi_ep *sep, const struct ofi_cancel *cp)
 {
-	struct ofi_cancel c;
+	const struct ofi_cancel c = *cp;
 	struct ofi_conn *hit = NULL;
 
-	if (len != sizeof(c))
-		return;
-	memcpy(&c, body, sizeof(c));
 	pthread_mutex_lock(&sep->lock);
 	for (struct ofi_req *r = sep->reqs; r; r = r->next)
 		if (r->hello.id == c.id && r->hello.nonce == c.nonce)
@@ -261,25 +240,26 @@ static void on_cancel(struct ofi_ep *sep, const void *body, uint32_t len)
 	ofi_conn_unref(hit);
 }
 
-/* Handshake and teardown messages (progress, cq_lock held). */
-void ofi_on_conn_msg(struct ofi_ep *sep, const struct ofi_hdr *h, const void *body,
-                     uint32_t len)
+/* Handshake and teardown messages, decoded (ofi_wire.c); progress,
+ * cq_lock held. */
+void ofi_on_conn_msg(struct ofi_ep *sep, const struct ofi_msg *m)
 {
+	const struct ofi_hdr *h = &m->hdr;
 	struct ofi_conn *oc;
 
 	if (h->type == OFI_T_REQ) {
-		on_req(sep, body, len);
+		on_req(sep, m);
 		return;
 	}
 	if (h->type == OFI_T_CANCEL) {
-		on_cancel(sep, body, len);
+		on_cancel(sep, &m->u.cancel);
 		return;
 	}
 	oc = ofi_conn_lookup(sep, h->dst);
 	if (!oc)
 		return;
 	if (h->type == OFI_T_ACCEPT) {
-		on_accept(sep, oc, body, len);
+		on_accept(sep, oc, &m->u.hello);
 	} else if (h->type == OFI_T_REJECT) {
 		if (oc->is_client && ofi_conn_state(oc) == CCI__CONN_CONNECTING)
 			connect_failed(oc, CCI_ECONNREFUSED, 1);

@@ -75,30 +75,32 @@ static void on_msg(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb
 /* A message whose header came as remote CQ data (ofi_imm_pack). */
 static void on_imm(struct ofi_ep *sep, struct ofi_rxbuf *rb, uint64_t data, size_t len)
 {
-	struct ofi_conn *oc = sep->slots[data & 0xffffu];
 	struct ofi_hdr h = { .type = OFI_T_MSG };
-	uint32_t seq20 = (uint32_t)(data >> 28) & 0xfffffu;
+	struct ofi_imm im;
+	struct ofi_conn *oc = NULL;
 
 	__atomic_sub_fetch(&sep->rx_posted, 1, __ATOMIC_RELAXED);
 	rb->off = 0;
-	if (!oc || (oc->id >> 16 & 0xfffu) != ((data >> 16) & 0xfffu) || (data >> 60) != OFI_T_MSG) {
+	if (ofi_imm_decode(data, &im) == CCI_SUCCESS)
+		oc = sep->slots[im.slot];
+	if (!oc || (oc->id >> 16 & 0xfffu) != im.gen) {
 		ofi_rx_repost(sep, rb);
 		return;
 	}
-	/* The full sequence number nearest to the one expected. */
-	h.seq = oc->rx_next + (uint32_t)((int32_t)((seq20 - oc->rx_next) << 12) >> 12);
-	h.credits = (uint16_t)((data >> 48) & 0xfffu);
+	h.seq = ofi_imm_seq(oc->rx_next, im.seq20);
+	h.credits = (uint16_t)im.credits;
 	on_msg(sep, oc, rb, &h, (uint32_t)len);
 }
 
 /* A control message: the handshake's go to ofi_hs.c, the key exchange's
  * to ofi_rma.c, PING is answered here. */
-static void on_ctl(struct ofi_ep *sep, const struct ofi_hdr *h, const void *body, uint32_t len)
+static void on_ctl(struct ofi_ep *sep, const struct ofi_msg *m)
 {
+	const struct ofi_hdr *h = &m->hdr;
 	struct ofi_conn *oc;
 
 	if (h->type == OFI_T_REQ || h->type == OFI_T_CANCEL) {
-		ofi_on_conn_msg(sep, h, body, len);
+		ofi_on_conn_msg(sep, m);
 		return;
 	}
 	oc = ofi_conn_lookup(sep, h->dst);
@@ -109,29 +111,30 @@ static void on_ctl(struct ofi_ep *sep, const struct ofi_hdr *h, const void *body
 	if (h->type == OFI_T_PING && ofi_conn_state(oc) == CCI__CONN_OPEN)
 		ofi_ctl_send(oc, OFI_T_PONG, 0, NULL, 0, 0);
 	else if (h->type >= OFI_T_MR_REQ && h->type <= OFI_T_MR_INVAL)
-		ofi_on_mr_msg(oc, h, body, len);
+		ofi_on_mr_msg(oc, m);
 	pthread_mutex_unlock(&oc->lock);
 	if (h->type == OFI_T_ACCEPT || h->type == OFI_T_REJECT || h->type == OFI_T_DISC)
-		ofi_on_conn_msg(sep, h, body, len);
+		ofi_on_conn_msg(sep, m);
 }
 
 /* A receive buffer came back with a message whose header is in-band. */
 static void on_recv(struct ofi_ep *sep, struct ofi_rxbuf *rb, size_t len)
 {
-	const struct ofi_hdr *h = (const struct ofi_hdr *)rb->data;
+	struct ofi_msg m;
+	const char *why;
 
 	__atomic_sub_fetch(&sep->rx_posted, 1, __ATOMIC_RELAXED);
-	if (len < OFI_HDR_LEN || h->version != OFI_WIRE_VERSION) {
-		OFI_LOG(CCI_LOG_MSG, "ofi: malformed message of %zu bytes dropped", len);
+	if (ofi_wire_decode(rb->data, len, &m, &why) != CCI_SUCCESS) {
+		OFI_LOG(CCI_LOG_MSG, "ofi: malformed message of %zu bytes dropped: %s", len, why);
 		ofi_rx_repost(sep, rb);
 		return;
 	}
 	rb->off = OFI_HDR_LEN;
-	if (h->type == OFI_T_MSG) {
-		on_msg(sep, ofi_conn_lookup(sep, h->dst), rb, h, (uint32_t)(len - OFI_HDR_LEN));
+	if (m.hdr.type == OFI_T_MSG) {
+		on_msg(sep, ofi_conn_lookup(sep, m.hdr.dst), rb, &m.hdr, m.body_len);
 		return;
 	}
-	on_ctl(sep, h, rb->data + OFI_HDR_LEN, (uint32_t)(len - OFI_HDR_LEN));
+	on_ctl(sep, &m);
 	ofi_rx_repost(sep, rb);
 }
 

@@ -111,15 +111,12 @@ void ofi_mrs_free(struct ofi_ep *sep)
 }
 
 /* Answer an MR_REQ; oc->lock held. */
-static void on_mr_req(struct ofi_conn *oc, uint32_t req_id, const void *body, uint32_t len)
+static void on_mr_req(struct ofi_conn *oc, uint32_t req_id, uint64_t key)
 {
 	struct ofi_ep *sep = oc->sep;
-	struct ofi_mr_rep rep = { .status = CCI_ERR_RMA_HANDLE };
+	struct ofi_mr_rep rep = { .status = CCI_ERR_RMA_HANDLE, .key = key };
 	void *addr;
 
-	if (len != sizeof(rep.key))
-		return;
-	memcpy(&rep.key, body, sizeof(rep.key));
 	if (ofi_core->rma_lookup(sep->ep, rep.key, 0, 1, 0, &addr) == CCI_SUCCESS) {
 		pthread_mutex_lock(&sep->mr_lock);
 		for (struct ofi_mr *m = sep->mrs; m; m = m->next) {
@@ -187,13 +184,10 @@ void ofi_mrc_free(struct ofi_conn *oc)
 	}
 }
 
-static void on_mr_rep(struct ofi_conn *oc, uint32_t req_id, const void *body, uint32_t len)
+static void on_mr_rep(struct ofi_conn *oc, uint32_t req_id, const struct ofi_mr_rep *r)
 {
-	struct ofi_mr_rep rep;
+	const struct ofi_mr_rep rep = *r;
 
-	if (len != sizeof(rep))
-		return;
-	memcpy(&rep, body, sizeof(rep));
 	for (struct ofi_mrc *c = oc->mrc; c; c = c->next) {
 		if (c->req_id != req_id || c->state != 0 || c->key != rep.key)
 			continue;
@@ -208,20 +202,15 @@ static void on_mr_rep(struct ofi_conn *oc, uint32_t req_id, const void *body, ui
 	ofi_rmaq_flush(oc);
 }
 
-/* MR_REQ, MR_REP, MR_INVAL on oc; oc->lock held. */
-void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_hdr *h, const void *body,
-                   uint32_t len)
+/* MR_REQ, MR_REP, MR_INVAL on oc, decoded (ofi_wire.c); oc->lock held. */
+void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_msg *m)
 {
-	uint64_t key;
-
-	if (h->type == OFI_T_MR_REQ) {
-		on_mr_req(oc, h->aux, body, len);
-	} else if (h->type == OFI_T_MR_REP) {
-		on_mr_rep(oc, h->aux, body, len);
-	} else if (len == sizeof(key)) {
-		memcpy(&key, body, sizeof(key));
-		mrc_drop(oc, key);
-	}
+	if (m->hdr.type == OFI_T_MR_REQ)
+		on_mr_req(oc, m->hdr.aux, m->u.key);
+	else if (m->hdr.type == OFI_T_MR_REP)
+		on_mr_rep(oc, m->hdr.aux, &m->u.mr_rep);
+	else
+		mrc_drop(oc, m->u.key);
 }
 
 /* ---- Operations ---- */

@@ -1,0 +1,180 @@
+/*
+ * ofi_wire.c - the decoder of the libfabric transport's messages
+ * (ofi_wire.h): every received header and body passes here before the
+ * receive path reads a field of it.
+ */
+#include <string.h>
+
+#include "ofi_wire.h"
+
+/* The body size of a fixed-size type, 0 for an empty one, -1 for MSG and
+ * REQ (checked by their own rules), -2 for an unknown type. */
+static long body_size(uint8_t type)
+{
+	switch (type) {
+	case OFI_T_MSG:
+	case OFI_T_REQ:
+		return -1;
+	case OFI_T_ACCEPT:
+		return (long)sizeof(struct ofi_hello);
+	case OFI_T_REJECT:
+	case OFI_T_DISC:
+	case OFI_T_CREDIT:
+	case OFI_T_PING:
+	case OFI_T_PONG:
+		return 0;
+	case OFI_T_CANCEL:
+		return (long)sizeof(struct ofi_cancel);
+	case OFI_T_MR_REQ:
+	case OFI_T_MR_INVAL:
+		return (long)sizeof(uint64_t);
+	case OFI_T_MR_REP:
+		return (long)sizeof(struct ofi_mr_rep);
+	default:
+		return -2;
+	}
+}
+
+/* The fields both hellos share; NULL or why they are refused. */
+static const char *hello_check(const struct ofi_hello *h)
+{
+	if (h->id == 0)
+		return "hello without a connection id";
+	if (h->attr > CCI_CONN_ATTR_UU)
+		return "unsupported connection attribute";
+	if (h->mss < OFI_MSS_MIN || h->mss > OFI_MSS_MAX)
+		return "mss out of range";
+	if (h->credits == 0 || h->credits > OFI_WINDOW_MAX)
+		return "credits granted out of range";
+	if (h->flags & ~OFI_HELLO_IMM)
+		return "unknown hello flags";
+	return NULL;
+}
+
+static int req_decode(struct ofi_msg *m, const char **why_p)
+{
+	struct ofi_hello *h = &m->u.hello;
+
+	if (m->body_len < sizeof(*h)) {
+		*why_p = "request shorter than its hello";
+		return CCI_EMSGSIZE;
+	}
+	memcpy(h, m->body, sizeof(*h));
+	if (h->addr_len == 0 || h->addr_len > OFI_ADDR_MAX) {
+		*why_p = "request address length out of range";
+		return CCI_EMSGSIZE;
+	}
+	if (h->data_len > CCI_CONN_REQ_LEN) {
+		*why_p = "payload length over CCI_CONN_REQ_LEN";
+		return CCI_EMSGSIZE;
+	}
+	/* Each term is bounded above, so the sum cannot wrap. */
+	if (m->body_len != sizeof(*h) + h->addr_len + h->data_len) {
+		*why_p = "request length disagrees with its address and payload lengths";
+		return CCI_EMSGSIZE;
+	}
+	m->addr = m->body + sizeof(*h);
+	m->data = m->addr + h->addr_len;
+	*why_p = hello_check(h);
+	return *why_p ? CCI_EINVAL : CCI_SUCCESS;
+}
+
+/* The fixed-size bodies, their length already checked. */
+static int body_decode(struct ofi_msg *m, const char **why_p)
+{
+	switch (m->hdr.type) {
+	case OFI_T_ACCEPT:
+		memcpy(&m->u.hello, m->body, sizeof(m->u.hello));
+		if (m->u.hello.addr_len != 0 || m->u.hello.data_len != 0)
+			*why_p = "address or payload in an answer";
+		else
+			*why_p = hello_check(&m->u.hello);
+		break;
+	case OFI_T_CANCEL:
+		memcpy(&m->u.cancel, m->body, sizeof(m->u.cancel));
+		if (m->u.cancel.id == 0)
+			*why_p = "cancel without a connection id";
+		break;
+	case OFI_T_MR_REQ:
+	case OFI_T_MR_INVAL:
+		memcpy(&m->u.key, m->body, sizeof(m->u.key));
+		break;
+	case OFI_T_MR_REP: {
+		struct ofi_mr_rep *r = &m->u.mr_rep;
+
+		memcpy(r, m->body, sizeof(*r));
+		if (r->status != CCI_SUCCESS && r->status != CCI_ERR_RMA_HANDLE)
+			*why_p = "unknown registration status";
+		else if (r->flags & ~(uint32_t)(CCI_FLAG_READ | CCI_FLAG_WRITE))
+			*why_p = "unknown registration flags";
+		else if (r->status == CCI_SUCCESS && (r->len == 0 || r->base > UINT64_MAX - r->len))
+			*why_p = "registration range empty or wrapping";
+		break;
+	}
+	default:
+		break;
+	}
+	return *why_p ? CCI_EINVAL : CCI_SUCCESS;
+}
+
+int ofi_wire_decode(const void *buf, size_t len, struct ofi_msg *m, const char **why_p)
+{
+	const char *why = NULL;
+	int rc = CCI_EINVAL;
+	long want;
+
+	if (!buf || len < OFI_HDR_LEN) {
+		why = "shorter than a header";
+		rc = CCI_EMSGSIZE;
+		goto out;
+	}
+	if (len - OFI_HDR_LEN > UINT32_MAX) {
+		why = "longer than any message";
+		rc = CCI_EMSGSIZE;
+		goto out;
+	}
+	memcpy(&m->hdr, buf, sizeof(m->hdr));
+	m->body = (const uint8_t *)buf + OFI_HDR_LEN;
+	m->body_len = (uint32_t)(len - OFI_HDR_LEN);
+	m->addr = m->data = NULL;
+	want = body_size(m->hdr.type);
+	if (m->hdr.version != OFI_WIRE_VERSION) {
+		why = "unsupported version";
+	} else if (want == -2) {
+		why = "unknown message type";
+	} else if ((m->hdr.dst == 0) != (m->hdr.type == OFI_T_REQ || m->hdr.type == OFI_T_CANCEL)) {
+		why = m->hdr.dst ? "connection id in a message to the endpoint" :
+		                   "message without a connection id";
+	} else if (m->hdr.type == OFI_T_MSG) {
+		rc = CCI_SUCCESS;
+	} else if (m->hdr.type == OFI_T_REQ) {
+		rc = req_decode(m, &why);
+	} else if ((long)m->body_len != want) {
+		why = "body length not its type's";
+		rc = CCI_EMSGSIZE;
+	} else {
+		rc = body_decode(m, &why);
+	}
+out:
+	if (why_p)
+		*why_p = why;
+	return rc;
+}
+
+int ofi_imm_decode(uint64_t data, struct ofi_imm *im)
+{
+	/* Slot 0 is never a connection's. */
+	if ((data >> 60) != OFI_T_MSG || (data & 0xffffu) == 0)
+		return CCI_EINVAL;
+	im->slot = (uint32_t)(data & 0xffffu);
+	im->gen = (uint32_t)(data >> 16) & 0xfffu;
+	im->seq20 = (uint32_t)(data >> 28) & 0xfffffu;
+	im->credits = (uint32_t)(data >> 48) & 0xfffu;
+	return CCI_SUCCESS;
+}
+
+uint32_t ofi_imm_seq(uint32_t next, uint32_t seq20)
+{
+	/* The 20-bit difference, sign-extended. */
+	return next + (uint32_t)((int32_t)((seq20 - next) << 12) >> 12);
+}

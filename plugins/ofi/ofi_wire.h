@@ -1,0 +1,153 @@
+/*
+ * ofi_wire.h - the messages of the libfabric transport, and their decoder
+ * (ofi_wire.c).
+ *
+ * Every message on the RDM endpoint begins with struct ofi_hdr; the body
+ * follows, its layout the host's (the peers this transport was tested
+ * with share the byte order).  An application message to a peer that
+ * takes remote CQ data carries its header in the 64-bit datum instead
+ * (ofi_imm_pack).  Whatever arrives is checked by ofi_wire_decode or
+ * ofi_imm_decode before any field is used: pure functions (no I/O, no
+ * allocation, no endpoint state), fuzzed by tests/fuzz/ofi_wire_fuzz.c.
+ */
+#ifndef CCI_OFI_WIRE_H
+#define CCI_OFI_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cci.h"
+
+#define OFI_MSS_MIN 8192u
+#define OFI_MSS_MAX (1u << 20)
+#define OFI_WINDOW_MAX 64u            /* credits one connection is granted at most */
+#define OFI_ADDR_MAX 256u             /* provider address bytes */
+
+enum ofi_type {
+	OFI_T_MSG = 1,      /* application message; seq orders RO */
+	OFI_T_REQ = 2,      /* connection request (dst 0), struct ofi_hello */
+	OFI_T_ACCEPT = 3,   /* answer, struct ofi_hello */
+	OFI_T_REJECT = 4,
+	OFI_T_DISC = 5,     /* the sender closed the connection */
+	OFI_T_CANCEL = 6,   /* the client gave up waiting (dst 0), struct ofi_cancel */
+	OFI_T_CREDIT = 7,   /* only the credits field */
+	OFI_T_PING = 8,
+	OFI_T_PONG = 9,
+	OFI_T_MR_REQ = 10,  /* aux: request id; body: u64 core key */
+	OFI_T_MR_REP = 11,  /* aux: request id; struct ofi_mr_rep */
+	OFI_T_MR_INVAL = 12 /* body: u64 core key, deregistered */
+};
+
+/* Every message begins with this; the payload follows, 8-byte aligned. */
+struct ofi_hdr {
+	uint32_t dst;      /* the receiver's connection id, 0 for REQ/CANCEL */
+	uint32_t seq;      /* MSG: per-connection sequence number */
+	uint16_t credits;  /* receive buffers given back to the receiver of this */
+	uint8_t type;      /* enum ofi_type */
+	uint8_t version;
+	uint32_t aux;
+};
+#define OFI_HDR_LEN ((uint32_t)sizeof(struct ofi_hdr))
+#define OFI_WIRE_VERSION 1
+
+/* The identity of a process, to watch peers of this host for death. */
+struct ofi_proc {
+	uint64_t host;      /* hash of the boot id and host name */
+	uint64_t start;     /* start time of the process (clock ticks since boot) */
+	uint32_t pid;
+	uint32_t pad;
+};
+
+/*
+ * Application messages to a peer that takes remote CQ data carry no
+ * header in the payload: the 64-bit immediate datum holds it, so the
+ * payload alone meets the provider's inject and eager limits.
+ *   bits  0..15 slot, 16..27 low bits of the generation (of dst),
+ *        28..47 low 20 bits of seq, 48..59 credits, 60..63 type (MSG).
+ */
+#define OFI_IMM_CREDITS_MAX 0xfffu
+static inline uint64_t ofi_imm_pack(uint32_t dst, uint32_t seq, uint32_t credits)
+{
+	return (uint64_t)(dst & 0xffffu) | (uint64_t)((dst >> 16) & 0xfffu) << 16 |
+	       (uint64_t)(seq & 0xfffffu) << 28 | (uint64_t)(credits & 0xfffu) << 48 |
+	       (uint64_t)OFI_T_MSG << 60;
+}
+
+#define OFI_HELLO_IMM 1u    /* the sender takes headers as remote CQ data */
+
+/* REQ and ACCEPT.  REQ: addr then data follow; ACCEPT: nothing follows. */
+struct ofi_hello {
+	uint32_t id;        /* the sender's connection id */
+	uint32_t attr;
+	uint32_t mss;
+	uint32_t credits;   /* receive buffers granted to the peer */
+	uint64_t nonce;     /* random per connect attempt */
+	struct ofi_proc proc;
+	uint32_t addr_len;  /* REQ: the client's provider address */
+	uint32_t data_len;  /* REQ: the connect payload */
+	uint32_t flags;     /* OFI_HELLO_* */
+	uint32_t pad;
+};
+
+struct ofi_cancel {
+	uint32_t id;        /* the client's connection id */
+	uint32_t pad;
+	uint64_t nonce;
+};
+
+struct ofi_mr_rep {
+	int32_t status;     /* CCI_SUCCESS or CCI_ERR_RMA_HANDLE */
+	uint32_t flags;     /* CCI_FLAG_READ / CCI_FLAG_WRITE of the registration */
+	uint64_t key;       /* the core key asked about */
+	uint64_t prov_key;  /* fi_mr_key() */
+	uint64_t base;      /* address of offset 0 for fi_write (0 without FI_MR_VIRT_ADDR) */
+	uint64_t len;
+};
+
+/* A message decoded by ofi_wire_decode; pointers are into its bytes. */
+struct ofi_msg {
+	struct ofi_hdr hdr;
+	const uint8_t *body;        /* after the header */
+	uint32_t body_len;
+	const uint8_t *addr;        /* REQ: the client's provider address (hello.addr_len) */
+	const uint8_t *data;        /* REQ: the connect payload (hello.data_len) */
+	union {
+		struct ofi_hello hello;     /* REQ, ACCEPT */
+		struct ofi_cancel cancel;   /* CANCEL */
+		struct ofi_mr_rep mr_rep;   /* MR_REP */
+		uint64_t key;               /* MR_REQ, MR_INVAL: a core key */
+	} u;
+};
+
+/*
+ * Decode the len bytes of one received message.  CCI_SUCCESS: *m holds
+ * the header and, by type, the body's fields.  CCI_EMSGSIZE for a length
+ * that is not the type's, CCI_EINVAL for a bad version, type, destination
+ * or field; *why_p (static text) says which, and *m is left undefined.
+ * Checked here: a body of exactly its type's size (any size for MSG: its
+ * bound, the endpoint's mss, is the receive path's), dst 0 exactly for
+ * REQ and CANCEL, and in a hello a nonzero id, a known attribute, mss
+ * within [OFI_MSS_MIN, OFI_MSS_MAX], credits within [1, OFI_WINDOW_MAX],
+ * known flags, an address of 1..OFI_ADDR_MAX bytes and a payload of at
+ * most CCI_CONN_REQ_LEN in a REQ and neither in an ACCEPT; in an MR_REP
+ * a known status and flags, and a range that does not wrap.
+ */
+int ofi_wire_decode(const void *buf, size_t len, struct ofi_msg *m, const char **why_p);
+
+/* The fields of a remote CQ datum (ofi_imm_pack). */
+struct ofi_imm {
+	uint32_t slot;     /* the receiver's connection slot (low 16 bits of its id) */
+	uint32_t gen;      /* the low 12 bits of its generation */
+	uint32_t seq20;    /* the low 20 bits of the sequence number */
+	uint32_t credits;
+};
+
+/* CCI_SUCCESS, or CCI_EINVAL when the datum is not an application
+ * message's or names slot 0 (no connection's). */
+int ofi_imm_decode(uint64_t data, struct ofi_imm *im);
+
+/* The full sequence number nearest to next (the one expected) whose low
+ * 20 bits are seq20. */
+uint32_t ofi_imm_seq(uint32_t next, uint32_t seq20);
+
+#endif /* CCI_OFI_WIRE_H */
