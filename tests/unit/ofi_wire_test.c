@@ -1,0 +1,319 @@
+/*
+ * ofi_wire_test.c - unit tests of the libfabric transport's message
+ * decoder (plugins/ofi/ofi_wire.c): messages laid out as the transport
+ * sends them decode to the same fields, every malformed one is refused
+ * with the status its fault calls for, and the remote CQ datum of an
+ * application message round-trips through ofi_imm_pack.
+ */
+#include <string.h>
+
+#include <CUnit/Basic.h>
+
+#include "ofi_wire.h"
+#include "unit_run.h"
+
+#define BUF_MAX (OFI_HDR_LEN + sizeof(struct ofi_hello) + OFI_ADDR_MAX + CCI_CONN_REQ_LEN + 16)
+
+/* A message as ofi_tx.c lays it out: the header, then len body bytes. */
+static size_t frame(uint8_t *buf, uint8_t type, uint32_t dst, const void *body, uint32_t len)
+{
+	struct ofi_hdr h = { .dst = dst, .seq = 5, .credits = 3, .type = type,
+	                     .version = OFI_WIRE_VERSION, .aux = 77 };
+
+	memcpy(buf, &h, sizeof(h));
+	if (len)
+		memcpy(buf + OFI_HDR_LEN, body, len);
+	return OFI_HDR_LEN + len;
+}
+
+static struct ofi_hello hello_ok(void)
+{
+	struct ofi_hello h;
+
+	memset(&h, 0, sizeof(h));
+	h.id = 0x00020003;
+	h.attr = CCI_CONN_ATTR_RO;
+	h.mss = 65536;
+	h.credits = 32;
+	h.nonce = 0x0123456789abcdefull;
+	h.proc.host = 11;
+	h.proc.start = 12;
+	h.proc.pid = 13;
+	h.flags = OFI_HELLO_IMM;
+	return h;
+}
+
+/* A REQ as ofi_hs.c's send_req lays it out: hello, address, payload. */
+static size_t req_frame(uint8_t *buf, struct ofi_hello h, uint32_t alen, uint32_t dlen)
+{
+	uint8_t body[BUF_MAX];
+
+	h.addr_len = alen;
+	h.data_len = dlen;
+	memcpy(body, &h, sizeof(h));
+	for (uint32_t i = 0; i < alen + dlen; i++)
+		body[sizeof(h) + i] = (uint8_t)(i + 1);
+	return frame(buf, OFI_T_REQ, 0, body, (uint32_t)sizeof(h) + alen + dlen);
+}
+
+static void expect(const uint8_t *buf, size_t len, int want)
+{
+	struct ofi_msg m;
+	const char *why = NULL;
+
+	CU_ASSERT_EQUAL(ofi_wire_decode(buf, len, &m, &why), want);
+	if (want == CCI_SUCCESS) {
+		CU_ASSERT_PTR_NULL(why);
+	} else {
+		CU_ASSERT_PTR_NOT_NULL(why);
+	}
+}
+
+static void test_request_decodes(void)
+{
+	uint8_t buf[BUF_MAX];
+	struct ofi_hello in = hello_ok();
+	struct ofi_msg m;
+	size_t n = req_frame(buf, in, 24, 100);
+
+	CU_ASSERT_EQUAL_FATAL(ofi_wire_decode(buf, n, &m, NULL), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(m.hdr.type, OFI_T_REQ);
+	CU_ASSERT_EQUAL(m.hdr.credits, 3);
+	CU_ASSERT_EQUAL(m.hdr.aux, 77);
+	CU_ASSERT_EQUAL(m.u.hello.id, in.id);
+	CU_ASSERT_EQUAL(m.u.hello.nonce, in.nonce);
+	CU_ASSERT_EQUAL(m.u.hello.proc.pid, 13);
+	CU_ASSERT_EQUAL(m.u.hello.addr_len, 24);
+	CU_ASSERT_EQUAL(m.u.hello.data_len, 100);
+	CU_ASSERT_PTR_EQUAL(m.addr, buf + OFI_HDR_LEN + sizeof(in));
+	CU_ASSERT_PTR_EQUAL(m.data, m.addr + 24);
+	CU_ASSERT_EQUAL(m.addr[0], 1);
+	CU_ASSERT_EQUAL(m.data[99], 124);
+	/* The limits themselves are allowed. */
+	n = req_frame(buf, in, OFI_ADDR_MAX, CCI_CONN_REQ_LEN);
+	expect(buf, n, CCI_SUCCESS);
+	n = req_frame(buf, in, 1, 0);
+	expect(buf, n, CCI_SUCCESS);
+}
+
+static void test_fixed_bodies_decode(void)
+{
+	static const uint8_t bare[] = { OFI_T_REJECT, OFI_T_DISC, OFI_T_CREDIT, OFI_T_PING,
+	                                OFI_T_PONG };
+	uint8_t buf[BUF_MAX];
+	struct ofi_hello h = hello_ok();
+	struct ofi_cancel c = { .id = 9, .nonce = 10 };
+	struct ofi_mr_rep r = { .status = CCI_SUCCESS, .flags = CCI_FLAG_READ | CCI_FLAG_WRITE,
+	                        .key = 1, .prov_key = 2, .base = 0x1000, .len = 4096 };
+	uint64_t key = 0xfeedull;
+	struct ofi_msg m;
+	size_t n;
+
+	n = frame(buf, OFI_T_ACCEPT, 7, &h, sizeof(h));
+	CU_ASSERT_EQUAL_FATAL(ofi_wire_decode(buf, n, &m, NULL), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(m.u.hello.credits, 32);
+	n = frame(buf, OFI_T_CANCEL, 0, &c, sizeof(c));
+	CU_ASSERT_EQUAL_FATAL(ofi_wire_decode(buf, n, &m, NULL), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(m.u.cancel.nonce, 10);
+	n = frame(buf, OFI_T_MR_REQ, 7, &key, sizeof(key));
+	CU_ASSERT_EQUAL_FATAL(ofi_wire_decode(buf, n, &m, NULL), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(m.u.key, key);
+	n = frame(buf, OFI_T_MR_INVAL, 7, &key, sizeof(key));
+	CU_ASSERT_EQUAL(ofi_wire_decode(buf, n, &m, NULL), CCI_SUCCESS);
+	n = frame(buf, OFI_T_MR_REP, 7, &r, sizeof(r));
+	CU_ASSERT_EQUAL_FATAL(ofi_wire_decode(buf, n, &m, NULL), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(m.u.mr_rep.base, 0x1000);
+	CU_ASSERT_EQUAL(m.u.mr_rep.len, 4096);
+	memset(&r, 0, sizeof(r));
+	r.status = CCI_ERR_RMA_HANDLE; /* a refusal carries no range */
+	n = frame(buf, OFI_T_MR_REP, 7, &r, sizeof(r));
+	expect(buf, n, CCI_SUCCESS);
+	for (size_t i = 0; i < sizeof(bare); i++) {
+		n = frame(buf, bare[i], 7, NULL, 0);
+		CU_ASSERT_EQUAL(ofi_wire_decode(buf, n, &m, NULL), CCI_SUCCESS);
+		CU_ASSERT_EQUAL(m.hdr.type, bare[i]);
+		CU_ASSERT_EQUAL(m.body_len, 0);
+	}
+	/* An application message's body is any size here (mss is the caller's). */
+	n = frame(buf, OFI_T_MSG, 7, buf, 0);
+	expect(buf, n, CCI_SUCCESS);
+	n = frame(buf, OFI_T_MSG, 7, &r, 33);
+	CU_ASSERT_EQUAL(ofi_wire_decode(buf, n, &m, NULL), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(m.body_len, 33);
+	CU_ASSERT_PTR_EQUAL(m.body, buf + OFI_HDR_LEN);
+}
+
+static void test_truncated_and_lying_lengths(void)
+{
+	uint8_t buf[BUF_MAX];
+	struct ofi_hello h = hello_ok();
+	struct ofi_cancel c = { .id = 9 };
+	size_t n = req_frame(buf, h, 16, 10);
+	uint32_t lie;
+
+	expect(NULL, 64, CCI_EMSGSIZE);
+	expect(buf, 0, CCI_EMSGSIZE);
+	expect(buf, OFI_HDR_LEN - 1, CCI_EMSGSIZE);
+	expect(buf, n - 1, CCI_EMSGSIZE);                       /* payload cut short */
+	expect(buf, n + 1, CCI_EMSGSIZE);                       /* a byte past it */
+	expect(buf, OFI_HDR_LEN + sizeof(h) - 1, CCI_EMSGSIZE); /* hello cut short */
+	lie = 200; /* a payload beyond the bytes that came */
+	memcpy(buf + OFI_HDR_LEN + offsetof(struct ofi_hello, data_len), &lie, sizeof(lie));
+	expect(buf, n, CCI_EMSGSIZE);
+	lie = 0xfffffff0u; /* address and payload lengths that would wrap a sum */
+	memcpy(buf + OFI_HDR_LEN + offsetof(struct ofi_hello, data_len), &lie, sizeof(lie));
+	expect(buf, n, CCI_EMSGSIZE);
+	n = req_frame(buf, h, 0, 10);
+	expect(buf, n, CCI_EMSGSIZE);
+	n = req_frame(buf, h, OFI_ADDR_MAX + 1, 0);
+	expect(buf, n, CCI_EMSGSIZE);
+	n = req_frame(buf, h, 16, CCI_CONN_REQ_LEN + 1);
+	expect(buf, n, CCI_EMSGSIZE);
+	/* Fixed sizes are exact. */
+	n = frame(buf, OFI_T_ACCEPT, 7, &h, sizeof(h));
+	expect(buf, n - 1, CCI_EMSGSIZE);
+	n = frame(buf, OFI_T_CANCEL, 0, &c, sizeof(c));
+	expect(buf, n + 1, CCI_EMSGSIZE);
+	n = frame(buf, OFI_T_MR_REQ, 7, &c, 7);
+	expect(buf, n, CCI_EMSGSIZE);
+	n = frame(buf, OFI_T_MR_REP, 7, &h, sizeof(struct ofi_mr_rep) - 8);
+	expect(buf, n, CCI_EMSGSIZE);
+	n = frame(buf, OFI_T_PING, 7, &c, 1);
+	expect(buf, n, CCI_EMSGSIZE);
+}
+
+static void test_bad_version_type_destination(void)
+{
+	uint8_t buf[BUF_MAX];
+	size_t n = frame(buf, OFI_T_PING, 7, NULL, 0);
+	struct ofi_hdr *h = (struct ofi_hdr *)buf;
+
+	h->version = OFI_WIRE_VERSION + 1;
+	expect(buf, n, CCI_EINVAL);
+	h->version = 0;
+	expect(buf, n, CCI_EINVAL);
+	h->version = OFI_WIRE_VERSION;
+	h->type = 0;
+	expect(buf, n, CCI_EINVAL);
+	h->type = OFI_T_MR_INVAL + 1;
+	expect(buf, n, CCI_EINVAL);
+	h->type = 0xff;
+	expect(buf, n, CCI_EINVAL);
+	h->type = OFI_T_PING;
+	h->dst = 0; /* a connection's message without its id */
+	expect(buf, n, CCI_EINVAL);
+	h->type = OFI_T_MSG;
+	expect(buf, n, CCI_EINVAL);
+	n = req_frame(buf, hello_ok(), 8, 0);
+	h->dst = 5; /* a request goes to the endpoint, never a connection */
+	expect(buf, n, CCI_EINVAL);
+}
+
+static void expect_hello_refused(struct ofi_hello h, uint8_t type)
+{
+	uint8_t buf[BUF_MAX];
+	size_t n = type == OFI_T_REQ ? req_frame(buf, h, 8, 8) :
+	                               frame(buf, OFI_T_ACCEPT, 7, &h, sizeof(h));
+
+	expect(buf, n, CCI_EINVAL);
+}
+
+static void test_hello_field_checks(void)
+{
+	struct ofi_hello ok = hello_ok(), h;
+
+	h = ok;
+	h.id = 0;
+	expect_hello_refused(h, OFI_T_REQ);
+	expect_hello_refused(h, OFI_T_ACCEPT);
+	h = ok;
+	h.attr = CCI_CONN_ATTR_UU + 1;
+	expect_hello_refused(h, OFI_T_REQ);
+	h = ok;
+	h.mss = OFI_MSS_MIN - 1;
+	expect_hello_refused(h, OFI_T_REQ);
+	h.mss = OFI_MSS_MAX + 1;
+	expect_hello_refused(h, OFI_T_ACCEPT);
+	h = ok;
+	h.credits = 0;
+	expect_hello_refused(h, OFI_T_REQ);
+	h.credits = OFI_WINDOW_MAX + 1;
+	expect_hello_refused(h, OFI_T_ACCEPT);
+	h = ok;
+	h.flags = OFI_HELLO_IMM << 1;
+	expect_hello_refused(h, OFI_T_REQ);
+	/* An answer carries neither address nor payload. */
+	h = ok;
+	h.addr_len = 4;
+	expect_hello_refused(h, OFI_T_ACCEPT);
+	h = ok;
+	h.data_len = 1;
+	expect_hello_refused(h, OFI_T_ACCEPT);
+}
+
+static void test_cancel_and_mr_rep_checks(void)
+{
+	uint8_t buf[BUF_MAX];
+	struct ofi_cancel c = { .id = 0, .nonce = 1 };
+	struct ofi_mr_rep ok = { .status = CCI_SUCCESS, .flags = CCI_FLAG_READ, .key = 1,
+	                         .prov_key = 2, .base = 0x1000, .len = 10 }, r;
+
+	expect(buf, frame(buf, OFI_T_CANCEL, 0, &c, sizeof(c)), CCI_EINVAL);
+	r = ok;
+	r.status = CCI_EINVAL;
+	expect(buf, frame(buf, OFI_T_MR_REP, 7, &r, sizeof(r)), CCI_EINVAL);
+	r = ok;
+	r.flags = 1;
+	expect(buf, frame(buf, OFI_T_MR_REP, 7, &r, sizeof(r)), CCI_EINVAL);
+	r = ok;
+	r.len = 0;
+	expect(buf, frame(buf, OFI_T_MR_REP, 7, &r, sizeof(r)), CCI_EINVAL);
+	r = ok;
+	r.base = UINT64_MAX - 4; /* base + len wraps */
+	expect(buf, frame(buf, OFI_T_MR_REP, 7, &r, sizeof(r)), CCI_EINVAL);
+	r.base = UINT64_MAX - 10; /* ends at the top exactly */
+	expect(buf, frame(buf, OFI_T_MR_REP, 7, &r, sizeof(r)), CCI_SUCCESS);
+}
+
+static void test_imm_round_trip(void)
+{
+	struct ofi_imm im;
+	uint32_t dst = 0x0abc0123u; /* generation 0xabc, slot 0x0123 */
+
+	CU_ASSERT_EQUAL_FATAL(ofi_imm_decode(ofi_imm_pack(dst, 0x12345678u, 0xfff), &im),
+	                      CCI_SUCCESS);
+	CU_ASSERT_EQUAL(im.slot, 0x0123);
+	CU_ASSERT_EQUAL(im.gen, 0xabc);
+	CU_ASSERT_EQUAL(im.seq20, 0x45678);
+	CU_ASSERT_EQUAL(im.credits, 0xfff);
+	/* Another type in the top bits, or slot 0: refused. */
+	CU_ASSERT_EQUAL(ofi_imm_decode(ofi_imm_pack(dst, 1, 1) ^ (3ull << 60), &im), CCI_EINVAL);
+	CU_ASSERT_EQUAL(ofi_imm_decode(ofi_imm_pack(0x0abc0000u, 1, 1), &im), CCI_EINVAL);
+	/* The full sequence number nearest to the one expected, either side
+	 * and across the wrap of 32 bits. */
+	CU_ASSERT_EQUAL(ofi_imm_seq(0x12345678u, 0x4567du), 0x1234567du);
+	CU_ASSERT_EQUAL(ofi_imm_seq(0x12345678u, 0x45670u), 0x12345670u);
+	CU_ASSERT_EQUAL(ofi_imm_seq(0x00000002u, 0xffffeu), 0xfffffffeu);
+	CU_ASSERT_EQUAL(ofi_imm_seq(0xfffffffeu, 0x00001u), 0x00000001u);
+}
+
+int main(void)
+{
+	static const struct unit_test tests[] = {
+		{ "REQ decodes: hello, address and payload where they came",
+		  test_request_decodes },
+		{ "ACCEPT, CANCEL, MR_*, header-only and MSG bodies decode",
+		  test_fixed_bodies_decode },
+		{ "truncated, overlong and lying lengths refused (EMSGSIZE)",
+		  test_truncated_and_lying_lengths },
+		{ "bad version, type and destination refused (EINVAL)",
+		  test_bad_version_type_destination },
+		{ "hello refusals: id, attr, mss, credits, flags, answer extras",
+		  test_hello_field_checks },
+		{ "CANCEL without id, MR_REP with bad status, flags or range refused",
+		  test_cancel_and_mr_rep_checks },
+		{ "remote CQ datum round-trips; nearest sequence number", test_imm_round_trip },
+	};
+
+	return UNIT_RUN("ofi_wire", tests);
+}
