@@ -1,0 +1,205 @@
+/*
+ * sm_hostile_test.c - an sm endpoint's listening socket facing a local
+ * process that sends malformed connection requests.  Each request is
+ * dropped: the endpoint closes that socket and posts no CONNECT_REQUEST;
+ * afterwards a well-formed connect from another endpoint is still
+ * requested, accepted and connected.  The records are built with the
+ * transport's own encoder (plugins/sm/sm_ctl_wire.c), then spoiled.
+ */
+#include <CUnit/Basic.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cci.h"
+#include "sm_ctl_wire.h"
+
+#define WAIT_MS 5000 /* bound of every wait; far above what the loop needs */
+
+static cci_endpoint_t *server;
+static char *server_uri;
+
+/* Send one record with nfds descriptors (of /dev/null) to the server's
+ * socket; the connected socket, or -1. */
+static int send_raw(const void *rec, size_t len, int nfds)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * SM_HELLO_FDS)];
+		struct cmsghdr align;
+	} cm;
+	struct iovec iov = { (void *)rec, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int fds[SM_HELLO_FDS], s, rc;
+
+	if (strncmp(server_uri, "sm://", 5) != 0 || strlen(server_uri + 5) >= sizeof(sa.sun_path))
+		return -1;
+	strcpy(sa.sun_path, server_uri + 5);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+		goto err;
+	for (int i = 0; i < nfds; i++)
+		fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (nfds > 0) {
+		struct cmsghdr *c;
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	}
+	rc = (int)sendmsg(s, &mh, MSG_NOSIGNAL);
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	if (rc != (int)len)
+		goto err;
+	return s;
+err:
+	if (s >= 0)
+		close(s);
+	return -1;
+}
+
+/* The server closed s (EOF) within WAIT_MS, without answering. */
+static int closed_by_server(int s)
+{
+	struct pollfd p = { .fd = s, .events = POLLIN };
+	char b[64];
+
+	if (poll(&p, 1, WAIT_MS) != 1)
+		return 0;
+	return recv(s, b, sizeof(b), MSG_DONTWAIT) == 0;
+}
+
+/* The next event of ep within WAIT_MS (NULL if none); returned at once
+ * unless keep. */
+static const cci_event_t *next_event(cci_endpoint_t *ep, int keep)
+{
+	const cci_event_t *ev = NULL;
+
+	for (int i = 0; i < WAIT_MS; i++) {
+		if (cci_get_event(ep, &ev) == CCI_SUCCESS) {
+			if (!keep) {
+				cci_return_event(ev);
+				ev = (const cci_event_t *)(uintptr_t)1;
+			}
+			return ev;
+		}
+		usleep(1000);
+	}
+	return NULL;
+}
+
+static struct sm_ctl_hello good_hello(void)
+{
+	struct sm_ctl_hello h;
+
+	memset(&h, 0, sizeof(h));
+	h.attr = CCI_CONN_ATTR_RO;
+	h.mss = 8192;
+	h.pid = (uint32_t)getpid();
+	h.ring_size = 65536;
+	h.data_len = 10;
+	memcpy(h.data, "0123456789", 10);
+	return h;
+}
+
+/* Send the record, expect the socket closed and no event. */
+static void expect_dropped(const void *rec, size_t len, int nfds)
+{
+	const cci_event_t *ev;
+	int s = send_raw(rec, len, nfds);
+
+	CU_ASSERT_FATAL(s >= 0);
+	CU_ASSERT(closed_by_server(s));
+	close(s);
+	CU_ASSERT_EQUAL(cci_get_event(server, &ev), CCI_EAGAIN);
+}
+
+static void test_malformed_requests_dropped(void)
+{
+	uint8_t rec[sizeof(struct sm_ctl_hello) + 8];
+	struct sm_ctl_hello h = good_hello();
+	size_t n = sm_ctl_encode(SM_CTL_REQ, &h, rec, sizeof(rec));
+	uint32_t lie;
+
+	CU_ASSERT_FATAL(n == SM_CTL_HELLO_HEAD + 10);
+	expect_dropped(rec, 3, 0);                         /* shorter than a header */
+	expect_dropped(rec, n - 1, SM_HELLO_FDS);          /* payload cut short */
+	expect_dropped(rec, n, 0);                         /* no descriptors */
+	lie = CCI_CONN_REQ_LEN + 1;
+	memcpy(rec + offsetof(struct sm_ctl_hello, data_len), &lie, sizeof(lie));
+	expect_dropped(rec, n, SM_HELLO_FDS);              /* payload length over the limit */
+	h.ring_size = 3;
+	n = sm_ctl_encode(SM_CTL_REQ, &h, rec, sizeof(rec));
+	expect_dropped(rec, n, SM_HELLO_FDS);              /* a ring no ring code attaches */
+	h = good_hello();
+	n = sm_ctl_encode(SM_CTL_REQ, &h, rec, sizeof(rec));
+	((struct sm_ctl_hdr *)rec)->version = SM_CTL_VERSION + 1;
+	expect_dropped(rec, n, SM_HELLO_FDS);              /* another version */
+	n = sm_ctl_encode(SM_CTL_PING, NULL, rec, sizeof(rec));
+	expect_dropped(rec, n, 0);                         /* not a request */
+}
+
+/* The garbage left the endpoint able to serve a real client. */
+static void test_good_connect_after_garbage(void)
+{
+	cci_endpoint_t *client = NULL;
+	const cci_event_t *ev;
+	int rc;
+
+	CU_ASSERT_FATAL(cci_create_endpoint(NULL, 0, &client, NULL) == CCI_SUCCESS);
+	CU_ASSERT_FATAL(cci_connect(client, server_uri, "hello", 5, CCI_CONN_ATTR_RO, NULL, 0,
+	                            NULL) == CCI_SUCCESS);
+	ev = next_event(server, 1);
+	CU_ASSERT_FATAL(ev != NULL);
+	CU_ASSERT_EQUAL_FATAL(ev->type, CCI_EVENT_CONNECT_REQUEST);
+	CU_ASSERT_EQUAL(ev->request.data_len, 5);
+	CU_ASSERT_EQUAL(memcmp(ev->request.data_ptr, "hello", 5), 0);
+	CU_ASSERT_EQUAL(cci_accept(ev, NULL), CCI_SUCCESS);
+	cci_return_event(ev);
+	ev = next_event(server, 1);
+	CU_ASSERT_FATAL(ev != NULL);
+	CU_ASSERT_EQUAL(ev->type, CCI_EVENT_ACCEPT);
+	CU_ASSERT_EQUAL(ev->accept.status, CCI_SUCCESS);
+	cci_return_event(ev);
+	ev = next_event(client, 1);
+	CU_ASSERT_FATAL(ev != NULL);
+	CU_ASSERT_EQUAL(ev->type, CCI_EVENT_CONNECT);
+	rc = ev->connect.status;
+	CU_ASSERT_EQUAL(rc, CCI_SUCCESS);
+	cci_return_event(ev);
+	cci_destroy_endpoint(client);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	int failed;
+
+	if (cci_init(CCI_ABI_VERSION, 0, &(uint32_t){ 0 }) != CCI_SUCCESS ||
+	    cci_create_endpoint(NULL, 0, &server, NULL) != CCI_SUCCESS ||
+	    cci_get_opt(server, CCI_OPT_ENDPT_URI, &server_uri) != CCI_SUCCESS)
+		return 1;
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("sm hostile requests", NULL, NULL);
+	CU_add_test(s, "malformed requests: socket closed, no CONNECT_REQUEST",
+	            test_malformed_requests_dropped);
+	CU_add_test(s, "a good connect is served after them", test_good_connect_after_garbage);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failed = (int)(CU_get_number_of_failures() + CU_get_number_of_tests_failed());
+	CU_cleanup_registry();
+	free(server_uri);
+	cci_destroy_endpoint(server);
+	cci_finalize();
+	return failed ? 1 : 0;
+}
