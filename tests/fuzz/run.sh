@@ -27,17 +27,21 @@ clang $cflags -I"$top/api" -I"$top/plugins/verbs" \
 clang $cflags -I"$top/api" -I"$top/plugins/sockets" \
 	"$here/sock_dgram_fuzz.c" "$top/plugins/sockets/sock_dgram.c" \
 	"$top/plugins/sockets/sock_wire.c" -o "$work/dgram_fuzz"
+clang $cflags -I"$top/api" -I"$top/plugins/sm" \
+	"$here/sm_ctl_fuzz.c" "$top/plugins/sm/sm_ctl_wire.c" -o "$work/sm_ctl_fuzz"
+clang $cflags -I"$top/api" -I"$top/plugins/ofi" \
+	"$here/ofi_wire_fuzz.c" "$top/plugins/ofi/ofi_wire.c" -o "$work/ofi_fuzz"
 
 # Each harness starts from its committed corpus (tests/fuzz/corpus/<name>),
 # copied so that what the fuzzer adds stays in the work directory.
-for h in ini uri wire sm_ring verbs dgram; do
+for h in ini uri wire sm_ring verbs dgram sm_ctl ofi; do
 	mkdir -p "$work/${h}_corpus"
 	cp "$here/corpus/$h/"* "$work/${h}_corpus/" 2>/dev/null || true
 done
 cp "$top/config/cci.ini.example" "$work/ini_corpus/"
 
 status=0
-for h in ini uri wire sm_ring verbs dgram; do
+for h in ini uri wire sm_ring verbs dgram sm_ctl ofi; do
 	echo "fuzz: $h for ${secs}s"
 	if ! (cd "$work" && "./${h}_fuzz" -max_total_time="$secs" -max_len=8192 \
 		-print_final_stats=1 "${h}_corpus" > "$h.log" 2>&1); then

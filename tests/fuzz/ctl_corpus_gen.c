@@ -1,0 +1,142 @@
+/*
+ * ctl_corpus_gen.c - writes the seed corpora of sm_ctl_fuzz and
+ * ofi_wire_fuzz (tests/fuzz/corpus/sm_ctl and corpus/ofi): one valid
+ * message of each type, the sm ones written by the transport's encoder
+ * (sm_ctl_encode), the ofi ones laid out as ofi_tx.c and ofi_hs.c send
+ * them.  Run again only when a layout changes:
+ *
+ *   cc -std=gnu11 -I api -I plugins/sm -I plugins/ofi tests/fuzz/ctl_corpus_gen.c \
+ *      plugins/sm/sm_ctl_wire.c plugins/ofi/ofi_wire.c -o gen && ./gen tests/fuzz/corpus
+ *
+ * Each file is checked by its decoder before it is written.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofi_wire.h"
+#include "sm_ctl_wire.h"
+#include "sm_ring.h"
+
+static const char *top;
+
+static void put(const char *dir, const char *name, const void *buf, size_t len)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", top, dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+		perror(path);
+		exit(1);
+	}
+}
+
+/* sm: the first byte is the descriptor count the harness passes. */
+static void sm_put(const char *name, uint16_t type, const struct sm_ctl_hello *h)
+{
+	uint8_t buf[1 + sizeof(struct sm_ctl_hello)];
+	size_t n = sm_ctl_encode(type, h, buf + 1, sizeof(buf) - 1);
+	struct sm_ctl_hello out;
+
+	buf[0] = h ? SM_HELLO_FDS : 0;
+	if (n == 0 || sm_ctl_decode(buf + 1, n, buf[0], &out, NULL) != CCI_SUCCESS) {
+		fprintf(stderr, "sm %s does not decode\n", name);
+		exit(1);
+	}
+	put("sm_ctl", name, buf, n + 1);
+}
+
+static void ofi_put(const char *name, uint8_t type, uint32_t dst, const void *body, uint32_t len)
+{
+	uint8_t buf[OFI_HDR_LEN + sizeof(struct ofi_hello) + 64 + 64];
+	struct ofi_hdr h = { .dst = dst, .seq = 0, .credits = 4, .type = type,
+	                     .version = OFI_WIRE_VERSION, .aux = 0 };
+	struct ofi_msg m;
+
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + OFI_HDR_LEN, body, len);
+	if (ofi_wire_decode(buf, OFI_HDR_LEN + len, &m, NULL) != CCI_SUCCESS) {
+		fprintf(stderr, "ofi %s does not decode\n", name);
+		exit(1);
+	}
+	put("ofi", name, buf, OFI_HDR_LEN + len);
+}
+
+static void gen_sm(void)
+{
+	struct sm_ctl_hello h;
+
+	memset(&h, 0, sizeof(h));
+	h.attr = CCI_CONN_ATTR_RO;
+	h.mss = 8192;
+	h.pid = 1000;
+	h.ring_size = 1u << 20;
+	h.data_len = 16;
+	memcpy(h.data, "connect payload!", 16);
+	sm_put("req", SM_CTL_REQ, &h);
+	h.data_len = 0;
+	sm_put("accept", SM_CTL_ACCEPT, &h);
+	sm_put("reject", SM_CTL_REJECT, NULL);
+	sm_put("disconnect", SM_CTL_DISCONNECT, NULL);
+	sm_put("ping", SM_CTL_PING, NULL);
+	sm_put("pong", SM_CTL_PONG, NULL);
+}
+
+static void gen_ofi(void)
+{
+	uint8_t body[sizeof(struct ofi_hello) + 64 + 64];
+	struct ofi_hello h;
+	struct ofi_cancel c = { .id = 0x00010001, .nonce = 0x1122334455667788ull };
+	struct ofi_mr_rep r = { .status = CCI_SUCCESS, .flags = CCI_FLAG_READ | CCI_FLAG_WRITE,
+	                        .key = 42, .prov_key = 7, .base = 0x7f0000001000ull, .len = 65536 };
+	uint64_t key = 42, imm = ofi_imm_pack(0x00030002, 17, 5);
+	uint32_t next = 16;
+
+	memset(&h, 0, sizeof(h));
+	h.id = 0x00010001;
+	h.attr = CCI_CONN_ATTR_RU;
+	h.mss = 65536;
+	h.credits = OFI_WINDOW_MAX;
+	h.nonce = 0x1122334455667788ull;
+	h.proc.host = 0xabcdef;
+	h.proc.start = 123456;
+	h.proc.pid = 1000;
+	h.flags = OFI_HELLO_IMM;
+	h.addr_len = 16; /* a sockaddr_in, as the tcp provider's names are */
+	h.data_len = 8;
+	memcpy(body, &h, sizeof(h));
+	memcpy(body + sizeof(h), "\x02\x00\x1f\x90\x7f\x00\x00\x01\0\0\0\0\0\0\0\0", 16);
+	memcpy(body + sizeof(h) + 16, "payload!", 8);
+	ofi_put("req", OFI_T_REQ, 0, body, (uint32_t)sizeof(h) + 24);
+	h.id = 0x00020001;
+	h.addr_len = h.data_len = 0;
+	ofi_put("accept", OFI_T_ACCEPT, 0x00010001, &h, sizeof(h));
+	ofi_put("reject", OFI_T_REJECT, 0x00010001, NULL, 0);
+	ofi_put("disc", OFI_T_DISC, 0x00010001, NULL, 0);
+	ofi_put("cancel", OFI_T_CANCEL, 0, &c, sizeof(c));
+	ofi_put("credit", OFI_T_CREDIT, 0x00010001, NULL, 0);
+	ofi_put("ping", OFI_T_PING, 0x00010001, NULL, 0);
+	ofi_put("pong", OFI_T_PONG, 0x00010001, NULL, 0);
+	ofi_put("mr_req", OFI_T_MR_REQ, 0x00010001, &key, sizeof(key));
+	ofi_put("mr_rep", OFI_T_MR_REP, 0x00010001, &r, sizeof(r));
+	ofi_put("mr_inval", OFI_T_MR_INVAL, 0x00010001, &key, sizeof(key));
+	ofi_put("msg", OFI_T_MSG, 0x00010001, "hello", 5);
+	/* The remote CQ datum of a message, then the sequence number expected. */
+	memcpy(body, &imm, sizeof(imm));
+	memcpy(body + sizeof(imm), &next, sizeof(next));
+	put("ofi", "imm", body, sizeof(imm) + sizeof(next));
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s <corpus directory>\n", argv[0]);
+		return 2;
+	}
+	top = argv[1];
+	gen_sm();
+	gen_ofi();
+	return 0;
+}

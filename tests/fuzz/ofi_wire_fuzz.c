@@ -1,0 +1,133 @@
+/*
+ * ofi_wire_fuzz.c - libFuzzer harness for the libfabric transport's
+ * message decoder (plugins/ofi/ofi_wire.c): any message a peer (or
+ * anybody who can reach the endpoint's address) sends.  The decoder
+ * accepts it only within the promised limits, with every pointer it
+ * returns inside the message, or refuses it with a reason; it never reads
+ * past the message.  The first 8 bytes are also taken as the remote CQ
+ * datum of an application message: what ofi_imm_decode accepts packs back
+ * to the same datum, and ofi_imm_seq returns the nearest sequence number.
+ *
+ * Build (as tests/fuzz/run.sh does):
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I api -I plugins/ofi \
+ *         tests/fuzz/ofi_wire_fuzz.c plugins/ofi/ofi_wire.c
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofi_wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Read every byte of [p, p + n) so that ASan sees an over-read. */
+static unsigned touch(const uint8_t *p, size_t n)
+{
+	unsigned s = 0;
+
+	for (size_t i = 0; i < n; i++)
+		s += p[i];
+	return s;
+}
+
+static int hello_ok(const struct ofi_hello *h)
+{
+	return h->id != 0 && h->attr <= CCI_CONN_ATTR_UU && h->mss >= OFI_MSS_MIN &&
+	       h->mss <= OFI_MSS_MAX && h->credits >= 1 && h->credits <= OFI_WINDOW_MAX &&
+	       !(h->flags & ~OFI_HELLO_IMM);
+}
+
+static void check_accepted(const struct ofi_msg *m, const uint8_t *msg, size_t len)
+{
+	const struct ofi_hello *h = &m->u.hello;
+	volatile unsigned sink;
+
+	if (m->hdr.version != OFI_WIRE_VERSION || m->hdr.type < OFI_T_MSG ||
+	    m->hdr.type > OFI_T_MR_INVAL || m->body != msg + OFI_HDR_LEN ||
+	    m->body_len != len - OFI_HDR_LEN || memcmp(&m->hdr, msg, OFI_HDR_LEN) != 0 ||
+	    (m->hdr.dst == 0) != (m->hdr.type == OFI_T_REQ || m->hdr.type == OFI_T_CANCEL))
+		abort();
+	sink = touch(m->body, m->body_len);
+	switch (m->hdr.type) {
+	case OFI_T_REQ:
+		if (!hello_ok(h) || h->addr_len == 0 || h->addr_len > OFI_ADDR_MAX ||
+		    h->data_len > CCI_CONN_REQ_LEN || m->addr != m->body + sizeof(*h) ||
+		    m->data != m->addr + h->addr_len || m->data + h->data_len != msg + len ||
+		    memcmp(h, m->body, sizeof(*h)) != 0)
+			abort();
+		sink += touch(m->addr, h->addr_len) + touch(m->data, h->data_len);
+		break;
+	case OFI_T_ACCEPT:
+		if (!hello_ok(h) || h->addr_len || h->data_len || m->body_len != sizeof(*h))
+			abort();
+		break;
+	case OFI_T_CANCEL:
+		if (m->u.cancel.id == 0 || m->body_len != sizeof(m->u.cancel))
+			abort();
+		break;
+	case OFI_T_MR_REQ:
+	case OFI_T_MR_INVAL:
+		if (m->body_len != sizeof(m->u.key) || memcmp(&m->u.key, m->body, 8) != 0)
+			abort();
+		break;
+	case OFI_T_MR_REP: {
+		const struct ofi_mr_rep *r = &m->u.mr_rep;
+		if (m->body_len != sizeof(*r) || (r->flags & ~(uint32_t)(CCI_FLAG_READ | CCI_FLAG_WRITE)) ||
+		    (r->status != CCI_SUCCESS && r->status != CCI_ERR_RMA_HANDLE) ||
+		    (r->status == CCI_SUCCESS && (r->len == 0 || r->base + r->len < r->base)))
+			abort();
+		break;
+	}
+	case OFI_T_MSG:
+		break;
+	default:
+		if (m->body_len != 0)
+			abort();
+	}
+	(void)sink;
+}
+
+static void check_imm(const uint8_t *data, size_t size)
+{
+	struct ofi_imm im;
+	uint64_t d;
+	uint32_t next, seq;
+	int32_t dist;
+
+	if (size < 12)
+		return;
+	memcpy(&d, data, sizeof(d));
+	memcpy(&next, data + 8, sizeof(next));
+	if (ofi_imm_decode(d, &im) != CCI_SUCCESS)
+		return;
+	if (im.slot == 0 || im.slot > 0xffffu || im.gen > 0xfffu || im.seq20 > 0xfffffu ||
+	    im.credits > OFI_IMM_CREDITS_MAX ||
+	    ofi_imm_pack(im.slot | im.gen << 16, im.seq20, im.credits) != d)
+		abort();
+	seq = ofi_imm_seq(next, im.seq20);
+	dist = (int32_t)(seq - next);
+	if ((seq & 0xfffffu) != im.seq20 || dist < -(1 << 19) || dist >= (1 << 19))
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ofi_msg m;
+	const char *why = NULL;
+	uint8_t *msg = malloc(size ? size : 1);
+
+	if (!msg)
+		return 0;
+	/* A copy of exactly size bytes, so that ASan sees any read past it. */
+	memcpy(msg, data, size);
+	if (ofi_wire_decode(msg, size, &m, &why) == CCI_SUCCESS) {
+		if (why)
+			abort();
+		check_accepted(&m, msg, size);
+	} else if (!why) {
+		abort();
+	}
+	check_imm(data, size);
+	free(msg);
+	return 0;
+}
