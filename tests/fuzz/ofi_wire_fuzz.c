@@ -72,7 +72,9 @@ static void check_accepted(const struct ofi_msg *m, const uint8_t *msg, size_t l
 		break;
 	case OFI_T_MR_REP: {
 		const struct ofi_mr_rep *r = &m->u.mr_rep;
-		if (m->body_len != sizeof(*r) || (r->flags & ~(uint32_t)(CCI_FLAG_READ | CCI_FLAG_WRITE)) ||
+		const uint32_t known = CCI_FLAG_READ | CCI_FLAG_WRITE;
+
+		if (m->body_len != sizeof(*r) || (r->flags & ~known) ||
 		    (r->status != CCI_SUCCESS && r->status != CCI_ERR_RMA_HANDLE) ||
 		    (r->status == CCI_SUCCESS && (r->len == 0 || r->base + r->len < r->base)))
 			abort();
