@@ -39,10 +39,16 @@ void st_sleep_ms(unsigned ms)
 
 cci_device_t *st_init(const char *ip)
 {
+	return st_init_as("tcp", ip);
+}
+
+cci_device_t *st_init_as(const char *transport, const char *ip)
+{
+	int tcp = strcmp(transport, "tcp") == 0;
 	char text[128];
 
-	snprintf(text, sizeof(text), "[t]\ntransport = tcp\nip = %s\n", ip);
-	return st_init_conf(text);
+	snprintf(text, sizeof(text), "[t]\ntransport = %s\nip = %s\n", transport, ip);
+	return init_config_first_device(text, tcp ? "sockets" : "sock");
 }
 
 cci_device_t *st_init_conf(const char *text)

@@ -21,6 +21,9 @@
  * ("127.0.0.1" for most tests).  Returns the device or NULL (a failed
  * assertion has been recorded). */
 cci_device_t *st_init(const char *ip);
+/* As st_init for transport "tcp" or "sock" (the UDP transport, whose
+ * module is loaded instead). */
+cci_device_t *st_init_as(const char *transport, const char *ip);
 /* As st_init, with this config text; the device of its first section. */
 cci_device_t *st_init_conf(const char *text);
 void st_fini(cci_endpoint_t *ep);

@@ -1,7 +1,8 @@
 /*
  * t_peer.c - tcp between processes: progress while the peer computes, a
  * peer killed in the middle of RMA, and two processes in two network
- * namespaces joined by a veth pair (as two hosts would be).
+ * namespaces joined by a veth pair (as two hosts would be), over tcp and
+ * over sock (UDP), IPv4 and IPv6.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -18,6 +19,7 @@
 
 struct srv_arg {
 	const char *ip;
+	const char *transport; /* "tcp", or "sock" (UDP) */
 	const char *netns;     /* join this namespace first, or NULL */
 	int compute_ms;        /* make no library call this long, twice */
 	uint64_t region;       /* bytes registered for RMA, 0 for none */
@@ -95,7 +97,7 @@ static int srv_main(int rfd, int wfd, void *argp)
 
 	if (a->netns && join_netns(a->netns) != 0)
 		return 10;
-	dev = st_init(a->ip);
+	dev = st_init_as(a->transport, a->ip);
 	if (!dev || !(ep = st_endpoint(dev)) || !(uri = st_uri(ep)))
 		return 11;
 	st_write_line(wfd, uri);
@@ -155,7 +157,7 @@ static cci_connection_t *cli_open(cci_endpoint_t *ep, struct st_child *ch,
 
 static void progress_while_peer_computes(void)
 {
-	struct srv_arg a = { "127.0.0.1", NULL, 600, 1u << 20 };
+	struct srv_arg a = { "127.0.0.1", "tcp", NULL, 600, 1u << 20 };
 	struct cci_rma_handle rh;
 	struct st_child ch;
 	cci_rma_handle_t *lh;
@@ -195,7 +197,7 @@ static void progress_while_peer_computes(void)
 
 static void connect_request_queued_while_server_computes(void)
 {
-	struct srv_arg a = { "127.0.0.1", NULL, 600, 0 };
+	struct srv_arg a = { "127.0.0.1", "tcp", NULL, 600, 0 };
 	struct st_child ch;
 	cci_endpoint_t *ep;
 
@@ -216,7 +218,7 @@ static void connect_request_queued_while_server_computes(void)
 
 static void killed_peer_fails_each_rma_once(void)
 {
-	struct srv_arg a = { "127.0.0.1", NULL, 0, KILL_LEN * 4 };
+	struct srv_arg a = { "127.0.0.1", "tcp", NULL, 0, KILL_LEN * 4 };
 	static char buf[KILL_LEN * 5]; /* writes from the first 4, reads into the last */
 	int seen[KILL_OPS] = { 0 }, fails = 0, got = 0;
 	struct cci_rma_handle rh;
@@ -292,6 +294,7 @@ static int netns_setup(const char *na, const char *nb)
 struct cli_arg {
 	const char *netns;
 	const char *ip;
+	const char *transport;
 };
 
 /* In the client namespace: connect, 1000 messages echoed, an RMA write. */
@@ -310,7 +313,7 @@ static int cli_main(int rfd, int wfd, void *argp)
 	(void)wfd;
 	if (join_netns(a->netns) != 0 || st_read_line(rfd, uri, sizeof(uri), 10000) != 0)
 		return 20;
-	if (!(ep = st_endpoint(st_init(a->ip))))
+	if (!(ep = st_endpoint(st_init_as(a->transport, a->ip))))
 		return 21;
 	c = st_connect(ep, uri, CCI_CONN_ATTR_RO, 10000, &st);
 	ev = c ? st_wait(ep, CCI_EVENT_RECV, 10000, NULL) : NULL;
@@ -339,11 +342,11 @@ static int cli_main(int rfd, int wfd, void *argp)
 	return echoes == 1000 ? 0 : 26;
 }
 
-static void across_namespaces(const char *srv_ip, const char *cli_ip)
+static void across_namespaces(const char *transport, const char *srv_ip, const char *cli_ip)
 {
 	char na[32], nb[32], uri[128];
-	struct srv_arg sa = { srv_ip, na, 0, 1u << 20 };
-	struct cli_arg ca = { nb, cli_ip };
+	struct srv_arg sa = { srv_ip, transport, na, 0, 1u << 20 };
+	struct cli_arg ca = { nb, cli_ip, transport };
 	struct st_child s, c;
 	int rc;
 
@@ -369,12 +372,22 @@ static void across_namespaces(const char *srv_ip, const char *cli_ip)
 
 static void across_namespaces_ipv4(void)
 {
-	across_namespaces("169.254.77.1", "169.254.77.2");
+	across_namespaces("tcp", "169.254.77.1", "169.254.77.2");
 }
 
 static void across_namespaces_ipv6(void)
 {
-	across_namespaces("fd00:77::1", "fd00:77::2");
+	across_namespaces("tcp", "fd00:77::1", "fd00:77::2");
+}
+
+static void sock_across_namespaces_ipv4(void)
+{
+	across_namespaces("sock", "169.254.77.1", "169.254.77.2");
+}
+
+static void sock_across_namespaces_ipv6(void)
+{
+	across_namespaces("sock", "fd00:77::1", "fd00:77::2");
 }
 
 int st_add_peer_tests(void)
@@ -392,5 +405,9 @@ int st_add_peer_tests(void)
 	       !CU_add_test(s, "two processes in two network namespaces over IPv4 link-local",
 	                    across_namespaces_ipv4) ||
 	       !CU_add_test(s, "two processes in two network namespaces over IPv6 ULA",
-	                    across_namespaces_ipv6);
+	                    across_namespaces_ipv6) ||
+	       !CU_add_test(s, "sock: two processes in two network namespaces over IPv4 link-local",
+	                    sock_across_namespaces_ipv4) ||
+	       !CU_add_test(s, "sock: two processes in two network namespaces over IPv6 ULA",
+	                    sock_across_namespaces_ipv6);
 }
