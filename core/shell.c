@@ -14,6 +14,7 @@
  * and checking an object is a load and a compare on memory that is
  * always mapped.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,13 @@
 #define SHELL_LINK_OFF SHELL_MAX3(sizeof(struct cci__ep_core), sizeof(struct cci__conn_core), \
                                   sizeof(struct cci__rma_reg_core))
 #define SHELL_SIZE ((SHELL_LINK_OFF + sizeof(void *) + 63) / 64 * 64)
+
+/* api/cci.h promises a foreign pointer is read within its first 256 bytes. */
+_Static_assert(offsetof(struct cci__ep_core, magic) < 256 &&
+	       offsetof(struct cci__conn_core, magic) < 256 &&
+	       offsetof(struct cci__rma_reg_core, magic) < 256 &&
+	       offsetof(struct cci__evt_core, magic) < 256,
+	       "a mark lies past the first 256 bytes of its object");
 
 static pthread_mutex_t shell_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *dead_head, *dead_tail; /* oldest first */
