@@ -30,9 +30,10 @@
  *    or CCI_ERR_NOT_FOUND (an unreadable one), naming the file and line,
  *    where CCI 2 gave CCI_ERROR.
  *  - Calls check their arguments where CCI 2 crashed or left it to the
- *    transport: NULL pointers, events returned twice, foreign objects,
- *    bad URIs and out-of-range values give CCI_EINVAL (or CCI_ERROR before
- *    cci_init()); cci_get_opt() and cci_set_opt() refuse unknown names.
+ *    transport: NULL pointers, events returned twice, foreign, closed or
+ *    wrong-kind objects, bad URIs and out-of-range values give CCI_EINVAL
+ *    (or CCI_ERROR before cci_init()); cci_get_opt() and cci_set_opt()
+ *    refuse unknown names.  See "Misuse" below for the exact rules.
  *  - cci_create_endpoint_at() with a NULL device opens the default
  *    device, as cci_create_endpoint() does (CCI 2: CCI_EINVAL).
  *  - CCI_EP_ROUTING is accepted and has no effect: no transport routes.
@@ -127,9 +128,11 @@ CCI_DECLSPEC int cci_init(uint32_t abi_ver, uint32_t flags, uint32_t *caps);
 
 /*
  * Undo one cci_init().  The last call destroys any endpoint still open
- * (as cci_destroy_endpoint() would), unloads the plugins and frees the
- * device list; every pointer the library handed out becomes invalid.
- * Returns CCI_ERROR if the library is not initialised.
+ * (as cci_destroy_endpoint() would: its connections, registrations, events
+ * and OS handle go with it), unloads the plugins and frees the device list;
+ * every pointer the library handed out becomes invalid, and calls given
+ * one later return a status (see "Misuse").  Returns CCI_ERROR if the
+ * library is not initialised (more cci_finalize() than cci_init() calls).
  */
 CCI_DECLSPEC int cci_finalize(void);
 
@@ -234,8 +237,11 @@ CCI_DECLSPEC int cci_create_endpoint_at(cci_device_t *device,
  * operations still in flight are dropped; events not yet returned, RMA
  * registrations and the OS handle are freed.  Every pointer derived from
  * the endpoint (connections, events, receive buffers, RMA handles) is
- * invalid afterwards.  Must not race with other calls on the same endpoint
- * from other threads.
+ * invalid afterwards: a second cci_destroy_endpoint() and every call on
+ * the endpoint give CCI_EINVAL, sends and RMA on its connections
+ * CCI_ERR_DISCONNECTED, cci_return_event() of its events CCI_EINVAL (see
+ * "Misuse").  Must not race with other calls on the same endpoint from
+ * other threads.
  */
 CCI_DECLSPEC int cci_destroy_endpoint(cci_endpoint_t *endpoint);
 
@@ -308,7 +314,10 @@ CCI_DECLSPEC int cci_connect(cci_endpoint_t *endpoint, const char *server_uri,
 /*
  * Close a connection locally and tell the peer, whose later sends fail
  * with CCI_ERR_DISCONNECTED.  Operations still in flight on it are dropped
- * without events.  The connection pointer is invalid afterwards.
+ * without events.  The connection pointer is invalid afterwards: calls
+ * given it return CCI_ERR_DISCONNECTED (cci_send, cci_sendv, cci_rma) or
+ * CCI_EINVAL (cci_disconnect again, its options), whether or not an event
+ * naming it is still lent (see "Misuse").
  */
 CCI_DECLSPEC int cci_disconnect(cci_connection_t *connection);
 
@@ -431,7 +440,9 @@ CCI_DECLSPEC int cci_reject(cci_event_t *conn_req);
  */
 CCI_DECLSPEC int cci_get_event(cci_endpoint_t *endpoint, cci_event_t **event);
 
-/* Give an event back; its receive buffer returns to the transport. */
+/* Give an event back; its receive buffer returns to the transport.
+ * CCI_EINVAL for an event returned already, one whose endpoint is
+ * destroyed, or a pointer that is not an event (see "Misuse"). */
 CCI_DECLSPEC int cci_return_event(cci_event_t *event);
 
 /*
@@ -488,7 +499,9 @@ typedef struct cci_alignment {
 
 /* Set an option; val points at a value of the option's type.  Setting a
  * get-only option gives CCI_EINVAL; a buffer count the transport cannot
- * honour, CCI_ERANGE. */
+ * honour, CCI_ERANGE.  handle must be a live endpoint for ENDPT_ options
+ * and a connection not disconnected for CONN_ ones, else CCI_EINVAL (for
+ * cci_get_opt() too). */
 CCI_DECLSPEC int cci_set_opt(cci_opt_handle_t *handle, cci_opt_name_t name,
                              const void *val);
 
@@ -562,7 +575,9 @@ CCI_DECLSPEC int cci_rma_register(cci_endpoint_t *endpoint, void *start,
                                   cci_rma_handle_t **rma_handle);
 
 /* Drop a registration; later RMAs naming it fail with
- * CCI_ERR_RMA_HANDLE, at this side and at peers. */
+ * CCI_ERR_RMA_HANDLE, at this side (as the local handle, or the pointer
+ * itself as the remote one) and at peers.  A handle deregistered already
+ * or registered on another endpoint gives CCI_EINVAL. */
 CCI_DECLSPEC int cci_rma_deregister(cci_endpoint_t *endpoint,
                                     cci_rma_handle_t *rma_handle);
 
@@ -572,7 +587,9 @@ CCI_DECLSPEC int cci_rma_deregister(cci_endpoint_t *endpoint,
  * pulls (exactly one).  Only on reliable connections (UU: CCI_EINVAL).
  * Offsets and length must lie inside both registrations and the handles
  * must allow the access, else CCI_EINVAL or CCI_ERR_RMA_HANDLE; the target
- * checks too, so a forged or stale handle never touches memory.
+ * checks too, so a forged or stale handle never touches memory.  A local
+ * handle must be registered on the connection's endpoint, else
+ * CCI_ERR_RMA_HANDLE.
  *
  * The initiator always gets a SEND event (unless SILENT or BLOCKING).  If
  * msg_ptr is given, msg_len bytes are delivered to the peer as a RECV
@@ -595,6 +612,56 @@ CCI_DECLSPEC int cci_rma(cci_connection_t *connection, const void *msg_ptr,
  * cci_destroy_endpoint() and cci_finalize() must not race with other calls
  * on the objects they free.  Events are handed out once each, whichever
  * thread asks.
+ */
+
+/* ------------------------------------------------------------------------ */
+/* Misuse                                                                    */
+/* ------------------------------------------------------------------------ */
+/*
+ * What a call does when given what it must not be given.  No misuse below
+ * aborts the process or touches memory the library does not own.
+ *
+ *  - NULL for a pointer argument: CCI_EINVAL (cci_strerror(NULL, ...) is
+ *    allowed and gives the core's text).
+ *  - An object of the wrong kind (an endpoint given as a connection or an
+ *    event, a connection as an endpoint, an option of the other kind of
+ *    handle): CCI_EINVAL.  Endpoints, connections, events and
+ *    registrations carry a mark that each call checks: one load and one
+ *    compare, no lookup.
+ *  - A closed object: its memory is kept, marked dead, not given back.
+ *    An endpoint destroyed (or closed by the last cci_finalize()):
+ *    CCI_EINVAL.  A connection after cci_disconnect() or its endpoint's
+ *    end: CCI_ERR_DISCONNECTED for cci_send, cci_sendv and cci_rma,
+ *    CCI_EINVAL for the rest.  An RMA handle deregistered: CCI_EINVAL to
+ *    cci_rma_deregister(), CCI_ERR_RMA_HANDLE to cci_rma() as the local
+ *    handle or as the remote one (its bytes then read as key 0, never
+ *    issued).  An event returned, or lent when its endpoint was
+ *    destroyed: CCI_EINVAL.  A request accepted or rejected already:
+ *    CCI_EINVAL.  Pointers of a finished library keep these answers,
+ *    before and after a new cci_init().
+ *  - How long "closed" is recognised: the memory of a closed endpoint,
+ *    connection or registration is reused for a new object only after at
+ *    least 256 others of them closed after it (the library keeps at most
+ *    that many closed ones beyond its peak of open ones); an old pointer
+ *    then names the new object.  A returned event's memory serves the
+ *    endpoint's next event at once, so a second cci_return_event() is
+ *    caught only until then.  Events still lent when their endpoint is
+ *    destroyed keep their memory for the life of the process.
+ *  - An object of another endpoint: a registration of endpoint B given to
+ *    cci_rma() on a connection of endpoint A gives CCI_ERR_RMA_HANDLE, to
+ *    cci_rma_deregister(A, ...) CCI_EINVAL; it stays registered on B.  A
+ *    peer's handle the target does not know (forged, stale, another
+ *    endpoint's) fails the RMA, at the call or in its SEND event.
+ *  - Memory the library never handed out (a copy of an event, a buffer):
+ *    read at the mark's offset, within the first 256 bytes; CCI_EINVAL when
+ *    those bytes are readable (a zeroed or foreign heap block), undefined
+ *    otherwise.  Keep the library's pointers, not copies of its structs.
+ *  - The library's state: calls before cci_init() or after the last
+ *    cci_finalize() give CCI_ERROR (those that take no object) and an
+ *    extra cci_finalize() gives CCI_ERROR; cci_init() is counted.
+ *
+ * Racing a call with cci_destroy_endpoint(), cci_disconnect() or
+ * cci_finalize() on the same object from another thread stays undefined.
  */
 
 /* The name of an event type, for printing. */

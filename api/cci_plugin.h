@@ -123,8 +123,9 @@ struct cci__evt {
 };
 
 /*
- * An endpoint.  Allocated by the core with ep_priv_size bytes for the
- * plugin at priv (aligned to 64 bytes); freed by the core after
+ * An endpoint.  Allocated by the core with ep_priv_size zeroed bytes for
+ * the plugin at priv (aligned to 64 bytes, not inside the endpoint: never
+ * derive one from the other); freed by the core after
  * plugin->ep_destroy().
  */
 struct cci__ep {
@@ -141,7 +142,7 @@ struct cci__ep {
 	cci_alignment_t rma_align;   /* the plugin sets it in ep_create */
 
 	int os_epfd;                 /* the OS handle (epoll), -1 if none: see ep_create */
-	void *priv;                  /* points into this allocation */
+	void *priv;                  /* an allocation of its own, freed by the core */
 	/* The core's own fields follow, out of the plugins' sight. */
 };
 

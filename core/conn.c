@@ -10,15 +10,24 @@
 
 #define CONN_ALIGN 64
 
+/*
+ * The core part lives in a shell (shell.c) and the plugin's part in an
+ * allocation of its own, so that a freed connection's shell can stay
+ * mapped, with a dead magic, at the size of every other shell.
+ */
 cci__conn_t *cci__conn_alloc(cci__ep_t *ep, cci_conn_attribute_t attr, void *context)
 {
-	size_t head = (sizeof(struct cci__conn_core) + CONN_ALIGN - 1) / CONN_ALIGN * CONN_ALIGN;
 	size_t priv = (ep->plugin->conn_priv_size + CONN_ALIGN - 1) / CONN_ALIGN * CONN_ALIGN;
-	cci__conn_t *c = aligned_alloc(CONN_ALIGN, head + priv);
+	cci__conn_t *c = cci__shell_alloc();
 
 	if (!c)
 		return NULL;
-	memset(c, 0, head + priv);
+	c->priv = aligned_alloc(CONN_ALIGN, priv ? priv : CONN_ALIGN);
+	if (!c->priv) {
+		cci__shell_free(c);
+		return NULL;
+	}
+	memset(c->priv, 0, priv);
 	c->pub.max_send_size = ep->dev->pub.max_send_size;
 	c->pub.endpoint = &ep->pub;
 	c->pub.attribute = attr;
@@ -27,8 +36,19 @@ cci__conn_t *cci__conn_alloc(cci__ep_t *ep, cci_conn_attribute_t attr, void *con
 	c->send_timeout_us = ep->send_timeout_us;
 	c->keepalive_us = ep->keepalive_us;
 	core_conn(c)->refs = 1; /* the plugin's, dropped by cci__conn_release() */
-	c->priv = (char *)c + head;
+	core_conn(c)->magic = CCI__MAGIC_CONN;
 	return c;
+}
+
+/* The last reference is gone: later calls naming c see a dead magic. */
+void cci__conn_free(cci__conn_t *c)
+{
+	if (!c)
+		return;
+	core_conn(c)->magic = CCI__MAGIC_DEAD_CONN;
+	free(c->priv);
+	c->priv = NULL;
+	cci__shell_free(c);
 }
 
 void cci__conn_release(cci__conn_t *c)
@@ -40,7 +60,7 @@ void cci__conn_release(cci__conn_t *c)
 	last = (--core_conn(c)->refs == 0);
 	cci__spin_unlock(&core_ep(ep)->lock);
 	if (last)
-		free(c);
+		cci__conn_free(c);
 }
 
 static int timeout_valid(const struct timeval *tv)
@@ -52,7 +72,7 @@ CCI_API int cci_connect(cci_endpoint_t *endpoint, const char *server_uri, const 
                         uint32_t data_len, cci_conn_attribute_t attribute, const void *context,
                         int flags, const struct timeval *timeout)
 {
-	cci__ep_t *ep = (cci__ep_t *)endpoint;
+	cci__ep_t *ep = cci__ep_live(endpoint);
 	char scheme[16];
 	const char *rest;
 
@@ -86,7 +106,7 @@ static int request_claim(cci__evt_t *e)
 {
 	int rc = CCI_EINVAL;
 
-	if (!e || e->ev.type != CCI_EVENT_CONNECT_REQUEST)
+	if (!cci__evt_live(e) || e->ev.type != CCI_EVENT_CONNECT_REQUEST)
 		return CCI_EINVAL;
 	cci__spin_lock(&core_ep(e->ep)->lock);
 	if (core_evt(e)->lent && !core_evt(e)->answered) {
@@ -119,10 +139,12 @@ CCI_API int cci_reject(cci_event_t *conn_req)
 
 CCI_API int cci_disconnect(cci_connection_t *connection)
 {
-	cci__conn_t *c = (cci__conn_t *)connection;
+	cci__conn_t *c = cci__conn_live(connection);
 	cci__ep_t *ep;
 	int rc;
 
+	/* A connection already freed (disconnected, or its endpoint
+	 * destroyed) has a dead magic: CCI_EINVAL, as for a second call. */
 	if (!c)
 		return CCI_EINVAL;
 	ep = c->ep;

@@ -27,8 +27,25 @@ struct cci__dev_core {
 	int is_default;
 };
 
+/*
+ * Magic words: the first core field of each object says what it is and
+ * whether it is alive, so that a call given a closed, foreign or wrong
+ * kind of object returns a status instead of following it (shell.c
+ * keeps closed objects' memory mapped).  Random 64-bit values: no field
+ * of another kind holds one by chance.
+ */
+#define CCI__MAGIC_EP 0x8c3f1e5a7d2b9e01ull
+#define CCI__MAGIC_CONN 0x4e9a2c7b15f3d802ull
+#define CCI__MAGIC_REG 0x2d7e94b1c6a3f503ull
+#define CCI__MAGIC_EVT 0xb15c3a8e4f7d2604ull
+#define CCI__MAGIC_DEAD_EP 0x7a1d5e3c9b2f4e11ull
+#define CCI__MAGIC_DEAD_CONN 0x1f6b8d2a4c9e3a12ull
+#define CCI__MAGIC_DEAD_REG 0x93c2e7d15b8a4f13ull
+#define CCI__MAGIC_DEAD_EVT 0x5e8b1c4d2a7f6914ull
+
 struct cci__evt_core {
 	cci__evt_t evt;
+	uint64_t magic;            /* CCI__MAGIC_EVT, _DEAD_EVT once its endpoint is gone */
 	cci__evt_t *next;          /* queue / pool link */
 	int answered;              /* a CONNECT_REQUEST was accepted or rejected */
 	int lent;                  /* handed to the application */
@@ -37,6 +54,7 @@ struct cci__evt_core {
 
 struct cci__ep_core {
 	cci__ep_t ep;
+	uint64_t magic;              /* CCI__MAGIC_EP, or _DEAD_EP once destroyed */
 	cci__spinlock_t lock;        /* event queue, pool, connection refs */
 	cci__evt_t *evq_head, *evq_tail;
 	cci__evt_t *evt_pool;
@@ -56,12 +74,14 @@ struct cci__ep_core {
 
 struct cci__conn_core {
 	cci__conn_t conn;
+	uint64_t magic;            /* CCI__MAGIC_CONN, or _DEAD_CONN once freed */
 	int refs;                  /* events lent + 1 while the plugin holds it */
 	int disconnected;          /* cci_disconnect() was called */
 };
 
 struct cci__rma_reg_core {
 	cci__rma_reg_t reg;
+	uint64_t magic;            /* CCI__MAGIC_REG, or _DEAD_REG once deregistered */
 	cci__rma_reg_t *hnext;     /* hash chain by key */
 	cci__rma_reg_t *pnext;     /* hash chain by handle address */
 };
@@ -196,7 +216,39 @@ void cci__ep_destroy_locked(cci__ep_t *ep);
 /* conn.c */
 cci__conn_t *cci__conn_alloc(cci__ep_t *ep, cci_conn_attribute_t attr, void *context);
 void cci__conn_release(cci__conn_t *conn);
-void cci__conn_unref(cci__conn_t *conn);
+void cci__conn_free(cci__conn_t *conn);
+
+/* shell.c: memory of endpoints, connections and registrations, zeroed;
+ * a freed shell keeps its contents (the caller wrote a dead magic) and
+ * stays mapped for good. */
+#define CCI__QUARANTINE 256u
+void *cci__shell_alloc(void);
+void cci__shell_free(void *shell);
+
+/* The live object behind an application's pointer, or NULL: a load and a
+ * compare (the pointer must be one the library handed out, or NULL). */
+static inline cci__ep_t *cci__ep_live(const void *p)
+{
+	cci__ep_t *ep = (cci__ep_t *)p;
+
+	return ep && __builtin_expect(core_ep(ep)->magic == CCI__MAGIC_EP, 1) ? ep : NULL;
+}
+static inline cci__conn_t *cci__conn_live(const void *p)
+{
+	cci__conn_t *c = (cci__conn_t *)p;
+
+	return c && __builtin_expect(core_conn(c)->magic == CCI__MAGIC_CONN, 1) ? c : NULL;
+}
+static inline int cci__conn_is_dead(const void *p)
+{
+	return p && core_conn((cci__conn_t *)p)->magic == CCI__MAGIC_DEAD_CONN;
+}
+static inline cci__evt_t *cci__evt_live(const void *p)
+{
+	cci__evt_t *e = (cci__evt_t *)p;
+
+	return e && __builtin_expect(core_evt(e)->magic == CCI__MAGIC_EVT, 1) ? e : NULL;
+}
 
 /* strerror.c */
 const char *cci__status_text(int status);

@@ -25,21 +25,27 @@ static cci__dev_t *default_device(void)
 	return NULL;
 }
 
+/* The core part in a shell (shell.c), the plugin's part on its own: a
+ * destroyed endpoint's shell stays mapped with a dead magic. */
 static cci__ep_t *ep_alloc(cci__dev_t *dev)
 {
-	size_t head = (sizeof(struct cci__ep_core) + EP_ALIGN - 1) / EP_ALIGN * EP_ALIGN;
 	size_t priv = (dev->plugin->ep_priv_size + EP_ALIGN - 1) / EP_ALIGN * EP_ALIGN;
-	cci__ep_t *ep = aligned_alloc(EP_ALIGN, head + priv);
+	cci__ep_t *ep = cci__shell_alloc();
 
 	if (!ep)
 		return NULL;
-	memset(ep, 0, head + priv);
+	ep->priv = aligned_alloc(EP_ALIGN, priv ? priv : EP_ALIGN);
+	if (!ep->priv) {
+		cci__shell_free(ep);
+		return NULL;
+	}
+	memset(ep->priv, 0, priv);
 	ep->pub.device = &dev->pub;
 	ep->dev = dev;
 	ep->plugin = dev->plugin;
-	ep->priv = (char *)ep + head;
 	ep->os_epfd = core_ep(ep)->os_evfd = -1;
 	pthread_mutex_init(&core_ep(ep)->rma_lock, NULL);
+	core_ep(ep)->magic = CCI__MAGIC_EP;
 	return ep;
 }
 
@@ -71,7 +77,11 @@ static void ep_free(cci__ep_t *ep)
 	cci__rma_table_free(ep);
 	pthread_mutex_destroy(&core_ep(ep)->rma_lock);
 	free(ep->uri);
-	free(ep);
+	ep->uri = NULL;
+	free(ep->priv);
+	ep->priv = NULL;
+	core_ep(ep)->magic = CCI__MAGIC_DEAD_EP;
+	cci__shell_free(ep);
 }
 
 /* Check the arguments and pick the device; with the global lock held. */
@@ -178,7 +188,7 @@ CCI_API int cci_destroy_endpoint(cci_endpoint_t *endpoint)
 
 CCI_API int cci_arm_os_handle(cci_endpoint_t *endpoint, int flags)
 {
-	cci__ep_t *ep = (cci__ep_t *)endpoint;
+	cci__ep_t *ep = cci__ep_live(endpoint);
 
 	static int flags_logged;
 

@@ -36,6 +36,7 @@ static int pool_grow(cci__ep_t *ep)
 	core_ep(ep)->evt_chunks = c;
 	for (int i = 0; i < EVT_CHUNK; i++) {
 		c->evts[i].evt.ep = ep;
+		c->evts[i].magic = CCI__MAGIC_EVT;
 		c->evts[i].next = core_ep(ep)->evt_pool;
 		core_ep(ep)->evt_pool = &c->evts[i].evt;
 	}
@@ -189,8 +190,7 @@ void cci__evt_purge_conn(cci__ep_t *ep, cci__conn_t *conn)
 		dead = conn_unref_locked(e->conn);
 		evt_put_locked(ep, e);
 		cci__spin_unlock(&core_ep(ep)->lock);
-		if (dead)
-			free(dead);
+		cci__conn_free(dead);
 	}
 }
 
@@ -327,7 +327,7 @@ static int get_event_with_handle(cci__ep_t *ep, cci__evt_t **e_p)
 
 CCI_API int cci_get_event(cci_endpoint_t *endpoint, cci_event_t **event)
 {
-	cci__ep_t *ep = (cci__ep_t *)endpoint;
+	cci__ep_t *ep = cci__ep_live(endpoint);
 	cci__evt_t *e = NULL;
 	int rc = CCI_SUCCESS;
 
@@ -354,10 +354,11 @@ CCI_API int cci_get_event(cci_endpoint_t *endpoint, cci_event_t **event)
 
 CCI_API int cci_return_event(cci_event_t *event)
 {
-	cci__evt_t *e = (cci__evt_t *)event;
+	cci__evt_t *e = cci__evt_live(event);
 	cci__ep_t *ep;
 	cci__conn_t *dead;
 
+	/* Not an event of the library's (a connection or an endpoint, say). */
 	if (!e)
 		return CCI_EINVAL;
 	ep = e->ep;
@@ -369,7 +370,7 @@ CCI_API int cci_return_event(cci_event_t *event)
 	dead = conn_unref_locked(e->conn);
 	evt_put_locked(ep, e);
 	cci__spin_unlock(&core_ep(ep)->lock);
-	free(dead);
+	cci__conn_free(dead);
 	/* A buffer is free again: what waited for one can arrive now, so a
 	 * waiter on the OS handle must look. */
 	if (__atomic_load_n(&core_ep(ep)->starved, __ATOMIC_RELAXED)) {
@@ -387,9 +388,26 @@ void cci__evt_drop_conn_refs(cci__ep_t *ep)
 		for (int i = 0; i < EVT_CHUNK; i++) {
 			cci__conn_t *dead = conn_unref_locked(c->evts[i].evt.conn);
 			c->evts[i].evt.conn = NULL;
-			free(dead);
+			cci__conn_free(dead);
 		}
 	}
+}
+
+/*
+ * Chunks that held an event still lent when its endpoint died: kept for
+ * good, their events marked dead, so that the application's late
+ * cci_return_event() (or cci_accept()) reads a dead magic instead of
+ * freed memory.  Only a program that never returns those events pays.
+ */
+static pthread_mutex_t orphans_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct evt_chunk *orphans;
+
+static int chunk_has_lent(const struct evt_chunk *c)
+{
+	for (int i = 0; i < EVT_CHUNK; i++)
+		if (c->evts[i].lent)
+			return 1;
+	return 0;
 }
 
 /* Free every event of a dying endpoint. */
@@ -399,7 +417,18 @@ void cci__evt_pool_free(cci__ep_t *ep)
 
 	for (; c; c = next) {
 		next = c->next;
-		free(c);
+		if (!chunk_has_lent(c)) {
+			free(c);
+			continue;
+		}
+		for (int i = 0; i < EVT_CHUNK; i++) {
+			c->evts[i].magic = CCI__MAGIC_DEAD_EVT;
+			c->evts[i].evt.ep = NULL;
+		}
+		pthread_mutex_lock(&orphans_lock);
+		c->next = orphans;
+		orphans = c;
+		pthread_mutex_unlock(&orphans_lock);
 	}
 	core_ep(ep)->evt_chunks = NULL;
 	core_ep(ep)->evt_pool = NULL;

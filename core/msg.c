@@ -80,7 +80,9 @@ CCI_API int cci_send(cci_connection_t *connection, const void *msg_ptr, uint32_t
 	static int flags_logged;
 
 	flags = cci__flags_keep(flags, SEND_FLAGS, &flags_logged, CCI_LOG_MSG, "cci_send");
-	if (!connection || (msg_len > 0 && !msg_ptr))
+	if (!cci__conn_live(connection))
+		return cci__conn_is_dead(connection) ? CCI_ERR_DISCONNECTED : CCI_EINVAL;
+	if (msg_len > 0 && !msg_ptr)
 		return CCI_EINVAL;
 	return send_common((cci__conn_t *)connection, &iov, msg_len ? 1 : 0, msg_len, context,
 	                   flags);
@@ -94,7 +96,9 @@ CCI_API int cci_sendv(cci_connection_t *connection, const struct iovec *data, ui
 	static int flags_logged;
 
 	flags = cci__flags_keep(flags, SEND_FLAGS, &flags_logged, CCI_LOG_MSG, "cci_sendv");
-	if (!connection || (iovcnt > 0 && !data) || iovcnt > MAX_IOV)
+	if (!cci__conn_live(connection))
+		return cci__conn_is_dead(connection) ? CCI_ERR_DISCONNECTED : CCI_EINVAL;
+	if ((iovcnt > 0 && !data) || iovcnt > MAX_IOV)
 		return CCI_EINVAL;
 	for (uint32_t i = 0; i < iovcnt; i++) {
 		if (data[i].iov_len > 0 && !data[i].iov_base)

@@ -13,6 +13,14 @@ static int is_conn_opt(cci_opt_name_t name)
 	return name == CCI_OPT_CONN_SEND_TIMEOUT || name == CCI_OPT_CONN_KEEPALIVE_TIMEOUT;
 }
 
+/* A connection the application may still use: live and not disconnected. */
+static cci__conn_t *handle_conn(const void *handle)
+{
+	cci__conn_t *c = cci__conn_live(handle);
+
+	return c && !core_conn(c)->disconnected ? c : NULL;
+}
+
 static int ep_set_opt(cci__ep_t *ep, cci_opt_name_t name, uint32_t v)
 {
 	int rc = CCI_SUCCESS;
@@ -62,9 +70,10 @@ CCI_API int cci_set_opt(cci_opt_handle_t *handle, cci_opt_name_t name, const voi
 	if (name == CCI_OPT_ENDPT_URI || name == CCI_OPT_ENDPT_RMA_ALIGN)
 		return CCI_EINVAL;
 	memcpy(&v, val, sizeof(v));
+	/* The handle must be a live object of the option's kind. */
 	if (is_conn_opt(name))
-		return conn_set_opt((cci__conn_t *)handle, name, v);
-	return ep_set_opt((cci__ep_t *)handle, name, v);
+		return handle_conn(handle) ? conn_set_opt((cci__conn_t *)handle, name, v) : CCI_EINVAL;
+	return cci__ep_live(handle) ? ep_set_opt((cci__ep_t *)handle, name, v) : CCI_EINVAL;
 }
 
 static int ep_get_opt(cci__ep_t *ep, cci_opt_name_t name, void *val)
@@ -106,10 +115,14 @@ CCI_API int cci_get_opt(cci_opt_handle_t *handle, cci_opt_name_t name, void *val
 	if (!handle || !val || (unsigned)name > CCI_OPT_CONN_KEEPALIVE_TIMEOUT)
 		return CCI_EINVAL;
 	if (is_conn_opt(name)) {
-		const cci__conn_t *c = handle;
+		const cci__conn_t *c = handle_conn(handle);
+		if (!c)
+			return CCI_EINVAL;
 		uint32_t v = name == CCI_OPT_CONN_SEND_TIMEOUT ? c->send_timeout_us : c->keepalive_us;
 		memcpy(val, &v, sizeof(v));
 		return CCI_SUCCESS;
 	}
+	if (!cci__ep_live(handle))
+		return CCI_EINVAL;
 	return ep_get_opt((cci__ep_t *)handle, name, val);
 }

@@ -53,7 +53,7 @@ static int reg_insert(cci__ep_t *ep, cci__rma_reg_t *reg)
 			        strerror(errno));
 			return CCI_ERROR;
 		}
-	} while (reg_find(ep, key));
+	} while (key == 0 || reg_find(ep, key)); /* 0 marks a dead handle */
 	reg->handle.stuff[0] = key;
 	b = bucket_of(key);
 	core_reg(reg)->hnext = core_ep(ep)->rma_table[b];
@@ -82,6 +82,18 @@ static void reg_unlink(cci__ep_t *ep, cci__rma_reg_t *reg)
 	}
 }
 
+/*
+ * A registration is over: its handle reads as key 0 (never issued), so
+ * the application's pointer to it, still mapped (shell.c), is refused as
+ * a local handle (not in the table) and as a remote one (key 0).
+ */
+static void reg_free(cci__rma_reg_t *r)
+{
+	core_reg(r)->magic = CCI__MAGIC_DEAD_REG;
+	memset(&r->handle, 0, sizeof(r->handle));
+	cci__shell_free(r);
+}
+
 /* The live registration whose handle is at h, or NULL; rma_lock held. */
 static cci__rma_reg_t *reg_find_ptr(cci__ep_t *ep, const struct cci_rma_handle *h)
 {
@@ -96,7 +108,7 @@ static cci__rma_reg_t *reg_find_ptr(cci__ep_t *ep, const struct cci_rma_handle *
 CCI_API int cci_rma_register(cci_endpoint_t *endpoint, void *start, uint64_t length, int flags,
                              cci_rma_handle_t **rma_handle)
 {
-	cci__ep_t *ep = (cci__ep_t *)endpoint;
+	cci__ep_t *ep = cci__ep_live(endpoint);
 	cci__rma_reg_t *reg;
 	static int flags_logged;
 	int rc;
@@ -106,9 +118,10 @@ CCI_API int cci_rma_register(cci_endpoint_t *endpoint, void *start, uint64_t len
 	if (!ep || !start || length == 0 || !rma_handle ||
 	    (uintptr_t)start + length < (uintptr_t)start)
 		return CCI_EINVAL;
-	reg = calloc(1, sizeof(struct cci__rma_reg_core));
+	reg = cci__shell_alloc();
 	if (!reg)
 		return CCI_ENOMEM;
+	core_reg(reg)->magic = CCI__MAGIC_REG;
 	reg->ep = ep;
 	reg->start = start;
 	reg->length = length;
@@ -125,7 +138,7 @@ CCI_API int cci_rma_register(cci_endpoint_t *endpoint, void *start, uint64_t len
 		pthread_mutex_lock(&core_ep(ep)->rma_lock);
 		reg_unlink(ep, reg);
 		pthread_mutex_unlock(&core_ep(ep)->rma_lock);
-		free(reg);
+		reg_free(reg);
 		return rc;
 	}
 	LOG(CCI_LOG_RMA, "registered %p+%lu flags %d", start, (unsigned long)length, flags);
@@ -146,7 +159,7 @@ static cci__rma_reg_t *local_reg(cci__ep_t *ep, const struct cci_rma_handle *h)
 
 CCI_API int cci_rma_deregister(cci_endpoint_t *endpoint, cci_rma_handle_t *rma_handle)
 {
-	cci__ep_t *ep = (cci__ep_t *)endpoint;
+	cci__ep_t *ep = cci__ep_live(endpoint);
 	cci__rma_reg_t *r;
 
 	if (!ep || !rma_handle)
@@ -160,7 +173,7 @@ CCI_API int cci_rma_deregister(cci_endpoint_t *endpoint, cci_rma_handle_t *rma_h
 		return CCI_EINVAL;
 	if (ep->plugin->rma_deregister)
 		ep->plugin->rma_deregister(ep, r);
-	free(r);
+	reg_free(r);
 	return CCI_SUCCESS;
 }
 
@@ -195,7 +208,7 @@ void cci__rma_table_free(cci__ep_t *ep)
 		cci__rma_reg_t *r = core_ep(ep)->rma_table[b], *next;
 		for (; r; r = next) {
 			next = core_reg(r)->hnext;
-			free(r);
+			reg_free(r);
 		}
 	}
 	free(core_ep(ep)->rma_table);
@@ -217,7 +230,7 @@ static int rma_check(cci__conn_t *c, const void *msg_ptr, uint32_t msg_len,
 		return CCI_EINVAL;
 	if (msg_len > c->pub.max_send_size)
 		return CCI_EMSGSIZE;
-	if (!lr)
+	if (!lr || cci__handle_key(rh) == 0)
 		return CCI_ERR_RMA_HANDLE;
 	if (!range_inside(local_offset, data_len, lr->length) ||
 	    !range_inside(remote_offset, data_len, cci__handle_len(rh)))
@@ -232,13 +245,15 @@ CCI_API int cci_rma(cci_connection_t *connection, const void *msg_ptr, uint32_t 
                     cci_rma_handle_t *remote_handle, uint64_t remote_offset, uint64_t data_len,
                     const void *context, int flags)
 {
-	cci__conn_t *c = (cci__conn_t *)connection;
+	cci__conn_t *c = cci__conn_live(connection);
 	struct cci__waiter w = { 0, CCI_SUCCESS };
 	cci__rma_reg_t *lr;
 	static int flags_logged;
 	int rc;
 
 	flags = cci__flags_keep(flags, RMA_OP_FLAGS, &flags_logged, CCI_LOG_RMA, "cci_rma");
+	if (!c && cci__conn_is_dead(connection))
+		return CCI_ERR_DISCONNECTED;
 	if (!c || !local_handle || !remote_handle || data_len == 0)
 		return CCI_EINVAL;
 	lr = local_reg(c->ep, local_handle);

@@ -34,7 +34,7 @@ const char *cci__status_text(int status)
 
 CCI_API const char *cci_strerror(cci_endpoint_t *endpoint, enum cci_status status)
 {
-	const cci__ep_t *ep = (const cci__ep_t *)endpoint;
+	const cci__ep_t *ep = cci__ep_live(endpoint); /* a dead one: the core's text */
 
 	if (ep && ep->plugin && ep->plugin->strerror) {
 		const char *s = ep->plugin->strerror((cci__ep_t *)ep, status);
