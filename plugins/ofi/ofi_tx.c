@@ -243,40 +243,83 @@ static void ctlq_push(struct ofi_ep *sep, struct ofi_op *op)
 	__atomic_store_n(&sep->tx_pending, 1, __ATOMIC_RELAXED);
 }
 
-/* Control messages the provider refused earlier; only progress calls it. */
+/* Whether a control message to dest waits in the queue; a new one to
+ * dest must queue behind it. */
+static int ctlq_holds(struct ofi_ep *sep, fi_addr_t dest)
+{
+	int found = 0;
+
+	if (!__atomic_load_n(&sep->ctlq, __ATOMIC_RELAXED))
+		return 0;
+	cci__spin_lock(&sep->pool_lock);
+	for (struct ofi_op *op = sep->ctlq; op && !found; op = op->next)
+		found = op->dest == dest;
+	cci__spin_unlock(&sep->pool_lock);
+	return found;
+}
+
+#define CTLQ_BLOCKED_MAX 8
+
+/*
+ * Control messages the provider refused earlier; only progress calls it.
+ * Order is kept per destination only: a peer the provider cannot reach
+ * yet (rxm still connecting, for good when the peer is blackholed) holds
+ * back its own messages, not those to other peers.  A pass skips the
+ * destinations that refused, up to CTLQ_BLOCKED_MAX of them.
+ */
 void ofi_ctlq_flush(struct ofi_ep *sep)
 {
-	for (;;) {
-		struct ofi_op *op;
+	fi_addr_t blocked[CTLQ_BLOCKED_MAX];
+	struct ofi_op *prev = NULL, *op;
+	int nblocked = 0;
+
+	cci__spin_lock(&sep->pool_lock);
+	op = sep->ctlq;
+	cci__spin_unlock(&sep->pool_lock);
+	while (op) {
+		struct ofi_op *next;
+		int skip = 0;
 		ssize_t rc;
 
+		for (int i = 0; i < nblocked && !skip; i++)
+			skip = blocked[i] == op->dest;
+		rc = skip ? -FI_EAGAIN
+		          : fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op->dest, op);
 		cci__spin_lock(&sep->pool_lock);
-		op = sep->ctlq;
+		next = op->next;
+		if (rc != -FI_EAGAIN) {
+			if (prev)
+				prev->next = next;
+			else
+				__atomic_store_n(&sep->ctlq, next, __ATOMIC_RELAXED);
+			if (sep->ctlq_tail == op)
+				sep->ctlq_tail = prev;
+		}
 		cci__spin_unlock(&sep->pool_lock);
-		if (!op)
-			return;
-		rc = fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op->dest, op);
-		if (rc == -FI_EAGAIN)
-			return;
-		cci__spin_lock(&sep->pool_lock);
-		__atomic_store_n(&sep->ctlq, op->next, __ATOMIC_RELAXED);
-		if (!op->next)
-			sep->ctlq_tail = NULL;
-		cci__spin_unlock(&sep->pool_lock);
-		op->in_flight = rc == 0;
-		if (rc != 0)
-			ofi_op_done(sep, op);
+		if (rc == -FI_EAGAIN) {
+			if (!skip) {
+				if (nblocked == CTLQ_BLOCKED_MAX)
+					return;
+				blocked[nblocked++] = op->dest;
+			}
+			prev = op;
+		} else {
+			op->in_flight = rc == 0;
+			if (rc != 0)
+				ofi_op_done(sep, op);
+		}
+		op = next;
 	}
 }
 
-/* Post a control op now, or queue it for progress (behind the ones the
- * provider refused earlier, so control messages keep their order).  Its
- * header is built. */
+/* Post a control op now, or queue it for progress (behind the ones to the
+ * same destination the provider refused earlier, so control messages to a
+ * peer keep their order).  Its header is built. */
 static int ctl_post(struct ofi_ep *sep, struct ofi_op *op)
 {
 	ssize_t rc = -FI_EAGAIN;
 
-	if (!__atomic_load_n(&sep->ctlq, __ATOMIC_RELAXED))
+	if (!ctlq_holds(sep, op->dest))
 		rc = fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op->dest, op);
 
 	if (rc == 0) {
@@ -323,7 +366,7 @@ int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *bo
 	if (!oc->peer || __atomic_load_n(&oc->peer->cut, __ATOMIC_ACQUIRE))
 		return CCI_ERR_DISCONNECTED;
 	if (!flags && OFI_HDR_LEN + len <= sizeof(buf) && OFI_HDR_LEN + len <= sep->inject_size &&
-	    !__atomic_load_n(&sep->ctlq, __ATOMIC_RELAXED)) {
+	    !ctlq_holds(sep, oc->peer->fa)) {
 		ssize_t rc;
 		hdr_fill(oc, h, type, 0, aux);
 		if (len)

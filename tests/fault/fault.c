@@ -11,6 +11,7 @@ int main(int argc, char **argv)
 		H_SUITE("peer death", t_death),
 		H_SUITE("frozen peer", t_frozen),
 		H_SUITE("connect failures", t_connfail),
+		H_SUITE("blackholed peer", t_blackhole),
 		H_SUITE("teardown orders", t_teardown),
 		H_SUITE("load and back-pressure", t_load),
 	};

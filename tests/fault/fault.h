@@ -29,6 +29,7 @@
 H_TABLE(t_death)
 H_TABLE(t_frozen)
 H_TABLE(t_connfail)
+H_TABLE(t_blackhole)
 H_TABLE(t_teardown)
 H_TABLE(t_load)
 
