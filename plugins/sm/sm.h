@@ -44,6 +44,7 @@
 #include "engine.h"
 #include "random.h"
 #include "spin.h"
+#include "slist.h"
 #include "status.h"
 #include "sm_ring.h"
 

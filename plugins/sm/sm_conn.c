@@ -159,16 +159,6 @@ static void conn_close_sock(struct sm_conn *sc)
 	sc->sock = -1;
 }
 
-static void conns_unlink(struct sm_ep *sep, struct sm_conn *sc)
-{
-	for (struct sm_conn **pp = &sep->conns; *pp; pp = &(*pp)->next) {
-		if (*pp == sc) {
-			*pp = sc->next;
-			return;
-		}
-	}
-}
-
 /* The CONNECT or ACCEPT event that ends a connection's set-up. */
 static void post_conn_event(struct sm_ep *sep, cci_event_type_t type, int status,
                             void *context, cci__conn_t *conn)
@@ -247,7 +237,7 @@ void sm_connect_failed(struct sm_conn *sc, int status, int listed)
 
 	sm_core->post_connect(sep->ep, sc->conn->pub.context, status, NULL);
 	if (listed) {
-		conns_unlink(sep, sc);
+		CCI__SLIST_UNLINK(&sep->conns, sc, next);
 		conn_close_sock(sc);
 	}
 	sm_conn_destroy(sc);
@@ -299,7 +289,7 @@ int sm_disconnect(cci__conn_t *conn)
 	if (sc->sock >= 0 && cci__conn_is_open(&sc->base))
 		sm_ctl_send(sc->sock, SM_CTL_DISCONNECT, NULL, 0, NULL, 0);
 	conn_close_sock(sc);
-	conns_unlink(sep, sc);
+	CCI__SLIST_UNLINK(&sep->conns, sc, next);
 	cci__spin_lock(&sep->rx_lock);
 	rxset_remove(sep, sc);
 	pthread_mutex_lock(&sc->tx_lock);

@@ -65,6 +65,7 @@
 #include "engine.h"
 #include "random.h"
 #include "spin.h"
+#include "slist.h"
 #include "status.h"
 
 extern const struct cci_core *tcp_core;

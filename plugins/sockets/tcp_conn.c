@@ -177,9 +177,7 @@ static struct tcp_op *ops_detach(struct tcp_conn *tc)
  * CCI_SUCCESS: the application closed it). */
 static void ops_drop(struct tcp_ep *sep, struct tcp_op *list, int status)
 {
-	while (list) {
-		struct tcp_op *op = list;
-		list = op->next;
+	for (struct tcp_op *op; CCI__SLIST_POP(&list, op, next);) {
 		if (status != CCI_SUCCESS && op->kind != TCP_OP_RDRESP)
 			tcp_core->send_done(op->tc->conn, op->context, op->flags, status);
 		tcp_op_put(sep, op);
