@@ -260,12 +260,6 @@ int sock_devs_configure(const struct cci_core *core, const struct sock_transport
 	return CCI_SUCCESS;
 }
 
-void sock_devs_free(cci__dev_t *dev)
-{
-	free(dev->priv);
-	dev->priv = NULL;
-}
-
 int sock_parse_port(const char *service, uint16_t *port)
 {
 	unsigned n = 0;
