@@ -22,31 +22,6 @@ void tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, i
 	tc->mss = sep->mss;
 }
 
-/* With sep->lock held. */
-void tcp_conn_link(struct tcp_conn *tc)
-{
-	struct tcp_ep *sep = tc->sep;
-
-	tc->prev = NULL;
-	tc->next = sep->conns;
-	if (sep->conns)
-		sep->conns->prev = tc;
-	sep->conns = tc;
-}
-
-static void conn_unlink(struct tcp_conn *tc)
-{
-	struct tcp_ep *sep = tc->sep;
-
-	if (tc->prev)
-		tc->prev->next = tc->next;
-	else if (sep->conns == tc)
-		sep->conns = tc->next;
-	if (tc->next)
-		tc->next->prev = tc->prev;
-	tc->next = tc->prev = NULL;
-}
-
 static void set_state(struct tcp_conn *tc, int to)
 {
 	cci__conn_move(&tc->base, to, tcp_core, tc->conn);
@@ -264,7 +239,7 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 	if (tc->fd >= 0)
 		close(tc->fd);
 	tc->fd = -1;
-	conn_unlink(tc);
+	CCI__DLIST_UNLINK(&tc->sep->conns, tc);
 	free(tc->stage);
 	tc->stage = NULL;
 }
