@@ -64,8 +64,8 @@
 #include "conn_base.h"
 #include "engine.h"
 #include "random.h"
-#include "spin.h"
 #include "slist.h"
+#include "spin.h"
 #include "status.h"
 
 extern const struct cci_core *ofi_core;

@@ -42,9 +42,10 @@
 #include "clock.h"
 #include "conn_base.h"
 #include "engine.h"
+#include "grow.h"
 #include "random.h"
-#include "spin.h"
 #include "slist.h"
+#include "spin.h"
 #include "status.h"
 #include "sm_ring.h"
 

@@ -178,18 +178,11 @@ static void post_conn_event(struct sm_ep *sep, cci_event_type_t type, int status
 void sm_rxset_add(struct sm_ep *sep, struct sm_conn *sc, cci_event_type_t type, void *context)
 {
 	cci__spin_lock(&sep->rx_lock);
-	if (sep->rx_n == sep->rx_cap) {
-		uint32_t cap = sep->rx_cap ? sep->rx_cap * 2 : 8;
-		struct sm_conn **grown = realloc(sep->rx_set, sizeof(*grown) * cap);
-		if (!grown) {
-			cci__spin_unlock(&sep->rx_lock);
-			SM_ERR("sm: out of memory: connection to pid %d will not receive",
-			       (int)sc->peer_pid);
-			post_conn_event(sep, type, CCI_ENOMEM, context, NULL);
-			return;
-		}
-		sep->rx_set = grown;
-		sep->rx_cap = cap;
+	if (cci__grow(&sep->rx_set, sep->rx_n, &sep->rx_cap, 8, sizeof(*sep->rx_set)) != CCI_SUCCESS) {
+		cci__spin_unlock(&sep->rx_lock);
+		SM_ERR("sm: out of memory: connection to pid %d will not receive", (int)sc->peer_pid);
+		post_conn_event(sep, type, CCI_ENOMEM, context, NULL);
+		return;
 	}
 	sep->rx_set[sep->rx_n++] = sc;
 	post_conn_event(sep, type, CCI_SUCCESS, context, sc->conn);

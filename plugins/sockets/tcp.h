@@ -62,11 +62,12 @@
 #include "sock_wire.h"
 #include "clock.h"
 #include "conn_base.h"
-#include "engine.h"
-#include "random.h"
-#include "spin.h"
 #include "dlist.h"
+#include "engine.h"
+#include "grow.h"
+#include "random.h"
 #include "slist.h"
+#include "spin.h"
 #include "status.h"
 
 extern const struct cci_core *tcp_core;

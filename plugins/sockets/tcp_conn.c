@@ -80,14 +80,8 @@ int tcp_conn_open(struct tcp_conn *tc)
 	tc->stage = malloc(TCP_STAGE_LEN);
 	if (!tc->stage)
 		return CCI_ENOMEM;
-	if (sep->nopen == sep->open_cap) {
-		uint32_t cap = sep->open_cap ? sep->open_cap * 2 : 16;
-		struct tcp_conn **n = realloc(sep->open, sizeof(*n) * cap);
-		if (!n)
-			return CCI_ENOMEM;
-		sep->open = n;
-		sep->open_cap = cap;
-	}
+	if (cci__grow(&sep->open, sep->nopen, &sep->open_cap, 16, sizeof(*sep->open)) != CCI_SUCCESS)
+		return CCI_ENOMEM;
 	sep->open[sep->nopen++] = tc;
 	tc->in_rx = 1;
 	tcp_conn_watch_update(sep);
