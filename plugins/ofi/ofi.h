@@ -64,6 +64,7 @@
 #include "conn_base.h"
 #include "engine.h"
 #include "random.h"
+#include "slist.h"
 #include "spin.h"
 #include "status.h"
 #include "ofi_wire.h"

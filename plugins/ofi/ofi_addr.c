@@ -288,11 +288,8 @@ void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now)
 /* The address vector closes with the endpoint: just free. */
 void ofi_peers_free(struct ofi_ep *sep)
 {
-	while (sep->peers) {
-		struct ofi_peer *p = sep->peers;
-		sep->peers = p->next;
+	for (struct ofi_peer *p; CCI__SLIST_POP(&sep->peers, p, next);)
 		free(p);
-	}
 }
 
 /* ---- Processes of this host ---- */

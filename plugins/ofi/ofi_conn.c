@@ -79,12 +79,7 @@ void ofi_conn_unlist(struct ofi_conn *oc, int cq_held)
 	if (!cq_held)
 		cci__spin_unlock(&sep->cq_lock);
 	pthread_mutex_lock(&sep->lock);
-	for (struct ofi_conn **pp = &sep->conns; *pp; pp = &(*pp)->next) {
-		if (*pp == oc) {
-			*pp = oc->next;
-			break;
-		}
-	}
+	CCI__SLIST_UNLINK(&sep->conns, oc, next);
 	oc->next = sep->gone;
 	sep->gone = oc;
 	pthread_mutex_unlock(&sep->lock);
@@ -170,9 +165,7 @@ void ofi_conns_free_all(struct ofi_ep *sep)
 			conn_free(oc);
 		}
 	}
-	while (sep->pidws) {
-		struct ofi_pidw *w = sep->pidws;
-		sep->pidws = w->next;
+	for (struct ofi_pidw *w; CCI__SLIST_POP(&sep->pidws, w, next);) {
 		if (w->fd >= 0)
 			close(w->fd);
 		free(w);

@@ -11,13 +11,11 @@
  * utility layer over a datagram provider (udp;ofi_rxd) would emulate it,
  * so "provider = udp" is refused with a message saying so.
  */
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ifaddr.h"
 #include "ofi.h"
 
 #define OFI_MR_HANDLED (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | \
@@ -221,28 +219,6 @@ int ofi_discover(void)
 	return CCI_SUCCESS;
 }
 
-/* The first IPv4 (else IPv6) address of interface name, printed in node. */
-static int iface_address(const char *name, char *node, size_t len)
-{
-	struct ifaddrs *ifa = NULL;
-	int found = 0;
-
-	if (getifaddrs(&ifa) != 0)
-		return 0;
-	for (int fam = AF_INET; fam != 0 && !found; fam = fam == AF_INET ? AF_INET6 : 0) {
-		for (struct ifaddrs *i = ifa; i && !found; i = i->ifa_next) {
-			const void *a;
-			if (!i->ifa_addr || i->ifa_addr->sa_family != fam || strcmp(i->ifa_name, name))
-				continue;
-			a = fam == AF_INET ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
-			                   : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
-			found = inet_ntop(fam, a, node, (socklen_t)len) != NULL;
-		}
-	}
-	freeifaddrs(ifa);
-	return found;
-}
-
 /* Does entry fi match the provider= value (full name or core name)? */
 static int prov_matches(const struct fi_info *fi, const char *want)
 {
@@ -309,7 +285,7 @@ int ofi_dev_configure(cci__dev_t *dev)
 		dev_down(dev, &c, lib_why);
 		return CCI_SUCCESS;
 	}
-	if (given(c.iface) && !iface_address(c.iface, node, sizeof(node))) {
+	if (given(c.iface) && !cci__if_addr_str(c.iface, node, sizeof(node))) {
 		ofi_core->conf_error(dev, c.kv[OFI_KEY_IFACE], "\"%s\" has no IP address on this host",
 		                     c.iface);
 		return CCI_EINVAL;

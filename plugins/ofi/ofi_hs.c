@@ -179,12 +179,7 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_
 static void req_forget(struct ofi_ep *sep, struct ofi_req *req)
 {
 	pthread_mutex_lock(&sep->lock);
-	for (struct ofi_req **pp = &sep->reqs; *pp; pp = &(*pp)->next) {
-		if (*pp == req) {
-			*pp = req->next;
-			break;
-		}
-	}
+	CCI__SLIST_UNLINK(&sep->reqs, req, next);
 	ofi_peer_put_locked(req->peer);
 	pthread_mutex_unlock(&sep->lock);
 	free(req);
@@ -332,10 +327,7 @@ void ofi_request_done(cci__evt_t *evt)
 
 void ofi_reqs_free(struct ofi_ep *sep)
 {
-	while (sep->reqs) {
-		struct ofi_req *req = sep->reqs;
-		sep->reqs = req->next;
+	for (struct ofi_req *req; CCI__SLIST_POP(&sep->reqs, req, next);)
 		free(req);
-	}
 }
 

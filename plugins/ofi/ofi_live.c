@@ -119,12 +119,7 @@ static void cut_peer(struct ofi_ep *y, const uint8_t *addr, size_t len)
 void ofi_live_del(struct ofi_ep *sep)
 {
 	pthread_mutex_lock(&live_lock);
-	for (struct ofi_ep **pp = &live; *pp; pp = &(*pp)->live_next) {
-		if (*pp == sep) {
-			*pp = sep->live_next;
-			break;
-		}
-	}
+	CCI__SLIST_UNLINK(&live, sep, live_next);
 	for (struct ofi_ep *y = live; y; y = y->live_next)
 		if (y->info->addr_format == sep->info->addr_format &&
 		    strcmp(y->dev->core_name, sep->dev->core_name) == 0)
@@ -136,11 +131,8 @@ void ofi_live_del(struct ofi_ep *sep)
 void ofi_live_fini(void)
 {
 	pthread_mutex_lock(&live_lock);
-	while (dead) {
-		struct dead_name *d = dead;
-		dead = d->next;
+	for (struct dead_name *d; CCI__SLIST_POP(&dead, d, next);)
 		free(d);
-	}
 	ndead = 0;
 	pthread_mutex_unlock(&live_lock);
 }

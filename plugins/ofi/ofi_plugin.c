@@ -3,15 +3,13 @@
  * names every entry point, and that no other file calls.
  */
 #include "ofi.h"
+#include "plugin.h"
 
 const struct cci_core *ofi_core;
 
 static int ofi_init(const struct cci_core *core)
 {
-	if (!core || core->size < sizeof(struct cci_core))
-		return CCI_EINVAL;
-	ofi_core = core;
-	return CCI_SUCCESS;
+	return cci__plugin_take_core(core, &ofi_core);
 }
 
 static void ofi_finalize(void)

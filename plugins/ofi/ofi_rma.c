@@ -85,12 +85,7 @@ void ofi_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg)
 	if (!m)
 		return;
 	pthread_mutex_lock(&sep->mr_lock);
-	for (struct ofi_mr **pp = &sep->mrs; *pp; pp = &(*pp)->next) {
-		if (*pp == m) {
-			*pp = m->next;
-			break;
-		}
-	}
+	CCI__SLIST_UNLINK(&sep->mrs, m, next);
 	exported = m->exported;
 	pthread_mutex_unlock(&sep->mr_lock);
 	fi_close(&m->mr->fid);
@@ -102,9 +97,7 @@ void ofi_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg)
 
 void ofi_mrs_free(struct ofi_ep *sep)
 {
-	while (sep->mrs) {
-		struct ofi_mr *m = sep->mrs;
-		sep->mrs = m->next;
+	for (struct ofi_mr *m; CCI__SLIST_POP(&sep->mrs, m, next);) {
 		fi_close(&m->mr->fid);
 		free(m);
 	}
@@ -177,11 +170,8 @@ static void mrc_drop(struct ofi_conn *oc, uint64_t key)
 
 void ofi_mrc_free(struct ofi_conn *oc)
 {
-	while (oc->mrc) {
-		struct ofi_mrc *c = oc->mrc;
-		oc->mrc = c->next;
+	for (struct ofi_mrc *c; CCI__SLIST_POP(&oc->mrc, c, next);)
 		free(c);
-	}
 }
 
 static void on_mr_rep(struct ofi_conn *oc, uint32_t req_id, const struct ofi_mr_rep *r)

@@ -42,7 +42,9 @@
 #include "clock.h"
 #include "conn_base.h"
 #include "engine.h"
+#include "grow.h"
 #include "random.h"
+#include "slist.h"
 #include "spin.h"
 #include "status.h"
 #include "sm_ctl_wire.h"
@@ -264,7 +266,6 @@ static inline struct sm_conn *sm_conn_of(cci__conn_t *conn)
 int sm_path_listen(struct sm_ep *sep, const char *service);
 void sm_path_unlisten(struct sm_ep *sep);
 int sm_uri_parse(const char *uri, char *path, size_t pathlen);
-int sm_check_base(const char *base);
 
 /* sm_wire.c */
 int sm_ctl_send(int sock, uint16_t type, const void *body, size_t len, const int *fds, int nfds);

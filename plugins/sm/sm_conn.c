@@ -159,16 +159,6 @@ static void conn_close_sock(struct sm_conn *sc)
 	sc->sock = -1;
 }
 
-static void conns_unlink(struct sm_ep *sep, struct sm_conn *sc)
-{
-	for (struct sm_conn **pp = &sep->conns; *pp; pp = &(*pp)->next) {
-		if (*pp == sc) {
-			*pp = sc->next;
-			return;
-		}
-	}
-}
-
 /* The CONNECT or ACCEPT event that ends a connection's set-up. */
 static void post_conn_event(struct sm_ep *sep, cci_event_type_t type, int status,
                             void *context, cci__conn_t *conn)
@@ -188,18 +178,11 @@ static void post_conn_event(struct sm_ep *sep, cci_event_type_t type, int status
 void sm_rxset_add(struct sm_ep *sep, struct sm_conn *sc, cci_event_type_t type, void *context)
 {
 	cci__spin_lock(&sep->rx_lock);
-	if (sep->rx_n == sep->rx_cap) {
-		uint32_t cap = sep->rx_cap ? sep->rx_cap * 2 : 8;
-		struct sm_conn **grown = realloc(sep->rx_set, sizeof(*grown) * cap);
-		if (!grown) {
-			cci__spin_unlock(&sep->rx_lock);
-			SM_ERR("sm: out of memory: connection to pid %d will not receive",
-			       (int)sc->peer_pid);
-			post_conn_event(sep, type, CCI_ENOMEM, context, NULL);
-			return;
-		}
-		sep->rx_set = grown;
-		sep->rx_cap = cap;
+	if (cci__grow(&sep->rx_set, sep->rx_n, &sep->rx_cap, 8, sizeof(*sep->rx_set)) != CCI_SUCCESS) {
+		cci__spin_unlock(&sep->rx_lock);
+		SM_ERR("sm: out of memory: connection to pid %d will not receive", (int)sc->peer_pid);
+		post_conn_event(sep, type, CCI_ENOMEM, context, NULL);
+		return;
 	}
 	sep->rx_set[sep->rx_n++] = sc;
 	post_conn_event(sep, type, CCI_SUCCESS, context, sc->conn);
@@ -247,7 +230,7 @@ void sm_connect_failed(struct sm_conn *sc, int status, int listed)
 
 	sm_core->post_connect(sep->ep, sc->conn->pub.context, status, NULL);
 	if (listed) {
-		conns_unlink(sep, sc);
+		CCI__SLIST_UNLINK(&sep->conns, sc, next);
 		conn_close_sock(sc);
 	}
 	sm_conn_destroy(sc);
@@ -316,7 +299,7 @@ int sm_disconnect(cci__conn_t *conn)
 	if (sc->sock >= 0 && cci__conn_is_open(&sc->base))
 		sm_ctl_send(sc->sock, SM_CTL_DISCONNECT, NULL, 0, NULL, 0);
 	conn_close_sock(sc);
-	conns_unlink(sep, sc);
+	CCI__SLIST_UNLINK(&sep->conns, sc, next);
 	cci__spin_lock(&sep->rx_lock);
 	rxset_remove(sep, sc);
 	pthread_mutex_lock(&sc->tx_lock);

@@ -139,21 +139,12 @@ void sm_ep_destroy(cci__ep_t *ep)
 
 	sm_loop_stop(sep);
 	/* No other thread runs on this endpoint any more (API contract). */
-	while (sep->conns) {
-		struct sm_conn *sc = sep->conns;
-		sep->conns = sc->next;
+	for (struct sm_conn *sc; CCI__SLIST_POP(&sep->conns, sc, next);)
 		sm_conn_destroy(sc);
-	}
-	while (sep->zombies) {
-		struct sm_conn *sc = sep->zombies;
-		sep->zombies = sc->next;
+	for (struct sm_conn *sc; CCI__SLIST_POP(&sep->zombies, sc, next);)
 		sm_conn_destroy(sc);
-	}
-	while (sep->reqs) {
-		struct sm_req *req = sep->reqs;
-		sep->reqs = req->next;
+	for (struct sm_req *req; CCI__SLIST_POP(&sep->reqs, req, next);)
 		sm_req_free(req);
-	}
 	ep_release(sep);
 }
 

@@ -246,12 +246,7 @@ static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 /* Forget a request that never became an event; loop thread, sep->lock held. */
 void sm_req_drop(struct sm_ep *sep, struct sm_req *req)
 {
-	for (struct sm_req **pp = &sep->reqs; *pp; pp = &(*pp)->next) {
-		if (*pp == req) {
-			*pp = req->next;
-			break;
-		}
-	}
+	CCI__SLIST_UNLINK(&sep->reqs, req, next);
 	ev_io_stop(sep->eng.loop, &req->w);
 	sm_req_free(req);
 }
@@ -360,12 +355,7 @@ void sm_request_done(cci__evt_t *evt)
 	struct sm_ep *sep = sm_ep_of(evt->ep);
 
 	pthread_mutex_lock(&sep->lock);
-	for (struct sm_req **pp = &sep->reqs; *pp; pp = &(*pp)->next) {
-		if (*pp == req) {
-			*pp = req->next;
-			break;
-		}
-	}
+	CCI__SLIST_UNLINK(&sep->reqs, req, next);
 	pthread_mutex_unlock(&sep->lock);
 	sm_req_free(req);
 }

@@ -88,11 +88,6 @@ err_errno:
 	return CCI_EADDRNOTAVAIL;
 }
 
-int sm_check_base(const char *base)
-{
-	return dir_prepare(base);
-}
-
 static int all_digits(const char *s, size_t n)
 {
 	if (n == 0 || n > 10)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugin.h"
 #include "sm.h"
 
 const struct cci_core *sm_core;
@@ -18,10 +19,7 @@ static const char sm_info[] =
 
 static int sm_init(const struct cci_core *core)
 {
-	if (!core || core->size < sizeof(struct cci_core))
-		return CCI_EINVAL;
-	sm_core = core;
-	return CCI_SUCCESS;
+	return cci__plugin_take_core(core, &sm_core);
 }
 
 static struct sm_dev *dev_defaults(void)
@@ -105,12 +103,6 @@ static int sm_dev_configure(cci__dev_t *dev)
 	return CCI_SUCCESS;
 }
 
-static void sm_dev_free(cci__dev_t *dev)
-{
-	free(dev->priv);
-	dev->priv = NULL;
-}
-
 static const char *const sm_transports[] = { "sm", NULL };
 
 __attribute__((visibility("default"))) const struct cci_plugin cci_ctp_sm_plugin = {
@@ -124,7 +116,7 @@ __attribute__((visibility("default"))) const struct cci_plugin cci_ctp_sm_plugin
 	.init = sm_init,
 	.discover = sm_discover,
 	.dev_configure = sm_dev_configure,
-	.dev_free = sm_dev_free,
+	.dev_free = cci__dev_free_priv,
 	.ep_create = sm_ep_create,
 	.ep_destroy = sm_ep_destroy,
 	.progress = sm_progress,

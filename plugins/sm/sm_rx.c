@@ -81,16 +81,6 @@ void sm_rx_consume_release(struct sm_conn *sc, struct sm_rec *rec)
 	rx_release(sc, rec);
 }
 
-static void zombie_unlink(struct sm_ep *sep, struct sm_conn *sc)
-{
-	for (struct sm_conn **pp = &sep->zombies; *pp; pp = &(*pp)->next) {
-		if (*pp == sc) {
-			*pp = sc->next;
-			return;
-		}
-	}
-}
-
 void sm_recv_returned(cci__evt_t *evt)
 {
 	struct sm_conn *sc = sm_conn_of(evt->conn);
@@ -102,7 +92,7 @@ void sm_recv_returned(cci__evt_t *evt)
 	if (sc->rx_closed) {
 		dead = sc->lent == 0;
 		if (dead)
-			zombie_unlink(sep, sc);
+			CCI__SLIST_UNLINK(&sep->zombies, sc, next);
 	} else {
 		rx_release(sc, evt->rx_buf);
 	}

@@ -51,11 +51,8 @@ int sm_pool_init(struct sm_ep *sep, uint32_t count)
 
 void sm_pool_fini(struct sm_ep *sep)
 {
-	while (sep->pool) {
-		struct sm_pend *p = sep->pool;
-		sep->pool = p->next;
+	for (struct sm_pend *p; CCI__SLIST_POP(&sep->pool, p, next);)
 		free(p);
-	}
 	sep->pool_free_n = 0;
 }
 
@@ -323,9 +320,7 @@ void sm_txq_fail(struct sm_conn *sc, int first_status, int notify)
 /* Copy RMAs waiting for an ACK fail (notify) or vanish; tx_lock held. */
 void sm_rma_fail_waiting(struct sm_conn *sc, int notify)
 {
-	while (sc->rma_wait) {
-		struct sm_pend *p = sc->rma_wait;
-		sc->rma_wait = p->next;
+	for (struct sm_pend *p; CCI__SLIST_POP(&sc->rma_wait, p, next);) {
 		if (notify && sc->conn)
 			sm_core->send_done(sc->conn, p->context, p->flags, CCI_ERR_DISCONNECTED);
 		sm_pend_put(sc->sep, p);

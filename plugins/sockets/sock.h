@@ -50,6 +50,7 @@
 #include "clock.h"
 #include "conn_base.h"
 #include "engine.h"
+#include "grow.h"
 #include "random.h"
 #include "sock_addr.h"
 #include "sock_dgram.h"

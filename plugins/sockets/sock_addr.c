@@ -11,28 +11,12 @@
 #include <string.h>
 
 #include "sock_addr.h"
+#include "ifaddr.h"
 #include "uri.h"
 
 static socklen_t sa_len(int family)
 {
 	return family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-}
-
-static int is_v6_link_local(const struct sockaddr *sa)
-{
-	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-
-	return sa->sa_family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr);
-}
-
-/* An address of an interface that a device can use: IPv4 or IPv6, on an
- * interface that is up, not IPv6 link-local (its URI would need a zone). */
-static int ifa_usable(const struct ifaddrs *ifa)
-{
-	int fam = ifa->ifa_addr ? ifa->ifa_addr->sa_family : AF_UNSPEC;
-
-	return (fam == AF_INET || fam == AF_INET6) && (ifa->ifa_flags & IFF_UP) &&
-	       !is_v6_link_local(ifa->ifa_addr);
 }
 
 /* The numeric host of sa, IPv6 in brackets. */
@@ -100,7 +84,7 @@ static int addr_index(const struct ifaddrs *all, const struct ifaddrs *ifa)
 	int n = 0;
 
 	for (const struct ifaddrs *p = all; p != ifa; p = p->ifa_next)
-		if (ifa_usable(p) && p->ifa_addr->sa_family == ifa->ifa_addr->sa_family &&
+		if (cci__ifa_usable(p) && p->ifa_addr->sa_family == ifa->ifa_addr->sa_family &&
 		    strcmp(p->ifa_name, ifa->ifa_name) == 0)
 			n++;
 	return n;
@@ -123,7 +107,7 @@ static int discover(const struct cci_core *core, const struct sock_transport *t,
 	for (ifa = all; ifa && rc == CCI_SUCCESS; ifa = ifa->ifa_next) {
 		int fam, idx;
 
-		if (!ifa_usable(ifa))
+		if (!cci__ifa_usable(ifa))
 			continue;
 		fam = ifa->ifa_addr->sa_family;
 		idx = addr_index(all, ifa);
@@ -138,28 +122,6 @@ static int discover(const struct cci_core *core, const struct sock_transport *t,
 	}
 	freeifaddrs(all);
 	return rc;
-}
-
-/* The first address of ifname (IPv4 preferred, family if not AF_UNSPEC). */
-static int if_first_addr(const char *ifname, int family, struct sockaddr_storage *ss)
-{
-	struct ifaddrs *all;
-	int found = 0;
-
-	if (getifaddrs(&all) != 0)
-		return 0;
-	for (int pass = 0; pass < 2 && !found; pass++) {
-		int want = family != AF_UNSPEC ? family : (pass == 0 ? AF_INET : AF_INET6);
-		for (struct ifaddrs *ifa = all; ifa && !found; ifa = ifa->ifa_next) {
-			if (!ifa_usable(ifa) || ifa->ifa_addr->sa_family != want ||
-			    strcmp(ifa->ifa_name, ifname) != 0)
-				continue;
-			memcpy(ss, ifa->ifa_addr, sa_len(want));
-			found = 1;
-		}
-	}
-	freeifaddrs(all);
-	return found;
 }
 
 /* The host a wildcard endpoint advertises: the first non-loopback IPv4
@@ -209,7 +171,7 @@ static int conf_address(const struct cci_core *core, cci__dev_t *dev, struct soc
 {
 	struct sockaddr_storage ifaddr;
 
-	if (if_i >= 0 && !if_first_addr(d->ifname, ip_i >= 0 ? d->addr.ss_family : AF_UNSPEC,
+	if (if_i >= 0 && !cci__if_addr(d->ifname, ip_i >= 0 ? d->addr.ss_family : AF_UNSPEC, 1,
 	                                 &ifaddr)) {
 		core->log(CCI_LOG_WARN, "device [%s]: interface %s has no usable address%s: "
 		          "device is down", dev->pub.name, d->ifname, ip_i >= 0 ? " of that family" : "");
@@ -296,12 +258,6 @@ int sock_devs_configure(const struct cci_core *core, const struct sock_transport
 	}
 	publish(dev, d, 0);
 	return CCI_SUCCESS;
-}
-
-void sock_devs_free(cci__dev_t *dev)
-{
-	free(dev->priv);
-	dev->priv = NULL;
 }
 
 int sock_parse_port(const char *service, uint16_t *port)

@@ -120,8 +120,7 @@ int sock_devs_discover(const struct cci_core *core, const struct sock_transport 
 int sock_devs_configure(const struct cci_core *core, const struct sock_transport *t,
                         cci__dev_t *dev);
 
-/* dev_free(): the struct sock_dev of either. */
-void sock_devs_free(cci__dev_t *dev);
+/* dev_free is cci__dev_free_priv (plugin.h): a struct sock_dev is one block. */
 
 /* "port" of cci_create_endpoint_at: decimal 0..65535, nothing else. */
 int sock_parse_port(const char *service, uint16_t *port);

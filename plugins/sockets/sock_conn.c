@@ -34,15 +34,8 @@ int sock_conn_slot(struct sock_ep *sep, struct sock_conn *sc)
 
 	for (i = 0; i < sep->nslots && sep->slots[i]; i++)
 		;
-	if (i == sep->nslots) {
-		uint32_t n = sep->nslots ? sep->nslots * 2 : 16;
-		struct sock_conn **s = realloc(sep->slots, n * sizeof(*s));
-		if (!s)
-			return CCI_ENOMEM;
-		memset(s + sep->nslots, 0, (n - sep->nslots) * sizeof(*s));
-		sep->slots = s;
-		sep->nslots = n;
-	}
+	if (cci__grow(&sep->slots, i, &sep->nslots, 16, sizeof(*sep->slots)) != CCI_SUCCESS)
+		return CCI_ENOMEM;
 	while ((uint32_t)tag == 0)
 		if (cci__random64(&tag) != CCI_SUCCESS)
 			return CCI_ERROR;

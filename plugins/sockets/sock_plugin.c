@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugin.h"
 #include "spin.h"
 #include "tcp.h"
 
@@ -24,10 +25,7 @@ static const struct cci_conf_key tcp_conf_keys[] = SOCK_CONF_KEYS(
 
 static int sock_init(const struct cci_core *core)
 {
-	if (!core || core->size < sizeof(struct cci_core))
-		return CCI_EINVAL;
-	tcp_core = core;
-	return CCI_SUCCESS;
+	return cci__plugin_take_core(core, &tcp_core);
 }
 
 static const struct sock_transport tcp_transport = {
@@ -58,7 +56,7 @@ __attribute__((visibility("default"))) const struct cci_plugin cci_ctp_sockets_p
 	.init = sock_init,
 	.discover = sock_discover_devs,
 	.dev_configure = sock_dev_configure_one,
-	.dev_free = sock_devs_free,
+	.dev_free = cci__dev_free_priv,
 	.ep_create = tcp_ep_create,
 	.ep_destroy = tcp_ep_destroy,
 	.progress = tcp_progress,

@@ -7,6 +7,7 @@
  * CCI_CTP selects or drops it apart from tcp, and its discovered devices
  * carry its transport name.
  */
+#include "plugin.h"
 #include "sock.h"
 
 const struct cci_core *sock_core;
@@ -25,10 +26,7 @@ static const struct cci_conf_key sock_conf_keys[] = SOCK_CONF_KEYS(
 
 static int plugin_init(const struct cci_core *core)
 {
-	if (!core || core->size < sizeof(struct cci_core))
-		return CCI_EINVAL;
-	sock_core = core;
-	return CCI_SUCCESS;
+	return cci__plugin_take_core(core, &sock_core);
 }
 
 static const struct sock_transport udp_transport = {
@@ -59,7 +57,7 @@ __attribute__((visibility("default"))) const struct cci_plugin cci_ctp_sock_plug
 	.init = plugin_init,
 	.discover = discover_devs,
 	.dev_configure = dev_configure,
-	.dev_free = sock_devs_free,
+	.dev_free = cci__dev_free_priv,
 	.ep_create = sock_ep_create,
 	.ep_destroy = sock_ep_destroy,
 	.progress = sock_progress,

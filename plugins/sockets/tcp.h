@@ -62,8 +62,11 @@
 #include "sock_wire.h"
 #include "clock.h"
 #include "conn_base.h"
+#include "dlist.h"
 #include "engine.h"
+#include "grow.h"
 #include "random.h"
+#include "slist.h"
 #include "spin.h"
 #include "status.h"
 
@@ -404,7 +407,6 @@ void tcp_hs_timers(struct tcp_ep *sep, uint64_t now);
 
 /* tcp_conn.c */
 void tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, int fd);
-void tcp_conn_link(struct tcp_conn *tc);
 int tcp_conn_open(struct tcp_conn *tc);
 void tcp_conn_break(struct tcp_conn *tc, int status, const char *why);
 void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why);

@@ -22,31 +22,6 @@ void tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, i
 	tc->mss = sep->mss;
 }
 
-/* With sep->lock held. */
-void tcp_conn_link(struct tcp_conn *tc)
-{
-	struct tcp_ep *sep = tc->sep;
-
-	tc->prev = NULL;
-	tc->next = sep->conns;
-	if (sep->conns)
-		sep->conns->prev = tc;
-	sep->conns = tc;
-}
-
-static void conn_unlink(struct tcp_conn *tc)
-{
-	struct tcp_ep *sep = tc->sep;
-
-	if (tc->prev)
-		tc->prev->next = tc->next;
-	else if (sep->conns == tc)
-		sep->conns = tc->next;
-	if (tc->next)
-		tc->next->prev = tc->prev;
-	tc->next = tc->prev = NULL;
-}
-
 static void set_state(struct tcp_conn *tc, int to)
 {
 	cci__conn_move(&tc->base, to, tcp_core, tc->conn);
@@ -105,14 +80,8 @@ int tcp_conn_open(struct tcp_conn *tc)
 	tc->stage = malloc(TCP_STAGE_LEN);
 	if (!tc->stage)
 		return CCI_ENOMEM;
-	if (sep->nopen == sep->open_cap) {
-		uint32_t cap = sep->open_cap ? sep->open_cap * 2 : 16;
-		struct tcp_conn **n = realloc(sep->open, sizeof(*n) * cap);
-		if (!n)
-			return CCI_ENOMEM;
-		sep->open = n;
-		sep->open_cap = cap;
-	}
+	if (cci__grow(&sep->open, sep->nopen, &sep->open_cap, 16, sizeof(*sep->open)) != CCI_SUCCESS)
+		return CCI_ENOMEM;
 	sep->open[sep->nopen++] = tc;
 	tc->in_rx = 1;
 	tcp_conn_watch_update(sep);
@@ -177,9 +146,7 @@ static struct tcp_op *ops_detach(struct tcp_conn *tc)
  * CCI_SUCCESS: the application closed it). */
 static void ops_drop(struct tcp_ep *sep, struct tcp_op *list, int status)
 {
-	while (list) {
-		struct tcp_op *op = list;
-		list = op->next;
+	for (struct tcp_op *op; CCI__SLIST_POP(&list, op, next);) {
 		if (status != CCI_SUCCESS && op->kind != TCP_OP_RDRESP)
 			tcp_core->send_done(op->tc->conn, op->context, op->flags, status);
 		tcp_op_put(sep, op);
@@ -266,7 +233,7 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 	if (tc->fd >= 0)
 		close(tc->fd);
 	tc->fd = -1;
-	conn_unlink(tc);
+	CCI__DLIST_UNLINK(&tc->sep->conns, tc);
 	free(tc->stage);
 	tc->stage = NULL;
 }

@@ -143,16 +143,10 @@ void tcp_ep_destroy(cci__ep_t *ep)
 		/* Drop the plugin's reference; lent events keep theirs. */
 		tcp_core->conn_release(conn);
 	}
-	while (sep->reqs) {
-		struct tcp_req *req = sep->reqs;
-		sep->reqs = req->next;
+	for (struct tcp_req *req; CCI__SLIST_POP(&sep->reqs, req, next);)
 		tcp_req_free(req);
-	}
-	while (sep->posted) {
-		struct tcp_req *req = sep->posted;
-		sep->posted = req->next;
+	for (struct tcp_req *req; CCI__SLIST_POP(&sep->posted, req, next);)
 		tcp_req_free(req);
-	}
 	ep_release(sep);
 }
 

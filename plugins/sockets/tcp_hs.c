@@ -87,24 +87,9 @@ static void req_unlink(struct tcp_req *req)
 	struct tcp_ep *sep = req->sep;
 	struct tcp_req **head = req->state == TCP_REQ_READING ? &sep->reqs : &sep->posted;
 
-	if (req->prev)
-		req->prev->next = req->next;
-	else if (*head == req)
-		*head = req->next;
-	if (req->next)
-		req->next->prev = req->prev;
-	req->next = req->prev = NULL;
+	CCI__DLIST_UNLINK(head, req);
 	if (req->state == TCP_REQ_READING)
 		sep->nreqs--;
-}
-
-static void req_link(struct tcp_req *req, struct tcp_req **head)
-{
-	req->prev = NULL;
-	req->next = *head;
-	if (*head)
-		(*head)->prev = req;
-	*head = req;
 }
 
 void tcp_req_free(struct tcp_req *req)
@@ -130,7 +115,7 @@ static void req_post(struct tcp_req *req)
 	ev_io_stop(sep->eng.loop, &req->w);
 	req_unlink(req);
 	req->state = TCP_REQ_POSTED;
-	req_link(req, &sep->posted);
+	CCI__DLIST_PUSH(&sep->posted, req);
 	if (tcp_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.attr,
 	                           req->buf + SOCK_HDR_LEN + SOCK_HELLO_LEN, req->hello.data_len,
 	                           req) != CCI_SUCCESS)
@@ -181,7 +166,7 @@ static void req_new(struct tcp_ep *sep, int fd, const struct sockaddr_storage *s
 			old = old->next;
 		req_drop(old, "too many handshakes pending");
 	}
-	req_link(req, &sep->reqs);
+	CCI__DLIST_PUSH(&sep->reqs, req);
 	sep->nreqs++;
 	ev_io_init(&req->w, req_cb, fd, EV_READ);
 	req->w.data = req;
@@ -254,7 +239,7 @@ static int accept_locked(struct tcp_req *req, void *context)
 	memcpy(tc->peer, req->peer, sizeof(tc->peer));
 	tc->mss = req->hello.mss < sep->mss ? req->hello.mss : sep->mss;
 	conn->pub.max_send_size = tc->mss;
-	tcp_conn_link(tc);
+	CCI__DLIST_PUSH(&sep->conns, tc);
 	rc = reply_send(tc->fd, SOCK_F_ACCEPT, &r);
 	if (rc == CCI_SUCCESS)
 		rc = tcp_conn_open(tc);
@@ -480,7 +465,7 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	cci__ct_connecting(&tc->base.timers, timeout, cci__now_ns());
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
-	tcp_conn_link(tc);
+	CCI__DLIST_PUSH(&sep->conns, tc);
 	ev_io_init(&tc->hs_w, hs_cb, fd, EV_WRITE);
 	tc->hs_w.data = tc;
 	ev_io_start(sep->eng.loop, &tc->hs_w);

@@ -1,0 +1,24 @@
+/*
+ * grow.h - room for one more element in an array that a plugin grows by
+ * doubling: sm's and tcp's sets of readable connections, sock's
+ * connection slots.  Written once, on the cold path where a connection
+ * joins; the arrays are read on the message path, never grown there.
+ *
+ * Ownership: the array is the caller's (malloc'd through here, freed by
+ * the caller with free()); the caller holds whatever lock guards it.
+ */
+#ifndef CCI_COMMON_GROW_H
+#define CCI_COMMON_GROW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * arrp is the address of the array pointer (any element type), holding
+ * n used elements of *cap, each elem bytes.  When n has reached *cap, the
+ * array doubles (to first elements when it has none), the new elements
+ * zeroed.  CCI_SUCCESS, or CCI_ENOMEM with the array unchanged.
+ */
+int cci__grow(void *arrp, uint32_t n, uint32_t *cap, uint32_t first, size_t elem);
+
+#endif /* CCI_COMMON_GROW_H */

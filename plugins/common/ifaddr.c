@@ -1,0 +1,53 @@
+/*
+ * ifaddr.c - the address of a named interface; see ifaddr.h.
+ */
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <string.h>
+
+#include "ifaddr.h"
+
+int cci__ifa_usable(const struct ifaddrs *ifa)
+{
+	int fam = ifa->ifa_addr ? ifa->ifa_addr->sa_family : AF_UNSPEC;
+
+	return (fam == AF_INET || fam == AF_INET6) && (ifa->ifa_flags & IFF_UP) &&
+	       !(fam == AF_INET6 &&
+	         IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr));
+}
+
+int cci__if_addr(const char *ifname, int family, int usable_only, struct sockaddr_storage *ss)
+{
+	struct ifaddrs *all;
+	int found = 0;
+
+	if (getifaddrs(&all) != 0)
+		return 0;
+	for (int pass = 0; pass < 2 && !found; pass++) {
+		int want = family != AF_UNSPEC ? family : (pass == 0 ? AF_INET : AF_INET6);
+		for (struct ifaddrs *ifa = all; ifa && !found; ifa = ifa->ifa_next) {
+			if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != want ||
+			    (usable_only && !cci__ifa_usable(ifa)) || strcmp(ifa->ifa_name, ifname) != 0)
+				continue;
+			memcpy(ss, ifa->ifa_addr, want == AF_INET6 ? sizeof(struct sockaddr_in6)
+			                                           : sizeof(struct sockaddr_in));
+			found = 1;
+		}
+	}
+	freeifaddrs(all);
+	return found;
+}
+
+int cci__if_addr_str(const char *ifname, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	const void *a;
+
+	if (!cci__if_addr(ifname, AF_UNSPEC, 0, &ss))
+		return 0;
+	a = ss.ss_family == AF_INET ? (const void *)&((struct sockaddr_in *)&ss)->sin_addr
+	                            : (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
+	return inet_ntop(ss.ss_family, a, buf, (socklen_t)len) != NULL;
+}

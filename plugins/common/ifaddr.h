@@ -1,0 +1,33 @@
+/*
+ * ifaddr.h - the address of a network interface named in a
+ * configuration (the iface= keys of the tcp, sock and ofi devices),
+ * looked up once when the device is configured.
+ *
+ * Each call reads getifaddrs() afresh and frees it: nothing is kept, no
+ * state is shared, any thread may call.
+ */
+#ifndef CCI_COMMON_IFADDR_H
+#define CCI_COMMON_IFADDR_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+/*
+ * The first address of interface ifname of family (AF_INET or AF_INET6),
+ * or an IPv4 one before an IPv6 one when family is AF_UNSPEC, copied into
+ * *ss (sockaddr_in or sockaddr_in6).  usable_only: pass over an interface
+ * that is down and IPv6 link-local addresses (a URI would need a zone).
+ * Returns 1 when found, 0 otherwise.
+ */
+int cci__if_addr(const char *ifname, int family, int usable_only, struct sockaddr_storage *ss);
+
+/* Is this interface address one a device can use: IPv4 or IPv6, on an
+ * interface that is up, not IPv6 link-local? */
+struct ifaddrs;
+int cci__ifa_usable(const struct ifaddrs *ifa);
+
+/* The first address of ifname (IPv4 before IPv6, up or not) printed
+ * numerically into buf, without brackets.  1 when found, 0 otherwise. */
+int cci__if_addr_str(const char *ifname, char *buf, size_t len);
+
+#endif /* CCI_COMMON_IFADDR_H */
