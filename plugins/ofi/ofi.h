@@ -235,6 +235,7 @@ struct ofi_peer {
 	fi_addr_t fa;
 	int refs;                   /* 0: unused since idle_ns, removed later */
 	int cut;                    /* atomic: removed from the AV (ofi_live.c) */
+	uint32_t ctl_queued;        /* atomic, changed under pool_lock: its ops on sep->ctlq */
 	uint64_t idle_ns;
 	size_t len;
 	uint8_t addr[OFI_ADDR_MAX];
@@ -316,7 +317,8 @@ struct ofi_ep {
 	cci__spinlock_t pool_lock;
 	struct ofi_slab *op_slabs;
 	struct ofi_op *pool;
-	struct ofi_op *ctlq, *ctlq_tail; /* control messages the provider refused */
+	struct ofi_op *ctlq, *ctlq_tail; /* control messages the provider refused, in
+	                                  * order per destination */
 	uint32_t ctl_out;           /* atomic: tracked control messages alive */
 	uint32_t pool_user;         /* user operations out */
 	uint32_t pool_limit;        /* send_buf_count */

@@ -230,8 +230,27 @@ void ofi_msgq_flush(struct ofi_conn *oc)
 
 /* ---- Control messages ---- */
 
+/*
+ * Control messages the provider refused (-FI_EAGAIN) wait on the
+ * endpoint's ctlq, in order per destination address: a message waits
+ * behind those queued for its own peer, never behind another peer's.
+ * libfabric 1.17's tcp provider (tcp;ofi_rxm) refuses, for good, every
+ * send to a peer whose process disconnected and exited, so one queue in
+ * strict order let one such peer keep every other connection's credits
+ * from leaving, and those senders waited for them forever.
+ */
+
+#define OFI_CTLQ_REFUSED 32 /* peers refused in one pass, at most */
+
+static struct ofi_peer *op_peer(const struct ofi_op *op)
+{
+	return op->peer ? op->peer : op->oc->peer;
+}
+
 static void ctlq_push(struct ofi_ep *sep, struct ofi_op *op)
 {
+	struct ofi_peer *peer = op_peer(op);
+
 	op->next = NULL;
 	cci__spin_lock(&sep->pool_lock);
 	if (sep->ctlq_tail)
@@ -239,87 +258,128 @@ static void ctlq_push(struct ofi_ep *sep, struct ofi_op *op)
 	else
 		__atomic_store_n(&sep->ctlq, op, __ATOMIC_RELAXED);
 	sep->ctlq_tail = op;
+	__atomic_add_fetch(&peer->ctl_queued, 1, __ATOMIC_RELAXED);
 	cci__spin_unlock(&sep->pool_lock);
 	__atomic_store_n(&sep->tx_pending, 1, __ATOMIC_RELAXED);
 }
 
-/* Whether a control message to dest waits in the queue; a new one to
- * dest must queue behind it. */
-static int ctlq_holds(struct ofi_ep *sep, fi_addr_t dest)
+/* Does a message to peer have to wait behind queued ones? */
+static int ctlq_busy(const struct ofi_peer *peer)
 {
-	int found = 0;
-
-	if (!__atomic_load_n(&sep->ctlq, __ATOMIC_RELAXED))
-		return 0;
-	cci__spin_lock(&sep->pool_lock);
-	for (struct ofi_op *op = sep->ctlq; op && !found; op = op->next)
-		found = op->dest == dest;
-	cci__spin_unlock(&sep->pool_lock);
-	return found;
+	return __atomic_load_n(&peer->ctl_queued, __ATOMIC_RELAXED) != 0;
 }
 
-#define CTLQ_BLOCKED_MAX 8
+/* Take op, whose predecessor is prev (NULL: the head), off the queue;
+ * returns its successor.  Only the flush removes, so prev stays. */
+static struct ofi_op *ctlq_unlink(struct ofi_ep *sep, struct ofi_op *prev, struct ofi_op *op)
+{
+	struct ofi_op *next;
 
-/*
- * Control messages the provider refused earlier; only progress calls it.
- * Order is kept per destination only: a peer the provider cannot reach
- * yet (rxm still connecting, for good when the peer is blackholed) holds
- * back its own messages, not those to other peers.  A pass skips the
- * destinations that refused, up to CTLQ_BLOCKED_MAX of them.
- */
+	cci__spin_lock(&sep->pool_lock);
+	next = op->next;
+	if (prev)
+		prev->next = next;
+	else
+		__atomic_store_n(&sep->ctlq, next, __ATOMIC_RELAXED);
+	if (sep->ctlq_tail == op)
+		sep->ctlq_tail = prev;
+	__atomic_sub_fetch(&op_peer(op)->ctl_queued, 1, __ATOMIC_RELAXED);
+	cci__spin_unlock(&sep->pool_lock);
+	op->next = NULL;
+	return next;
+}
+
+/* A queued control message that can no longer serve: its address left
+ * the AV, or its connection does not carry messages any more and it is a
+ * credit return or a keepalive. */
+static int ctl_stale(const struct ofi_op *op)
+{
+	if (__atomic_load_n(&op_peer(op)->cut, __ATOMIC_ACQUIRE))
+		return 1;
+	if (!op->oc || ofi_conn_state(op->oc) == CCI__CONN_OPEN)
+		return 0;
+	return op->ctl_type == OFI_T_CREDIT || op->ctl_type == OFI_T_PING ||
+	       op->ctl_type == OFI_T_PONG;
+}
+
+/* The provider refused op: is its peer a process of this host that is
+ * gone?  Then it never will take it. */
+static int ctl_peer_gone(struct ofi_op *op)
+{
+	int gone;
+
+	if (!op->oc)
+		return 0;
+	pthread_mutex_lock(&op->oc->lock);
+	gone = ofi_pidw_exited(op->oc->pidw);
+	pthread_mutex_unlock(&op->oc->lock);
+	return gone;
+}
+
+static int refused_has(struct ofi_peer *const *refused, int n, const struct ofi_peer *peer)
+{
+	for (int i = 0; i < n; i++)
+		if (refused[i] == peer)
+			return 1;
+	return 0;
+}
+
+/* Control messages the provider refused earlier, one pass; only
+ * progress calls it (cq_lock held: one flush at a time). */
 void ofi_ctlq_flush(struct ofi_ep *sep)
 {
-	fi_addr_t blocked[CTLQ_BLOCKED_MAX];
+	struct ofi_peer *refused[OFI_CTLQ_REFUSED];
 	struct ofi_op *prev = NULL, *op;
-	int nblocked = 0;
+	int nref = 0;
 
 	cci__spin_lock(&sep->pool_lock);
 	op = sep->ctlq;
 	cci__spin_unlock(&sep->pool_lock);
 	while (op) {
+		struct ofi_peer *peer = op_peer(op);
 		struct ofi_op *next;
-		int skip = 0;
 		ssize_t rc;
 
-		for (int i = 0; i < nblocked && !skip; i++)
-			skip = blocked[i] == op->dest;
-		rc = skip ? -FI_EAGAIN
-		          : fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op->dest, op);
-		cci__spin_lock(&sep->pool_lock);
-		next = op->next;
-		if (rc != -FI_EAGAIN) {
-			if (prev)
-				prev->next = next;
-			else
-				__atomic_store_n(&sep->ctlq, next, __ATOMIC_RELAXED);
-			if (sep->ctlq_tail == op)
-				sep->ctlq_tail = prev;
-		}
-		cci__spin_unlock(&sep->pool_lock);
-		if (rc == -FI_EAGAIN) {
-			if (!skip) {
-				if (nblocked == CTLQ_BLOCKED_MAX)
-					return;
-				blocked[nblocked++] = op->dest;
-			}
-			prev = op;
+		if (ctl_stale(op)) {
+			rc = -FI_ECANCELED;
+		} else if (refused_has(refused, nref, peer)) {
+			rc = -FI_EAGAIN; /* it keeps its place behind the refused one */
 		} else {
-			op->in_flight = rc == 0;
-			if (rc != 0)
-				ofi_op_done(sep, op);
+			rc = fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op->dest, op);
+			if (rc == -FI_EAGAIN && ctl_peer_gone(op))
+				rc = -FI_ECANCELED;
+			if (rc == -FI_EAGAIN && nref == OFI_CTLQ_REFUSED)
+				return; /* the rest waits for the next pass */
+			if (rc == -FI_EAGAIN)
+				refused[nref++] = peer;
 		}
+		if (rc == -FI_EAGAIN) {
+			cci__spin_lock(&sep->pool_lock);
+			prev = op;
+			op = op->next;
+			cci__spin_unlock(&sep->pool_lock);
+			continue;
+		}
+		if (rc != 0 && rc != -FI_ECANCELED)
+			OFI_LOG(CCI_LOG_MSG, "ofi: control message %u not sent: %s", op->ctl_type,
+			        ofi_lib.strerror((int)-rc));
+		next = ctlq_unlink(sep, prev, op);
+		op->in_flight = rc == 0;
+		if (rc != 0)
+			ofi_op_done(sep, op);
 		op = next;
 	}
 }
 
-/* Post a control op now, or queue it for progress (behind the ones to the
- * same destination the provider refused earlier, so control messages to a
- * peer keep their order).  Its header is built. */
+/* Post a control op now, or queue it for progress (behind the ones the
+ * provider refused earlier for the same peer, so control messages keep
+ * their order).  Its header is built. */
 static int ctl_post(struct ofi_ep *sep, struct ofi_op *op)
 {
+	struct ofi_peer *peer = op_peer(op);
 	ssize_t rc = -FI_EAGAIN;
 
-	if (!ctlq_holds(sep, op->dest))
+	if (!ctlq_busy(peer))
 		rc = fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op->dest, op);
 
 	if (rc == 0) {
@@ -366,7 +426,7 @@ int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *bo
 	if (!oc->peer || __atomic_load_n(&oc->peer->cut, __ATOMIC_ACQUIRE))
 		return CCI_ERR_DISCONNECTED;
 	if (!flags && OFI_HDR_LEN + len <= sizeof(buf) && OFI_HDR_LEN + len <= sep->inject_size &&
-	    !ctlq_holds(sep, oc->peer->fa)) {
+	    !ctlq_busy(oc->peer)) {
 		ssize_t rc;
 		hdr_fill(oc, h, type, 0, aux);
 		if (len)
@@ -622,7 +682,9 @@ void ofi_tx_fail_all(struct ofi_conn *oc, int first, int notify)
 
 	for (struct ofi_op *op = oc->inflight; op; op = op->inext)
 		fail_one(op, &st, notify);
-	for (struct ofi_op *op; CCI__SLIST_POP(&oc->rmaq, op, rnext);) {
+	while (oc->rmaq) {
+		struct ofi_op *op = oc->rmaq;
+		oc->rmaq = op->rnext;
 		op->in_rmaq = 0;
 		op->data_done = 1;
 		op->status = CCI_ERR_DISCONNECTED;

@@ -17,14 +17,23 @@
  */
 #define F_SLACK_MS 3000u
 
+/* Built with AddressSanitizer or ThreadSanitizer (gcc defines the
+ * __SANITIZE_ macros, clang answers __has_feature). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define F_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define F_SANITIZED 1
+#endif
+#endif
+#ifndef F_SANITIZED
+#define F_SANITIZED 0
+#endif
+
 /* Under AddressSanitizer (its quarantine keeps freed memory) or
  * ThreadSanitizer (its shadow) RSS says nothing about leaks: the tests
  * then check descriptors only. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define F_RSS_CHECKED 0
-#else
-#define F_RSS_CHECKED 1
-#endif
+#define F_RSS_CHECKED (!F_SANITIZED)
 
 H_TABLE(t_death)
 H_TABLE(t_frozen)
