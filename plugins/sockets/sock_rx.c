@@ -327,8 +327,17 @@ static void uu_rx(struct sock_conn *sc, const struct sock_dg *d)
 static void conn_rx(struct sock_conn *sc, const struct sock_dg *d, const uint8_t *b,
                     uint32_t len, uint64_t now)
 {
+	/* A sequenced datagram's payload goes before the ack riding on it, so
+	 * a RECV event is queued ahead of the SEND completions that the ack
+	 * brings: a program that answers messages (a ping-pong, an RPC)
+	 * answers first and tends to its completions while it waits.  Other
+	 * datagrams apply their ack first: a BYE's ack completes what the peer
+	 * took before the connection breaks. */
+	int data_first = sock_dg_sequenced(d->type);
+
 	cci__ct_heard(&sc->base.timers, now);
-	sock_tx_acked(sc, d, now);
+	if (!data_first)
+		sock_tx_acked(sc, d, now);
 	switch (d->type) {
 	case SOCK_DG_ACK:
 		if ((d->flags & SOCK_DG_F_ACK_NOW) && sc->rel_on)
@@ -351,6 +360,8 @@ static void conn_rx(struct sock_conn *sc, const struct sock_dg *d, const uint8_t
 			seq_rx(sc, d, b, len, now);
 		break;
 	}
+	if (data_first && cci__conn_is_open(&sc->base))
+		sock_tx_acked(sc, d, now);
 	sock_conn_touch(sc);
 }
 
