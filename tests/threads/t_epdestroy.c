@@ -7,7 +7,7 @@
  * the teardown's traffic while it goes on.  The poller either spins on
  * cci_get_event() or sleeps in poll() on its OS handle between calls.
  *
- * CCI_THREADS_CYCLES sets the endpoints created and destroyed (40).
+ * CCI_THREADS_CYCLES sets the endpoints created and destroyed (20).
  */
 #include "threads.h"
 
@@ -21,14 +21,15 @@
 #include <string.h>
 
 #define MSGS 100u                /* sent by each endpoint before it goes */
-#define RUN_MS 60000u
+#define RUN_MS 60000u             /* for the cycles */
+#define TAIL_MS 30000u            /* then for the last endpoint */
 
 struct polled {
 	cci_endpoint_t *ep;
 	cci_os_handle_t fd;
 	int blocking;                /* poll() the OS handle between calls */
 	uint32_t cycles;             /* the last one's endpoint stays */
-	uint64_t deadline;
+	uint64_t deadline;           /* the cycles' (the poller's is TAIL_MS later) */
 	atomic_int stop;
 	atomic_uint accepted;        /* connections accepted so far */
 	atomic_uint last_recvs;      /* messages of the last cycle */
@@ -86,7 +87,7 @@ static void *poller(void *arg)
 {
 	struct polled *p = arg;
 
-	while (!atomic_load(&p->stop) && h_now_ms() < p->deadline) {
+	while (!atomic_load(&p->stop) && h_now_ms() < p->deadline + TAIL_MS) {
 		cci_event_t *ev = NULL;
 
 		if (p->blocking) {
@@ -164,7 +165,7 @@ static void destroy_while_polled(void)
 
 	REQUIRE(p != NULL);
 	p->blocking = h_current->arg != NULL;
-	p->cycles = (uint32_t)th_env("CCI_THREADS_CYCLES", 40);
+	p->cycles = (uint32_t)th_env("CCI_THREADS_CYCLES", 20);
 	p->next = calloc(p->cycles + 1, sizeof(*p->next));
 	REQUIRE(p->next != NULL);
 	dev = h_setup();
