@@ -133,9 +133,12 @@ struct cci__ep {
 	cci__dev_t *dev;
 	const struct cci_plugin *plugin;
 
-	/* Option values; the plugin reads them, the core writes them. */
-	uint32_t send_timeout_us;    /* default for new connections, 0 = none */
-	uint32_t keepalive_us;       /* default for new connections, 0 = none */
+	/* Option values; the plugin reads them, the core writes them.  The
+	 * timeouts are set by cci_set_opt() from any thread and read by a
+	 * progress thread (a connection accepted there copies them), hence
+	 * atomic; same size and alignment as uint32_t. */
+	_Atomic uint32_t send_timeout_us; /* default for new connections, 0 = none */
+	_Atomic uint32_t keepalive_us;    /* default for new connections, 0 = none */
 	uint32_t recv_buf_count;     /* the plugin sets the initial value in ep_create */
 	uint32_t send_buf_count;     /* idem */
 	char *uri;                   /* malloc'd by the plugin in ep_create; freed by the core */
@@ -155,8 +158,11 @@ struct cci__ep {
 struct cci__conn {
 	struct cci_connection pub; /* first */
 	cci__ep_t *ep;
-	uint32_t send_timeout_us;  /* copied from the endpoint at creation */
-	uint32_t keepalive_us;
+	/* Copied from the endpoint at creation; cci_set_opt() changes them
+	 * from any thread while the progress thread reads them (its tick's
+	 * send timeout and keepalive checks), hence atomic. */
+	_Atomic uint32_t send_timeout_us;
+	_Atomic uint32_t keepalive_us;
 	void *priv;
 	/* The core's own fields follow, out of the plugins' sight. */
 };

@@ -379,13 +379,15 @@ static int ctl_post(struct ofi_ep *sep, struct ofi_op *op)
 	struct ofi_peer *peer = op_peer(op);
 	ssize_t rc = -FI_EAGAIN;
 
-	if (!ctlq_busy(peer))
-		rc = fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op->dest, op);
-
-	if (rc == 0) {
+	/* Marked before the post: once posted, the progress thread may reap
+	 * its completion and recycle op before fi_send() returns here. */
+	if (!ctlq_busy(peer)) {
 		op->in_flight = 1;
-		return CCI_SUCCESS;
+		rc = fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op->dest, op);
 	}
+	if (rc == 0)
+		return CCI_SUCCESS;
+	op->in_flight = 0;
 	if (rc == -FI_EAGAIN) {
 		ctlq_push(sep, op);
 		return CCI_SUCCESS;

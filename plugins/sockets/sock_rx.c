@@ -113,9 +113,14 @@ void sock_rx_pend(struct sock_ep *sep)
 
 		while (sc->pend && sep->held < atomic_load(&sep->held_limit)) {
 			struct sock_rxbuf *rb = sc->pend;
+			struct sock_rxbuf *next = rb->next;
+
+			/* Once posted, rb is the application's: it may return
+			 * the event at once, and sock_recv_returned() reuses
+			 * rb->next from its thread. */
 			if (!post(sc, rb))
 				return;
-			sc->pend = rb->next;
+			sc->pend = next;
 		}
 		if (sc->pend) {
 			p = &sc->pend_next;

@@ -110,10 +110,29 @@ static void fail_with(const struct h_test *t, const char *msg)
 	CU_assertImplementation(CU_FALSE, 0, msg, t->name, "", CU_FALSE);
 }
 
+/*
+ * CCI_TEST_TIMEOUT_MULTIPLIER (a whole number, 1 when unset or invalid)
+ * stretches every test's time limit, as meson's --timeout-multiplier does
+ * the programs': for sanitizer builds, whose code runs several times
+ * slower.  The tests' own bounds on the library's behaviour stay as they
+ * are.
+ */
+static int timeout_multiplier(void)
+{
+	const char *v = getenv("CCI_TEST_TIMEOUT_MULTIPLIER");
+	char *end = NULL;
+	long n;
+
+	if (!v || !*v)
+		return 1;
+	n = strtol(v, &end, 10);
+	return *end || n < 1 || n > 100 ? 1 : (int)n;
+}
+
 /* Read the test's lines until it and its peers are gone or time is up. */
 static void collect(int fd, pid_t pid, struct outcome *o)
 {
-	int tmo = o->t->timeout_s ? o->t->timeout_s : H_DEFAULT_TIMEOUT_S;
+	int tmo = (o->t->timeout_s ? o->t->timeout_s : H_DEFAULT_TIMEOUT_S) * timeout_multiplier();
 	uint64_t deadline = h_now_ms() + (uint64_t)tmo * 1000u, grace = 0;
 	int status = 0, exited = 0, eof = 0, timed_out = 0;
 	char msg[256] = "";
