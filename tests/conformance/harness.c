@@ -26,6 +26,18 @@ const char *h_transport_name(void)
 	return h_transport ? h_transport : "sm";
 }
 
+unsigned long h_env_count(const char *name, unsigned long def)
+{
+	const char *v = getenv(name);
+	char *end = NULL;
+	unsigned long n;
+
+	if (!v || !*v)
+		return def;
+	n = strtoul(v, &end, 10);
+	return *end || n == 0 ? def : n;
+}
+
 /* One line to the runner; a single write() below PIPE_BUF is atomic, so
  * lines from several threads and processes never interleave. */
 static void result_line(const char *line)

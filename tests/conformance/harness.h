@@ -39,6 +39,10 @@ extern const char *h_transport;
 /* The transport under test: h_transport, or "sm" when none was given. */
 const char *h_transport_name(void);
 
+/* A positive count from the environment variable name (a suite's size
+ * knob), or def when it is unset, empty, zero or not a whole number. */
+unsigned long h_env_count(const char *name, unsigned long def);
+
 /* ---- checks -------------------------------------------------------------- */
 
 /*

@@ -62,7 +62,5 @@ void f_flight_kill(cci_endpoint_t *ep, cci_connection_t *c, cci_rma_handle_t *lh
                    const cci_rma_handle_t *rh, pid_t pid, unsigned bound_ms,
                    struct f_flight *f);
 
-/* A number from the environment (name), or def when unset or invalid. */
-unsigned long f_env(const char *name, unsigned long def);
 
 #endif /* FAULT_FAULT_H */

@@ -14,18 +14,6 @@
 #define F_RMA_LEN (64u * 1024u)
 #define F_OPS (F_SENDS + 2 * F_RMAS)
 
-unsigned long f_env(const char *name, unsigned long def)
-{
-	const char *v = getenv(name);
-	char *end = NULL;
-	unsigned long n;
-
-	if (!v || !*v)
-		return def;
-	n = strtoul(v, &end, 10);
-	return *end || n == 0 ? def : n;
-}
-
 static void post_all(cci_connection_t *c, cci_rma_handle_t *lh, const cci_rma_handle_t *rh,
                      uint8_t *posted, struct f_flight *f)
 {

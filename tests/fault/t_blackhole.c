@@ -175,7 +175,7 @@ static void no_limit(void)
 {
 	/* 3 s by default; CCI_FAULT_BLACKHOLE_WAIT_MS=150000 sees tcp's kernel
 	 * give up (tcp_syn_retries 6: about 130 s).  Within the test's limit. */
-	const unsigned wait_ms = (unsigned)f_env("CCI_FAULT_BLACKHOLE_WAIT_MS", 3000);
+	const unsigned wait_ms = (unsigned)h_env_count("CCI_FAULT_BLACKHOLE_WAIT_MS", 3000);
 	struct f_blackhole bh;
 	struct srv s;
 	char uri[256];

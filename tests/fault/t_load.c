@@ -168,8 +168,8 @@ static void many_clients(void)
 {
 	static struct load_client lcs[LOAD_MAX_CLIENTS];
 	static struct h_peer peers[LOAD_MAX_CLIENTS];
-	struct load_arg a = { (uint32_t)f_env("CCI_FAULT_CLIENTS", LOAD_CLIENTS),
-	                      (uint32_t)f_env("CCI_FAULT_MSGS", LOAD_MSGS) };
+	struct load_arg a = { (uint32_t)h_env_count("CCI_FAULT_CLIENTS", LOAD_CLIENTS),
+	                      (uint32_t)h_env_count("CCI_FAULT_MSGS", LOAD_MSGS) };
 	struct load_stats st;
 	struct h_peer srv;
 	char uri[512];
@@ -206,7 +206,7 @@ static void many_clients(void)
 /* Connections that come and go leave descriptors and memory as they were. */
 static void connect_cycles(void)
 {
-	uint32_t cycles = (uint32_t)f_env("CCI_FAULT_CYCLES", LOAD_CYCLES);
+	uint32_t cycles = (uint32_t)h_env_count("CCI_FAULT_CYCLES", LOAD_CYCLES);
 	struct srv s;
 	struct srv_opts o = { 0 };
 	struct srv_stats st;

@@ -165,7 +165,7 @@ static void destroy_while_polled(void)
 
 	REQUIRE(p != NULL);
 	p->blocking = h_current->arg != NULL;
-	p->cycles = (uint32_t)th_env("CCI_THREADS_CYCLES", 20);
+	p->cycles = (uint32_t)h_env_count("CCI_THREADS_CYCLES", 20);
 	p->next = calloc(p->cycles + 1, sizeof(*p->next));
 	REQUIRE(p->next != NULL);
 	dev = h_setup();

@@ -262,8 +262,8 @@ static void senders_poller_churn(void)
 	REQUIRE(sh != NULL);
 	sh->nconn = (uint32_t)arg[0];
 	sh->attr = (cci_conn_attribute_t)arg[1];
-	sh->per = (uint32_t)th_env("CCI_THREADS_MSGS", 300);
-	sh->cycles = (uint32_t)th_env("CCI_THREADS_CYCLES", 40);
+	sh->per = (uint32_t)h_env_count("CCI_THREADS_MSGS", 300);
+	sh->cycles = (uint32_t)h_env_count("CCI_THREADS_CYCLES", 40);
 	total = (uint64_t)SENDERS * sh->nconn * sh->per;
 	sh->completed = calloc(total, 1);
 	sh->arrived = calloc(total, 1);

@@ -8,18 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-unsigned long th_env(const char *name, unsigned long def)
-{
-	const char *v = getenv(name);
-	char *end = NULL;
-	unsigned long n;
-
-	if (!v || !*v)
-		return def;
-	n = strtoul(v, &end, 10);
-	return *end || n == 0 ? def : n;
-}
-
 cci_connection_t *th_connect_local(cci_endpoint_t *ep, cci_endpoint_t *rep,
                                    const char *uri, uint32_t data,
                                    cci_conn_attribute_t attr, const void *actx)

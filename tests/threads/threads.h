@@ -15,9 +15,6 @@
 H_TABLE(t_senders)
 H_TABLE(t_epdestroy)
 
-/* A number from the environment (name), or def when unset, zero or not a
- * number. */
-unsigned long th_env(const char *name, unsigned long def);
 
 /*
  * Make a connection from ep to the endpoint at uri (rep, of this process)
