@@ -9,6 +9,7 @@
  * process group (peers included) is killed afterwards.
  */
 #include "harness.h"
+#include "shm_sweep.h"
 
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
@@ -163,6 +164,7 @@ static void collect(int fd, pid_t pid, struct outcome *o)
 			grace = h_now_ms() + 2000;
 		}
 	}
+	test_shm_sweep(); /* what killed peers left in /dev/shm */
 	if (timed_out)
 		snprintf(msg, sizeof(msg), "test timed out after %d s", tmo);
 	else if (WIFSIGNALED(status))

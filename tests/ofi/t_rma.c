@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ofi_test.h"
+#include "shm_sweep.h"
 
 #define GiB (1ull << 30)
 #define MiB (1ull << 20)
@@ -271,6 +272,7 @@ static void peer_killed_mid_rma(void)
 	CU_ASSERT_EQUAL(ot_send_status(ep, ctx_of(0), 10000), CCI_SUCCESS);
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
+	test_shm_sweep(); /* its shm region, which it never removes */
 	collect_writes(ep, 1, posted);
 	check_after_kill(ep, c, lh, &rh);
 	ot_fini(ep);
