@@ -646,7 +646,8 @@ CCI_DECLSPEC int cci_rma(cci_connection_t *connection, const void *msg_ptr,
  *    then names the new object.  A returned event's memory serves the
  *    endpoint's next event at once, so a second cci_return_event() is
  *    caught only until then.  Events still lent when their endpoint is
- *    destroyed keep their memory for the life of the process.
+ *    destroyed keep their memory while the library stays loaded (until
+ *    dlclose() or the process's exit), as do closed objects.
  *  - An object of another endpoint: a registration of endpoint B given to
  *    cci_rma() on a connection of endpoint A gives CCI_ERR_RMA_HANDLE, to
  *    cci_rma_deregister(A, ...) CCI_EINVAL; it stays registered on B.  A

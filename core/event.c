@@ -402,6 +402,19 @@ void cci__evt_drop_conn_refs(cci__ep_t *ep)
 static pthread_mutex_t orphans_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct evt_chunk *orphans;
 
+/* The library is being unloaded: nobody can return those events now. */
+__attribute__((destructor)) static void orphans_release(void)
+{
+	pthread_mutex_lock(&orphans_lock);
+	while (orphans) {
+		struct evt_chunk *next = orphans->next;
+
+		free(orphans);
+		orphans = next;
+	}
+	pthread_mutex_unlock(&orphans_lock);
+}
+
 static int chunk_has_lent(const struct evt_chunk *c)
 {
 	for (int i = 0; i < EVT_CHUNK; i++)

@@ -8,8 +8,9 @@
  * leaving the allocation.  A closed object keeps its shell, with a dead
  * magic, in a process-wide FIFO; the FIFO hands shells out again only
  * once it holds more than CCI__QUARANTINE of them, oldest first, and is
- * never given back to malloc (not even by the last cci_finalize(), after
- * which old pointers must still be recognised).  The memory kept is thus
+ * given back to malloc only when the library itself is unloaded (not by
+ * the last cci_finalize(), after which old pointers must still be
+ * recognised).  The memory kept is thus
  * bounded by the peak number of live objects plus CCI__QUARANTINE shells,
  * and checking an object is a load and a compare on memory that is
  * always mapped.
@@ -74,5 +75,22 @@ void cci__shell_free(void *s)
 		dead_head = s;
 	dead_tail = s;
 	dead_count++;
+	pthread_mutex_unlock(&shell_lock);
+}
+
+/* The library is being unloaded (dlclose(), or the process's exit): no
+ * call can bring an old pointer any more, so the kept shells go back to
+ * malloc (after a dlclose() nothing would reach them). */
+__attribute__((destructor)) static void shells_release(void)
+{
+	pthread_mutex_lock(&shell_lock);
+	while (dead_head) {
+		void *next = *shell_link(dead_head);
+
+		free(dead_head);
+		dead_head = next;
+	}
+	dead_tail = NULL;
+	dead_count = 0;
 	pthread_mutex_unlock(&shell_lock);
 }
