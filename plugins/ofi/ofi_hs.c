@@ -169,7 +169,7 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_
 	conn_set_peer(oc, &h);
 	ofi_core->post_connect(sep->ep, oc->conn->pub.context, CCI_SUCCESS, oc->conn);
 	ofi_conn_opened(oc);
-	if (w && w->dead)
+	if (w && __atomic_load_n(&w->dead, __ATOMIC_ACQUIRE))
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 	pthread_mutex_unlock(&oc->lock);
 	OFI_LOG(CCI_LOG_CONN, "ofi: connected %08x to peer %08x", oc->id, oc->peer_id);
@@ -302,7 +302,7 @@ int ofi_accept(cci__evt_t *evt, void *context)
 	 * posted before any message of the client can be delivered. */
 	ofi_ctl_send(oc, OFI_T_ACCEPT, 0, &mine, sizeof(mine), OFI_CTL_ORDERED);
 	ofi_core->post_accept(sep->ep, context, CCI_SUCCESS, oc->conn);
-	if (cancelled || (oc->pidw && oc->pidw->dead))
+	if (cancelled || (oc->pidw && __atomic_load_n(&oc->pidw->dead, __ATOMIC_ACQUIRE)))
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 	pthread_mutex_unlock(&oc->lock);
 	OFI_LOG(CCI_LOG_CONN, "ofi: accepted %08x from peer %08x", oc->id, oc->peer_id);

@@ -369,7 +369,7 @@ static void pid_cb(struct ev_loop *loop, ev_io *io, int revents)
 
 	(void)revents;
 	pthread_mutex_lock(&sep->lock);
-	w->dead = 1;
+	__atomic_store_n(&w->dead, 1, __ATOMIC_RELEASE); /* read without the lock */
 	ev_io_stop(loop, io);
 	OFI_LOG(CCI_LOG_CONN, "ofi: peer process %u exited", w->pid);
 	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {

@@ -22,7 +22,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The issue's 64 x 10000; 64 x 1000 under AddressSanitizer; 16 x 1000
+ * under ThreadSanitizer, where 64 instrumented processes starting
+ * libfabric on two cores outlast the clients' connect timeout. */
+#if F_TSAN
+#define LOAD_CLIENTS 16
+#else
 #define LOAD_CLIENTS 64
+#endif
 #if F_SANITIZED
 #define LOAD_MSGS 1000
 #else
