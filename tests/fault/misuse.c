@@ -5,6 +5,15 @@
  */
 #include "misuse.h"
 
+void m_rma_refused(struct rfix *r, cci_rma_handle_t *lh, cci_rma_handle_t *rh, int flags,
+                   const char *what)
+{
+	int rc = cci_rma(r->c, NULL, 0, lh, 0, rh, 0, 4096, NULL, flags | CCI_FLAG_BLOCKING);
+
+	CHECKF(rc == CCI_ERR_RMA_HANDLE || rc == CCI_EINVAL || rc == CCI_ERR_RMA_OP,
+	       "%s: cci_rma gave %s", what, h_status_name(rc));
+}
+
 int main(int argc, char **argv)
 {
 	const struct h_suite suites[] = {

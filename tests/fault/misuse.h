@@ -9,6 +9,7 @@
 #define FAULT_MISUSE_H
 
 #include "harness.h"
+#include "rmafix.h"
 
 H_TABLE(t_misuse_null)
 H_TABLE(t_misuse_foreign)
@@ -18,5 +19,10 @@ H_TABLE(t_misuse_life)
 /* Shells of closed objects the library keeps recognisable (core/core.h
  * CCI__QUARANTINE): at least this many later closures. */
 #define M_QUARANTINE 256u
+
+/* An RMA of 4 KiB on r's connection that must fail, at the call or in
+ * its completion; what names the case in the failure message. */
+void m_rma_refused(struct rfix *r, cci_rma_handle_t *lh, cci_rma_handle_t *rh, int flags,
+                   const char *what);
 
 #endif /* FAULT_MISUSE_H */

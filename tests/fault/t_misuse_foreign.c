@@ -81,16 +81,6 @@ static void wrong_kind_objects_are_refused(void)
 	CHECK(st.recvs == 1 && st.rma_bad == 0 && st.canary_bad == 0);
 }
 
-/* An RMA that must fail, at the call or in its completion. */
-static void rma_refused(struct rfix *r, cci_rma_handle_t *lh, cci_rma_handle_t *rh, int flags,
-                        const char *what)
-{
-	int rc = cci_rma(r->c, NULL, 0, lh, 0, rh, 0, 4096, NULL, flags | CCI_FLAG_BLOCKING);
-
-	CHECKF(rc == CCI_ERR_RMA_HANDLE || rc == CCI_EINVAL || rc == CCI_ERR_RMA_OP,
-	       "%s: cci_rma gave %s", what, h_status_name(rc));
-}
-
 static void handles_of_another_endpoint_are_refused(void)
 {
 	struct rfix r;
@@ -116,8 +106,8 @@ static void handles_of_another_endpoint_are_refused(void)
 	CHECK_RC(cci_rma_deregister(r.ep, hb), CCI_EINVAL);
 	CHECK_RC(cci_rma_deregister(ep_b, r.lh), CCI_EINVAL);
 	/* B's handle as the remote one: the peer does not know its key */
-	rma_refused(&r, r.lh, hb, CCI_FLAG_WRITE, "another endpoint's handle as the remote one");
-	rma_refused(&r, r.lh, hb, CCI_FLAG_READ, "another endpoint's handle as the remote one");
+	m_rma_refused(&r, r.lh, hb, CCI_FLAG_WRITE, "another endpoint's handle as the remote one");
+	m_rma_refused(&r, r.lh, hb, CCI_FLAG_READ, "another endpoint's handle as the remote one");
 	CHECK(memcmp(before, r.local, sizeof(before)) == 0);
 	for (size_t i = 0; i < 8192; i++)
 		if (!CHECKF(((uint8_t *)mem_b)[i] == 0x5a, "byte %zu of B's region changed", i))

@@ -14,15 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void rma_refused(struct rfix *r, cci_rma_handle_t *lh, cci_rma_handle_t *rh, int flags,
-                        const char *what)
-{
-	int rc = cci_rma(r->c, NULL, 0, lh, 0, rh, 0, 4096, NULL, flags | CCI_FLAG_BLOCKING);
-
-	CHECKF(rc == CCI_ERR_RMA_HANDLE || rc == CCI_EINVAL || rc == CCI_ERR_RMA_OP,
-	       "%s: cci_rma gave %s", what, h_status_name(rc));
-}
-
 static void rma_handle_after_deregister(void)
 {
 	struct rfix r;
@@ -48,11 +39,11 @@ static void rma_handle_after_deregister(void)
 	CHECK_RC(cci_rma(r.c, NULL, 0, r.lh, 0, h, 0, 4096, NULL, CCI_FLAG_READ),
 	         CCI_ERR_RMA_HANDLE);
 	/* its bytes as the peer's copy: a key the peer never issued */
-	rma_refused(&r, r.lh, &copy, CCI_FLAG_WRITE, "a deregistered handle's bytes");
+	m_rma_refused(&r, r.lh, &copy, CCI_FLAG_WRITE, "a deregistered handle's bytes");
 	/* the peer's handle after the peer deregistered it */
 	srv_cmd(&r.s, SRV_CMD_DEREGISTER, 0);
-	rma_refused(&r, r.lh, &r.s.handle, CCI_FLAG_WRITE, "the peer's deregistered handle");
-	rma_refused(&r, r.lh, &r.s.handle, CCI_FLAG_READ, "the peer's deregistered handle");
+	m_rma_refused(&r, r.lh, &r.s.handle, CCI_FLAG_WRITE, "the peer's deregistered handle");
+	m_rma_refused(&r, r.lh, &r.s.handle, CCI_FLAG_READ, "the peer's deregistered handle");
 	CHECK(memcmp(before, r.local, sizeof(before)) == 0);
 	EXPECT_QUIET(r.ep, 100);
 	rfix_close(&r, &st);
