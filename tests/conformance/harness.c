@@ -175,17 +175,29 @@ int h_count_fds(void)
 	return n - 1; /* the directory's own descriptor */
 }
 
-long h_rss_kb(void)
+/* Field 2 (resident) or 3 (resident and shared: files, shared memory
+ * such as a peer's mapped region) of /proc/self/statm, in KiB. */
+static long statm_kb(int field)
 {
 	FILE *f = fopen("/proc/self/statm", "r");
-	long pages = -1, rss = -1;
+	long v[3] = { -1, -1, -1 };
 
 	if (!f)
 		return -1;
-	if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
-		rss = -1;
+	if (fscanf(f, "%ld %ld %ld", &v[0], &v[1], &v[2]) != 3)
+		v[field - 1] = -1;
 	fclose(f);
-	return rss < 0 ? -1 : rss * (sysconf(_SC_PAGESIZE) / 1024);
+	return v[field - 1] < 0 ? -1 : v[field - 1] * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+long h_rss_kb(void)
+{
+	return statm_kb(2);
+}
+
+long h_rss_shared_kb(void)
+{
+	return statm_kb(3);
 }
 
 void h_note(const char *fmt, ...)

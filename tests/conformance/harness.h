@@ -83,6 +83,7 @@ void h_sleep_ms(unsigned ms);
 int h_count_fds(void);
 /* The resident set of this process in KiB, from /proc (-1 if missing). */
 long h_rss_kb(void);
+long h_rss_shared_kb(void);  /* the part of it that is shared mappings */
 
 /* A line of figures for the test's output (not a check), e.g. a measured
  * time; printed by the runner under the test's name. */

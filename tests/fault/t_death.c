@@ -100,10 +100,10 @@ static void dfix_round_done(struct dfix *d, int r, const struct f_flight *f)
 	fds = settle(d, r);
 	d->rss[r] = h_rss_kb();
 	h_note("round %d: %u sends, %u writes, %u reads in flight (%u done before the kill); "
-	       "first failure %llu ms after the kill (%s), all done at %llu ms; RSS %ld KiB",
-	       r, f->sends, f->writes, f->reads, f->done_before,
+	       "first failure %llu ms after the kill (%s), all done at %llu ms; RSS %ld KiB "
+	       "(%ld KiB shared)", r, f->sends, f->writes, f->reads, f->done_before,
 	       (unsigned long long)f->detect_ms, h_status_name(f->first_err),
-	       (unsigned long long)f->all_ms, d->rss[r]);
+	       (unsigned long long)f->all_ms, d->rss[r], h_rss_shared_kb());
 	if (r == 0) {
 		d->fds0 = fds;
 		return;
