@@ -204,6 +204,12 @@ struct sock_conn {
 	int uu_any;
 	int touched;
 	struct sock_conn *touch_next;
+	/* The ack that came on the last data datagram, applied by
+	 * sock_rx_finish: after the message it carried is delivered, not on
+	 * the way to it (sock_tx_ack_keep). */
+	struct sock_rel_ack ack_kept;
+	uint64_t ack_kept_ns;
+	int ack_kept_set;
 };
 
 /* A connection request, server side. */
@@ -313,6 +319,8 @@ void sock_op_maybe_done(struct sock_op *op);
 void sock_tx_pump(struct sock_conn *sc, uint64_t now);
 void sock_tx_note_timer(struct sock_conn *sc);
 void sock_tx_acked(struct sock_conn *sc, const struct sock_dg *d, uint64_t now);
+void sock_tx_ack_keep(struct sock_conn *sc, const struct sock_dg *d, uint64_t now);
+void sock_tx_ack_kept_apply(struct sock_conn *sc);
 void sock_tx_timers(struct sock_conn *sc, uint64_t now);
 void sock_tx_fail_all(struct sock_conn *sc, int status, int report);
 void sock_tx_ops_free(struct sock_ep *sep);

@@ -160,7 +160,7 @@ void sock_conn_destroy(struct sock_conn *sc)
 	}
 	sc->rel_on = 0;
 	touched_unlink(sep, sc);
-	sc->touched = sc->in_pend = 0;
+	sc->touched = sc->in_pend = sc->ack_kept_set = 0;
 	if (sep->slots[sc->slot] == sc)
 		sep->slots[sc->slot] = NULL;
 	LIST_REMOVE(sc, link);

@@ -332,12 +332,13 @@ static void uu_rx(struct sock_conn *sc, const struct sock_dg *d)
 static void conn_rx(struct sock_conn *sc, const struct sock_dg *d, const uint8_t *b,
                     uint32_t len, uint64_t now)
 {
-	/* A sequenced datagram's payload goes before the ack riding on it, so
-	 * a RECV event is queued ahead of the SEND completions that the ack
-	 * brings: a program that answers messages (a ping-pong, an RPC)
-	 * answers first and tends to its completions while it waits.  Other
-	 * datagrams apply their ack first: a BYE's ack completes what the peer
-	 * took before the connection breaks. */
+	/* A sequenced datagram's payload goes before the ack riding on it,
+	 * which is kept for sock_rx_finish (sock_tx_ack_keep): a RECV event is
+	 * queued ahead of the SEND completions that the ack brings, and a
+	 * program that answers messages (a ping-pong, an RPC) answers first
+	 * and tends to its completions while it waits.  Other datagrams apply
+	 * their ack first: a BYE's ack completes what the peer took before the
+	 * connection breaks. */
 	int data_first = sock_dg_sequenced(d->type);
 
 	cci__ct_heard(&sc->base.timers, now);
@@ -366,7 +367,7 @@ static void conn_rx(struct sock_conn *sc, const struct sock_dg *d, const uint8_t
 		break;
 	}
 	if (data_first && cci__conn_is_open(&sc->base))
-		sock_tx_acked(sc, d, now);
+		sock_tx_ack_keep(sc, d, now);
 	sock_conn_touch(sc);
 }
 
@@ -469,7 +470,6 @@ static int rx_one(struct sock_ep *sep, uint64_t *now_p)
 		sep->stats.bad++; /* truncated: longer than any datagram of ours */
 	else
 		dgram_rx(sep, sep->rx_iov[0].iov_base, (uint32_t)n, &sep->rx_from[0], fl, *now_p);
-	sock_rx_finish(sep, *now_p);
 	return 1;
 }
 
@@ -513,7 +513,10 @@ static int rx_batches(struct sock_ep *sep, uint64_t *now_p)
  * by one (a ping-pong), in batches once two polls in a row found some
  * (a stream) until a batch brings less than two.  Returns the datagrams
  * read; the clock is read only when some came (*now_p is 0 before, the
- * time after). */
+ * time after).  What a lone datagram leaves to do (the ack it brought,
+ * the sends that frees, an ack of ours that is due) waits on
+ * sep->touched for the caller's sock_rx_finish: a polling application
+ * gets the message first. */
 int sock_rx_poll(struct sock_ep *sep, uint64_t *now_p)
 {
 	int n;
@@ -540,6 +543,7 @@ void sock_rx_finish(struct sock_ep *sep, uint64_t now)
 
 		sep->touched = sc->touch_next;
 		sc->touched = 0;
+		sock_tx_ack_kept_apply(sc);
 		if (!sc->rel_on || !cci__conn_is_open(&sc->base))
 			continue;
 		sock_tx_pump(sc, now);

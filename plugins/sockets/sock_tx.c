@@ -455,14 +455,12 @@ void sock_tx_note_timer(struct sock_conn *sc)
 }
 
 /* The ack riding on d: complete what it covers, then send more. */
-void sock_tx_acked(struct sock_conn *sc, const struct sock_dg *d, uint64_t now)
+/* The peer's ack a, received at now: what it took is done. */
+static void ack_apply(struct sock_conn *sc, const struct sock_rel_ack *a, uint64_t now)
 {
-	struct sock_rel_ack a = { d->cum, d->wnd, d->sack };
 	uint64_t h;
 
-	if (!sc->rel_on || !(d->flags & SOCK_DG_F_ACK))
-		return;
-	sock_rel_tx_ack(&sc->rel, &a, now);
+	sock_rel_tx_ack(&sc->rel, a, now);
 	while (sock_rel_tx_done(&sc->rel, &h)) {
 		struct sock_txd *t = (struct sock_txd *)(uintptr_t)h;
 		struct sock_op *op = t->op;
@@ -471,6 +469,45 @@ void sock_tx_acked(struct sock_conn *sc, const struct sock_dg *d, uint64_t now)
 		op->txd_out--;
 		sock_op_maybe_done(op);
 	}
+}
+
+/* The ack kept by sock_tx_ack_keep, if any, now (sock_rx_finish, or
+ * before a later ack of the connection). */
+void sock_tx_ack_kept_apply(struct sock_conn *sc)
+{
+	if (!sc->ack_kept_set)
+		return;
+	sc->ack_kept_set = 0;
+	if (sc->rel_on && cci__conn_is_open(&sc->base))
+		ack_apply(sc, &sc->ack_kept, sc->ack_kept_ns);
+}
+
+/* The ack riding on d, at once. */
+void sock_tx_acked(struct sock_conn *sc, const struct sock_dg *d, uint64_t now)
+{
+	struct sock_rel_ack a = { d->cum, d->wnd, d->sack };
+
+	if (!sc->rel_on || !(d->flags & SOCK_DG_F_ACK))
+		return;
+	sock_tx_ack_kept_apply(sc);
+	ack_apply(sc, &a, now);
+	sock_conn_touch(sc);
+}
+
+/* The ack riding on a data datagram d, kept for sock_rx_finish: the
+ * completions it brings (and their events) then come after the RECV of
+ * d's message and, when the application polls, after its next call, so
+ * that a program answering messages (a ping-pong, an RPC) sends its
+ * answer first.  Applying it later only delays what it frees; its time
+ * (for the round-trip estimate) is the time it came. */
+void sock_tx_ack_keep(struct sock_conn *sc, const struct sock_dg *d, uint64_t now)
+{
+	if (!sc->rel_on || !(d->flags & SOCK_DG_F_ACK))
+		return;
+	sock_tx_ack_kept_apply(sc);
+	sc->ack_kept = (struct sock_rel_ack){ d->cum, d->wnd, d->sack };
+	sc->ack_kept_ns = now;
+	sc->ack_kept_set = 1;
 	sock_conn_touch(sc);
 }
 
@@ -479,6 +516,7 @@ void sock_tx_timers(struct sock_conn *sc, uint64_t now)
 {
 	if (!sc->rel_on)
 		return;
+	sock_tx_ack_kept_apply(sc); /* nothing it acked times out */
 	if (sock_rel_next_timer(&sc->rel) <= now)
 		sock_rel_tick(&sc->rel, now);
 	sock_tx_pump(sc, now);
@@ -563,6 +601,8 @@ static int send_locked(struct sock_conn *sc, const struct iovec *iov, uint32_t i
 	sock_op_queue(sc, op);
 	sock_tx_pump(sc, op->t_ns);
 	sock_tx_flush(sc->sep);
+	/* Out: now what the last datagram received left (its ack) */
+	sock_rx_finish(sc->sep, op->t_ns);
 	return CCI_SUCCESS;
 }
 

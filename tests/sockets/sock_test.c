@@ -87,6 +87,13 @@ static int pair_handshake(struct sk_pair *p)
 int sk_pair_open(struct sk_pair *p, cci_conn_attribute_t attr,
                  const struct lossy_relay_conf *relay, const char *extra)
 {
+	return sk_pair_open_fd(p, attr, relay, extra, NULL);
+}
+
+int sk_pair_open_fd(struct sk_pair *p, cci_conn_attribute_t attr,
+                    const struct lossy_relay_conf *relay, const char *extra,
+                    cci_os_handle_t *cli_fd)
+{
 	cci_device_t *dev = sk_init(extra);
 	struct timeval tv = { 20, 0 };
 	char *uri, target[64];
@@ -96,7 +103,7 @@ int sk_pair_open(struct sk_pair *p, cci_conn_attribute_t attr,
 	if (!dev)
 		return -1;
 	CU_ASSERT_EQUAL(cci_create_endpoint(dev, 0, &p->srv, NULL), CCI_SUCCESS);
-	CU_ASSERT_EQUAL(cci_create_endpoint(dev, 0, &p->cli, NULL), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(cci_create_endpoint(dev, 0, &p->cli, cli_fd), CCI_SUCCESS);
 	if (!p->srv || !p->cli || !(uri = ep_uri(p->srv)))
 		return -1;
 	p->srv_port = sk_uri_port(uri);
@@ -190,6 +197,10 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
 	  "works", t_hostile_datagrams },
 	{ "a peer restarted on the same port is not mistaken for the old one",
 	  t_restarted_peer_not_mistaken },
+	{ "an answer's RECV comes before the SEND completion its ack brings, and that "
+	  "completion at the next call, RO and RU", t_ack_after_answer },
+	{ "the SEND completion an answer's ack brings wakes a thread asleep on the OS handle",
+	  t_ack_wakes_os_handle },
 };
 
 int main(int argc, char **argv)

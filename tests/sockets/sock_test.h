@@ -37,6 +37,11 @@ struct sk_pair {
  * of the device's section, or NULL. */
 int sk_pair_open(struct sk_pair *p, cci_conn_attribute_t attr,
                  const struct lossy_relay_conf *relay, const char *extra);
+/* The same, the client endpoint with an OS handle (cci_create_endpoint's
+ * fd) in *cli_fd. */
+int sk_pair_open_fd(struct sk_pair *p, cci_conn_attribute_t attr,
+                    const struct lossy_relay_conf *relay, const char *extra,
+                    cci_os_handle_t *cli_fd);
 void sk_pair_close(struct sk_pair *p);
 
 /* Message seq: its length (1 .. max, at least min) and bytes. */
@@ -56,5 +61,7 @@ void t_relay_blackout_keepalive(void);
 void t_slow_receiver_not_overrun(void);
 void t_hostile_datagrams(void);
 void t_restarted_peer_not_mistaken(void);
+void t_ack_after_answer(void);
+void t_ack_wakes_os_handle(void);
 
 #endif /* SOCK_TEST_H */
