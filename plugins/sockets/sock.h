@@ -77,6 +77,7 @@ extern const struct cci_core *sock_core;
 #define SOCK_RX_BATCH 16u            /* datagrams per recvmmsg */
 #define SOCK_RX_ROUNDS 8u            /* recvmmsg calls per pass at most */
 #define SOCK_TX_BATCH 32u            /* datagrams per sendmmsg */
+#define SOCK_TX_GATHER_MAX 256u      /* a lone datagram's payload copied for sendto */
 #define SOCK_SMALL 256u              /* receive buffers of this size have their own list */
 #define SOCK_TICK_S 0.01
 #define SOCK_TICK_NS 10000000ull
@@ -292,6 +293,7 @@ struct sock_ep {
 	struct mmsghdr tx_mh[SOCK_TX_BATCH];
 	struct sock_txslot tx_slot[SOCK_TX_BATCH];
 	uint32_t ntx;
+	uint8_t tx_one[SOCK_DG_HDR_LEN + SOCK_DG_SUB_MAX + SOCK_TX_GATHER_MAX];
 
 	struct sock_stats stats;
 };

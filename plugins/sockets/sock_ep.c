@@ -117,7 +117,7 @@ int sock_progress(cci__ep_t *ep)
 	pthread_mutex_lock(&sep->lock);
 	if (atomic_load_explicit(&sep->rb_back, memory_order_relaxed))
 		sock_rx_back(sep);
-	if (sep->touched) /* what the last poll's datagram left */
+	if (sep->touched || sep->ntx) /* what the last poll's datagram left */
 		sock_rx_finish(sep, cci__now_ns());
 	due = atomic_load_explicit(&sep->tick_due, memory_order_relaxed);
 	if (sock_rx_poll(sep, &now) == 0 && !due && ++sep->idle_polls % SOCK_CLOCK_EVERY != 0)
@@ -178,7 +178,7 @@ int sock_arm(cci__ep_t *ep)
 		                          .it_value.tv_nsec = (long)(ns % 1000000000ull) };
 		timerfd_settime(sep->tfd, 0, &its, NULL);
 	}
-	if (sep->touched) /* what the last poll's datagram left, before sleeping */
+	if (sep->touched || sep->ntx) /* what the last poll's datagram left */
 		sock_rx_finish(sep, cci__now_ns());
 	pending = atomic_load(&sep->rb_back) != NULL ||
 	          (sep->pend && sep->held < atomic_load(&sep->held_limit));
