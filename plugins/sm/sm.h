@@ -43,6 +43,7 @@
 #include "conn_base.h"
 #include "engine.h"
 #include "grow.h"
+#include "iov.h"
 #include "random.h"
 #include "slist.h"
 #include "spin.h"

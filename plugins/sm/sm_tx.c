@@ -142,15 +142,10 @@ int sm_tx_place(struct sm_conn *sc, uint16_t type, uint32_t aux, const struct io
                 uint32_t iovcnt, uint32_t len)
 {
 	struct sm_rec *rec = sm_ring_reserve(&sc->tx, len);
-	char *p;
 
 	if (!rec)
 		return CCI_EAGAIN;
-	p = sm_rec_payload(rec);
-	for (uint32_t i = 0; i < iovcnt; i++) {
-		memcpy(p, iov[i].iov_base, iov[i].iov_len);
-		p += iov[i].iov_len;
-	}
+	cci__iov_gather(sm_rec_payload(rec), iov, iovcnt);
 	sm_ring_commit(&sc->tx, rec, type, len, aux);
 	sm_ring_bell(sc);
 	return CCI_SUCCESS;
@@ -332,7 +327,6 @@ int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_
 {
 	struct sm_conn *sc = sm_conn_of(conn);
 	struct sm_pend *p;
-	char *dst;
 
 	pthread_mutex_lock(&sc->tx_lock);
 	if (!cci__conn_is_open(&sc->base)) {
@@ -355,11 +349,7 @@ int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_
 	p->flags = flags;
 	p->len = len;
 	p->queued_ns = cci__now_ns();
-	dst = p->buf;
-	for (uint32_t i = 0; i < iovcnt; i++) {
-		memcpy(dst, iov[i].iov_base, iov[i].iov_len);
-		dst += iov[i].iov_len;
-	}
+	cci__iov_gather(p->buf, iov, iovcnt);
 	sm_txq_push(sc, p);
 	sm_txq_flush_locked(sc); /* space may have appeared since the attempt */
 	pthread_mutex_unlock(&sc->tx_lock);

@@ -245,7 +245,7 @@ static ssize_t tx_write(int fd, struct msghdr *mh, uint64_t total)
 		                 MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (total > sizeof(lin))
 		return sock_sendmsg(fd, mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-	return sock_send(fd, lin, tcp_iov_copy(lin, mh->msg_iov, mh->msg_iovlen),
+	return sock_send(fd, lin, cci__iov_gather(lin, mh->msg_iov, mh->msg_iovlen),
 	                 MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 

@@ -48,6 +48,7 @@
 #include "clock.h"
 #include "conn_base.h"
 #include "engine.h"
+#include "iov.h"
 #include "random.h"
 #include "status.h"
 #include "verbs_proto.h"

@@ -190,7 +190,6 @@ int verbs_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint
 	struct verbs_conn *vc = verbs_conn_of(conn);
 	struct verbs_ep *sep = vc->sep;
 	struct verbs_op *op;
-	char *p;
 	int rc = CCI_SUCCESS;
 
 	pthread_mutex_lock(&sep->lock);
@@ -204,11 +203,7 @@ int verbs_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint
 		op->spends_credit = 1;
 		op->context = context;
 		op->flags = flags;
-		p = op->buf + VERBS_HDR_LEN;
-		for (uint32_t i = 0; i < iovcnt; i++) {
-			memcpy(p, iov[i].iov_base, iov[i].iov_len);
-			p += iov[i].iov_len;
-		}
+		cci__iov_gather(op->buf + VERBS_HDR_LEN, iov, iovcnt);
 		op->len = VERBS_HDR_LEN + len;
 		verbs_txq_push(vc, op);
 		verbs_txq_flush(vc);
