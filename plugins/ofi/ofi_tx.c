@@ -120,22 +120,15 @@ void ofi_op_done(struct ofi_ep *sep, struct ofi_op *op)
 
 void ofi_msgq_push(struct ofi_conn *oc, struct ofi_op *op)
 {
-	op->next = NULL;
 	op->in_msgq = 1;
-	if (oc->msgq_tail)
-		oc->msgq_tail->next = op;
-	else
-		oc->msgq = op;
-	oc->msgq_tail = op;
+	CCI__FIFO_PUSH(&oc->msgq, &oc->msgq_tail, op, next);
 }
 
 static void msgq_pop(struct ofi_conn *oc)
 {
 	struct ofi_op *op = oc->msgq;
 
-	oc->msgq = op->next;
-	if (!oc->msgq)
-		oc->msgq_tail = NULL;
+	CCI__FIFO_SHIFT(&oc->msgq, &oc->msgq_tail, next);
 	op->next = NULL;
 	op->in_msgq = 0;
 }

@@ -154,14 +154,9 @@ int sm_tx_place(struct sm_conn *sc, uint16_t type, uint32_t aux, const struct io
 /* Queue p behind the others; tx_lock held. */
 void sm_txq_push(struct sm_conn *sc, struct sm_pend *p)
 {
-	p->next = NULL;
-	if (sc->txq_tail) {
-		sc->txq_tail->next = p;
-	} else {
-		sc->txq = p;
+	if (!sc->txq)
 		atomic_fetch_add_explicit(&sc->sep->txq_busy, 1, memory_order_relaxed);
-	}
-	sc->txq_tail = p;
+	CCI__FIFO_PUSH(&sc->txq, &sc->txq_tail, p, next);
 	/* Ask the consumer for a doorbell when it frees space. */
 	atomic_store_explicit(&sc->tx.ctl->prod_waiting, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
@@ -169,11 +164,9 @@ void sm_txq_push(struct sm_conn *sc, struct sm_pend *p)
 
 static void txq_pop(struct sm_conn *sc)
 {
-	sc->txq = sc->txq->next;
-	if (!sc->txq) {
-		sc->txq_tail = NULL;
+	CCI__FIFO_SHIFT(&sc->txq, &sc->txq_tail, next);
+	if (!sc->txq)
 		atomic_fetch_sub_explicit(&sc->sep->txq_busy, 1, memory_order_relaxed);
-	}
 }
 
 /* Sends and RMA initiations complete through the core; replies do not. */
