@@ -108,7 +108,7 @@ int sm_ep_create(cci__ep_t *ep, const char *service)
 	if (rc == CCI_SUCCESS)
 		rc = bell_create(sep);
 	if (rc == CCI_SUCCESS)
-		rc = sm_pool_init(sep, ep->send_buf_count);
+		rc = sm_pool_resize(sep, ep->send_buf_count);
 	if (rc != CCI_SUCCESS)
 		goto err_release;
 	ulen = strlen(sep->sock_path) + 6;
