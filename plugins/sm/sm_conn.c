@@ -330,9 +330,6 @@ int sm_disconnect(cci__conn_t *conn)
 void sm_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct sm_conn *sc = sm_conn_of(conn);
-	struct sm_ep *sep = sc->sep;
 
-	pthread_mutex_lock(&sep->lock);
-	cci__ct_arm(&sc->base.timers, conn->keepalive_us, cci__now_ns());
-	pthread_mutex_unlock(&sep->lock);
+	cci__conn_keepalive_changed(&sc->base, conn, &sc->sep->lock);
 }

@@ -268,11 +268,8 @@ int tcp_disconnect(cci__conn_t *conn)
 void tcp_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct tcp_conn *tc = tcp_conn_of(conn);
-	struct tcp_ep *sep = tc->sep;
 
-	pthread_mutex_lock(&sep->lock);
-	cci__ct_arm(&tc->base.timers, conn->keepalive_us, cci__now_ns());
-	pthread_mutex_unlock(&sep->lock);
+	cci__conn_keepalive_changed(&tc->base, conn, &tc->sep->lock);
 }
 
 /* When the oldest unfinished send or RMA was queued, UINT64_MAX if none
