@@ -189,17 +189,6 @@ void sm_rxset_add(struct sm_ep *sep, struct sm_conn *sc, cci_event_type_t type, 
 	cci__spin_unlock(&sep->rx_lock);
 }
 
-/* With rx_lock held. */
-static void rxset_remove(struct sm_ep *sep, struct sm_conn *sc)
-{
-	for (uint32_t i = 0; i < sep->rx_n; i++) {
-		if (sep->rx_set[i] == sc) {
-			sep->rx_set[i] = sep->rx_set[--sep->rx_n];
-			return;
-		}
-	}
-}
-
 /*
  * The connection cannot carry data any more (peer gone, timed out, told us
  * it disconnected): queued work completes with status (the first) and
@@ -301,7 +290,7 @@ int sm_disconnect(cci__conn_t *conn)
 	conn_close_sock(sc);
 	CCI__SLIST_UNLINK(&sep->conns, sc, next);
 	cci__spin_lock(&sep->rx_lock);
-	rxset_remove(sep, sc);
+	CCI__SET_REMOVE(sep->rx_set, sep->rx_n, sc);
 	pthread_mutex_lock(&sc->tx_lock);
 	cci__conn_move(&sc->base, CCI__CONN_CLOSED, sm_core, sc->conn);
 	sm_txq_fail(sc, CCI_ERR_DISCONNECTED, 0);

@@ -110,12 +110,7 @@ static void rx_end(struct tcp_conn *tc)
 	if (!tc->in_rx)
 		return;
 	epoll_set(tc, 0);
-	for (uint32_t i = 0; i < sep->nopen; i++) {
-		if (sep->open[i] == tc) {
-			sep->open[i] = sep->open[--sep->nopen];
-			break;
-		}
-	}
+	CCI__SET_REMOVE(sep->open, sep->nopen, tc);
 	tc->in_rx = 0;
 	tcp_conn_watch_update(sep); /* fewer sockets may leave epoll */
 }
