@@ -157,8 +157,6 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 		SM_LOG(CCI_LOG_CONN, "sm: cannot parse URI \"%s\" (want sm://<dir>/<pid>/<id>)", uri);
 		return CCI_EINVAL;
 	}
-	if (attr > CCI_CONN_ATTR_UU)
-		return CCI_EINVAL; /* no multicast between processes */
 	sc = sm_conn_new(sep, attr, context);
 	if (!sc)
 		return CCI_ENOMEM;

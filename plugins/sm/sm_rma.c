@@ -291,8 +291,6 @@ int sm_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_re
 	char *laddr = (char *)local->start + local_offset;
 	int rc = SM_RMA_FALLBACK;
 
-	if (conn->pub.attribute == CCI_CONN_ATTR_UU)
-		return CCI_EINVAL;
 	if (!sc->rma_copy) {
 		rc = rma_cma(sc, laddr, remote, remote_offset, data_len, flags);
 		if (rc == CCI_SUCCESS)
