@@ -13,7 +13,6 @@
  */
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>

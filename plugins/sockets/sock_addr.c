@@ -3,7 +3,6 @@
  * the socket transports (see sock_addr.h).
  */
 #include <arpa/inet.h>
-#include <errno.h>
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <stdio.h>

@@ -5,7 +5,6 @@
  * timeout, keepalive, delayed acks).
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>

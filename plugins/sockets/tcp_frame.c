@@ -5,7 +5,6 @@
  * completion message; the target's answer to a read is RD_DATA fragments
  * and an RD_END.  Called with the connection's tx_lock held.
  */
-#include <string.h>
 
 #include "tcp.h"
 
