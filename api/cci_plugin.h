@@ -400,7 +400,8 @@ struct cci_plugin {
 	void (*conn_timeouts_changed)(cci__conn_t *conn);
 
 	/* (M) Start connecting; the outcome is posted as a CONNECT event.
-	 * timeout is NULL for none.  A URI it cannot parse: CCI_EINVAL. */
+	 * timeout is NULL for none.  attr is RO, RU or UU (the core refuses
+	 * the multicast ones).  A URI it cannot parse: CCI_EINVAL. */
 	int (*connect)(cci__ep_t *ep, const char *uri, const void *data,
 	               uint32_t data_len, cci_conn_attribute_t attr,
 	               void *context, const struct timeval *timeout);

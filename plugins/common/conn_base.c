@@ -2,6 +2,7 @@
  * conn_base.c - see conn_base.h.
  */
 #include "conn_base.h"
+#include "clock.h"
 
 /* legal[from] is the set of states reachable from "from". */
 static const unsigned legal[CCI__CONN_NSTATES] = {
@@ -37,6 +38,14 @@ void cci__conn_move(struct cci__conn_base *b, int to, const struct cci_core *cor
 		CCI__LOG(core, CCI_LOG_CTP, "connection %p: %s -> %s is not a legal move",
 		         (const void *)conn, cci__conn_state_name(from), cci__conn_state_name(to));
 	atomic_store_explicit(&b->state, to, memory_order_release);
+}
+
+void cci__conn_keepalive_changed(struct cci__conn_base *b, cci__conn_t *conn,
+                                 pthread_mutex_t *lock)
+{
+	pthread_mutex_lock(lock);
+	cci__ct_arm(&b->timers, conn->keepalive_us, cci__now_ns());
+	pthread_mutex_unlock(lock);
 }
 
 int cci__conn_tick(struct cci__conn_base *b, cci__conn_t *conn, const struct cci_core *core,

@@ -15,6 +15,7 @@
 #ifndef CCI_COMMON_CONN_BASE_H
 #define CCI_COMMON_CONN_BASE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -56,6 +57,12 @@ static inline int cci__conn_is_open(const struct cci__conn_base *b)
  * illegal move is made all the same and logged, naming conn (may be NULL). */
 void cci__conn_move(struct cci__conn_base *b, int to, const struct cci_core *core,
                     const cci__conn_t *conn);
+
+/* The conn_timeouts_changed entry point's work: the application set a new
+ * keepalive on conn, so b's keepalive restarts from now, under lock (the
+ * plugin's lock over the connection's timers). */
+void cci__conn_keepalive_changed(struct cci__conn_base *b, cci__conn_t *conn,
+                                 pthread_mutex_t *lock);
 
 /* The plugin's side of a tick.  Each gets the plugin's connection (pc). */
 struct cci__conn_tick_ops {

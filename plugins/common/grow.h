@@ -3,6 +3,8 @@
  * doubling: sm's and tcp's sets of readable connections, sock's
  * connection slots.  Written once, on the cold path where a connection
  * joins; the arrays are read on the message path, never grown there.
+ * The sets are unordered, so a connection that leaves is replaced by the
+ * last one (CCI__SET_REMOVE).
  *
  * Ownership: the array is the caller's (malloc'd through here, freed by
  * the caller with free()); the caller holds whatever lock guards it.
@@ -20,5 +22,17 @@
  * zeroed.  CCI_SUCCESS, or CCI_ENOMEM with the array unchanged.
  */
 int cci__grow(void *arrp, uint32_t n, uint32_t *cap, uint32_t first, size_t elem);
+
+/* Take item out of arr, an array of n pointers used as a set (no order:
+ * the last element takes its place); a no-op if it is not there. */
+#define CCI__SET_REMOVE(arr, n, item)                        \
+	do {                                                 \
+		for (uint32_t i_ = 0; i_ < (n); i_++) {      \
+			if ((arr)[i_] == (item)) {           \
+				(arr)[i_] = (arr)[--(n)];    \
+				break;                       \
+			}                                    \
+		}                                            \
+	} while (0)
 
 #endif /* CCI_COMMON_GROW_H */

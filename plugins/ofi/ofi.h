@@ -63,6 +63,7 @@
 #include "clock.h"
 #include "conn_base.h"
 #include "engine.h"
+#include "iov.h"
 #include "random.h"
 #include "slist.h"
 #include "spin.h"

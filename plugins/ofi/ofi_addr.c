@@ -13,7 +13,6 @@
  */
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -94,17 +93,13 @@ static int addr_print(const struct ofi_ep *sep, char *out, size_t cap)
 int ofi_uri_make(struct ofi_ep *sep, char **uri_p)
 {
 	char text[2 * OFI_ADDR_MAX + 8];
-	size_t len;
-	char *uri;
 
 	if (addr_print(sep, text, sizeof(text)) != CCI_SUCCESS)
 		return CCI_EINVAL;
-	len = strlen(URI_SCHEME) + strlen(sep->dev->core_name) + strlen(text) + 2;
-	uri = malloc(len);
-	if (!uri)
+	if (asprintf(uri_p, "%s%s/%s", URI_SCHEME, sep->dev->core_name, text) < 0) {
+		*uri_p = NULL;
 		return CCI_ENOMEM;
-	snprintf(uri, len, "%s%s/%s", URI_SCHEME, sep->dev->core_name, text);
-	*uri_p = uri;
+	}
 	return CCI_SUCCESS;
 }
 

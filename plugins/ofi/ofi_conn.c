@@ -179,7 +179,5 @@ void ofi_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct ofi_conn *oc = ofi_conn_of(conn);
 
-	pthread_mutex_lock(&oc->lock);
-	cci__ct_arm(&oc->base.timers, conn->keepalive_us, cci__now_ns());
-	pthread_mutex_unlock(&oc->lock);
+	cci__conn_keepalive_changed(&oc->base, conn, &oc->lock);
 }

@@ -17,6 +17,7 @@
 
 #include "ifaddr.h"
 #include "ofi.h"
+#include "plugin.h"
 
 #define OFI_MR_HANDLED (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | \
                         FI_MR_ENDPOINT)
@@ -162,10 +163,7 @@ static int dev_publish(cci__dev_t *dev, const struct fi_info *fi, const char *no
 	snprintf(d->info_text, sizeof(d->info_text),
 	         "libfabric provider %s, domain %s, fabric %s (RDM endpoints)",
 	         fi->fabric_attr->prov_name, fi->domain_attr->name, fi->fabric_attr->name);
-	dev->priv = d;
-	dev->pub.up = 1;
-	dev->pub.max_send_size = d->mss;
-	dev->pub.info = d->info_text;
+	cci__dev_publish(dev, d, 1, d->mss, 0, d->info_text);
 	return CCI_SUCCESS;
 }
 
@@ -241,10 +239,7 @@ static void dev_down(cci__dev_t *dev, const struct ofi_conf *c, const char *why)
 	if (!d)
 		return;
 	snprintf(d->info_text, sizeof(d->info_text), "libfabric provider %s: %s", prov, why);
-	dev->priv = d;
-	dev->pub.up = 0;
-	dev->pub.max_send_size = OFI_MSS_MIN;
-	dev->pub.info = d->info_text;
+	cci__dev_publish(dev, d, 0, OFI_MSS_MIN, 0, d->info_text);
 }
 
 /* Pick the entry for c among list; CCI_EINVAL (after conf_error) if the

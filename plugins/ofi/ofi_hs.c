@@ -90,8 +90,6 @@ int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	struct ofi_conn *oc;
 	int rc;
 
-	if (attr > CCI_CONN_ATTR_UU)
-		return CCI_EINVAL; /* no multicast over RDM endpoints */
 	rc = ofi_uri_parse(sep, uri, addr, &alen);
 	if (rc != CCI_SUCCESS) {
 		OFI_LOG(CCI_LOG_CONN, "ofi: cannot use URI \"%s\" (want ofi://%s/<address>)", uri,

@@ -248,9 +248,7 @@ static void rmaq_pop(struct ofi_conn *oc)
 {
 	struct ofi_op *op = oc->rmaq;
 
-	oc->rmaq = op->rnext;
-	if (!oc->rmaq)
-		oc->rmaq_tail = NULL;
+	CCI__FIFO_SHIFT(&oc->rmaq, &oc->rmaq_tail, rnext);
 	op->rnext = NULL;
 	op->in_rmaq = 0;
 }
@@ -391,13 +389,8 @@ int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 	op->len = msg_len;
 	if (msg_len)
 		memcpy(ofi_op_payload(oc, op), msg_ptr, msg_len);
-	op->rnext = NULL;
 	op->in_rmaq = 1;
-	if (oc->rmaq_tail)
-		oc->rmaq_tail->rnext = op;
-	else
-		oc->rmaq = op;
-	oc->rmaq_tail = op;
+	CCI__FIFO_PUSH(&oc->rmaq, &oc->rmaq_tail, op, rnext);
 	if (msg_len && oc->attr == CCI_CONN_ATTR_RO)
 		ofi_msgq_push(oc, op);
 	ofi_rmaq_flush(oc);

@@ -38,12 +38,7 @@ static void post_recv(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf 
 static void deliver(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb)
 {
 	if (sep->backlog || ofi_rx_full(sep)) {
-		rb->next = NULL;
-		if (sep->backlog_tail)
-			sep->backlog_tail->next = rb;
-		else
-			sep->backlog = rb;
-		sep->backlog_tail = rb;
+		CCI__FIFO_PUSH(&sep->backlog, &sep->backlog_tail, rb, next);
 		return;
 	}
 	post_recv(sep, oc, rb);
@@ -57,9 +52,7 @@ void ofi_backlog_drain(struct ofi_ep *sep)
 		struct ofi_conn *oc = rb->oc;
 		int live;
 
-		sep->backlog = rb->next;
-		if (!sep->backlog)
-			sep->backlog_tail = NULL;
+		CCI__FIFO_SHIFT(&sep->backlog, &sep->backlog_tail, next);
 		pthread_mutex_lock(&oc->lock);
 		live = oc->conn && ofi_conn_state(oc) != CCI__CONN_CLOSED;
 		if (live)

@@ -120,22 +120,15 @@ void ofi_op_done(struct ofi_ep *sep, struct ofi_op *op)
 
 void ofi_msgq_push(struct ofi_conn *oc, struct ofi_op *op)
 {
-	op->next = NULL;
 	op->in_msgq = 1;
-	if (oc->msgq_tail)
-		oc->msgq_tail->next = op;
-	else
-		oc->msgq = op;
-	oc->msgq_tail = op;
+	CCI__FIFO_PUSH(&oc->msgq, &oc->msgq_tail, op, next);
 }
 
 static void msgq_pop(struct ofi_conn *oc)
 {
 	struct ofi_op *op = oc->msgq;
 
-	oc->msgq = op->next;
-	if (!oc->msgq)
-		oc->msgq_tail = NULL;
+	CCI__FIFO_SHIFT(&oc->msgq, &oc->msgq_tail, next);
 	op->next = NULL;
 	op->in_msgq = 0;
 }
@@ -510,14 +503,10 @@ static ssize_t send_inject(struct ofi_conn *oc, const struct iovec *iov, uint32_
 {
 	uint64_t buf[(OFI_HDR_LEN + OFI_INJECT_MAX) / 8];
 	struct ofi_hdr *h = (struct ofi_hdr *)buf;
-	char *p = oc->imm ? (char *)buf : (char *)(h + 1);
 	uint32_t c = 0;
 	ssize_t rc;
 
-	for (uint32_t i = 0; i < iovcnt; i++) {
-		memcpy(p, iov[i].iov_base, iov[i].iov_len);
-		p += iov[i].iov_len;
-	}
+	cci__iov_gather(oc->imm ? (void *)buf : (void *)(h + 1), iov, iovcnt);
 	if (oc->imm) {
 		c = owed_take(oc, OFI_IMM_CREDITS_MAX);
 		rc = fi_injectdata(oc->sep->fep, buf, len, ofi_imm_pack(oc->peer_id, oc->tx_seq, c),
@@ -541,7 +530,6 @@ static void msg_fill(struct ofi_conn *oc, struct ofi_op *op, const struct iovec 
                      uint32_t iovcnt, uint32_t len, void *context, int flags)
 {
 	struct ofi_ep *sep = oc->sep;
-	char *p = ofi_op_payload(oc, op);
 
 	op->kind = OFI_OP_MSG;
 	op->context = context;
@@ -556,10 +544,7 @@ static void msg_fill(struct ofi_conn *oc, struct ofi_op *op, const struct iovec 
 		op->ubuf = iov[0].iov_base;
 		return;
 	}
-	for (uint32_t i = 0; i < iovcnt; i++) {
-		memcpy(p, iov[i].iov_base, iov[i].iov_len);
-		p += iov[i].iov_len;
-	}
+	cci__iov_gather(ofi_op_payload(oc, op), iov, iovcnt);
 }
 
 /* An unreliable message the provider could not take at once is dropped,

@@ -43,6 +43,7 @@
 #include "conn_base.h"
 #include "engine.h"
 #include "grow.h"
+#include "iov.h"
 #include "random.h"
 #include "slist.h"
 #include "spin.h"
@@ -308,12 +309,11 @@ int sm_arm(cci__ep_t *ep);
 int sm_progress(cci__ep_t *ep);
 
 /* sm_tx.c */
-int sm_pool_init(struct sm_ep *sep, uint32_t count);
 void sm_pool_fini(struct sm_ep *sep);
 int sm_pool_resize(struct sm_ep *sep, uint32_t count);
 struct sm_pend *sm_pend_get(struct sm_ep *sep);
 void sm_pend_put(struct sm_ep *sep, struct sm_pend *p);
-void sm_txq_push(struct sm_conn *sc, struct sm_pend *p);
+void sm_txq_queue(struct sm_conn *sc, struct sm_pend *p);
 void sm_txq_flush(struct sm_conn *sc);
 void sm_txq_flush_locked(struct sm_conn *sc);
 void sm_txq_fail(struct sm_conn *sc, int first_status, int notify);

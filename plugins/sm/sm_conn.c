@@ -10,9 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "sm.h"
@@ -189,17 +187,6 @@ void sm_rxset_add(struct sm_ep *sep, struct sm_conn *sc, cci_event_type_t type, 
 	cci__spin_unlock(&sep->rx_lock);
 }
 
-/* With rx_lock held. */
-static void rxset_remove(struct sm_ep *sep, struct sm_conn *sc)
-{
-	for (uint32_t i = 0; i < sep->rx_n; i++) {
-		if (sep->rx_set[i] == sc) {
-			sep->rx_set[i] = sep->rx_set[--sep->rx_n];
-			return;
-		}
-	}
-}
-
 /*
  * The connection cannot carry data any more (peer gone, timed out, told us
  * it disconnected): queued work completes with status (the first) and
@@ -301,7 +288,7 @@ int sm_disconnect(cci__conn_t *conn)
 	conn_close_sock(sc);
 	CCI__SLIST_UNLINK(&sep->conns, sc, next);
 	cci__spin_lock(&sep->rx_lock);
-	rxset_remove(sep, sc);
+	CCI__SET_REMOVE(sep->rx_set, sep->rx_n, sc);
 	pthread_mutex_lock(&sc->tx_lock);
 	cci__conn_move(&sc->base, CCI__CONN_CLOSED, sm_core, sc->conn);
 	sm_txq_fail(sc, CCI_ERR_DISCONNECTED, 0);
@@ -330,9 +317,6 @@ int sm_disconnect(cci__conn_t *conn)
 void sm_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct sm_conn *sc = sm_conn_of(conn);
-	struct sm_ep *sep = sc->sep;
 
-	pthread_mutex_lock(&sep->lock);
-	cci__ct_arm(&sc->base.timers, conn->keepalive_us, cci__now_ns());
-	pthread_mutex_unlock(&sep->lock);
+	cci__conn_keepalive_changed(&sc->base, conn, &sc->sep->lock);
 }

@@ -98,7 +98,6 @@ static void ep_release(struct sm_ep *sep)
 int sm_ep_create(cci__ep_t *ep, const char *service)
 {
 	struct sm_ep *sep = sm_ep_of(ep);
-	size_t ulen;
 	int rc;
 
 	ep_init_fields(sep, ep);
@@ -108,16 +107,14 @@ int sm_ep_create(cci__ep_t *ep, const char *service)
 	if (rc == CCI_SUCCESS)
 		rc = bell_create(sep);
 	if (rc == CCI_SUCCESS)
-		rc = sm_pool_init(sep, ep->send_buf_count);
+		rc = sm_pool_resize(sep, ep->send_buf_count);
 	if (rc != CCI_SUCCESS)
 		goto err_release;
-	ulen = strlen(sep->sock_path) + 6;
-	ep->uri = malloc(ulen);
-	if (!ep->uri) {
+	if (asprintf(&ep->uri, "sm://%s", sep->sock_path) < 0) {
+		ep->uri = NULL;
 		rc = CCI_ENOMEM;
 		goto err_release;
 	}
-	snprintf(ep->uri, ulen, "sm://%s", sep->sock_path);
 	rc = sm_loop_start(sep);
 	if (rc != CCI_SUCCESS)
 		goto err_free_uri;

@@ -12,14 +12,10 @@
  * its own buffer, which a single segment created by the client could not.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "sm.h"
@@ -157,8 +153,6 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 		SM_LOG(CCI_LOG_CONN, "sm: cannot parse URI \"%s\" (want sm://<dir>/<pid>/<id>)", uri);
 		return CCI_EINVAL;
 	}
-	if (attr > CCI_CONN_ATTR_UU)
-		return CCI_EINVAL; /* no multicast between processes */
 	sc = sm_conn_new(sep, attr, context);
 	if (!sc)
 		return CCI_ENOMEM;

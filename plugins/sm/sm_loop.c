@@ -14,11 +14,6 @@
  * is stopped (under the loop lock) before its object is freed, which also
  * drops any event of it still pending in the batch being handled.
  */
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "sm.h"
 

@@ -4,7 +4,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "plugin.h"
 #include "sm.h"
@@ -33,15 +32,6 @@ static struct sm_dev *dev_defaults(void)
 	return d;
 }
 
-static void dev_publish(cci__dev_t *dev, struct sm_dev *d)
-{
-	dev->priv = d;
-	dev->pub.up = 1;
-	dev->pub.max_send_size = d->mss;
-	dev->pub.rate = 0;
-	dev->pub.info = sm_info;
-}
-
 static int sm_discover(void)
 {
 	struct sm_dev *d = dev_defaults();
@@ -54,7 +44,7 @@ static int sm_discover(void)
 		free(d);
 		return CCI_ENOMEM;
 	}
-	dev_publish(dev, d);
+	cci__dev_publish(dev, d, 1, d->mss, 0, sm_info);
 	return CCI_SUCCESS;
 }
 
@@ -99,7 +89,7 @@ static int sm_dev_configure(cci__dev_t *dev)
 		free(d);
 		return rc;
 	}
-	dev_publish(dev, d);
+	cci__dev_publish(dev, d, 1, d->mss, 0, sm_info);
 	return CCI_SUCCESS;
 }
 

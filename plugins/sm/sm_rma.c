@@ -212,11 +212,9 @@ static int cma_finish(struct sm_conn *sc, const void *msg, uint32_t msg_len, voi
 	p->context = context;
 	p->flags = flags;
 	p->len = msg_len;
-	p->queued_ns = cci__now_ns();
 	if (msg_len)
 		memcpy(p->buf, msg, msg_len);
-	sm_txq_push(sc, p);
-	sm_txq_flush_locked(sc);
+	sm_txq_queue(sc, p);
 	pthread_mutex_unlock(&sc->tx_lock);
 	return CCI_SUCCESS;
 }
@@ -280,9 +278,7 @@ static int rma_copy_start(struct sm_conn *sc, const void *msg, uint32_t msg_len,
 	p->roff = roff;
 	p->laddr = local;
 	p->total = len;
-	p->queued_ns = cci__now_ns();
-	sm_txq_push(sc, p);
-	sm_txq_flush_locked(sc);
+	sm_txq_queue(sc, p);
 	pthread_mutex_unlock(&sc->tx_lock);
 	return CCI_SUCCESS;
 }
@@ -295,8 +291,6 @@ int sm_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_re
 	char *laddr = (char *)local->start + local_offset;
 	int rc = SM_RMA_FALLBACK;
 
-	if (conn->pub.attribute == CCI_CONN_ATTR_UU)
-		return CCI_EINVAL;
 	if (!sc->rma_copy) {
 		rc = rma_cma(sc, laddr, remote, remote_offset, data_len, flags);
 		if (rc == CCI_SUCCESS)
@@ -330,11 +324,9 @@ static void reply_queue(struct sm_conn *sc, int kind, uint32_t op_id, int status
 	p->status = status;
 	p->laddr = addr;
 	p->total = len;
-	p->queued_ns = cci__now_ns();
 	pthread_mutex_lock(&sc->tx_lock);
 	if (cci__conn_is_open(&sc->base)) {
-		sm_txq_push(sc, p);
-		sm_txq_flush_locked(sc);
+		sm_txq_queue(sc, p);
 		p = NULL;
 	}
 	pthread_mutex_unlock(&sc->tx_lock);

@@ -5,7 +5,6 @@
  * when its event is returned.
  */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 

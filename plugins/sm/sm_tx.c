@@ -35,18 +35,12 @@ static struct sm_pend *pend_alloc(uint32_t mss)
 	return p;
 }
 
-int sm_pool_init(struct sm_ep *sep, uint32_t count)
+/* Onto the free list; pool_lock held. */
+static void pool_push(struct sm_ep *sep, struct sm_pend *p)
 {
-	sep->pool_limit = count;
-	for (uint32_t i = 0; i < count; i++) {
-		struct sm_pend *p = pend_alloc(sep->mss);
-		if (!p)
-			return CCI_ENOMEM;
-		p->next = sep->pool;
-		sep->pool = p;
-		sep->pool_free_n++;
-	}
-	return CCI_SUCCESS;
+	p->next = sep->pool;
+	sep->pool = p;
+	sep->pool_free_n++;
 }
 
 void sm_pool_fini(struct sm_ep *sep)
@@ -56,7 +50,8 @@ void sm_pool_fini(struct sm_ep *sep)
 	sep->pool_free_n = 0;
 }
 
-/* A new send_buf_count: grow the free list now, shrink it as descriptors return. */
+/* A new send_buf_count (and the first, from an empty pool at endpoint
+ * creation): grow the free list now, shrink it as descriptors return. */
 int sm_pool_resize(struct sm_ep *sep, uint32_t count)
 {
 	int rc = CCI_SUCCESS;
@@ -69,9 +64,7 @@ int sm_pool_resize(struct sm_ep *sep, uint32_t count)
 			rc = CCI_ENOMEM;
 			break;
 		}
-		p->next = sep->pool;
-		sep->pool = p;
-		sep->pool_free_n++;
+		pool_push(sep, p);
 	}
 	while (sep->pool && sep->pool_out + sep->pool_free_n > count) {
 		struct sm_pend *p = sep->pool;
@@ -115,9 +108,7 @@ void sm_pend_put(struct sm_ep *sep, struct sm_pend *p)
 	if (sep->pool_out + sep->pool_free_n >= sep->pool_limit) {
 		free(p);
 	} else {
-		p->next = sep->pool;
-		sep->pool = p;
-		sep->pool_free_n++;
+		pool_push(sep, p);
 	}
 	pthread_mutex_unlock(&sep->pool_lock);
 }
@@ -142,43 +133,34 @@ int sm_tx_place(struct sm_conn *sc, uint16_t type, uint32_t aux, const struct io
                 uint32_t iovcnt, uint32_t len)
 {
 	struct sm_rec *rec = sm_ring_reserve(&sc->tx, len);
-	char *p;
 
 	if (!rec)
 		return CCI_EAGAIN;
-	p = sm_rec_payload(rec);
-	for (uint32_t i = 0; i < iovcnt; i++) {
-		memcpy(p, iov[i].iov_base, iov[i].iov_len);
-		p += iov[i].iov_len;
-	}
+	cci__iov_gather(sm_rec_payload(rec), iov, iovcnt);
 	sm_ring_commit(&sc->tx, rec, type, len, aux);
 	sm_ring_bell(sc);
 	return CCI_SUCCESS;
 }
 
-/* Queue p behind the others; tx_lock held. */
-void sm_txq_push(struct sm_conn *sc, struct sm_pend *p)
+/* Queue p behind the others, stamped for the send timeout, and send what
+ * the ring takes now; tx_lock held. */
+void sm_txq_queue(struct sm_conn *sc, struct sm_pend *p)
 {
-	p->next = NULL;
-	if (sc->txq_tail) {
-		sc->txq_tail->next = p;
-	} else {
-		sc->txq = p;
+	p->queued_ns = cci__now_ns();
+	if (!sc->txq)
 		atomic_fetch_add_explicit(&sc->sep->txq_busy, 1, memory_order_relaxed);
-	}
-	sc->txq_tail = p;
+	CCI__FIFO_PUSH(&sc->txq, &sc->txq_tail, p, next);
 	/* Ask the consumer for a doorbell when it frees space. */
 	atomic_store_explicit(&sc->tx.ctl->prod_waiting, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
+	sm_txq_flush_locked(sc);
 }
 
 static void txq_pop(struct sm_conn *sc)
 {
-	sc->txq = sc->txq->next;
-	if (!sc->txq) {
-		sc->txq_tail = NULL;
+	CCI__FIFO_SHIFT(&sc->txq, &sc->txq_tail, next);
+	if (!sc->txq)
 		atomic_fetch_sub_explicit(&sc->sep->txq_busy, 1, memory_order_relaxed);
-	}
 }
 
 /* Sends and RMA initiations complete through the core; replies do not. */
@@ -332,7 +314,6 @@ int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_
 {
 	struct sm_conn *sc = sm_conn_of(conn);
 	struct sm_pend *p;
-	char *dst;
 
 	pthread_mutex_lock(&sc->tx_lock);
 	if (!cci__conn_is_open(&sc->base)) {
@@ -354,14 +335,8 @@ int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_
 	p->context = context;
 	p->flags = flags;
 	p->len = len;
-	p->queued_ns = cci__now_ns();
-	dst = p->buf;
-	for (uint32_t i = 0; i < iovcnt; i++) {
-		memcpy(dst, iov[i].iov_base, iov[i].iov_len);
-		dst += iov[i].iov_len;
-	}
-	sm_txq_push(sc, p);
-	sm_txq_flush_locked(sc); /* space may have appeared since the attempt */
+	cci__iov_gather(p->buf, iov, iovcnt);
+	sm_txq_queue(sc, p); /* space may have appeared since the attempt */
 	pthread_mutex_unlock(&sc->tx_lock);
 	return CCI_SUCCESS;
 }

@@ -4,14 +4,9 @@
  * passed alongside (SCM_RIGHTS), and the peer's credentials.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stddef.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "sm.h"

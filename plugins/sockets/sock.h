@@ -51,6 +51,7 @@
 #include "conn_base.h"
 #include "engine.h"
 #include "grow.h"
+#include "iov.h"
 #include "random.h"
 #include "sock_addr.h"
 #include "sock_dgram.h"

@@ -3,7 +3,6 @@
  * the socket transports (see sock_addr.h).
  */
 #include <arpa/inet.h>
-#include <errno.h>
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -12,6 +11,7 @@
 
 #include "sock_addr.h"
 #include "ifaddr.h"
+#include "plugin.h"
 #include "uri.h"
 
 static socklen_t sa_len(int family)
@@ -211,15 +211,6 @@ static int configure(const struct cci_core *core, const struct sock_transport *t
 	return conf_address(core, dev, d, kv[SOCK_KEY_IP], kv[SOCK_KEY_INTERFACE], t->proto);
 }
 
-static void publish(cci__dev_t *dev, struct sock_dev *d, uint64_t rate)
-{
-	dev->priv = d;
-	dev->pub.up = (unsigned)d->up;
-	dev->pub.max_send_size = d->mss;
-	dev->pub.rate = rate;
-	dev->pub.info = d->info;
-}
-
 static int add_copy(const struct cci_core *core, const struct sock_transport *t,
                     const char *name, const struct sock_dev *d, uint64_t rate)
 {
@@ -234,7 +225,7 @@ static int add_copy(const struct cci_core *core, const struct sock_transport *t,
 		free(copy);
 		return CCI_ENOMEM;
 	}
-	publish(dev, copy, rate);
+	cci__dev_publish(dev, copy, copy->up, copy->mss, rate, copy->info);
 	return CCI_SUCCESS;
 }
 
@@ -256,7 +247,7 @@ int sock_devs_configure(const struct cci_core *core, const struct sock_transport
 		free(d);
 		return rc;
 	}
-	publish(dev, d, 0);
+	cci__dev_publish(dev, d, d->up, d->mss, 0, d->info);
 	return CCI_SUCCESS;
 }
 

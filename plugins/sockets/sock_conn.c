@@ -290,7 +290,5 @@ void sock_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct sock_conn *sc = sock_conn_of(conn);
 
-	pthread_mutex_lock(&sc->sep->lock);
-	cci__ct_arm(&sc->base.timers, conn->keepalive_us, cci__now_ns());
-	pthread_mutex_unlock(&sc->sep->lock);
+	cci__conn_keepalive_changed(&sc->base, conn, &sc->sep->lock);
 }

@@ -85,8 +85,6 @@ int sock_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data
 	struct sock_conn *sc;
 	int rc;
 
-	if (attr != CCI_CONN_ATTR_RO && attr != CCI_CONN_ATTR_RU && attr != CCI_CONN_ATTR_UU)
-		return CCI_EINVAL;
 	rc = sock_uri_resolve(uri, "sock", &ss, &sl);
 	if (rc != CCI_SUCCESS)
 		return rc;

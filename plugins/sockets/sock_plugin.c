@@ -2,9 +2,7 @@
  * sock_plugin.c - the sockets plugin: its ops table, its devices and the
  * ini keys of a tcp section.
  */
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "plugin.h"
 #include "spin.h"

@@ -211,8 +211,6 @@ void sock_tx_ops_free(struct sock_ep *sep)
 /* Copy the message into the op's own buffer. */
 int sock_op_copy_in(struct sock_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len)
 {
-	uint32_t off = 0;
-
 	if (len > op->cap) {
 		char *b = realloc(op->buf, len);
 		if (!b)
@@ -220,11 +218,7 @@ int sock_op_copy_in(struct sock_op *op, const struct iovec *iov, uint32_t iovcnt
 		op->buf = b;
 		op->cap = len;
 	}
-	for (uint32_t i = 0; i < iovcnt; i++) {
-		if (iov[i].iov_len)
-			memcpy(op->buf + off, iov[i].iov_base, iov[i].iov_len);
-		off += (uint32_t)iov[i].iov_len;
-	}
+	cci__iov_gather(op->buf, iov, iovcnt);
 	op->msg = op->buf;
 	op->len = len;
 	return CCI_SUCCESS;
@@ -573,14 +567,10 @@ static int send_uu(struct sock_conn *sc, const struct iovec *iov, uint32_t iovcn
 	const void *data = iovcnt ? iov[0].iov_base : NULL;
 
 	if (iovcnt > 1) {
-		uint32_t off = 0;
 		copy = malloc(len ? len : 1);
 		if (!copy)
 			return CCI_ENOMEM;
-		for (uint32_t i = 0; i < iovcnt; i++) {
-			memcpy(copy + off, iov[i].iov_base, iov[i].iov_len);
-			off += (uint32_t)iov[i].iov_len;
-		}
+		cci__iov_gather(copy, iov, iovcnt);
 		data = copy;
 	}
 	conn_emit(sc, &d, data, len);

@@ -65,6 +65,7 @@
 #include "dlist.h"
 #include "engine.h"
 #include "grow.h"
+#include "iov.h"
 #include "random.h"
 #include "slist.h"
 #include "spin.h"
@@ -357,19 +358,6 @@ static inline void tcp_loop_cmd(struct tcp_ep *sep, unsigned cmd)
 	cci__engine_cmd(&sep->eng, cmd);
 	if (sep->manual_tfd >= 0)
 		tcp_manual_timer(sep, 1);
-}
-
-/* Copy the n pieces of iov one after the other to dst; returns the bytes
- * copied. */
-static inline size_t tcp_iov_copy(void *dst, const struct iovec *iov, size_t n)
-{
-	size_t off = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		memcpy((char *)dst + off, iov[i].iov_base, iov[i].iov_len);
-		off += iov[i].iov_len;
-	}
-	return off;
 }
 
 /* The ack for a frame being encoded: everything received so far, now

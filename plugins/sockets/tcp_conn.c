@@ -5,7 +5,6 @@
  * timeout, keepalive, delayed acks).
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -110,12 +109,7 @@ static void rx_end(struct tcp_conn *tc)
 	if (!tc->in_rx)
 		return;
 	epoll_set(tc, 0);
-	for (uint32_t i = 0; i < sep->nopen; i++) {
-		if (sep->open[i] == tc) {
-			sep->open[i] = sep->open[--sep->nopen];
-			break;
-		}
-	}
+	CCI__SET_REMOVE(sep->open, sep->nopen, tc);
 	tc->in_rx = 0;
 	tcp_conn_watch_update(sep); /* fewer sockets may leave epoll */
 }
@@ -268,11 +262,8 @@ int tcp_disconnect(cci__conn_t *conn)
 void tcp_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct tcp_conn *tc = tcp_conn_of(conn);
-	struct tcp_ep *sep = tc->sep;
 
-	pthread_mutex_lock(&sep->lock);
-	cci__ct_arm(&tc->base.timers, conn->keepalive_us, cci__now_ns());
-	pthread_mutex_unlock(&sep->lock);
+	cci__conn_keepalive_changed(&tc->base, conn, &tc->sep->lock);
 }
 
 /* When the oldest unfinished send or RMA was queued, UINT64_MAX if none

@@ -5,7 +5,6 @@
  * completion message; the target's answer to a read is RD_DATA fragments
  * and an RD_END.  Called with the connection's tx_lock held.
  */
-#include <string.h>
 
 #include "tcp.h"
 
@@ -146,7 +145,7 @@ uint32_t tcp_msg_linear(struct tcp_op *op, const struct iovec *iov, uint32_t iov
 	h.ack = tcp_ack_take(op->tc);
 	*ack = h.ack;
 	sock_hdr_encode(b, &h);
-	return SOCK_HDR_LEN + (uint32_t)tcp_iov_copy(b + SOCK_HDR_LEN, iov, iovcnt);
+	return SOCK_HDR_LEN + (uint32_t)cci__iov_gather(b + SOCK_HDR_LEN, iov, iovcnt);
 }
 
 int tcp_op_frame_done(struct tcp_op *op)

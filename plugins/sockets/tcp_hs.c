@@ -442,8 +442,6 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	uint64_t nonce;
 	int fd = -1, rc;
 
-	if (attr > CCI_CONN_ATTR_UU)
-		return CCI_EINVAL; /* no multicast (the core refuses it first) */
 	rc = sock_uri_resolve(uri, "tcp", &ss, &sl);
 	if (rc != CCI_SUCCESS)
 		return rc;

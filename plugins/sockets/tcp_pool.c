@@ -159,7 +159,7 @@ int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, 
 	dst = op_copy_space(op, len);
 	if (!dst)
 		return CCI_ENOMEM;
-	tcp_iov_copy(dst, iov, iovcnt);
+	cci__iov_gather(dst, iov, iovcnt);
 	op->uiov[0].iov_base = dst;
 	op->uiov[0].iov_len = len;
 	op->uiovcnt = 1;

@@ -16,7 +16,6 @@
  *
  * FENCE holds an RMA in the queue until every earlier one completed.
  */
-#include <string.h>
 
 #include "tcp.h"
 

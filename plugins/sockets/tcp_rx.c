@@ -9,7 +9,6 @@
  * sep->lock held.
  */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 

@@ -163,16 +163,6 @@ static uint32_t gather(struct tcp_conn *tc, struct iovec *iov, uint64_t *total, 
 	return n;
 }
 
-static void list_append(struct tcp_op **head, struct tcp_op **tail, struct tcp_op *op)
-{
-	op->next = NULL;
-	if (*tail)
-		(*tail)->next = op;
-	else
-		*head = op;
-	*tail = op;
-}
-
 /* op's last frame left: it waits for an ack, a read answer, or is done. */
 static void op_route(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done)
 {
@@ -186,11 +176,11 @@ static void op_route(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **don
 			break;
 		/* fall through */
 	case TCP_OP_WRITE:
-		list_append(&tc->infl, &tc->infl_tail, op);
+		CCI__FIFO_PUSH(&tc->infl, &tc->infl_tail, op, next);
 		return;
 	case TCP_OP_READ:
 		if (op->msg_phase) {
-			list_append(&tc->infl, &tc->infl_tail, op);
+			CCI__FIFO_PUSH(&tc->infl, &tc->infl_tail, op, next);
 		} else {
 			op->next = tc->reads;
 			tc->reads = op;
@@ -226,9 +216,7 @@ static void advance(struct tcp_conn *tc, uint64_t n, int with_ctl, struct tcp_op
 		n -= rem;
 		if (!tcp_op_frame_done(op))
 			continue;
-		tc->txq = op->next;
-		if (!tc->txq)
-			tc->txq_tail = NULL;
+		CCI__FIFO_SHIFT(&tc->txq, &tc->txq_tail, next);
 		op->in_txq = 0;
 		op_route(tc, op, done);
 	}
@@ -245,7 +233,7 @@ static ssize_t tx_write(int fd, struct msghdr *mh, uint64_t total)
 		                 MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (total > sizeof(lin))
 		return sock_sendmsg(fd, mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-	return sock_send(fd, lin, tcp_iov_copy(lin, mh->msg_iov, mh->msg_iovlen),
+	return sock_send(fd, lin, cci__iov_gather(lin, mh->msg_iov, mh->msg_iovlen),
 	                 MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
@@ -315,7 +303,7 @@ static void send_small(struct tcp_conn *tc, struct tcp_op *op, const struct iove
 void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done)
 {
 	op->in_txq = 1;
-	list_append(&tc->txq, &tc->txq_tail, op);
+	CCI__FIFO_PUSH(&tc->txq, &tc->txq_tail, op, next);
 	tcp_tx_flush(tc, done);
 }
 

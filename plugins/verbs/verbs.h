@@ -48,7 +48,9 @@
 #include "clock.h"
 #include "conn_base.h"
 #include "engine.h"
+#include "iov.h"
 #include "random.h"
+#include "slist.h"
 #include "status.h"
 #include "verbs_proto.h"
 
@@ -244,7 +246,6 @@ void verbs_slabs_free(struct verbs_slab **head);
 
 /* verbs_tx.c */
 /* Append op to the queue head/tail (txq, rmaq, flight: in order). */
-void verbs_opq_push(struct verbs_op **head, struct verbs_op **tail, struct verbs_op *op);
 int verbs_ctl_send(struct verbs_conn *vc, uint8_t type, uint32_t aux, const void *body,
                    uint32_t len);
 void verbs_txq_push(struct verbs_conn *vc, struct verbs_op *op);

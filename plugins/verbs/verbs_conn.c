@@ -152,9 +152,7 @@ void verbs_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct verbs_conn *vc = verbs_conn_of(conn);
 
-	pthread_mutex_lock(&vc->sep->lock);
-	cci__ct_arm(&vc->base.timers, conn->keepalive_us, cci__now_ns());
-	pthread_mutex_unlock(&vc->sep->lock);
+	cci__conn_keepalive_changed(&vc->base, conn, &vc->sep->lock);
 }
 
 /* The core hands back a RECV event's buffer (any thread, no lock held). */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugin.h"
 #include "verbs.h"
 
 #define VERBS_NO_DEVICE "no RDMA device found (ibv_get_device_list returned none)"
@@ -244,11 +245,7 @@ static int dev_publish(cci__dev_t *dev, struct ibv_context *ctx, uint8_t port,
 	else
 		snprintf(d->info, sizeof(d->info), "RDMA adapter %s port %u (%s), address %s", name,
 		         port, pa->link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand", ip);
-	dev->priv = d;
-	dev->pub.up = why == NULL;
-	dev->pub.max_send_size = c->mss;
-	dev->pub.rate = why ? 0 : port_rate(pa);
-	dev->pub.info = d->info;
+	cci__dev_publish(dev, d, why == NULL, c->mss, why ? 0 : port_rate(pa), d->info);
 	return CCI_SUCCESS;
 }
 

@@ -106,9 +106,7 @@ static struct verbs_mrc *mrc_ask(struct verbs_conn *vc, uint64_t key)
 
 static void rmaq_pop(struct verbs_conn *vc)
 {
-	vc->rmaq = vc->rmaq->next;
-	if (!vc->rmaq)
-		vc->rmaq_tail = NULL;
+	CCI__FIFO_SHIFT(&vc->rmaq, &vc->rmaq_tail, next);
 }
 
 /* Fail op before anything was posted. */
@@ -176,7 +174,7 @@ int verbs_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma
 			memcpy(op->buf + VERBS_HDR_LEN, msg_ptr, msg_len);
 			op->len = VERBS_HDR_LEN + msg_len;
 		}
-		verbs_opq_push(&vc->rmaq, &vc->rmaq_tail, op);
+		CCI__FIFO_PUSH(&vc->rmaq, &vc->rmaq_tail, op, next);
 		verbs_rmaq_flush(vc);
 	}
 	pthread_mutex_unlock(&sep->lock);

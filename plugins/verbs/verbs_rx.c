@@ -10,12 +10,7 @@
 
 static void held_push(struct verbs_ep *sep, struct verbs_rxbuf *rb)
 {
-	rb->next = NULL;
-	if (sep->held_tail)
-		sep->held_tail->next = rb;
-	else
-		sep->held = rb;
-	sep->held_tail = rb;
+	CCI__FIFO_PUSH(&sep->held, &sep->held_tail, rb, next);
 }
 
 /* Lend rb to the application: CCI_SUCCESS or CCI_ENOMEM (no event). */
@@ -60,9 +55,7 @@ void verbs_held_drain(struct verbs_ep *sep)
 
 		if (rb->vc->conn && rb->vc->step == VERBS_STEP_OPEN && lend(sep, rb) != CCI_SUCCESS)
 			return;
-		sep->held = rb->next;
-		if (!sep->held)
-			sep->held_tail = NULL;
+		CCI__FIFO_SHIFT(&sep->held, &sep->held_tail, next);
 		if (!rb->lent) /* its connection is gone: the message goes with it */
 			rx_recycle(sep, rb);
 	}

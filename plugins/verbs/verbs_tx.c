@@ -15,20 +15,10 @@
 
 #include "verbs.h"
 
-void verbs_opq_push(struct verbs_op **head, struct verbs_op **tail, struct verbs_op *op)
-{
-	op->next = NULL;
-	if (*tail)
-		(*tail)->next = op;
-	else
-		*head = op;
-	*tail = op;
-}
-
 void verbs_txq_push(struct verbs_conn *vc, struct verbs_op *op)
 {
 	op->stamp_ns = cci__now_ns();
-	verbs_opq_push(&vc->txq, &vc->txq_tail, op);
+	CCI__FIFO_PUSH(&vc->txq, &vc->txq_tail, op, next);
 }
 
 /* Post the SEND of op (header written now: credits and sequence are
@@ -142,13 +132,11 @@ void verbs_txq_flush(struct verbs_conn *vc)
 			return;
 		if (op->spends_credit && !verbs_credit_take(&vc->cr))
 			return;
-		vc->txq = op->next;
-		if (!vc->txq)
-			vc->txq_tail = NULL;
+		CCI__FIFO_SHIFT(&vc->txq, &vc->txq_tail, next);
 		rc = op->kind == VERBS_OP_RMA ? post_rma(vc, op)
 		                              : post_send(vc, op, head_blocked_after(vc), 0);
 		op->serial = vc->serial_posted;
-		verbs_opq_push(&vc->flight, &vc->flight_tail, op);
+		CCI__FIFO_PUSH(&vc->flight, &vc->flight_tail, op, next);
 		if (rc != CCI_SUCCESS) {
 			/* Reported now; freed when the queue pair's requests are
 			 * (the part posted of an RMA may still be in the adapter). */
@@ -190,7 +178,6 @@ int verbs_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint
 	struct verbs_conn *vc = verbs_conn_of(conn);
 	struct verbs_ep *sep = vc->sep;
 	struct verbs_op *op;
-	char *p;
 	int rc = CCI_SUCCESS;
 
 	pthread_mutex_lock(&sep->lock);
@@ -204,11 +191,7 @@ int verbs_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint
 		op->spends_credit = 1;
 		op->context = context;
 		op->flags = flags;
-		p = op->buf + VERBS_HDR_LEN;
-		for (uint32_t i = 0; i < iovcnt; i++) {
-			memcpy(p, iov[i].iov_base, iov[i].iov_len);
-			p += iov[i].iov_len;
-		}
+		cci__iov_gather(op->buf + VERBS_HDR_LEN, iov, iovcnt);
 		op->len = VERBS_HDR_LEN + len;
 		verbs_txq_push(vc, op);
 		verbs_txq_flush(vc);
@@ -235,9 +218,7 @@ void verbs_tx_complete(struct verbs_conn *vc, uint64_t serial, int status)
 	while (vc->flight && verbs_op_status(vc->flight->serial, serial, status) != -1) {
 		struct verbs_op *op = vc->flight;
 
-		vc->flight = op->next;
-		if (!vc->flight)
-			vc->flight_tail = NULL;
+		CCI__FIFO_SHIFT(&vc->flight, &vc->flight_tail, next);
 		op_done(vc, op, verbs_op_status(op->serial, serial, status));
 	}
 	/* The failing request may be inside a multi-request RMA. */
