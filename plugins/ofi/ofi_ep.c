@@ -12,7 +12,7 @@
 
 #include "ofi.h"
 
-#define OFI_DESTROY_FLUSH_NS 300000000ull /* DISC messages get this long to leave */
+#define OFI_DESTROY_FLUSH_NS 2000000000ull /* DISC messages get this long to arrive */
 
 static void ep_init_fields(struct ofi_ep *sep, cci__ep_t *ep)
 {
@@ -245,7 +245,10 @@ int ofi_ep_create(cci__ep_t *ep, const char *service)
 	return CCI_SUCCESS;
 }
 
-/* Let the DISC messages of the closing connections leave. */
+/* Let the DISC messages of the closing connections arrive (delivery
+ * complete, where the provider offers it: see ctl_fi_send), and with
+ * them everything sent before; a peer that does not take them within
+ * the bound (a frozen host) is given up. */
 static void ep_flush_ctl(struct ofi_ep *sep)
 {
 	uint64_t stop = cci__now_ns() + OFI_DESTROY_FLUSH_NS;

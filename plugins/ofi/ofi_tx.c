@@ -317,6 +317,28 @@ static int refused_has(struct ofi_peer *const *refused, int n, const struct ofi_
 	return 0;
 }
 
+/* A control op to the provider.  A connection's last word (the DISC of
+ * cci_disconnect or of a closing endpoint, tracked) asks for delivery
+ * complete where the provider offers it: its completion then says that
+ * the peer's provider has it and, the connection being one ordered
+ * stream, every message before it.  Endpoint teardown waits for it
+ * (ep_flush_ctl), so a program that exits once its sends completed does
+ * not lose their tail: a tcp socket closed with unread data resets, and
+ * what its send queue still held is dropped. */
+static ssize_t ctl_fi_send(struct ofi_ep *sep, struct ofi_op *op)
+{
+	if (op->ctl_type == OFI_T_DISC && op->tracked) {
+		struct iovec iov = { op->buf, OFI_HDR_LEN + op->len };
+		struct fi_msg m = { .msg_iov = &iov, .desc = &op->desc, .iov_count = 1,
+		                    .addr = op->dest, .context = op };
+		ssize_t rc = fi_sendmsg(sep->fep, &m, FI_COMPLETION | FI_DELIVERY_COMPLETE);
+
+		if (rc != -FI_EBADFLAGS && rc != -FI_EOPNOTSUPP)
+			return rc;
+	}
+	return fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op->dest, op);
+}
+
 /* Control messages the provider refused earlier, one pass; only
  * progress calls it (cq_lock held: one flush at a time). */
 void ofi_ctlq_flush(struct ofi_ep *sep)
@@ -338,7 +360,7 @@ void ofi_ctlq_flush(struct ofi_ep *sep)
 		} else if (refused_has(refused, nref, peer)) {
 			rc = -FI_EAGAIN; /* it keeps its place behind the refused one */
 		} else {
-			rc = fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op->dest, op);
+			rc = ctl_fi_send(sep, op);
 			if (rc == -FI_EAGAIN && ctl_peer_gone(op))
 				rc = -FI_ECANCELED;
 			if (rc == -FI_EAGAIN && nref == OFI_CTLQ_REFUSED)
@@ -376,7 +398,7 @@ static int ctl_post(struct ofi_ep *sep, struct ofi_op *op)
 	 * its completion and recycle op before fi_send() returns here. */
 	if (!ctlq_busy(peer)) {
 		op->in_flight = 1;
-		rc = fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op->dest, op);
+		rc = ctl_fi_send(sep, op);
 	}
 	if (rc == 0)
 		return CCI_SUCCESS;
