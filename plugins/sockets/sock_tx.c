@@ -461,7 +461,6 @@ void sock_tx_note_timer(struct sock_conn *sc)
 		sc->sep->timer_ns = t;
 }
 
-/* The ack riding on d: complete what it covers, then send more. */
 /* The peer's ack a, received at now: what it took is done. */
 static void ack_apply(struct sock_conn *sc, const struct sock_rel_ack *a, uint64_t now)
 {
@@ -604,7 +603,8 @@ static int send_locked(struct sock_conn *sc, const struct iovec *iov, uint32_t i
 	sock_op_queue(sc, op);
 	sock_tx_pump(sc, op->t_ns);
 	sock_tx_flush(sc->sep);
-	/* Out: now what the last datagram received left (its ack) */
+	/* The message is out: now the work the last datagram received left
+	 * (its kept ack, see sock_tx_ack_keep). */
 	sock_rx_finish(sc->sep, op->t_ns);
 	return CCI_SUCCESS;
 }
