@@ -45,12 +45,15 @@ static void slot_write(struct sm_reg_slot *s, uint64_t key, uint64_t addr, uint6
 {
 	uint32_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
 
+	/* Release stores of the fields keep the odd seq before them, and the
+	 * reader's acquire loads keep its second seq load after them: the
+	 * seqlock's ordering without fences (which ThreadSanitizer cannot
+	 * follow, and on x86 all of these are plain moves). */
 	atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
-	__atomic_store_n(&s->key, key, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->addr, addr, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->len, len, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->flags, flags, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->key, key, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->addr, addr, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->len, len, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->flags, flags, __ATOMIC_RELEASE);
 	atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
 }
 
@@ -113,11 +116,10 @@ static void slot_read(const struct sm_reg_slot *s, struct slot_view *v)
 			}
 			sched_yield(); /* the owner is mid-update */
 		}
-		v->key = __atomic_load_n(&s->key, __ATOMIC_RELAXED);
-		v->addr = __atomic_load_n(&s->addr, __ATOMIC_RELAXED);
-		v->len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
-		v->flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
-		atomic_thread_fence(memory_order_acquire);
+		v->key = __atomic_load_n(&s->key, __ATOMIC_ACQUIRE);
+		v->addr = __atomic_load_n(&s->addr, __ATOMIC_ACQUIRE);
+		v->len = __atomic_load_n(&s->len, __ATOMIC_ACQUIRE);
+		v->flags = __atomic_load_n(&s->flags, __ATOMIC_ACQUIRE);
 		s2 = atomic_load_explicit(&s->seq, memory_order_relaxed);
 	} while (s1 != s2);
 }
