@@ -419,7 +419,6 @@ int ofi_service_check(const struct fi_info *info, const char *service);
 struct ofi_peer *ofi_peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len);
 void ofi_peer_put(struct ofi_ep *sep, struct ofi_peer *peer);
 void ofi_peer_put_locked(struct ofi_peer *peer);
-void ofi_peer_expire_locked(struct ofi_peer *peer);
 void ofi_peers_free(struct ofi_ep *sep);
 void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now);
 void ofi_proc_self(struct ofi_proc *p);

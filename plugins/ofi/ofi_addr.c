@@ -253,17 +253,6 @@ void ofi_peer_put_locked(struct ofi_peer *peer)
 	peer->idle_ns = cci__now_ns();
 }
 
-/* The process at peer's address exited, so no reconnect can come from
- * it: unless in use, its entry goes at the next sweep rather than after
- * OFI_PEER_IDLE_NS, and with it what the provider holds for it (shm keeps
- * the peer's region mapped, and the pages it wrote there resident, until
- * the address leaves the AV).  sep->lock held. */
-void ofi_peer_expire_locked(struct ofi_peer *peer)
-{
-	if (peer->refs == 0)
-		peer->idle_ns = cci__now_ns() - OFI_PEER_IDLE_NS;
-}
-
 void ofi_peer_put(struct ofi_ep *sep, struct ofi_peer *peer)
 {
 	if (!peer)

@@ -90,11 +90,8 @@ void ofi_conn_unlist(struct ofi_conn *oc, int cq_held)
 static void conn_free(struct ofi_conn *oc)
 {
 	ofi_mrc_free(oc);
-	if (oc->peer) {
+	if (oc->peer)
 		ofi_peer_put_locked(oc->peer);
-		if (oc->pidw && __atomic_load_n(&oc->pidw->dead, __ATOMIC_ACQUIRE))
-			ofi_peer_expire_locked(oc->peer);
-	}
 	ofi_pidw_put(oc->pidw);
 	pthread_mutex_destroy(&oc->lock);
 	free(oc);
