@@ -188,11 +188,13 @@ static void retry_queued(struct ofi_ep *sep)
 	__atomic_store_n(&sep->tx_pending, 0, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&sep->lock);
 	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
-		if (!oc->msgq && !oc->rmaq)
-			continue;
+		/* The queues are read under oc->lock only: an application
+		 * thread's send may be changing them (ThreadSanitizer). */
 		pthread_mutex_lock(&oc->lock);
-		ofi_msgq_flush(oc);
-		ofi_rmaq_flush(oc);
+		if (oc->msgq)
+			ofi_msgq_flush(oc);
+		if (oc->rmaq)
+			ofi_rmaq_flush(oc);
 		pthread_mutex_unlock(&oc->lock);
 	}
 	pthread_mutex_unlock(&sep->lock);
