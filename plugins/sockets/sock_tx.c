@@ -488,18 +488,6 @@ void sock_tx_ack_kept_apply(struct sock_conn *sc)
 		ack_apply(sc, &sc->ack_kept, sc->ack_kept_ns);
 }
 
-/* The ack riding on d, at once. */
-void sock_tx_acked(struct sock_conn *sc, const struct sock_dg *d, uint64_t now)
-{
-	struct sock_rel_ack a = { d->cum, d->wnd, d->sack };
-
-	if (!sc->rel_on || !(d->flags & SOCK_DG_F_ACK))
-		return;
-	sock_tx_ack_kept_apply(sc);
-	ack_apply(sc, &a, now);
-	sock_conn_touch(sc);
-}
-
 /* The ack riding on a data datagram d, kept for sock_rx_finish: the
  * completions it brings (and their events) then come after the RECV of
  * d's message and, when the application polls, after its next call, so
@@ -515,6 +503,13 @@ void sock_tx_ack_keep(struct sock_conn *sc, const struct sock_dg *d, uint64_t no
 	sc->ack_kept_ns = now;
 	sc->ack_kept_set = 1;
 	sock_conn_touch(sc);
+}
+
+/* The ack riding on d, at once (dgram_rx passes only open connections). */
+void sock_tx_acked(struct sock_conn *sc, const struct sock_dg *d, uint64_t now)
+{
+	sock_tx_ack_keep(sc, d, now);
+	sock_tx_ack_kept_apply(sc);
 }
 
 /* The reliability timers of sc, and an ack that is due. */
