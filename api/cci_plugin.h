@@ -184,11 +184,19 @@ struct cci__rma_reg {
 };
 
 /* Serialised handle: stuff[0] key, stuff[1] address, stuff[2] length,
- * stuff[3] access flags in the low 32 bits. */
+ * stuff[3] access flags in the low 32 bits and, in the high 32, a hint
+ * the plugin may set in rma_register (0 if it does not) to find the
+ * registration fast at the target: sm's table slot.  A hint comes from
+ * the wire like the rest: it is checked, never trusted. */
 static inline uint64_t cci__handle_key(const struct cci_rma_handle *h) { return h->stuff[0]; }
 static inline uint64_t cci__handle_addr(const struct cci_rma_handle *h) { return h->stuff[1]; }
 static inline uint64_t cci__handle_len(const struct cci_rma_handle *h) { return h->stuff[2]; }
 static inline int cci__handle_flags(const struct cci_rma_handle *h) { return (int)(h->stuff[3] & 0xffffffffu); }
+static inline uint32_t cci__handle_hint(const struct cci_rma_handle *h) { return (uint32_t)(h->stuff[3] >> 32); }
+static inline void cci__handle_set_hint(struct cci_rma_handle *h, uint32_t hint)
+{
+	h->stuff[3] = (h->stuff[3] & 0xffffffffu) | (uint64_t)hint << 32;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Config keys                                                               */
@@ -338,6 +346,19 @@ struct cci_core {
 	 * of this ABI version: a plugin checks size covers it before use.
 	 */
 	void (*plugin_note)(const struct cci_plugin *plugin, const char *text);
+
+	/*
+	 * Call fn(reg, arg) with ep's live registration of key, found in the
+	 * core's table (constant time whatever the count), and return what fn
+	 * returns; CCI_ERR_RMA_HANDLE if there is none.  fn runs under the
+	 * core's registration lock, so reg is not deregistered meanwhile:
+	 * reg->priv is what the plugin's rma_register stored (NULL while that
+	 * call is still running: treat it as absent).  fn must be short and
+	 * call back into no core service; it may take a lock of the plugin
+	 * that is taken last.
+	 */
+	int (*rma_with_reg)(cci__ep_t *ep, uint64_t key,
+	                    int (*fn)(cci__rma_reg_t *reg, void *arg), void *arg);
 };
 
 #define CCI__LOG(core, cat, ...)                                   \

@@ -68,7 +68,8 @@ struct cci__ep_core {
 	pthread_mutex_t rma_lock;
 	cci__rma_reg_t **rma_table;  /* hash of registrations by key */
 	cci__rma_reg_t **rma_by_ptr; /* the same, by handle address */
-	uint32_t rma_buckets;
+	uint32_t rma_buckets;        /* of each table: a power of two, 0 before the first */
+	uint32_t rma_count;          /* registrations in the tables */
 	cci__ep_t *next_ep;          /* cci__g.eps */
 };
 
@@ -260,6 +261,8 @@ void cci__send_done(cci__conn_t *conn, void *context, int flags, int status);
 int cci__rma_lookup(cci__ep_t *ep, uint64_t key, uint64_t offset, uint64_t len,
                     int access, void **addr);
 void cci__rma_table_free(cci__ep_t *ep);
+int cci__rma_with_reg(cci__ep_t *ep, uint64_t key, int (*fn)(cci__rma_reg_t *reg, void *arg),
+                      void *arg);
 
 /* A lock-free peek: is an event queued?  (A hint; the queue lock decides.) */
 static inline int cci__evq_nonempty(cci__ep_t *ep)

@@ -1,6 +1,11 @@
 /*
  * rma.c - RMA registrations (random 64-bit keys in a per-endpoint hash
  * table), the target-side lookup, and cci_rma's checks.
+ *
+ * Two chained hash tables index an endpoint's registrations, by key (the
+ * target's lookup) and by handle address (a local handle's check).  Both
+ * double when the registrations outnumber the buckets, so a lookup costs
+ * the same with ten registrations or a million.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,20 +15,25 @@
 #include "msg.h"
 #include "random.h"
 
-#define RMA_BUCKETS 1024u /* power of two */
+#define RMA_BUCKETS_MIN 1024u /* power of two */
 #define RMA_FLAGS (CCI_FLAG_READ | CCI_FLAG_WRITE)
 #define RMA_OP_FLAGS (RMA_FLAGS | CCI_FLAG_FENCE | CCI_FLAG_BLOCKING | CCI_FLAG_SILENT | CCI_FLAG_NO_COPY)
 
-static uint32_t bucket_of(uint64_t key)
+static uint32_t hash_of(uint64_t key)
 {
-	return (uint32_t)((key ^ (key >> 29)) * 0x9e3779b97f4a7c15ull >> 32) & (RMA_BUCKETS - 1);
+	return (uint32_t)((key ^ (key >> 29)) * 0x9e3779b97f4a7c15ull >> 32);
+}
+
+static uint32_t bucket_of(cci__ep_t *ep, uint64_t key)
+{
+	return hash_of(key) & (core_ep(ep)->rma_buckets - 1);
 }
 
 /* Bucket of a handle's address: the handle itself is never read, since
  * an application may pass one it already deregistered (and we freed). */
-static uint32_t bucket_of_ptr(const struct cci_rma_handle *h)
+static uint32_t bucket_of_ptr(cci__ep_t *ep, const struct cci_rma_handle *h)
 {
-	return bucket_of((uint64_t)(uintptr_t)h >> 5);
+	return bucket_of(ep, (uint64_t)(uintptr_t)h >> 5);
 }
 
 /* With rma_lock held. */
@@ -31,22 +41,74 @@ static cci__rma_reg_t *reg_find(cci__ep_t *ep, uint64_t key)
 {
 	if (!core_ep(ep)->rma_table)
 		return NULL;
-	for (cci__rma_reg_t *r = core_ep(ep)->rma_table[bucket_of(key)]; r; r = core_reg(r)->hnext)
+	for (cci__rma_reg_t *r = core_ep(ep)->rma_table[bucket_of(ep, key)]; r; r = core_reg(r)->hnext)
 		if (cci__handle_key(&r->handle) == key)
 			return r;
 	return NULL;
+}
+
+static void link_key(cci__ep_t *ep, cci__rma_reg_t *reg)
+{
+	uint32_t b = bucket_of(ep, cci__handle_key(&reg->handle));
+
+	core_reg(reg)->hnext = core_ep(ep)->rma_table[b];
+	core_ep(ep)->rma_table[b] = reg;
+}
+
+static void link_ptr(cci__ep_t *ep, cci__rma_reg_t *reg)
+{
+	uint32_t b = bucket_of_ptr(ep, &reg->handle);
+
+	core_reg(reg)->pnext = core_ep(ep)->rma_by_ptr[b];
+	core_ep(ep)->rma_by_ptr[b] = reg;
+}
+
+/*
+ * Make room for one more registration: the tables at first use, or both
+ * twice as large once the registrations would outnumber the buckets (all
+ * entries relinked).  With rma_lock held.  If memory runs out the old
+ * tables stay: longer chains, still correct.
+ */
+static int tables_reserve(cci__ep_t *ep)
+{
+	struct cci__ep_core *ce = core_ep(ep);
+	uint32_t n = ce->rma_buckets ? ce->rma_buckets * 2 : RMA_BUCKETS_MIN;
+	cci__rma_reg_t **by_key, **by_ptr, **old_key, *r, *next;
+	uint32_t old = ce->rma_buckets;
+
+	if (ce->rma_table && (ce->rma_count < old || old >= 1u << 30))
+		return CCI_SUCCESS;
+	by_key = calloc(n, sizeof(*by_key));
+	by_ptr = calloc(n, sizeof(*by_ptr));
+	if (!by_key || !by_ptr) {
+		free(by_key);
+		free(by_ptr);
+		return ce->rma_table ? CCI_SUCCESS : CCI_ENOMEM;
+	}
+	old_key = ce->rma_table;
+	free(ce->rma_by_ptr); /* every entry is on the key chains too */
+	ce->rma_table = by_key;
+	ce->rma_by_ptr = by_ptr;
+	ce->rma_buckets = n;
+	for (uint32_t b = 0; b < old; b++) {
+		for (r = old_key[b]; r; r = next) {
+			next = core_reg(r)->hnext;
+			link_key(ep, r);
+			link_ptr(ep, r);
+		}
+	}
+	free(old_key);
+	return CCI_SUCCESS;
 }
 
 /* Insert reg under a fresh random key; with rma_lock held. */
 static int reg_insert(cci__ep_t *ep, cci__rma_reg_t *reg)
 {
 	uint64_t key;
-	uint32_t b;
+	int rc = tables_reserve(ep);
 
-	if (!core_ep(ep)->rma_table && !(core_ep(ep)->rma_table = calloc(RMA_BUCKETS, sizeof(*core_ep(ep)->rma_table))))
-		return CCI_ENOMEM;
-	if (!core_ep(ep)->rma_by_ptr && !(core_ep(ep)->rma_by_ptr = calloc(RMA_BUCKETS, sizeof(*core_ep(ep)->rma_by_ptr))))
-		return CCI_ENOMEM;
+	if (rc != CCI_SUCCESS)
+		return rc;
 	do {
 		if (cci__random64(&key) != CCI_SUCCESS) {
 			LOG_ERR("rma: no random key for a registration: getrandom failed: %s",
@@ -55,18 +117,15 @@ static int reg_insert(cci__ep_t *ep, cci__rma_reg_t *reg)
 		}
 	} while (key == 0 || reg_find(ep, key)); /* 0 marks a dead handle */
 	reg->handle.stuff[0] = key;
-	b = bucket_of(key);
-	core_reg(reg)->hnext = core_ep(ep)->rma_table[b];
-	core_ep(ep)->rma_table[b] = reg;
-	b = bucket_of_ptr(&reg->handle);
-	core_reg(reg)->pnext = core_ep(ep)->rma_by_ptr[b];
-	core_ep(ep)->rma_by_ptr[b] = reg;
+	link_key(ep, reg);
+	link_ptr(ep, reg);
+	core_ep(ep)->rma_count++;
 	return CCI_SUCCESS;
 }
 
 static void reg_unlink(cci__ep_t *ep, cci__rma_reg_t *reg)
 {
-	cci__rma_reg_t **pp = &core_ep(ep)->rma_table[bucket_of(cci__handle_key(&reg->handle))];
+	cci__rma_reg_t **pp = &core_ep(ep)->rma_table[bucket_of(ep, cci__handle_key(&reg->handle))];
 
 	for (; *pp; pp = &core_reg((*pp))->hnext) {
 		if (*pp == reg) {
@@ -74,12 +133,13 @@ static void reg_unlink(cci__ep_t *ep, cci__rma_reg_t *reg)
 			break;
 		}
 	}
-	for (pp = &core_ep(ep)->rma_by_ptr[bucket_of_ptr(&reg->handle)]; *pp; pp = &core_reg((*pp))->pnext) {
+	for (pp = &core_ep(ep)->rma_by_ptr[bucket_of_ptr(ep, &reg->handle)]; *pp; pp = &core_reg((*pp))->pnext) {
 		if (*pp == reg) {
 			*pp = core_reg(reg)->pnext;
 			break;
 		}
 	}
+	core_ep(ep)->rma_count--;
 }
 
 /*
@@ -99,7 +159,7 @@ static cci__rma_reg_t *reg_find_ptr(cci__ep_t *ep, const struct cci_rma_handle *
 {
 	if (!core_ep(ep)->rma_by_ptr)
 		return NULL;
-	for (cci__rma_reg_t *r = core_ep(ep)->rma_by_ptr[bucket_of_ptr(h)]; r; r = core_reg(r)->pnext)
+	for (cci__rma_reg_t *r = core_ep(ep)->rma_by_ptr[bucket_of_ptr(ep, h)]; r; r = core_reg(r)->pnext)
 		if (&r->handle == h)
 			return r;
 	return NULL;
@@ -200,11 +260,25 @@ int cci__rma_lookup(cci__ep_t *ep, uint64_t key, uint64_t offset, uint64_t len, 
 	return rc;
 }
 
+int cci__rma_with_reg(cci__ep_t *ep, uint64_t key, int (*fn)(cci__rma_reg_t *reg, void *arg),
+                      void *arg)
+{
+	cci__rma_reg_t *r;
+	int rc = CCI_ERR_RMA_HANDLE;
+
+	pthread_mutex_lock(&core_ep(ep)->rma_lock);
+	r = reg_find(ep, key);
+	if (r)
+		rc = fn(r, arg);
+	pthread_mutex_unlock(&core_ep(ep)->rma_lock);
+	return rc;
+}
+
 void cci__rma_table_free(cci__ep_t *ep)
 {
 	if (!core_ep(ep)->rma_table)
 		return;
-	for (uint32_t b = 0; b < RMA_BUCKETS; b++) {
+	for (uint32_t b = 0; b < core_ep(ep)->rma_buckets; b++) {
 		cci__rma_reg_t *r = core_ep(ep)->rma_table[b], *next;
 		for (; r; r = next) {
 			next = core_reg(r)->hnext;
@@ -215,6 +289,8 @@ void cci__rma_table_free(cci__ep_t *ep)
 	free(core_ep(ep)->rma_by_ptr);
 	core_ep(ep)->rma_table = NULL;
 	core_ep(ep)->rma_by_ptr = NULL;
+	core_ep(ep)->rma_buckets = 0;
+	core_ep(ep)->rma_count = 0;
 }
 
 /* The initiator's checks of cci_rma; the target checks again. */

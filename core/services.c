@@ -22,4 +22,5 @@ const struct cci_core cci__core_services = {
 	.status_text = cci__status_text,
 	.conf_parse = cci__conf_parse,
 	.plugin_note = cci__plugin_note,
+	.rma_with_reg = cci__rma_with_reg,
 };
