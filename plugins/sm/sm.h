@@ -80,15 +80,20 @@ struct sm_dev {
 /* ------------------------------------------------------------------------ */
 
 #define SM_PAGE_MAGIC 0x50454d53u /* "SMEP" */
-#define SM_PAGE_VERSION 1u
-#define SM_REG_SLOTS 4096u         /* power of two */
-#define SM_REG_MAX (SM_REG_SLOTS * 3 / 4)
+#define SM_PAGE_VERSION 2u
+/* Registrations one endpoint can hold at once.  The table is sparse: a
+ * slot's page becomes memory only once a registration uses it, and freed
+ * slots are reused before new ones, so the cost is about 32 bytes per
+ * registration at the peak; the ceiling only reserves address space
+ * (32 MiB per endpoint, and per peer that maps it). */
+#define SM_REG_SLOTS (1u << 20)
 #define SM_REG_LIVE (1u << 31)     /* in sm_reg_slot.flags: the entry is in use */
 
 /*
  * One registration as peers see it.  Written only by the owner under
- * reg_lock as a seqlock: seq odd while the entry changes.  key 0 = never
- * used (ends a probe); flags 0 with a key = deleted (probes go on).
+ * reg_lock as a seqlock: seq odd while the entry changes.  A handle names
+ * its slot (cci__handle_hint: slot + 1), so a lookup reads one slot and
+ * compares the key: a freed or reused slot has another key (or 0).
  */
 struct sm_reg_slot {
 	_Atomic uint32_t seq;
@@ -103,7 +108,11 @@ struct sm_ep_page {
 	uint32_t version;
 	uint32_t pid;
 	uint32_t nslots;
-	char pad0[SM_LINE - 16];
+	/* Slots [0, used) have been written at least once: a peer reads no
+	 * slot above, so that a forged handle makes no page of the table
+	 * appear.  Only grows; stored with release after the slot. */
+	_Atomic uint32_t used;
+	char pad0[SM_LINE - 20];
 	/* Set by the owner when it waits on its OS handle; a sender that sees
 	 * it after publishing a record writes the owner's doorbell.  Cleared
 	 * by the owner's progress (one spurious wake-up at most). */
@@ -242,7 +251,8 @@ struct sm_ep {
 	struct sm_ep_page *page;
 	size_t page_len;
 	pthread_mutex_t reg_lock;
-	uint32_t reg_count;
+	uint32_t *reg_free;   /* freed slots, reused first (a stack) */
+	uint32_t reg_nfree, reg_free_cap;
 
 	/* Pending-send pool. */
 	pthread_mutex_t pool_lock;

@@ -89,6 +89,7 @@ static void ep_release(struct sm_ep *sep)
 	if (sep->page_fd >= 0)
 		close(sep->page_fd);
 	sm_pool_fini(sep);
+	free(sep->reg_free);
 	free(sep->rx_set);
 	pthread_mutex_destroy(&sep->lock);
 	pthread_mutex_destroy(&sep->reg_lock);

@@ -34,11 +34,6 @@
 /* Registration table                                                        */
 /* ------------------------------------------------------------------------ */
 
-static uint32_t slot_of(uint64_t key)
-{
-	return (uint32_t)((key ^ (key >> 31)) * 0x9e3779b97f4a7c15ull >> 40) & (SM_REG_SLOTS - 1);
-}
-
 /* Seqlock write of one slot; reg_lock held. */
 static void slot_write(struct sm_reg_slot *s, uint64_t key, uint64_t addr, uint64_t len,
                        uint32_t flags)
@@ -57,26 +52,45 @@ static void slot_write(struct sm_reg_slot *s, uint64_t key, uint64_t addr, uint6
 	atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
 }
 
+/*
+ * A freed slot if there is one, else the next never used.  The free
+ * stack always has room for every slot in use, so that deregistration
+ * cannot fail.
+ */
 int sm_rma_register(cci__ep_t *ep, cci__rma_reg_t *reg)
 {
 	struct sm_ep *sep = sm_ep_of(ep);
-	uint64_t key = cci__handle_key(&reg->handle);
-	uint32_t i = slot_of(key);
+	uint32_t used, i;
 	int rc = CCI_ENOMEM;
 
 	pthread_mutex_lock(&sep->reg_lock);
-	if (sep->reg_count < SM_REG_MAX) {
-		while (sep->page->slots[i].flags != 0)
-			i = (i + 1) & (SM_REG_SLOTS - 1);
-		slot_write(&sep->page->slots[i], key, (uint64_t)(uintptr_t)reg->start, reg->length,
-		           (uint32_t)(reg->flags | SM_REG_LIVE));
-		reg->priv = (void *)(uintptr_t)(i + 1);
-		sep->reg_count++;
-		rc = CCI_SUCCESS;
+	used = atomic_load_explicit(&sep->page->used, memory_order_relaxed);
+	if (sep->reg_nfree > 0) {
+		i = sep->reg_free[--sep->reg_nfree];
+	} else if (used == SM_REG_SLOTS) {
+		SM_WARN("sm: %s: more than %u registrations", ep->uri, SM_REG_SLOTS);
+		goto out;
+	} else {
+		if (used == sep->reg_free_cap) {
+			uint32_t cap = used ? used * 2 : 64;
+			uint32_t *f = realloc(sep->reg_free, cap * sizeof(*f));
+			if (!f)
+				goto out;
+			sep->reg_free = f;
+			sep->reg_free_cap = cap;
+		}
+		i = used;
 	}
+	slot_write(&sep->page->slots[i], cci__handle_key(&reg->handle),
+	           (uint64_t)(uintptr_t)reg->start, reg->length,
+	           (uint32_t)(reg->flags | SM_REG_LIVE));
+	if (i == used) /* after the slot: a peer that sees used sees the slot */
+		atomic_store_explicit(&sep->page->used, used + 1, memory_order_release);
+	cci__handle_set_hint(&reg->handle, i + 1);
+	reg->priv = (void *)(uintptr_t)(i + 1);
+	rc = CCI_SUCCESS;
+out:
 	pthread_mutex_unlock(&sep->reg_lock);
-	if (rc != CCI_SUCCESS)
-		SM_WARN("sm: %s: more than %u registrations", ep->uri, SM_REG_MAX);
 	return rc;
 }
 
@@ -88,9 +102,8 @@ void sm_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg)
 	if (i == 0)
 		return;
 	pthread_mutex_lock(&sep->reg_lock);
-	/* The key stays as a tombstone so that probes for other keys go on. */
-	slot_write(&sep->page->slots[i - 1], cci__handle_key(&reg->handle), 0, 0, 0);
-	sep->reg_count--;
+	slot_write(&sep->page->slots[i - 1], 0, 0, 0, 0);
+	sep->reg_free[sep->reg_nfree++] = i - 1;
 	pthread_mutex_unlock(&sep->reg_lock);
 	reg->priv = NULL;
 }
@@ -124,27 +137,25 @@ static void slot_read(const struct sm_reg_slot *s, struct slot_view *v)
 	} while (s1 != s2);
 }
 
-/* The target's address of [off, off+len) of key, checked against its table. */
-static int peer_lookup(const struct sm_ep_page *pg, uint64_t key, uint64_t off, uint64_t len,
-                       int access, uint64_t *addr)
+/* The target's address of [off, off+len) of a remote handle, checked
+ * against the target's table: the one slot the handle names. */
+static int peer_lookup(const struct sm_ep_page *pg, const struct cci_rma_handle *h, uint64_t off,
+                       uint64_t len, int access, uint64_t *addr)
 {
-	uint32_t i = slot_of(key);
+	uint32_t hint = cci__handle_hint(h);
+	struct slot_view v;
 
-	for (uint32_t n = 0; n < SM_REG_SLOTS; n++, i = (i + 1) & (SM_REG_SLOTS - 1)) {
-		struct slot_view v;
-		slot_read(&pg->slots[i], &v);
-		if (v.key == 0)
-			break;
-		if (v.key != key || !(v.flags & SM_REG_LIVE))
-			continue;
-		if (((int)v.flags & access) != access)
-			return CCI_ERR_RMA_HANDLE;
-		if (off > v.len || len > v.len - off)
-			return CCI_EINVAL;
-		*addr = v.addr + off;
-		return CCI_SUCCESS;
-	}
-	return CCI_ERR_RMA_HANDLE;
+	if (hint == 0 || hint > atomic_load_explicit(&pg->used, memory_order_acquire))
+		return CCI_ERR_RMA_HANDLE;
+	slot_read(&pg->slots[hint - 1], &v);
+	if (v.key != cci__handle_key(h) || v.key == 0 || !(v.flags & SM_REG_LIVE))
+		return CCI_ERR_RMA_HANDLE;
+	if (((int)v.flags & access) != access)
+		return CCI_ERR_RMA_HANDLE;
+	if (off > v.len || len > v.len - off)
+		return CCI_EINVAL;
+	*addr = v.addr + off;
+	return CCI_SUCCESS;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -232,7 +243,7 @@ static int rma_cma(struct sm_conn *sc, char *local, const struct cci_rma_handle 
 	pthread_mutex_lock(&sc->tx_lock);
 	rc = cci__conn_is_open(&sc->base) ? CCI_SUCCESS : sc->tx_err;
 	if (rc == CCI_SUCCESS)
-		rc = peer_lookup(sc->peer_page, cci__handle_key(remote), roff, len,
+		rc = peer_lookup(sc->peer_page, remote, roff, len,
 		                 write ? CCI_FLAG_WRITE : CCI_FLAG_READ, &raddr);
 	pid = sc->peer_pid;
 	pthread_mutex_unlock(&sc->tx_lock);
