@@ -65,6 +65,7 @@
 #include "engine.h"
 #include "iov.h"
 #include "random.h"
+#include "dlist.h"
 #include "slist.h"
 #include "spin.h"
 #include "status.h"
@@ -256,13 +257,15 @@ struct ofi_pidw {
 
 /* A registration (reg->priv). */
 struct ofi_mr {
-	struct ofi_mr *next;        /* sep->mrs */
+	struct ofi_mr *prev, *next; /* sep->mrs */
 	cci__rma_reg_t *reg;
 	struct fid_mr *mr;
 	uint64_t key;               /* the core key */
 	uint64_t prov_key;
 	void *desc;
-	int exported;               /* a peer asked for it */
+	int exported;               /* a peer asked for it (set under the core's
+	                             * registration lock, read once the core
+	                             * dropped the registration) */
 };
 
 /* ---- Endpoints ---- */

@@ -56,10 +56,10 @@ int ofi_rma_register(cci__ep_t *ep, cci__rma_reg_t *reg)
 	m->prov_key = fi_mr_key(m->mr);
 	m->desc = fi_mr_desc(m->mr);
 	pthread_mutex_lock(&sep->mr_lock);
-	m->next = sep->mrs;
-	sep->mrs = m;
+	CCI__DLIST_PUSH(&sep->mrs, m);
 	pthread_mutex_unlock(&sep->mr_lock);
-	reg->priv = m;
+	/* A peer's MR_REQ may already find reg in the core (mr_export). */
+	__atomic_store_n(&reg->priv, m, __ATOMIC_RELEASE);
 	return CCI_SUCCESS;
 }
 
@@ -85,7 +85,7 @@ void ofi_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg)
 	if (!m)
 		return;
 	pthread_mutex_lock(&sep->mr_lock);
-	CCI__SLIST_UNLINK(&sep->mrs, m, next);
+	CCI__DLIST_UNLINK(&sep->mrs, m);
 	exported = m->exported;
 	pthread_mutex_unlock(&sep->mr_lock);
 	fi_close(&m->mr->fid);
@@ -103,28 +103,34 @@ void ofi_mrs_free(struct ofi_ep *sep)
 	}
 }
 
+struct mr_export_arg {
+	struct ofi_ep *sep;
+	struct ofi_mr_rep *rep;
+};
+
+/* rma_with_reg's callback: describe reg for a peer and mark it exported. */
+static int mr_export(cci__rma_reg_t *reg, void *arg)
+{
+	struct mr_export_arg *a = arg;
+	struct ofi_mr *m = __atomic_load_n(&reg->priv, __ATOMIC_ACQUIRE);
+
+	if (!m)
+		return CCI_ERR_RMA_HANDLE; /* still being registered */
+	m->exported = 1;
+	a->rep->flags = (uint32_t)reg->flags;
+	a->rep->prov_key = m->prov_key;
+	a->rep->base = (a->sep->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)reg->start : 0;
+	a->rep->len = reg->length;
+	return CCI_SUCCESS;
+}
+
 /* Answer an MR_REQ; oc->lock held. */
 static void on_mr_req(struct ofi_conn *oc, uint32_t req_id, uint64_t key)
 {
-	struct ofi_ep *sep = oc->sep;
-	struct ofi_mr_rep rep = { .status = CCI_ERR_RMA_HANDLE, .key = key };
-	void *addr;
+	struct ofi_mr_rep rep = { .key = key };
+	struct mr_export_arg a = { oc->sep, &rep };
 
-	if (ofi_core->rma_lookup(sep->ep, rep.key, 0, 1, 0, &addr) == CCI_SUCCESS) {
-		pthread_mutex_lock(&sep->mr_lock);
-		for (struct ofi_mr *m = sep->mrs; m; m = m->next) {
-			if (m->key != rep.key)
-				continue;
-			m->exported = 1;
-			rep.status = CCI_SUCCESS;
-			rep.flags = (uint32_t)m->reg->flags;
-			rep.prov_key = m->prov_key;
-			rep.base = (sep->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)m->reg->start : 0;
-			rep.len = m->reg->length;
-			break;
-		}
-		pthread_mutex_unlock(&sep->mr_lock);
-	}
+	rep.status = ofi_core->rma_with_reg(oc->sep->ep, key, mr_export, &a);
 	ofi_ctl_send(oc, OFI_T_MR_REP, req_id, &rep, sizeof(rep), 0);
 }
 
