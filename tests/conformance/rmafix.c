@@ -8,10 +8,17 @@
 
 void rfix_open(struct rfix *r, int target_flags, cci_conn_attribute_t attr)
 {
+	rfix_open_extra(r, target_flags, attr, 0);
+}
+
+void rfix_open_extra(struct rfix *r, int target_flags, cci_conn_attribute_t attr,
+                     uint32_t extra_regs)
+{
 	void *mem = NULL;
 
 	memset(r, 0, sizeof(*r));
-	r->o = (struct srv_opts){ .rma_len = REGION, .rma_flags = target_flags };
+	r->o = (struct srv_opts){ .rma_len = REGION, .rma_flags = target_flags,
+	                          .extra_regs = extra_regs };
 	srv_start(&r->s, &r->o);
 	r->ep = h_endpoint(h_setup(), NULL);
 	CHECK_RC(cci_get_opt(r->ep, CCI_OPT_ENDPT_RMA_ALIGN, &r->align), CCI_SUCCESS);

@@ -29,6 +29,10 @@ struct rfix {
 
 /* Start the server (target handle flags target_flags), connect with attr. */
 void rfix_open(struct rfix *r, int target_flags, cci_conn_attribute_t attr);
+/* The same, the server registering extra_regs 1-byte regions before its
+ * target region. */
+void rfix_open_extra(struct rfix *r, int target_flags, cci_conn_attribute_t attr,
+                     uint32_t extra_regs);
 /* Check local canaries, deregister, stop the server, tear down. */
 void rfix_close(struct rfix *r, struct srv_stats *st);
 void check_local_canaries(struct rfix *r);

@@ -38,6 +38,8 @@ struct sstate {
 	uint32_t ndefer;
 	uint8_t *mem, *region, *shadow;
 	cci_rma_handle_t *handle;
+	uint8_t *extra_mem;             /* o->extra_regs bytes, one region each */
+	cci_rma_handle_t **extra;
 	uint32_t out_seq;
 	struct srv_stats st;
 };
@@ -65,6 +67,14 @@ static void srv_rma_setup(struct sstate *s)
 	s->shadow = malloc(len);
 	REQUIRE(s->shadow != NULL);
 	memcpy(s->shadow, s->region, len);
+	if (s->o->extra_regs) {
+		s->extra_mem = malloc(s->o->extra_regs);
+		s->extra = calloc(s->o->extra_regs, sizeof(*s->extra));
+		REQUIRE(s->extra_mem && s->extra);
+		for (uint32_t i = 0; i < s->o->extra_regs; i++)
+			REQUIRE_RC(cci_rma_register(s->ep, s->extra_mem + i, 1, CCI_FLAG_READ,
+			                            &s->extra[i]), CCI_SUCCESS);
+	}
 	REQUIRE_RC(cci_rma_register(s->ep, s->region, len, s->o->rma_flags, &s->handle),
 	           CCI_SUCCESS);
 	REQUIRE(s->handle != NULL);
@@ -385,6 +395,13 @@ static void srv_command(struct sstate *s)
 	} else if (m.cmd == SRV_CMD_DEREGISTER) {
 		CHECK_RC(cci_rma_deregister(s->ep, s->handle), CCI_SUCCESS);
 		s->handle = NULL;
+	} else if (m.cmd == SRV_CMD_REREGISTER) {
+		struct cci_rma_handle none = { { 0 } };
+		CHECK_RC(cci_rma_deregister(s->ep, s->handle), CCI_SUCCESS);
+		s->handle = NULL;
+		CHECK_RC(cci_rma_register(s->ep, s->region, s->o->rma_len, s->o->rma_flags,
+		                          &s->handle), CCI_SUCCESS);
+		h_msg_send(s->wfd, s->handle ? s->handle : &none, sizeof(none));
 	} else if (m.cmd == SRV_CMD_RELEASE) {
 		srv_release(s);
 	}
@@ -466,6 +483,8 @@ static void srv_cleanup(struct sstate *s)
 	srv_verify_all(s);
 	if (s->ep && s->handle)
 		CHECK_RC(cci_rma_deregister(s->ep, s->handle), CCI_SUCCESS);
+	for (uint32_t i = 0; s->ep && s->extra && i < s->o->extra_regs; i++)
+		CHECK_RC(cci_rma_deregister(s->ep, s->extra[i]), CCI_SUCCESS);
 	if (s->ep)
 		CHECK_RC(cci_destroy_endpoint(s->ep), CCI_SUCCESS);
 	CHECK_RC(cci_finalize(), CCI_SUCCESS);
@@ -473,6 +492,8 @@ static void srv_cleanup(struct sstate *s)
 		srv_check_canaries(s);
 	free(s->mem);
 	free(s->shadow);
+	free(s->extra_mem);
+	free(s->extra);
 }
 
 static void srv_role(int rfd, int wfd, const void *arg)
@@ -541,6 +562,18 @@ void srv_cmd(struct srv *s, char cmd, uint32_t arg)
 	srv_send_cmd(s, cmd, arg);
 	CHECKF(h_msg_recv(s->peer.rfd, &ack, 1, 10000) == 1 && ack == 'k',
 	       "the server did not acknowledge command '%c'", cmd);
+}
+
+void srv_reregister(struct srv *s, struct cci_rma_handle *old)
+{
+	char ack = 0;
+
+	*old = s->handle;
+	srv_send_cmd(s, SRV_CMD_REREGISTER, 0);
+	CHECKF(h_msg_recv(s->peer.rfd, &s->handle, sizeof(s->handle), 10000) ==
+	       (int)sizeof(s->handle), "the server did not send its new RMA handle");
+	CHECKF(h_msg_recv(s->peer.rfd, &ack, 1, 10000) == 1 && ack == 'k',
+	       "the server did not acknowledge command '%c'", SRV_CMD_REREGISTER);
 }
 
 void srv_freeze(struct srv *s)

@@ -29,6 +29,7 @@ struct srv_opts {
 	uint32_t hold;            /* keep up to this many RECV events until 'r' */
 	uint64_t rma_len;         /* register a target region of this size */
 	int rma_flags;            /* its access flags */
+	uint32_t extra_regs;      /* register this many 1-byte regions before it */
 };
 
 struct srv_stats {
@@ -52,6 +53,8 @@ struct srv {
 #define SRV_CMD_DISCONNECT 'd'  /* cci_disconnect() every connection */
 #define SRV_CMD_DESTROY 'e'     /* cci_destroy_endpoint() */
 #define SRV_CMD_DEREGISTER 'u'  /* cci_rma_deregister() the region */
+#define SRV_CMD_REREGISTER 'n'  /* deregister the region, register it again:
+                                 * srv_reregister() */
 #define SRV_CMD_RELEASE 'r'     /* return held RECV events, stop holding */
 #define SRV_CMD_FREEZE 'z'      /* stop itself (SIGSTOP) between two library calls */
 
@@ -60,6 +63,9 @@ struct srv {
 void srv_start(struct srv *s, const struct srv_opts *o);
 /* Send a command and wait (10 s) for its acknowledgement. */
 void srv_cmd(struct srv *s, char cmd, uint32_t arg);
+/* Have the server deregister its region and register it again; s->handle
+ * becomes the new handle, the old one is returned in *old. */
+void srv_reregister(struct srv *s, struct cci_rma_handle *old);
 /* Have the server stop itself between two library calls, and wait (5 s)
  * until it is stopped.  SIGCONT resumes it, SIGKILL ends it. */
 void srv_freeze(struct srv *s);

@@ -200,6 +200,44 @@ static void blocking_rma_has_no_event(void)
 	CHECK(st.rma_notes == 1 && st.rma_bad == 0);
 }
 
+/*
+ * Registrations do not run out at a small count, and a lookup finds the
+ * right one among many: each side holds MANY_REGS other registrations
+ * (registered before the two in use on the server, after on the client)
+ * while a write and a read go through.
+ */
+#define MANY_REGS 100000u
+static void rma_among_many_registrations(void)
+{
+	struct rfix r;
+	struct srv_stats st;
+	struct proto_note note;
+	struct proto_write w;
+	cci_rma_handle_t **mine = calloc(MANY_REGS, sizeof(*mine));
+	uint8_t *bytes = malloc(MANY_REGS);
+	uint32_t nl, n = 0;
+	uint64_t d;
+
+	REQUIRE(mine && bytes);
+	rfix_open_extra(&r, CCI_FLAG_READ | CCI_FLAG_WRITE, CCI_CONN_ATTR_RO, MANY_REGS);
+	while (n < MANY_REGS &&
+	       CHECK_RC(cci_rma_register(r.ep, bytes + n, 1, CCI_FLAG_WRITE, &mine[n]),
+	                CCI_SUCCESS))
+		n++;
+	w = prepare_write(&r, 0, 4096, 8192, 0x8000u);
+	nl = note_build(&r, &note, &w, 1);
+	CHECK_RC(rma_run(&r, &note, nl, &r.s.handle, 0, 4096, 8192, CCI_FLAG_WRITE), CCI_SUCCESS);
+	CHECK_RC(rma_run(&r, NULL, 0, &r.s.handle, 65536, 65536, 4096, CCI_FLAG_READ), CCI_SUCCESS);
+	d = proto_diff(r.local + 65536, 4096, PROTO_INIT_SEED, 65536);
+	CHECKF(d == 4096, "read data differs at byte %llu of 4096", (unsigned long long)d);
+	for (uint32_t i = 0; i < n; i++)
+		CHECK_RC(cci_rma_deregister(r.ep, mine[i]), CCI_SUCCESS);
+	rfix_close(&r, &st);
+	CHECK(st.rma_notes == 1 && st.rma_bad == 0 && st.canary_bad == 0 && st.corrupt == 0);
+	free(mine);
+	free(bytes);
+}
+
 const struct h_test t_rma_tests[] = {
 	{ "rma write of 1 byte lands intact, canaries untouched", write_1, H_NEEDS_DEVICE, 0 },
 	{ "rma write of 4095 bytes lands intact, canaries untouched", write_4095,
@@ -229,5 +267,7 @@ const struct h_test t_rma_tests[] = {
 	{ "rma write and read work on an RU connection", rma_on_ru_works, H_NEEDS_DEVICE, 0 },
 	{ "a BLOCKING rma returns its status and makes no SEND event",
 	  blocking_rma_has_no_event, H_NEEDS_DEVICE, 0 },
+	{ "rma write and read work with 100,000 other registrations on each side",
+	  rma_among_many_registrations, H_NEEDS_DEVICE, 0 },
 };
 const size_t t_rma_count = sizeof(t_rma_tests) / sizeof(t_rma_tests[0]);

@@ -211,6 +211,28 @@ static void stale_remote_handle_refused(void)
 	finish(&r, 0);
 }
 
+/* A new registration may take the place the old one had in the target's
+ * tables (sm reuses the slot): the old handle must still be refused. */
+static void replaced_remote_handle_refused(void)
+{
+	struct rfix r;
+	struct cci_rma_handle old;
+	struct proto_note note;
+	struct proto_write w;
+	uint32_t nl;
+
+	rfix_open(&r, CCI_FLAG_READ | CCI_FLAG_WRITE, CCI_CONN_ATTR_RO);
+	srv_reregister(&r.s, &old);
+	CHECK(old.stuff[0] != r.s.handle.stuff[0]);
+	try_refused(&r, &old, 0, 0, 4096, CCI_FLAG_WRITE, "replaced handle:");
+	try_refused(&r, &old, 0, 0, 4096, CCI_FLAG_READ, "replaced handle:");
+	w = prepare_write(&r, 0, 0, 4096, 0x9000u);
+	nl = note_build(&r, &note, &w, 1);
+	CHECK_RC(rma_run(&r, &note, nl, &r.s.handle, 0, 0, 4096, CCI_FLAG_WRITE), CCI_SUCCESS);
+	proto_fill(r.local, 4096, LOCAL_SEED, 0); /* what finish() expects of local memory */
+	finish(&r, 1);
+}
+
 static void stale_local_handle_refused(void)
 {
 	struct rfix r;
@@ -263,6 +285,8 @@ const struct h_test t_rma_refuse_tests[] = {
 	  forged_handle_refused, H_NEEDS_DEVICE, 0 },
 	{ "a deregistered remote handle is refused at the target, memory untouched",
 	  stale_remote_handle_refused, H_NEEDS_DEVICE, 0 },
+	{ "a handle whose region was registered again is refused, the new one works",
+	  replaced_remote_handle_refused, H_NEEDS_DEVICE, 0 },
 	{ "a deregistered local handle is refused", stale_local_handle_refused,
 	  H_NEEDS_DEVICE, 0 },
 	{ "rma with a NULL handle, connection or message fails with CCI_EINVAL",

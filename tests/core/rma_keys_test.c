@@ -10,7 +10,7 @@
 
 #include "cci.h"
 
-#define NREG 2048 /* under the sm transport's table size */
+#define NREG 2048
 
 static cci_endpoint_t *ep;
 static char buf[NREG];
