@@ -34,9 +34,10 @@
 
 #define PP_MAGIC 0x9e3779b97f4a7c15ull /* bytes do not count up by one */
 #define PP_HELLO_MAGIC 0x70696e67u     /* "ping" */
-#define PP_VERSION 1
+#define PP_VERSION 2
 #define PP_MAX_RMA (1ull << 30)        /* largest RMA buffer a server grants */
 #define PP_SEED_READ 0x5a              /* pattern the server exposes to reads */
+#define PP_MAX_EXTRA_REGS 10000000u    /* -R: other registrations per side */
 
 enum pp_ctl_type { CTL_HANDLE = 1, CTL_RMA_DONE, CTL_ACK, CTL_DONE, CTL_DONE_ACK };
 
@@ -51,6 +52,8 @@ struct pp_hello {
 	uint32_t rma_op; /* 0, CCI_FLAG_WRITE or CCI_FLAG_READ */
 	uint32_t flags;  /* HF_* */
 	uint64_t rma_max;
+	uint32_t extra_regs; /* -R: the server registers as many */
+	uint32_t pad;
 };
 
 struct pp_ctl {
@@ -68,6 +71,7 @@ struct pp_opts {
 	uint32_t rma_op;
 	uint64_t rma_max;
 	uint32_t iters, warmup;
+	uint32_t extra_regs;
 	double timeout_s;
 };
 
@@ -80,6 +84,9 @@ struct pp {
 	uint64_t buf_len;
 	cci_rma_handle_t *local_h;
 	struct cci_rma_handle remote_h;
+	cci_rma_handle_t **extra_h; /* -R: registrations besides local_h */
+	unsigned char *extra_mem;
+	uint32_t n_extra;
 	cci_event_t *stash;  /* a RECV that arrived while waiting for something else */
 	cci_event_t *held;   /* the last echo, given back once the next ping left */
 	uint32_t inflight;   /* sends and RMAs whose SEND event is pending */
@@ -309,7 +316,7 @@ static void server_accept(struct pp *pp, struct pp_hello *h)
 		if (ok)
 			memcpy(h, ev->request.data_ptr, sizeof(*h));
 		ok = ok && h->magic == PP_HELLO_MAGIC && h->version == PP_VERSION &&
-		     h->rma_max <= PP_MAX_RMA &&
+		     h->rma_max <= PP_MAX_RMA && h->extra_regs <= PP_MAX_EXTRA_REGS &&
 		     (h->rma_op == 0 || h->rma_op == CCI_FLAG_WRITE ||
 		      h->rma_op == CCI_FLAG_READ);
 		perf_check(ok ? cci_accept(ev, pp) : cci_reject(ev),
@@ -376,6 +383,22 @@ static bool serve_one(struct pp *pp, cci_event_t *ev)
 	return true;
 }
 
+/* -R: n one-byte registrations before the one the benchmark uses, so
+ * that its lookups happen among many. */
+static void register_extra(struct pp *pp, uint32_t n)
+{
+	if (n == 0)
+		return;
+	pp->extra_mem = malloc(n);
+	pp->extra_h = calloc(n, sizeof(*pp->extra_h));
+	if (!pp->extra_mem || !pp->extra_h)
+		perf_die("out of memory for %u registrations", n);
+	for (; pp->n_extra < n; pp->n_extra++)
+		perf_check(cci_rma_register(pp->ep, pp->extra_mem + pp->n_extra, 1,
+				       CCI_FLAG_READ | CCI_FLAG_WRITE,
+				       &pp->extra_h[pp->n_extra]), "cci_rma_register (-R)");
+}
+
 /* Adopts the client's mode and exposes the RMA buffer if it needs one. */
 static void server_setup(struct pp *pp, const struct pp_hello *h)
 {
@@ -389,6 +412,7 @@ static void server_setup(struct pp *pp, const struct pp_hello *h)
 		return;
 	/* readers find a known pattern; writers are checked against theirs */
 	fill(pp->buf, pp->buf_len, PP_SEED_READ);
+	register_extra(pp, h->extra_regs);
 	perf_check(cci_rma_register(pp->ep, pp->buf, pp->buf_len, (int)h->rma_op,
 			       &pp->local_h), "cci_rma_register");
 	send_ctl(pp, CTL_HANDLE, 0, 0);
@@ -412,6 +436,7 @@ static void client_connect(struct pp *pp)
 		.magic = PP_HELLO_MAGIC, .version = PP_VERSION,
 		.rma_op = pp->o.rma_op, .rma_max = pp->o.rma_max,
 		.flags = (pp->o.verify ? HF_VERIFY : 0) | (pp->o.nocopy ? HF_NOCOPY : 0),
+		.extra_regs = pp->o.extra_regs,
 	};
 	struct timeval tv = { .tv_sec = (time_t)pp->o.timeout_s };
 
@@ -435,6 +460,7 @@ static void client_rma_setup(struct pp *pp)
 	memcpy(&pp->remote_h, ((const struct pp_ctl *)ev->recv.ptr)->handle,
 	       sizeof(pp->remote_h));
 	give_back(ev);
+	register_extra(pp, pp->o.extra_regs);
 	perf_check(cci_rma_register(pp->ep, pp->buf, pp->o.rma_max, 0, &pp->local_h),
 		   "cci_rma_register");
 }
@@ -668,6 +694,8 @@ static void usage(FILE *f)
 		"  -b          block in poll() on the endpoint's OS handle\n"
 		"  -n          send with CCI_FLAG_NO_COPY (both sides)\n"
 		"  -N          RMA without a completion message\n"
+		"  -R N        register N other one-byte regions on each side first\n"
+		"              (RMA lookups among many registrations; default 0)\n"
 		"  -V          check every payload (slower)\n"
 		"  -A          report the mean round trip instead of the median of\n"
 		"              batches of 100 (the default from 1000 iterations)\n"
@@ -692,6 +720,7 @@ static void parse_one(struct pp_opts *o, int c, const char *arg)
 	case 'b': o->blocking = true; break;
 	case 'n': o->nocopy = true; break;
 	case 'N': o->nomsg = true; break;
+	case 'R': o->extra_regs = perf_parse_count(arg, 0, PP_MAX_EXTRA_REGS); break;
 	case 'A': o->mean = true; break;
 	case 'V': o->verify = true; break;
 	case 't': o->timeout_s = perf_parse_count(arg, 0, UINT32_MAX); break;
@@ -712,12 +741,14 @@ static void parse_opts(struct pp_opts *o, int argc, char **argv)
 
 	*o = (struct pp_opts){ .rma_max = 4u << 20, .iters = 10000, .warmup = 100,
 			       .timeout_s = 30 };
-	while ((c = getopt_long(argc, argv, "sh:o:D:c:wrm:i:W:bnNAVt:", longs, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "sh:o:D:c:wrm:i:W:bnNR:AVt:", longs, NULL)) != -1)
 		parse_one(o, c, optarg);
 	if (optind != argc || o->server == !!o->uri)
 		perf_die("give either -s or -h URI (--help for usage)");
 	if (o->rma_op && o->attr == CCI_CONN_ATTR_UU)
 		perf_die("RMA needs a reliable connection (-c ro or ru)");
+	if (o->extra_regs && !o->rma_op)
+		perf_die("-R needs -w or -r");
 	if (o->rma_op && (o->rma_max == 0 || o->rma_max > PP_MAX_RMA))
 		perf_die("-m must be between 1 and %llu", PP_MAX_RMA);
 	if (o->verify && o->nomsg && o->rma_op == CCI_FLAG_WRITE)
@@ -732,6 +763,10 @@ static void teardown(struct pp *pp)
 		perf_check(cci_disconnect(pp->conn), "cci_disconnect");
 	if (pp->local_h)
 		perf_check(cci_rma_deregister(pp->ep, pp->local_h), "cci_rma_deregister");
+	for (uint32_t i = 0; i < pp->n_extra; i++)
+		perf_check(cci_rma_deregister(pp->ep, pp->extra_h[i]), "cci_rma_deregister");
+	free(pp->extra_h);
+	free(pp->extra_mem);
 	perf_check(cci_destroy_endpoint(pp->ep), "cci_destroy_endpoint");
 	pp->ep = NULL;
 	perf_set_ep(NULL);
