@@ -18,6 +18,7 @@
  */
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -231,6 +232,9 @@ static void *sender_main(void *arg)
 			 * that woke this one */
 			perf_block_on_fd(b->ep, b->fd, perf_now_ns() + 10000000);
 		} else if (++spins % 1024) {
+			/* a sibling sharing this core may have room to post */
+			if (!(spins % 64))
+				sched_yield();
 			continue;
 		}
 		if (!limit)
