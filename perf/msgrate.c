@@ -5,11 +5,11 @@
  * endpoint and streams messages of one size (-S, default 8 bytes)
  * round-robin over the first k of them, for k = 1, 2, 4, ... n, each with
  * up to -w sends in flight.  The clock stops when the server acknowledges
- * that every message arrived.  --threads T sends from T threads, thread t
- * owning connections t, t + T, ... (rows from k = T): the rate of several
- * application threads sharing one endpoint.  Rows give messages per second (and MB/s,
+ * that every message arrived.  Rows give messages per second (and MB/s,
  * 10^6 bytes per second): the per-message cost of the whole path, where
- * bandwidth's large sizes measure the copy.
+ * bandwidth's large sizes measure the copy.  --threads T sends from T
+ * threads, thread t owning connections t, t + T, ... (rows from k = T):
+ * the rate of several application threads sharing one endpoint.
  *
  * usage: msgrate -s [-o uri_file] [-D device] [-b] [-t secs]
  *        msgrate -h URI [-n conns] [--threads T] [-S size] [-w window] ...
