@@ -130,7 +130,7 @@ static cci_event_t *wait_recv(struct bench *b)
 	return ev;
 }
 
-static void wait_idle(struct bench *b)
+void bench_wait_idle(struct bench *b)
 {
 	while (b->inflight_total)
 		handle_event(b, bench_wait(b));
@@ -309,10 +309,22 @@ static uint64_t post_burst(struct bench *b, uint32_t k, uint32_t window, uint32_
 	return posted;
 }
 
+uint64_t bench_end_stream(struct bench *b, uint64_t n, uint64_t t0)
+{
+	b->sent_total += n;
+	send_ctl(b, 0, BCTL_END, b->sent_total);
+	uint64_t got = expect_ctl(wait_recv(b), BCTL_ACK);
+
+	/* the server counts every data message once: more is a duplicate */
+	if (got != b->sent_total)
+		perf_die("protocol error: server acknowledged %" PRIu64 " of %" PRIu64
+			 " messages", got, b->sent_total);
+	return perf_now_ns() - t0;
+}
+
 uint64_t bench_stream(struct bench *b, uint32_t k, uint32_t window, uint32_t rma_op,
 		      uint64_t size, uint64_t n)
 {
-	static uint64_t sent_total; /* data messages since the connections opened */
 	uint64_t t0 = perf_now_ns(), posted = 0;
 	uint32_t next = 0;
 	cci_event_t *ev;
@@ -329,23 +341,15 @@ uint64_t bench_stream(struct bench *b, uint32_t k, uint32_t window, uint32_t rma
 		while (bench_poll(b, &ev))
 			handle_event(b, ev);
 	}
-	wait_idle(b);
-	if (!rma_op)
-		sent_total += n;
-	send_ctl(b, 0, BCTL_END, sent_total);
-	uint64_t got = expect_ctl(wait_recv(b), BCTL_ACK);
-
-	if (got < sent_total)
-		perf_die("protocol error: server acknowledged %" PRIu64 " of %" PRIu64,
-			 got, sent_total);
-	return perf_now_ns() - t0;
+	bench_wait_idle(b);
+	return bench_end_stream(b, rma_op ? 0 : n, t0);
 }
 
 void bench_done(struct bench *b)
 {
 	send_ctl(b, 0, BCTL_DONE, 0);
 	expect_ctl(wait_recv(b), BCTL_DONE_ACK);
-	wait_idle(b);
+	bench_wait_idle(b);
 }
 
 /* ---------------------------------------------------------------- server */
@@ -459,4 +463,11 @@ void bench_serve(struct bench *b)
 			s.want = UINT64_MAX;
 		}
 	}
+	/* the server's own count, for a script to check against the client */
+	if (b->json)
+		printf("{\"benchmark\":\"%s\",\"role\":\"server\",\"received\":%" PRIu64 "}\n",
+		       b->prog, s.received);
+	else
+		printf("Received %" PRIu64 " data messages\n", s.received);
+	fflush(stdout);
 }

@@ -58,6 +58,7 @@ struct bench {
 	uint32_t nconns;
 	uint32_t inflight[BENCH_MAX_CONNS]; /* SEND events pending per connection */
 	uint64_t inflight_total;
+	uint64_t sent_total; /* client: data messages since the connections opened */
 	cci_event_t *stash; /* a RECV that arrived while streaming */
 	cci_rma_handle_t *local_h;
 	struct cci_rma_handle remote_h;
@@ -85,6 +86,10 @@ cci_event_t *bench_wait(struct bench *b);
 bool bench_poll(struct bench *b, cci_event_t **ev);
 void bench_return(cci_event_t *ev);
 
+/* Handles events until no SEND event is pending (a control message's
+ * completion may still be due after the answer came). */
+void bench_wait_idle(struct bench *b);
+
 /* Client: opens b->nconns connections with the given mode, then (RMA)
  * takes the server's handle and registers the local buffer. */
 void bench_connect(struct bench *b, uint32_t rma_op, uint64_t rma_max);
@@ -97,6 +102,21 @@ void bench_connect(struct bench *b, uint32_t rma_op, uint64_t rma_max);
  */
 uint64_t bench_stream(struct bench *b, uint32_t nconns, uint32_t window,
 		      uint32_t rma_op, uint64_t size, uint64_t n);
+
+/*
+ * Client: n messages of size bytes from nthreads sender threads, thread t
+ * posting on connections t, t + nthreads, ... of the first nconns (at
+ * least nthreads) with at most window SEND events pending on each; any
+ * thread reaps any completion (bench_threads.c).  Then END/ACK as above.
+ * Returns the nanoseconds from the threads' start to the ACK.
+ */
+uint64_t bench_stream_threads(struct bench *b, uint32_t nthreads, uint32_t nconns,
+			      uint32_t window, uint64_t size, uint64_t n);
+
+/* Client, once all n operations of a run completed: END/ACK, dying unless
+ * the server counted exactly the data messages sent so far (n of them
+ * data messages in this run, 0 for RMA).  The nanoseconds since t0. */
+uint64_t bench_end_stream(struct bench *b, uint64_t n, uint64_t t0);
 
 /* Client: tells the server it is done and waits for its answer. */
 void bench_done(struct bench *b);

@@ -7,10 +7,12 @@
  * up to -w sends in flight.  The clock stops when the server acknowledges
  * that every message arrived.  Rows give messages per second (and MB/s,
  * 10^6 bytes per second): the per-message cost of the whole path, where
- * bandwidth's large sizes measure the copy.
+ * bandwidth's large sizes measure the copy.  --threads T sends from T
+ * threads, thread t owning connections t, t + T, ... (rows from k = T):
+ * the rate of several application threads sharing one endpoint.
  *
  * usage: msgrate -s [-o uri_file] [-D device] [-b] [-t secs]
- *        msgrate -h URI [-n conns] [-S size] [-w window] [-i count] ...
+ *        msgrate -h URI [-n conns] [--threads T] [-S size] [-w window] ...
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -19,8 +21,10 @@
 
 #include "bench.h"
 
+#define MR_MAX_THREADS 16
+
 struct mr_opts {
-	uint32_t conns, window, iters, warmup, size;
+	uint32_t conns, threads, window, iters, warmup, size;
 	bool warmup_set, fixed;
 };
 
@@ -28,14 +32,16 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: msgrate -s [-o uri_file] [-D device] [-b] [-t secs]\n"
-		"       msgrate -h URI [-n conns] [-S size] [-w window] [-i count] [-c ro|ru]\n"
-		"               [--warmup n] [--fixed] [--nocopy] [-b] [-D device] [-t secs]\n"
-		"               [--json]\n"
+		"       msgrate -h URI [-n conns] [--threads T] [-S size] [-w window] [-i count]\n"
+		"               [-c ro|ru] [--warmup n] [--fixed] [--nocopy] [-b] [-D device]\n"
+		"               [-t secs] [--json]\n"
 		"  -s          server: accept the client's connections, count, exit when done\n"
 		"  -o FILE     server: write the endpoint URI to FILE (atomically)\n"
 		"  -h URI      client: connect to the server at URI\n"
 		"  -n CONNS    connections (default 4); rows for 1, 2, 4, ... CONNS\n"
 		"  --fixed     one row, with all CONNS connections\n"
+		"  --threads T sender threads (1..16, default 1), thread t owning connections\n"
+		"              t, t+T, ...; rows from T connections on (CONNS >= T)\n"
 		"  -S SIZE     message size (default 8)\n"
 		"  -w WINDOW   sends in flight per connection (default 64)\n"
 		"  -i COUNT    messages per row (default 1000000)\n"
@@ -60,6 +66,7 @@ static void parse_one(struct bench *b, struct mr_opts *o, int c, const char *arg
 	case 'u': o->warmup = perf_parse_count(arg, 0, UINT32_MAX);
 		  o->warmup_set = true; break;
 	case 'f': o->fixed = true; break;
+	case 'T': o->threads = perf_parse_count(arg, 1, MR_MAX_THREADS); break;
 	case 'N': b->nocopy = true; break;
 	case 'H': usage(stdout); exit(EXIT_SUCCESS);
 	default: usage(stderr); exit(EXIT_FAILURE);
@@ -72,16 +79,21 @@ static void parse_opts(struct bench *b, struct mr_opts *o, int argc, char **argv
 		{ "json", no_argument, NULL, 'j' },
 		{ "warmup", required_argument, NULL, 'u' },
 		{ "fixed", no_argument, NULL, 'f' },
+		{ "threads", required_argument, NULL, 'T' },
 		{ "nocopy", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
-	*o = (struct mr_opts){ .conns = 4, .window = 64, .iters = 1000000, .size = 8 };
+	*o = (struct mr_opts){ .conns = 4, .threads = 1, .window = 64, .iters = 1000000,
+			       .size = 8 };
 	while ((c = getopt_long(argc, argv, "sh:o:D:c:n:S:w:i:bt:", longs, NULL)) != -1)
 		parse_one(b, o, c, optarg);
 	bench_check_common(b, optind, argc);
+	if (!b->server && o->conns < o->threads)
+		perf_die("--threads %u needs at least %u connections (-n %u): each thread "
+			 "sends on connections of its own", o->threads, o->threads, o->conns);
 }
 
 static void print_row(struct bench *b, const struct mr_opts *o, uint32_t k, uint64_t ns)
@@ -90,17 +102,26 @@ static void print_row(struct bench *b, const struct mr_opts *o, uint32_t k, uint
 	double mbps = rate * o->size / 1e6;
 
 	if (!b->json)
-		printf("%6u %10u %14.0f %10.2f\n", k, o->iters, rate, mbps);
+		printf("%6u %7u %10u %14.0f %10.2f\n", k, o->threads, o->iters, rate, mbps);
 	else
-		printf("{\"benchmark\":\"msgrate\",\"conns\":%u,\"bytes\":%u,\"count\":%u,"
-		       "\"window\":%u,\"seconds\":%.6f,\"msg_rate\":%.1f,"
+		printf("{\"benchmark\":\"msgrate\",\"conns\":%u,\"threads\":%u,\"bytes\":%u,"
+		       "\"count\":%u,\"window\":%u,\"seconds\":%.6f,\"msg_rate\":%.1f,"
 		       "\"throughput_MBps\":%.3f,\"transport\":\"%s\",\"device\":\"%s\","
 		       "\"attribute\":\"%s\",\"blocking\":%s,\"nocopy\":%s}\n",
-		       k, o->size, o->iters, o->window, s, rate, mbps,
+		       k, o->threads, o->size, o->iters, o->window, s, rate, mbps,
 		       b->ep->device->transport, b->ep->device->name,
 		       perf_attr_name(b->attr), b->blocking ? "true" : "false",
 		       b->nocopy ? "true" : "false");
 	fflush(stdout);
+}
+
+/* One thread keeps the single-threaded loop (its figures stay comparable
+ * with earlier runs); more go through bench_threads.c. */
+static uint64_t stream(struct bench *b, const struct mr_opts *o, uint32_t k, uint64_t n)
+{
+	if (o->threads == 1)
+		return bench_stream(b, k, o->window, 0, o->size, n);
+	return bench_stream_threads(b, o->threads, k, o->window, o->size, n);
 }
 
 static void measure(struct bench *b, const struct mr_opts *o, uint32_t k)
@@ -108,8 +129,8 @@ static void measure(struct bench *b, const struct mr_opts *o, uint32_t k)
 	uint64_t warm = o->warmup_set ? o->warmup : o->iters / 10 + 1;
 
 	if (warm)
-		bench_stream(b, k, o->window, 0, o->size, warm);
-	print_row(b, o, k, bench_stream(b, k, o->window, 0, o->size, o->iters));
+		stream(b, o, k, warm);
+	print_row(b, o, k, stream(b, o, k, o->iters));
 }
 
 static void run_client(struct bench *b, const struct mr_opts *o)
@@ -123,12 +144,15 @@ static void run_client(struct bench *b, const struct mr_opts *o)
 	bench_alloc(b, o->size);
 	if (!b->json) {
 		printf("# %s transport (device %s), %s connections, %u-byte messages, "
-		       "window %u per connection\n",
+		       "window %u per connection, %u sender thread%s\n",
 		       b->ep->device->transport, b->ep->device->name,
-		       perf_attr_name(b->attr), o->size, o->window);
-		printf("%6s %10s %14s %10s\n", "Conns", "Count", "Msgs/s", "MB/s");
+		       perf_attr_name(b->attr), o->size, o->window, o->threads,
+		       o->threads == 1 ? "" : "s");
+		printf("%6s %7s %10s %14s %10s\n", "Conns", "Threads", "Count", "Msgs/s", "MB/s");
 	}
-	for (uint32_t k = o->fixed ? o->conns : 1;; k = k * 2 > o->conns ? o->conns : k * 2) {
+	/* every thread needs a connection of its own: rows from k = threads */
+	for (uint32_t k = o->fixed ? o->conns : o->threads;;
+	     k = k * 2 > o->conns ? o->conns : k * 2) {
 		measure(b, o, k);
 		if (k == o->conns)
 			break;
