@@ -22,18 +22,8 @@ mr=$1 ctp=$2
 count=20011 warm=1009 # odd, so the two threads' shares differ
 export CCI_CTP=$ctp
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/msgrate-threads.XXXXXX") || exit 1
-server_pid=
-# shellcheck disable=SC2317 # called by the trap
-cleanup() {
-	if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-		kill "$server_pid" 2>/dev/null
-		wait "$server_pid" 2>/dev/null
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=perf/server_trap.sh
+. "$(dirname "$0")/server_trap.sh" msgrate-threads
 
 fail() {
 	echo "$0 ($ctp): FAILED: $*" >&2

@@ -26,18 +26,8 @@ if [ ! -x "$pp" ]; then
 	exit 2
 fi
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/pingpong.XXXXXX") || exit 1
-server_pid=
-# shellcheck disable=SC2317 # called by the trap
-cleanup() {
-	if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-		kill "$server_pid" 2>/dev/null
-		wait "$server_pid" 2>/dev/null
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=perf/server_trap.sh
+. "$(dirname "$0")/server_trap.sh" pingpong
 
 # The server mirrors the client's -b (blocking) and -D DEVICE (transport).
 server_args=${PINGPONG_SERVER_ARGS:-}
