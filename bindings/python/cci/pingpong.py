@@ -25,14 +25,15 @@ import cci
 
 PP_MAGIC = 0x9E3779B97F4A7C15       # control messages; its bytes do not count up by one
 PP_HELLO_MAGIC = 0x70696E67         # "ping"
-PP_VERSION = 1
+PP_VERSION = 2
 PP_MAX_RMA = 1 << 30
 PP_SEED_READ = 0x5A
+PP_MAX_EXTRA_REGS = 10_000_000  # -R: other registrations per side
 PP_BATCH = 100
 CTL_HANDLE, CTL_RMA_DONE, CTL_ACK, CTL_DONE, CTL_DONE_ACK = range(1, 6)
 HF_VERIFY = 1
 
-HELLO = struct.Struct("=IIIIQ")      # magic, version, rma_op, flags, rma_max
+HELLO = struct.Struct("=IIIIQII")    # magic, version, rma_op, flags, rma_max, extra_regs, pad
 CTL = struct.Struct("=QIIQ32s")      # magic, type, size, seq, handle
 ATTRS = {"ro": cci.RO, "ru": cci.RU, "uu": cci.UU}
 MODES = {0: "msg", int(cci.WRITE): "rma_write", int(cci.READ): "rma_read"}
@@ -40,7 +41,8 @@ MODES = {0: "msg", int(cci.WRITE): "rma_write", int(cci.READ): "rma_read"}
 USAGE = """\
 usage: python3 -m cci.pingpong -s [-o uri_file] [-D device] [-b] [-t secs]
        python3 -m cci.pingpong -h URI [-c ro|ru|uu] [-w|-r] [-m max] [-i iters]
-                               [-W warmup] [-b] [-N] [-V] [-A] [-D device] [-t secs] [--json]
+                               [-W warmup] [-b] [-N] [-R n] [-V] [-A] [-D device] [-t secs]
+                               [--json]
   -s          server: accept one client, echo, exit when it is done
   -o FILE     server: write the endpoint URI to FILE (atomically)
   -h URI      client: connect to the server at URI
@@ -52,6 +54,8 @@ usage: python3 -m cci.pingpong -s [-o uri_file] [-D device] [-b] [-t secs]
   -W WARMUP   untimed round trips before each size (default 100)
   -b          block in poll() on the endpoint's OS handle
   -N          RMA without a completion message
+  -R N        register N other one-byte regions on each side first
+              (RMA lookups among many registrations; default 0)
   -V          check every payload (slower)
   -A          report the mean round trip instead of the median of
               batches of 100 (the default from 1000 iterations)
@@ -73,6 +77,7 @@ class Options:
     rma_max = 4 << 20
     iters = 10000
     warmup = 100
+    extra_regs = 0
     timeout = 30.0
 
 
@@ -110,7 +115,7 @@ def parse_args(argv):
         if a in ("-w", "-r"):
             o.rma_op = int(cci.WRITE if a == "-w" else cci.READ)
             continue
-        if a not in ("-h", "-o", "-D", "-c", "-m", "-i", "-W", "-t") or not args:
+        if a not in ("-h", "-o", "-D", "-c", "-m", "-i", "-W", "-R", "-t") or not args:
             sys.stderr.write(USAGE)
             sys.exit(1)
         v = args.pop(0)
@@ -130,10 +135,14 @@ def parse_args(argv):
             o.iters = parse_count(v, 1, 0xFFFFFFFF)
         elif a == "-W":
             o.warmup = parse_count(v, 0, 0xFFFFFFFF)
+        elif a == "-R":
+            o.extra_regs = parse_count(v, 0, PP_MAX_EXTRA_REGS)
         elif a == "-t":
             o.timeout = float(parse_count(v, 0, 0xFFFFFFFF))
     if o.server == (o.uri is not None):
         raise Fatal("give either -s or -h URI (--help for usage)")
+    if o.extra_regs and not o.rma_op:
+        raise Fatal("-R needs -w or -r")
     if o.rma_op and o.attr == cci.UU:
         raise Fatal("RMA needs a reliable connection (-c ro or ru)")
     if o.rma_op and not 0 < o.rma_max <= PP_MAX_RMA:
@@ -171,6 +180,8 @@ class PingPong:
         self.held = None       # the last echo, given back once the next ping left
         self.inflight = 0      # sends and RMAs whose SendEvent is pending
         self.local = None
+        self.extra = []        # -R registrations
+        self.extra_mem = None
         self.remote = None
         self.buf = None
 
@@ -309,7 +320,8 @@ class PingPong:
             ev = self.wait_type(cci.ConnectRequestEvent)
             hello = HELLO.unpack(ev.data) if len(ev.data) == HELLO.size else None
             ok = (hello is not None and hello[0] == PP_HELLO_MAGIC and hello[1] == PP_VERSION
-                  and hello[4] <= PP_MAX_RMA and hello[2] in MODES)
+                  and hello[4] <= PP_MAX_RMA and hello[5] <= PP_MAX_EXTRA_REGS
+                  and hello[2] in MODES)
             if ok:
                 ev.accept()
             else:
@@ -326,7 +338,7 @@ class PingPong:
 
     def server_setup(self, hello):
         o = self.o
-        _, _, o.rma_op, flags, rma_max = hello
+        _, _, o.rma_op, flags, rma_max, extra_regs, _ = hello
         o.verify = bool(flags & HF_VERIFY)
         mss = self.conn.max_send_size
         size = rma_max if o.rma_op and rma_max > mss else mss
@@ -336,8 +348,15 @@ class PingPong:
         if not o.rma_op:
             return
         self.buf[:] = self.pattern.get(PP_SEED_READ, len(self.buf))
+        self.register_extra(extra_regs)
         self.local = self.ep.rma_register(self.buf, o.rma_op)
         self.send_ctl(CTL_HANDLE)
+
+    def register_extra(self, n):
+        """-R: n one-byte registrations before the one the benchmark uses."""
+        self.extra_mem = bytearray(n)
+        view = memoryview(self.extra_mem)
+        self.extra = [self.ep.rma_register(view[i:i + 1], cci.READ | cci.WRITE) for i in range(n)]
 
     def serve_one(self, ev):
         """Handle one message; False once the client is done."""
@@ -374,7 +393,7 @@ class PingPong:
     def client_connect(self):
         o = self.o
         hello = HELLO.pack(PP_HELLO_MAGIC, PP_VERSION, o.rma_op,
-                           HF_VERIFY if o.verify else 0, o.rma_max)
+                           HF_VERIFY if o.verify else 0, o.rma_max, o.extra_regs, 0)
         self.ep.connect(o.uri, hello, attr=o.attr, timeout=o.timeout or None)
         ev = self.wait_type(cci.ConnectEvent)
         if ev.status:
@@ -386,6 +405,7 @@ class PingPong:
         ev = self.wait_recv()
         self.remote = cci.RemoteHandle(self.expect_ctl(ev, CTL_HANDLE)[3])
         ev.done()
+        self.register_extra(self.o.extra_regs)
         self.local = self.ep.rma_register(self.buf, 0)
 
     def ping_once(self, size, seq):
@@ -520,6 +540,8 @@ class PingPong:
             self.conn.disconnect()
         if self.local is not None:
             self.local.deregister()
+        for h in self.extra:
+            h.deregister()
         if self.ep is not None:
             self.ep.close()
         cci.finalize()

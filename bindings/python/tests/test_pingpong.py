@@ -109,8 +109,9 @@ def c_pingpong():
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("mode", [[], ["-w", "-m", "16k"], ["-r", "-m", "16k"]],
-                         ids=["msg", "write", "read"])
+@pytest.mark.parametrize("mode", [[], ["-w", "-m", "16k"], ["-r", "-m", "16k"],
+                                  ["-w", "-m", "64", "-R", "300"]],
+                         ids=["msg", "write", "read", "write-among-300-registrations"])
 def test_pingpong_speaks_the_protocol_of_the_c_one(tmp_path, device, mode):
     c = c_pingpong()
     args = mode + ["-i", "50", "-W", "5", "-V"]
