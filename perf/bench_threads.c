@@ -47,6 +47,7 @@ struct tstream {
 struct sender {
 	struct tstream *ts;
 	uint32_t id;
+	uint32_t nmine;             /* connections id, id + nthreads, ... below k */
 	uint64_t n;                 /* this thread's share of the messages */
 	pthread_t tid;
 };
@@ -146,13 +147,11 @@ static int64_t post_mine(struct sender *s, uint64_t *sent, uint32_t *next)
 {
 	struct tstream *ts = s->ts;
 	struct bench *b = ts->b;
-	uint32_t c = *next, full = 0, mine = 0;
+	uint32_t c = *next, full = 0;
 	int64_t posted = 0;
 	int flags = b->nocopy ? CCI_FLAG_NO_COPY : 0;
 
-	for (uint32_t i = s->id; i < ts->k; i += ts->nthreads)
-		mine++;
-	while (*sent < s->n && full < mine) {
+	while (*sent < s->n && full < s->nmine) {
 		struct conn_ctr *ctr = &ts->ctr[c];
 		uint64_t p = atomic_load_explicit(&ctr->posted, memory_order_relaxed);
 
@@ -184,17 +183,15 @@ static int64_t post_mine(struct sender *s, uint64_t *sent, uint32_t *next)
 	return posted;
 }
 
-/* True when every message of this thread has its completion. */
-static bool all_done(const struct sender *s, uint64_t sent)
+/* The completions on this thread's connections, reaped by any thread. */
+static uint64_t completed_mine(const struct sender *s)
 {
 	const struct tstream *ts = s->ts;
 	uint64_t done = 0;
 
-	if (sent < s->n)
-		return false;
 	for (uint32_t i = s->id; i < ts->k; i += ts->nthreads)
 		done += atomic_load(&ts->ctr[i].completed);
-	return done == s->n;
+	return done;
 }
 
 static void *sender_main(void *arg)
@@ -214,12 +211,10 @@ static void *sender_main(void *arg)
 
 		if (r < 0)
 			break;
-		if (all_done(s, sent))
-			break;
-		uint64_t done = 0;
+		uint64_t done = completed_mine(s);
 
-		for (uint32_t i = s->id; i < ts->k; i += ts->nthreads)
-			done += atomic_load_explicit(&ts->ctr[i].completed, memory_order_relaxed);
+		if (sent == s->n && done == s->n)
+			break; /* every message of this thread has its completion */
 		if (p || done != seen) {
 			seen = done;
 			deadline = 0;
@@ -275,6 +270,7 @@ uint64_t bench_stream_threads(struct bench *b, uint32_t nthreads, uint32_t k,
 		perf_die("pthread_barrier_init failed");
 	for (uint32_t t = 0; t < nthreads; t++) {
 		s[t] = (struct sender){ .ts = &ts, .id = t,
+					.nmine = (k - t + nthreads - 1) / nthreads,
 					.n = n / nthreads + (t < n % nthreads) };
 		rc = pthread_create(&s[t].tid, NULL, sender_main, &s[t]);
 		if (rc)
