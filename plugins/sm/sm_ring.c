@@ -52,6 +52,7 @@ int sm_ring_attach(struct sm_ring *r, void *seg, uint64_t seg_bytes)
 	r->mask = size - 1;
 	r->head = atomic_load_explicit(&ctl->head, memory_order_acquire);
 	r->tail_cache = r->read = r->tail = atomic_load_explicit(&ctl->tail, memory_order_acquire);
+	r->clear = r->head;
 	r->pub_recs = r->rel_cache = r->rel_recs = r->cons_recs =
 		atomic_load_explicit(&ctl->rel_recs, memory_order_relaxed);
 	r->max_recs = ctl->max_recs ? ctl->max_recs : UINT64_MAX;
@@ -74,14 +75,54 @@ static int ring_has_room(struct sm_ring *r, uint64_t need)
 	return r->size - (r->head - r->tail_cache) >= need && r->pub_recs - r->rel_cache < r->max_recs;
 }
 
-/* Publish the header of a record of size bytes at r->head. */
+/* How far ahead of a published record its producer clears lines. */
+#define SM_CLEAR_MIN (4u * SM_LINE)
+#define SM_CLEAR_MAX (64u * 1024u)
+
+/* Is the line at pos free space (released by the consumer, per the
+ * cached tail; the real tail is never behind it)? */
+static inline int line_free(const struct sm_ring *r, uint64_t pos)
+{
+	return pos - r->size < r->tail_cache;
+}
+
+/*
+ * Publish the header of a record of size bytes at r->head.
+ *
+ * The consumer polls the stamp at next = head + size as soon as it has
+ * this record, and that line holds what an earlier lap left there: old
+ * payload could look like the stamp it waits for.  So the line's first
+ * word must be 0 before this stamp is stored, unless the line is the
+ * header of the oldest record the consumer still holds (ring full), whose
+ * stamp is a lap old and never matches.  Lines are cleared ahead of head
+ * (r->clear) after each publish, off the consumer's critical path and on
+ * lines the producer writes next anyway; only a record that jumps past
+ * the cleared lines clears its next line first.
+ */
 static void ring_publish(struct sm_ring *r, struct sm_rec *rec, uint64_t size)
 {
 	uint64_t pos = r->head, next = pos + size;
+	/* Room for one more record like this one, within bounds. */
+	uint64_t ahead = next + SM_LINE +
+	                 (size < SM_CLEAR_MIN ? SM_CLEAR_MIN : size > SM_CLEAR_MAX ? SM_CLEAR_MAX : size);
 
+	if (next >= r->clear) {
+		r->clear = next;
+		if (line_free(r, next) ||
+		    ((r->tail_cache = atomic_load_explicit(&r->ctl->tail, memory_order_acquire)),
+		     line_free(r, next))) {
+			atomic_store_explicit(&rec_at(r, next)->stamp, 0, memory_order_relaxed);
+			r->clear = next + SM_LINE;
+		}
+	}
 	atomic_store_explicit(&rec->stamp, sm_ring_stamp(pos), memory_order_release);
 	r->head = next;
 	atomic_store_explicit(&r->ctl->head, next, memory_order_relaxed);
+	/* Stores leave in order (x86-TSO; elsewhere the release stores of
+	 * later stamps order them): the consumer reaches a cleared line only
+	 * through a stamp stored after the clearing. */
+	for (; r->clear < ahead && line_free(r, r->clear); r->clear += SM_LINE)
+		atomic_store_explicit(&rec_at(r, r->clear)->stamp, 0, memory_order_relaxed);
 }
 
 struct sm_rec *sm_ring_reserve(struct sm_ring *r, uint32_t len)
@@ -132,10 +173,6 @@ static int ring_advance_tail(struct sm_ring *r)
 		recs += rec->type != SM_REC_PAD;
 		if (size > room) /* only a corrupted length gets here */
 			size = room;
-		/* Free space never holds a word that could pass for a stamp. */
-		for (uint64_t off = 0; off < size; off += SM_LINE)
-			atomic_store_explicit(&((struct sm_rec *)((char *)rec + off))->stamp, 0,
-			                      memory_order_relaxed);
 		t += size;
 	}
 	if (t > r->read) /* only a corrupted length gets here */

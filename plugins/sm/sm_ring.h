@@ -16,13 +16,14 @@
  * record).  The header's stamp word is the ready flag: the producer writes
  * payload and header, then stores stamp = sm_ring_stamp(position) with
  * release ordering; the consumer polls the stamp at its read position with
- * acquire loads.  When the consumer reclaims a record it zeroes the first
- * word of each of its 64-byte lines before publishing the new tail, so
- * free space never holds old payload bytes that could pass for a stamp;
- * the only old header the consumer can meet at its read position is the
- * oldest unreleased record's (ring completely held), whose stamp is one
- * lap old.  The producer thus writes only lines it fills, and a polling
- * consumer does not pull a line the producer is about to write.
+ * acquire loads.  Before a stamp is stored, the first word of the line
+ * after the record (where the consumer polls next) is 0: the producer
+ * clears free lines a record's length ahead of head, so old payload bytes
+ * never pass for a stamp; the only old header the consumer can meet at
+ * its read position is the oldest unreleased record's (ring completely
+ * held), whose stamp is one lap old.  The consumer writes no payload
+ * line: one it does not read stays in the producer's cache for the next
+ * lap, and only the header line changes hands for a record nobody reads.
  *
  * Records are lent to the application and may be released in any order:
  * the consumer marks a record released and moves tail over the longest
@@ -42,7 +43,7 @@
 
 #define SM_LINE 64u
 #define SM_RING_MAGIC 0x434d5352u /* "RSMC" */
-#define SM_RING_VERSION 1u
+#define SM_RING_VERSION 2u /* 2: the producer clears lines (1: the consumer) */
 #define SM_RING_CTL_BYTES (3u * SM_LINE)
 #define SM_REC_HDR 16u
 #define SM_RING_MIN_SIZE 4096u
@@ -95,6 +96,7 @@ struct sm_ring {
 	uint64_t max_recs;   /* both: ctl->max_recs, or UINT64_MAX for no limit */
 	uint64_t head;       /* producer: next write position */
 	uint64_t tail_cache; /* producer: last tail seen */
+	uint64_t clear;      /* producer: lines from head to here have stamp word 0 */
 	uint64_t pub_recs;   /* producer: records published */
 	uint64_t rel_cache;  /* producer: last rel_recs seen */
 	uint64_t read;       /* consumer: next record to consume */

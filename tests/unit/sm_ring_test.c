@@ -235,6 +235,58 @@ static void test_stale_bytes_never_ready(void)
 	}
 }
 
+/*
+ * Random sizes, releases held back and out of order, rings full and
+ * empty: every payload word is the stamp its line would carry a lap
+ * later, the worst old bytes a consumer can meet.  The consumer must see
+ * exactly the records sent, in order, and nothing else.
+ */
+static void test_stale_stamps_random(void)
+{
+	enum { HOLD = 6, ROUNDS = 60000 };
+	struct sm_rec *held[HOLD] = { NULL };
+	uint32_t lens[64], sent = 0, got = 0, seed = 12345;
+
+	ring_new(TEST_SIZE);
+	for (int round = 0; round < ROUNDS; round++) {
+		seed = seed * 1103515245u + 12345u;
+		uint32_t r = seed >> 8;
+		if (r % 3 != 0 && sent - got < 64) { /* produce */
+			uint32_t len = (r >> 4) % (r % 5 == 0 ? 1500u : 120u);
+			struct sm_rec *rec = sm_ring_reserve(&prod, len);
+			if (rec) {
+				uint64_t pos = (uint64_t)((char *)rec - prod.data) +
+				               (prod.head & ~prod.mask);
+				uint32_t *w = sm_rec_payload(rec);
+				for (uint32_t i = 0; i < len / 4; i++) {
+					uint64_t line = (pos + SM_REC_HDR + 4 * i) & ~(uint64_t)(SM_LINE - 1);
+					w[i] = sm_ring_stamp(line + TEST_SIZE);
+				}
+				sm_ring_commit(&prod, rec, SM_REC_MSG, len, sent);
+				lens[sent++ % 64] = len;
+			}
+		} else { /* consume one, release one of those held */
+			int bad = 0;
+			struct sm_rec *rec = sm_ring_peek(&cons, &bad);
+			CU_ASSERT_EQUAL_FATAL(bad, 0);
+			if (got == sent) {
+				CU_ASSERT_PTR_NULL_FATAL(rec);
+			} else {
+				CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
+				CU_ASSERT_EQUAL_FATAL(rec->aux, got);
+				CU_ASSERT_EQUAL_FATAL(rec->len, lens[got % 64]);
+				sm_ring_consume(&cons, rec);
+				got++;
+			}
+			uint32_t slot = (r >> 3) % HOLD;
+			if (held[slot])
+				sm_ring_release(&cons, held[slot]);
+			held[slot] = rec;
+		}
+	}
+	CU_ASSERT_TRUE(got > ROUNDS / 4);
+}
+
 static void test_bad_length_detected(void)
 {
 	struct sm_rec *rec;
@@ -311,6 +363,8 @@ int main(void)
 	CU_add_test(s, "the record limit bounds lent records, PADs excepted", test_record_limit);
 	CU_add_test(s, "releases out of order free space in order", test_out_of_order_release);
 	CU_add_test(s, "stale payload bytes never look like a record", test_stale_bytes_never_ready);
+	CU_add_test(s, "random sizes and held records: old payload is never a record",
+	            test_stale_stamps_random);
 	CU_add_test(s, "a length past the end is reported", test_bad_length_detected);
 	CU_add_test(s, "two threads keep order and data", test_two_threads);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
