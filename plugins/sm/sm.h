@@ -59,6 +59,9 @@ extern const struct cci_core *sm_core;
 
 #define SM_MSS_DEFAULT 8192 /* a plain literal: it is the table's default too */
 #define SM_BUF_COUNT_DEFAULT 64u
+/* Records above this many bytes ask for an idle progress to warm the ring
+ * (sm_ring_warm); smaller ones find the few lines publish keeps cleared. */
+#define SM_WARM_MIN 256u
 #define SM_BUF_COUNT_MAX 65536u
 #define SM_FRAG_HDR 16u /* copy RMA: {key or offset, offset or 0} before fragment bytes */
 #define SM_TICK_S 0.005             /* control thread timer tick */
@@ -178,6 +181,7 @@ struct sm_conn {
 	/* Producer side, under tx_lock. */
 	pthread_mutex_t tx_lock;
 	struct sm_ring tx;
+	_Atomic int tx_warm;        /* a big record left: warm tx at an idle progress */
 	void *tx_seg;               /* the peer's receive ring segment, mapped RW */
 	size_t tx_seg_len;
 	const struct sm_ep_page *peer_page; /* mapped read-only */
@@ -330,6 +334,9 @@ void sm_txq_fail(struct sm_conn *sc, int first_status, int notify);
 void sm_rma_fail_waiting(struct sm_conn *sc, int notify);
 /* Flush the queues of every open connection; rx_lock held (rx_set). */
 void sm_tx_flush_all(struct sm_ep *sep);
+/* An idle progress (nothing arrived): warm the rings of connections that
+ * sent a big record since (sm_ring_warm). */
+void sm_tx_warm_all(struct sm_ep *sep);
 int sm_tx_place(struct sm_conn *sc, uint16_t type, uint32_t aux, const struct iovec *iov,
                 uint32_t iovcnt, uint32_t len);
 void sm_ring_bell(struct sm_conn *sc);

@@ -186,7 +186,7 @@ static int rx_starved(const struct sm_conn *sc)
 	       atomic_load_explicit(&sc->rx.ctl->prod_waiting, memory_order_relaxed);
 }
 
-static int rx_drain_all(struct sm_ep *sep)
+static int rx_drain_all(struct sm_ep *sep, int *got_p)
 {
 	int got = 0, starved = 0;
 
@@ -197,6 +197,7 @@ static int rx_drain_all(struct sm_ep *sep)
 		got += rx_drain(sep, sc);
 		starved |= rx_starved(sc);
 	}
+	*got_p = got;
 	return (got == 0 && starved) ? CCI_ENOBUFS : CCI_SUCCESS;
 }
 
@@ -220,7 +221,7 @@ int sm_arm(cci__ep_t *ep)
 int sm_progress(cci__ep_t *ep)
 {
 	struct sm_ep *sep = sm_ep_of(ep);
-	int rc;
+	int rc, got;
 
 	/* The application is awake: peers need not ring any more, and a ring
 	 * that came is drained now, so the OS handle is readable only while
@@ -234,9 +235,11 @@ int sm_progress(cci__ep_t *ep)
 	}
 	if (!cci__spin_trylock(&sep->rx_lock))
 		return CCI_SUCCESS; /* another thread is receiving for us */
-	rc = rx_drain_all(sep);
+	rc = rx_drain_all(sep, &got);
 	if (atomic_load_explicit(&sep->txq_busy, memory_order_relaxed))
 		sm_tx_flush_all(sep);
+	else if (!got)
+		sm_tx_warm_all(sep); /* waiting for an answer, most likely */
 	cci__spin_unlock(&sep->rx_lock);
 	return rc;
 }

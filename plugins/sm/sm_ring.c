@@ -9,13 +9,25 @@
 _Static_assert(sizeof(struct sm_rec) == SM_REC_HDR, "record header is 16 bytes");
 _Static_assert(sizeof(struct sm_ring_ctl) == SM_RING_CTL_BYTES, "ring control is 3 lines");
 
-uint64_t sm_ring_size_for(uint32_t count, uint32_t max_len)
+/* The smallest power of two from SM_RING_MIN_SIZE up that holds need bytes. */
+static uint64_t pow2_at_least(uint64_t need)
 {
-	uint64_t need = ((uint64_t)count + 1) * sm_rec_size(max_len);
 	uint64_t size = SM_RING_MIN_SIZE;
 
 	while (size < need && size <= SM_RING_MAX_SIZE)
 		size <<= 1;
+	return size;
+}
+
+uint64_t sm_ring_size_for(uint32_t count, uint32_t max_len)
+{
+	uint64_t size = pow2_at_least(((uint64_t)count + 1) * sm_rec_size(max_len));
+	uint64_t cap = pow2_at_least(SM_RING_MIN_RECS * sm_rec_size(max_len));
+
+	if (cap < SM_RING_CACHE_SIZE)
+		cap = SM_RING_CACHE_SIZE;
+	if (size > cap)
+		size = cap;
 	return size > SM_RING_MAX_SIZE ? 0 : size;
 }
 
@@ -75,15 +87,25 @@ static int ring_has_room(struct sm_ring *r, uint64_t need)
 	return r->size - (r->head - r->tail_cache) >= need && r->pub_recs - r->rel_cache < r->max_recs;
 }
 
-/* How far ahead of a published record its producer clears lines. */
-#define SM_CLEAR_MIN (4u * SM_LINE)
-#define SM_CLEAR_MAX (64u * 1024u)
+/* Lines the producer keeps cleared past the end of the last record, and
+ * the most sm_ring_warm() clears. */
+#define SM_CLEAR_AHEAD (4u * SM_LINE)
+#define SM_WARM_MAX (64u * 1024u)
 
 /* Is the line at pos free space (released by the consumer, per the
  * cached tail; the real tail is never behind it)? */
 static inline int line_free(const struct sm_ring *r, uint64_t pos)
 {
 	return pos - r->size < r->tail_cache;
+}
+
+/* Clear the free lines from r->clear up to limit.  Stores leave in order
+ * (x86-TSO; elsewhere the release stores of later stamps order them): the
+ * consumer reaches a cleared line only through a stamp stored after it. */
+static void ring_clear_to(struct sm_ring *r, uint64_t limit)
+{
+	for (; r->clear < limit && line_free(r, r->clear); r->clear += SM_LINE)
+		atomic_store_explicit(&rec_at(r, r->clear)->stamp, 0, memory_order_relaxed);
 }
 
 /*
@@ -94,17 +116,15 @@ static inline int line_free(const struct sm_ring *r, uint64_t pos)
  * payload could look like the stamp it waits for.  So the line's first
  * word must be 0 before this stamp is stored, unless the line is the
  * header of the oldest record the consumer still holds (ring full), whose
- * stamp is a lap old and never matches.  Lines are cleared ahead of head
- * (r->clear) after each publish, off the consumer's critical path and on
- * lines the producer writes next anyway; only a record that jumps past
- * the cleared lines clears its next line first.
+ * stamp is a lap old and never matches.  A few lines are cleared ahead of
+ * head (r->clear) after each publish, off the consumer's critical path
+ * and on lines the producer writes next anyway; a record that jumps past
+ * them clears its next line first (usually a payload line of the last
+ * lap, still in this cache).
  */
 static void ring_publish(struct sm_ring *r, struct sm_rec *rec, uint64_t size)
 {
 	uint64_t pos = r->head, next = pos + size;
-	/* Room for one more record like this one, within bounds. */
-	uint64_t ahead = next + SM_LINE +
-	                 (size < SM_CLEAR_MIN ? SM_CLEAR_MIN : size > SM_CLEAR_MAX ? SM_CLEAR_MAX : size);
 
 	if (next >= r->clear) {
 		r->clear = next;
@@ -118,11 +138,18 @@ static void ring_publish(struct sm_ring *r, struct sm_rec *rec, uint64_t size)
 	atomic_store_explicit(&rec->stamp, sm_ring_stamp(pos), memory_order_release);
 	r->head = next;
 	atomic_store_explicit(&r->ctl->head, next, memory_order_relaxed);
-	/* Stores leave in order (x86-TSO; elsewhere the release stores of
-	 * later stamps order them): the consumer reaches a cleared line only
-	 * through a stamp stored after the clearing. */
-	for (; r->clear < ahead && line_free(r, r->clear); r->clear += SM_LINE)
-		atomic_store_explicit(&rec_at(r, r->clear)->stamp, 0, memory_order_relaxed);
+	ring_clear_to(r, next + SM_LINE + SM_CLEAR_AHEAD);
+	r->last_size = size;
+}
+
+int sm_ring_warm(struct sm_ring *r)
+{
+	uint64_t ahead = r->last_size < SM_WARM_MAX ? r->last_size : SM_WARM_MAX;
+
+	if (r->clear >= r->head + SM_LINE + ahead)
+		return 0;
+	ring_clear_to(r, r->head + SM_LINE + ahead);
+	return 1;
 }
 
 struct sm_rec *sm_ring_reserve(struct sm_ring *r, uint32_t len)

@@ -139,6 +139,8 @@ int sm_tx_place(struct sm_conn *sc, uint16_t type, uint32_t aux, const struct io
 	cci__iov_gather(sm_rec_payload(rec), iov, iovcnt);
 	sm_ring_commit(&sc->tx, rec, type, len, aux);
 	sm_ring_bell(sc);
+	if (len > SM_WARM_MIN && !atomic_load_explicit(&sc->tx_warm, memory_order_relaxed))
+		atomic_store_explicit(&sc->tx_warm, 1, memory_order_relaxed);
 	return CCI_SUCCESS;
 }
 
@@ -345,4 +347,18 @@ void sm_tx_flush_all(struct sm_ep *sep)
 {
 	for (uint32_t i = 0; i < sep->rx_n; i++)
 		sm_txq_flush(sep->rx_set[i]);
+}
+
+void sm_tx_warm_all(struct sm_ep *sep)
+{
+	for (uint32_t i = 0; i < sep->rx_n; i++) {
+		struct sm_conn *sc = sep->rx_set[i];
+		if (!atomic_load_explicit(&sc->tx_warm, memory_order_relaxed) ||
+		    pthread_mutex_trylock(&sc->tx_lock) != 0)
+			continue;
+		atomic_store_explicit(&sc->tx_warm, 0, memory_order_relaxed);
+		if (cci__conn_is_open(&sc->base) && !sc->txq)
+			sm_ring_warm(&sc->tx);
+		pthread_mutex_unlock(&sc->tx_lock);
+	}
 }

@@ -73,7 +73,13 @@ static void test_size_for(void)
 {
 	CU_ASSERT_EQUAL(sm_ring_size_for(1, 0), SM_RING_MIN_SIZE);
 	CU_ASSERT_EQUAL(sm_ring_size_for(64, 8192), 1u << 20);
-	CU_ASSERT_EQUAL(sm_ring_size_for(UINT32_MAX, 1 << 20), 0);
+	/* Bytes capped at the cache size, or three records of the largest. */
+	CU_ASSERT_EQUAL(sm_ring_size_for(1024, 8192), 1u << 20);
+	CU_ASSERT_EQUAL(sm_ring_size_for(64, 65536), 1u << 20);
+	CU_ASSERT_EQUAL(sm_ring_size_for(64, 1 << 20), 4u << 20);
+	CU_ASSERT_EQUAL(sm_ring_size_for(2, 1 << 20), 4u << 20);
+	CU_ASSERT_EQUAL(sm_ring_size_for(UINT32_MAX, 1 << 20), 4u << 20);
+	CU_ASSERT_EQUAL(sm_ring_size_for(1, 1u << 29), 0);
 	CU_ASSERT_EQUAL(sm_rec_size(0), 64);
 	CU_ASSERT_EQUAL(sm_rec_size(48), 64);
 	CU_ASSERT_EQUAL(sm_rec_size(49), 128);
