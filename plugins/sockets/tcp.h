@@ -102,6 +102,8 @@ extern const struct cci_core *tcp_core;
 #define TCP_COPY_SMALL 4096u          /* copies up to this stay with their op */
 #define TCP_COPY_QUEUED_MAX (8u << 20) /* copied bytes queued per endpoint before ENOBUFS */
 #define TCP_LINEAR_MAX 512u           /* frames this small go out by send() from one copy */
+#define TCP_BURST_FREE 4u             /* sends between two polls that leave at once */
+#define TCP_HOLD_MAX 32u              /* frames held past them for one write */
 #define TCP_READS_MAX 1024u           /* read requests a peer may have pending */
 #define TCP_RX_ROUNDS 64              /* reads per connection per pass */
 #define TCP_POLL_DIRECT_MAX 4         /* up to this many sockets polled by recv */
@@ -114,6 +116,7 @@ extern const struct cci_core *tcp_core;
 #define TCP_CMD_RX 4u     /* receive buffers came back: resume stalled reads */
 #define TCP_CMD_FAULT 8u  /* a connection must be broken */
 #define TCP_CMD_WAKE 16u  /* go to thread mode now */
+#define TCP_CMD_FLUSH 32u /* write the frames held for a burst (tcp_tx.c) */
 
 enum tcp_op_kind {
 	TCP_OP_MSG,     /* an active message (also a read's completion message) */
@@ -218,6 +221,9 @@ struct tcp_conn {
 	uint32_t ctl_len, ctl_off;
 	_Atomic int tx_queued;         /* bytes wait in txq/ctl (set under tx_lock) */
 	_Atomic int tx_full;           /* polls to skip after the socket was full */
+	uint64_t burst_gen;            /* sep->progress_gen of the last send */
+	uint32_t burst;                /* sends since the application last polled */
+	uint32_t held;                 /* of them, frames held in txq for one write */
 	ev_io w_w;                     /* writable watcher (thread mode) */
 	int w_on;
 
@@ -296,6 +302,7 @@ struct tcp_ep {
 	uint32_t nreqs;
 	_Atomic int nfaults;
 	_Atomic int tx_busy;           /* connections with tx_queued */
+	_Atomic uint64_t progress_gen; /* the application's progress calls */
 	_Atomic int rx_starved;
 	int acks_pending;              /* some connection has acks not applied yet */
 

@@ -128,6 +128,11 @@ static void on_cmd(void *owner, unsigned cmd)
 
 	if (cmd & TCP_CMD_WAKE)
 		mode_thread(sep);
+	/* A polling application that holds the lock flushes by itself. */
+	if ((cmd & TCP_CMD_FLUSH) && pthread_mutex_trylock(&sep->lock) == 0) {
+		tcp_tx_flush_all(sep);
+		pthread_mutex_unlock(&sep->lock);
+	}
 	if (!(cmd & (TCP_CMD_TX | TCP_CMD_RX | TCP_CMD_FAULT)))
 		return;
 	pthread_mutex_lock(&sep->lock);
@@ -148,6 +153,9 @@ static void timers_run(struct tcp_ep *sep, uint64_t now, int with_loop)
 		tcp_faults_process(sep);
 	if (sep->acks_pending)
 		tcp_rx_acks_all(sep);
+	/* A burst held for an application that stopped polling (tcp_tx.c). */
+	if (atomic_load_explicit(&sep->tx_busy, memory_order_relaxed))
+		tcp_tx_flush_all(sep);
 	tcp_conn_timers(sep, now, with_loop);
 	if (with_loop)
 		tcp_hs_timers(sep, now);
@@ -299,6 +307,7 @@ int tcp_progress(cci__ep_t *ep)
 	int starved;
 
 	cci__engine_app_active(&sep->eng);
+	atomic_fetch_add_explicit(&sep->progress_gen, 1, memory_order_relaxed);
 	if (sep->manual)
 		loop_manual(sep);
 	/* Wait for the progress thread if it holds the lock: it is reading

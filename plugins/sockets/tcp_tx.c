@@ -242,6 +242,8 @@ void tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done)
 	struct iovec iov[TCP_GATHER_IOV];
 	struct msghdr mh = { .msg_iov = iov };
 
+	tc->held = 0;
+
 	while (cci__conn_is_open(&tc->base)) {
 		uint64_t total;
 		int with_ctl;
@@ -421,6 +423,47 @@ static int copy_would_overflow(const struct tcp_conn *tc, struct tcp_op *op)
 	       TCP_COPY_QUEUED_MAX;
 }
 
+/*
+ * A burst: a polling application (not the progress thread's mode, not
+ * progress=manual) sends more than TCP_BURST_FREE small reliable messages
+ * without polling in between.  The rest of the burst is held in the queue
+ * and leaves in one write: at TCP_HOLD_MAX frames, at the application's
+ * next poll (cci_get_event, also before it sleeps on the OS handle), or
+ * when the progress thread, woken by the first frame held, gets to it (at
+ * the tick if the application's poll held the endpoint then).  One system call and
+ * one segment for many messages, where the kernel's cost per send, on both
+ * sides of a loopback, bounds the rate.  A program that polls between
+ * sends never holds anything; progress=manual never does, as nothing
+ * would write the frames if the application did not call again.  tx_lock
+ * held.
+ */
+static int burst_holds(struct tcp_conn *tc, const struct tcp_op *op)
+{
+	struct tcp_ep *sep = tc->sep;
+	uint64_t gen = atomic_load_explicit(&sep->progress_gen, memory_order_relaxed);
+
+	if (gen != tc->burst_gen) {
+		tc->burst_gen = gen;
+		tc->burst = 0;
+	}
+	if (tc->burst < TCP_BURST_FREE) {
+		tc->burst++;
+		return 0;
+	}
+	return op->reliable && op->len <= TCP_LINEAR_MAX - SOCK_HDR_LEN &&
+	       tc->ctl_off == tc->ctl_len && tc->held < TCP_HOLD_MAX - 1 && !sep->manual &&
+	       !atomic_load_explicit(&sep->thread_mode, memory_order_relaxed);
+}
+
+static void hold(struct tcp_conn *tc, struct tcp_op *op)
+{
+	op->in_txq = 1;
+	CCI__FIFO_PUSH(&tc->txq, &tc->txq_tail, op, next);
+	if (tc->held++ == 0)
+		tcp_loop_cmd(tc->sep, TCP_CMD_FLUSH);
+	tx_mark(tc);
+}
+
 int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
              void *context, int flags)
 {
@@ -454,7 +497,9 @@ int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 		return CCI_ENOBUFS;
 	}
 	op->seq = tc->tx_seq++;
-	if (!tc->txq && tc->ctl_off == tc->ctl_len && len <= TCP_LINEAR_MAX - SOCK_HDR_LEN)
+	if (burst_holds(tc, op))
+		hold(tc, op);
+	else if (!tc->txq && tc->ctl_off == tc->ctl_len && len <= TCP_LINEAR_MAX - SOCK_HDR_LEN)
 		send_small(tc, op, iov, iovcnt, &done);
 	else
 		tcp_txq_push(tc, op, &done);
