@@ -83,7 +83,11 @@ struct sm_dev {
 /* ------------------------------------------------------------------------ */
 
 #define SM_PAGE_MAGIC 0x50454d53u /* "SMEP" */
-#define SM_PAGE_VERSION 2u
+#define SM_PAGE_VERSION 3u
+/* sm_ep_page.flags: the owner has an OS handle and may sleep on it, so a
+ * sender must check armed after publishing (sm_ring_bell); without it the
+ * owner only polls and senders skip the check and its full fence. */
+#define SM_PAGE_SLEEPS 1u
 /* Registrations one endpoint can hold at once.  The table is sparse: a
  * slot's page becomes memory only once a registration uses it, and freed
  * slots are reused before new ones, so the cost is about 32 bytes per
@@ -115,7 +119,8 @@ struct sm_ep_page {
 	 * slot above, so that a forged handle makes no page of the table
 	 * appear.  Only grows; stored with release after the slot. */
 	_Atomic uint32_t used;
-	char pad0[SM_LINE - 20];
+	uint32_t flags;            /* SM_PAGE_*, set before any peer maps the page */
+	char pad0[SM_LINE - 24];
 	/* Set by the owner when it waits on its OS handle; a sender that sees
 	 * it after publishing a record writes the owner's doorbell.  Cleared
 	 * by the owner's progress (one spurious wake-up at most). */
@@ -187,6 +192,7 @@ struct sm_conn {
 	const struct sm_ep_page *peer_page; /* mapped read-only */
 	size_t peer_page_len;
 	int peer_bell;              /* the peer's doorbell eventfd */
+	int peer_sleeps;            /* its page says SM_PAGE_SLEEPS */
 	struct sm_pend *txq, *txq_tail;
 	struct sm_pend *rma_wait;   /* copy RMAs sent, waiting for their ACK */
 	int tx_err;                 /* the status senders get once broken */

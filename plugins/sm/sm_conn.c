@@ -82,6 +82,7 @@ int sm_ep_attach_peer(struct sm_conn *sc, const struct sm_ctl_hello *h, int *fds
 		goto out;
 	sc->peer_bell = fds[1];
 	fds[1] = -1;
+	sc->peer_sleeps = (pg->flags & SM_PAGE_SLEEPS) != 0;
 	rc = CCI_SUCCESS;
 out:
 	for (int i = 0; i < SM_HELLO_FDS; i++)

@@ -32,6 +32,7 @@ static int page_create(struct sm_ep *sep)
 	sep->page->version = SM_PAGE_VERSION;
 	sep->page->pid = (uint32_t)getpid();
 	sep->page->nslots = SM_REG_SLOTS;
+	sep->page->flags = sep->ep->os_epfd >= 0 ? SM_PAGE_SLEEPS : 0;
 	if (fcntl(sep->page_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE |
 	          F_SEAL_SEAL) != 0)
 		goto err_errno;

@@ -117,11 +117,14 @@ void sm_pend_put(struct sm_ep *sep, struct sm_pend *p)
 /* Transmit                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* After publishing: wake the peer if it sleeps on its OS handle. */
+/* After publishing: wake the peer if it sleeps on its OS handle.  A peer
+ * without one never sleeps: no fence, no look at its flag. */
 void sm_ring_bell(struct sm_conn *sc)
 {
 	static const uint64_t one = 1;
 
+	if (!sc->peer_sleeps)
+		return;
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&sc->peer_page->armed, memory_order_relaxed) &&
 	    write(sc->peer_bell, &one, sizeof(one)) < 0 && errno != EAGAIN)

@@ -430,12 +430,12 @@ static int copy_would_overflow(const struct tcp_conn *tc, struct tcp_op *op)
  * and leaves in one write: at TCP_HOLD_MAX frames, at the application's
  * next poll (cci_get_event, also before it sleeps on the OS handle), or
  * when the progress thread, woken by the first frame held, gets to it (at
- * the tick if the application's poll held the endpoint then).  One system call and
- * one segment for many messages, where the kernel's cost per send, on both
- * sides of a loopback, bounds the rate.  A program that polls between
- * sends never holds anything; progress=manual never does, as nothing
- * would write the frames if the application did not call again.  tx_lock
- * held.
+ * the tick if the application's poll held the endpoint then).  One system
+ * call and one segment for many messages, where the kernel's cost per
+ * send, on both sides of a loopback, bounds the rate.  A program that
+ * polls between sends never holds anything; progress=manual never does,
+ * as nothing would write the frames if the application did not call
+ * again.  tx_lock held.
  */
 static int burst_holds(struct tcp_conn *tc, const struct tcp_op *op)
 {
