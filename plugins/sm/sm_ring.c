@@ -142,14 +142,11 @@ static void ring_publish(struct sm_ring *r, struct sm_rec *rec, uint64_t size)
 	r->last_size = size;
 }
 
-int sm_ring_warm(struct sm_ring *r)
+void sm_ring_warm(struct sm_ring *r)
 {
 	uint64_t ahead = r->last_size < SM_WARM_MAX ? r->last_size : SM_WARM_MAX;
 
-	if (r->clear >= r->head + SM_LINE + ahead)
-		return 0;
 	ring_clear_to(r, r->head + SM_LINE + ahead);
-	return 1;
 }
 
 struct sm_rec *sm_ring_reserve(struct sm_ring *r, uint32_t len)

@@ -18,7 +18,8 @@
  * release ordering; the consumer polls the stamp at its read position with
  * acquire loads.  Before a stamp is stored, the first word of the line
  * after the record (where the consumer polls next) is 0: the producer
- * clears free lines a record's length ahead of head, so old payload bytes
+ * keeps free lines ahead of head cleared (a few after each record, a
+ * record's length when it is idle: sm_ring_warm), so old payload bytes
  * never pass for a stamp; the only old header the consumer can meet at
  * its read position is the oldest unreleased record's (ring completely
  * held), whose stamp is one lap old.  The consumer writes no payload
@@ -174,9 +175,8 @@ void sm_ring_commit(struct sm_ring *r, struct sm_rec *rec, uint16_t type, uint32
  * one would fill ready to write (cleared, so owned by this cache), so that
  * the next send copies into lines at hand instead of fetching them on the
  * way.  A streaming producer never calls it and never pays for it.
- * Returns 1 if it cleared anything.
  */
-int sm_ring_warm(struct sm_ring *r);
+void sm_ring_warm(struct sm_ring *r);
 
 /*
  * Consumer: the next published record, PADs skipped; NULL if none.
