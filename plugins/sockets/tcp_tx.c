@@ -455,8 +455,14 @@ static int burst_holds(struct tcp_conn *tc, const struct tcp_op *op)
 	       !atomic_load_explicit(&sep->thread_mode, memory_order_relaxed);
 }
 
-static void hold(struct tcp_conn *tc, struct tcp_op *op)
+/* Hold op; caller_bytes: its uiov points at the caller's buffers.  Those
+ * are copied before cci_send returns even with CCI_FLAG_NO_COPY (a
+ * permission, not a promise): holding is our choice, and a caller that
+ * reuses a small buffer at once must not see its message change. */
+static void hold(struct tcp_conn *tc, struct tcp_op *op, int caller_bytes)
 {
+	if (caller_bytes)
+		op->borrowed = 1;
 	op->in_txq = 1;
 	CCI__FIFO_PUSH(&tc->txq, &tc->txq_tail, op, next);
 	if (tc->held++ == 0)
@@ -498,7 +504,7 @@ int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 	}
 	op->seq = tc->tx_seq++;
 	if (burst_holds(tc, op))
-		hold(tc, op);
+		hold(tc, op, iovcnt <= TCP_OP_IOV);
 	else if (!tc->txq && tc->ctl_off == tc->ctl_len && len <= TCP_LINEAR_MAX - SOCK_HDR_LEN)
 		send_small(tc, op, iov, iovcnt, &done);
 	else

@@ -4,6 +4,8 @@
  * sender does after the burst (nothing at all, or only sleeping), every
  * message reaches the peer, in order and intact, without another library
  * call; with progress=manual nothing is held back in the first place.
+ * Held frames are copied even with CCI_FLAG_NO_COPY, so a sender that
+ * reuses its buffer at once does not change a message it sent.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,9 +86,10 @@ static int burst_srv(int rfd, int wfd, void *arg)
 /*
  * Connect to the peer ch over dev, poll once (so that the endpoint is in
  * the application's hands, not the progress thread's), send the burst
- * without polling, then call nothing: the peer must report every message.
+ * without polling (the small messages with small_flags besides SILENT),
+ * then call nothing: the peer must report every message.
  */
-static void burst_reaches_peer(struct st_child *ch, cci_device_t *dev)
+static void burst_reaches_peer(struct st_child *ch, cci_device_t *dev, int small_flags)
 {
 	static uint8_t buf[BURST_BIG];
 	cci_endpoint_t *ep;
@@ -108,8 +111,9 @@ static void burst_reaches_peer(struct st_child *ch, cci_device_t *dev)
 		burst_fill(buf, i);
 		/* SILENT: no completion to reap, so no reason to poll; a
 		 * sender short of send buffers makes progress in cci_send. */
-		for (int k = 0; (rc = cci_send(c, buf, burst_len(i), NULL, CCI_FLAG_SILENT)) ==
-		                CCI_ENOBUFS && k < 1000000; k++)
+		int flags = CCI_FLAG_SILENT | (burst_len(i) < BURST_BIG ? small_flags : 0);
+		for (int k = 0; (rc = cci_send(c, buf, burst_len(i), NULL, flags)) == CCI_ENOBUFS &&
+		                k < 1000000; k++)
 			;
 		CU_ASSERT_EQUAL_FATAL(rc, CCI_SUCCESS);
 	}
@@ -127,7 +131,17 @@ static void burst_without_a_later_call(void)
 	struct st_child ch;
 
 	st_spawn(&ch, burst_srv, NULL);
-	burst_reaches_peer(&ch, st_init("127.0.0.1"));
+	burst_reaches_peer(&ch, st_init("127.0.0.1"), 0);
+}
+
+/* The buffer is rewritten for the next message as soon as cci_send
+ * returns: a held frame that still pointed at it would arrive changed. */
+static void no_copy_burst_from_one_buffer(void)
+{
+	struct st_child ch;
+
+	st_spawn(&ch, burst_srv, NULL);
+	burst_reaches_peer(&ch, st_init("127.0.0.1"), CCI_FLAG_NO_COPY);
 }
 
 static void manual_burst_without_a_later_call(void)
@@ -135,8 +149,9 @@ static void manual_burst_without_a_later_call(void)
 	struct st_child ch;
 
 	st_spawn(&ch, burst_srv, NULL);
-	burst_reaches_peer(&ch, st_init_conf("[m]\ntransport = tcp\nip = 127.0.0.1\n"
-	                                     "progress = manual\n"));
+	burst_reaches_peer(&ch,
+	                   st_init_conf("[m]\ntransport = tcp\nip = 127.0.0.1\nprogress = manual\n"),
+	                   0);
 }
 
 int st_add_burst_tests(void)
@@ -150,5 +165,8 @@ int st_add_burst_tests(void)
 	                    burst_without_a_later_call) ||
 	       !CU_add_test(s, "progress=manual: a burst with no library call after it reaches "
 	                       "the peer whole and in order",
-	                    manual_burst_without_a_later_call);
+	                    manual_burst_without_a_later_call) ||
+	       !CU_add_test(s, "a burst of small NO_COPY sends from one reused buffer arrives as "
+	                       "sent (held frames are copied)",
+	                    no_copy_burst_from_one_buffer);
 }
