@@ -70,12 +70,19 @@ cci_connection_t *h_connect(cci_endpoint_t *ep, const char *uri,
                             cci_conn_attribute_t attr, const void *data,
                             uint32_t len, const void *context)
 {
-	struct timeval tv = { .tv_sec = 10 };
+	return h_connect_within(ep, uri, attr, data, len, context, 10);
+}
+
+cci_connection_t *h_connect_within(cci_endpoint_t *ep, const char *uri,
+                                   cci_conn_attribute_t attr, const void *data,
+                                   uint32_t len, const void *context, unsigned seconds)
+{
+	struct timeval tv = { .tv_sec = seconds };
 	cci_connection_t *conn;
 	cci_event_t *ev;
 
 	REQUIRE_RC(cci_connect(ep, uri, data, len, attr, context, 0, &tv), CCI_SUCCESS);
-	ev = EXPECT_EVENT(ep, CCI_EVENT_CONNECT, 12000);
+	ev = EXPECT_EVENT(ep, CCI_EVENT_CONNECT, seconds * 1000 + 2000);
 	REQUIRE(ev != NULL);
 	if (!CHECK_RC(ev->connect.status, CCI_SUCCESS) ||
 	    !CHECK(ev->connect.connection != NULL)) {

@@ -129,6 +129,10 @@ void h_expect_quiet(cci_endpoint_t *ep, unsigned ms, const char *file, int line)
 cci_connection_t *h_connect(cci_endpoint_t *ep, const char *uri,
                             cci_conn_attribute_t attr, const void *data,
                             uint32_t len, const void *context);
+/* The same with a connect timeout of the given seconds. */
+cci_connection_t *h_connect_within(cci_endpoint_t *ep, const char *uri,
+                                   cci_conn_attribute_t attr, const void *data,
+                                   uint32_t len, const void *context, unsigned seconds);
 
 /*
  * Completion bookkeeping for tests that send many messages: contexts are
