@@ -4,10 +4,6 @@
  * RECV for it (RMA records go to sm_rma.c), and each record is taken back
  * when its event is returned.
  */
-#include <errno.h>
-#include <string.h>
-#include <unistd.h>
-
 #include "sm.h"
 
 /* The ring holds garbage: stop reading it and let the control thread
