@@ -50,11 +50,13 @@ static void rc_ok(int rc)
 static void post_work(cci_connection_t *c, cci_rma_handle_t *lh,
                       const cci_rma_handle_t *rh)
 {
-	uint8_t msg[64];
+	/* A NO_COPY send's buffer is the library's until its SEND event, which
+	 * teardown may never give: one buffer per send, for the process's life. */
+	static uint8_t msgs[100][64];
 
 	for (uint32_t i = 0; i < 100; i++) {
-		proto_build(msg, sizeof(msg), 0, 10 + i, PROTO_DATA);
-		rc_ok(cci_send(c, msg, sizeof(msg), h_ctx(i), i % 2 ? CCI_FLAG_NO_COPY : 0));
+		proto_build(msgs[i], sizeof(msgs[i]), 0, 10 + i, PROTO_DATA);
+		rc_ok(cci_send(c, msgs[i], sizeof(msgs[i]), h_ctx(i), i % 2 ? CCI_FLAG_NO_COPY : 0));
 	}
 	/* the bytes the target holds already: its final check still holds */
 	for (uint32_t i = 0; i < 4; i++)
