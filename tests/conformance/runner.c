@@ -13,6 +13,7 @@
 
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -34,6 +35,7 @@ struct suite_reg {
 struct test_reg {
 	CU_pTest cu;
 	const struct h_test *t;
+	uint64_t took_ms; /* wall time of its process, for the closing list */
 };
 
 static struct suite_reg suites[MAX_SUITES];
@@ -217,7 +219,10 @@ static void trampoline(void)
 
 	for (size_t i = 0; i < nregs; i++)
 		if (regs[i].cu == cur) {
+			uint64_t t0 = h_now_ms();
+
 			run_one(regs[i].t);
+			regs[i].took_ms = h_now_ms() - t0;
 			return;
 		}
 	CU_FAIL("test not registered");
@@ -333,6 +338,29 @@ static void print_failures(void)
 		       f->strCondition ? f->strCondition : "");
 }
 
+/* The slowest tests, at the end: where a suite's time goes, for whoever
+ * keeps CI within its budget. */
+static void print_slowest(void)
+{
+	enum { SHOWN = 5 };
+	size_t top[SHOWN], n = 0;
+
+	for (size_t i = 0; i < nregs; i++) {
+		size_t j = n < SHOWN ? n++ : SHOWN;
+
+		if (j == SHOWN && regs[i].took_ms <= regs[top[SHOWN - 1]].took_ms)
+			continue;
+		if (j == SHOWN)
+			j = SHOWN - 1;
+		for (; j > 0 && regs[top[j - 1]].took_ms < regs[i].took_ms; j--)
+			top[j] = top[j - 1];
+		top[j] = i;
+	}
+	printf("\nSlowest tests:\n");
+	for (size_t k = 0; k < n; k++)
+		printf("  %6.1f s  %s\n", (double)regs[top[k]].took_ms / 1000.0, regs[top[k]].t->name);
+}
+
 /*
  * Exit statuses: 0 all passed, 1 a failure, 2 a usage or set-up error, 77
  * (meson's "skipped") when the transport has no device here or every test
@@ -368,6 +396,7 @@ int h_run(const char *filter)
 		for (size_t i = 0; i < nskipped; i++)
 			printf("  SKIP %s\n", skipped[i]);
 	}
+	print_slowest();
 	print_failures();
 	failures = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
 	if (CU_get_error() != CUE_SUCCESS)
@@ -379,6 +408,37 @@ int h_run(const char *filter)
 		return 77;
 	}
 	return failures ? 1 : 0;
+}
+
+/*
+ * CCI_TEST_PRELOAD names shared libraries (separated by ':') that the
+ * runner loads once, before it forks any test, so that each test process
+ * and peer inherits them with their constructors already run.  The ofi
+ * runs name libfabric.so.1: on Debian it pulls in libinfinipath, whose
+ * constructor calibrates the CPU clock with about 0.3 s of sleeps in every
+ * process that loads it, and these suites fork several processes a test.
+ * The library under test still loads and initialises its plugins, and
+ * libfabric its providers, in every test process.
+ */
+static int preload_libraries(void)
+{
+	const char *list = getenv("CCI_TEST_PRELOAD");
+	char name[256];
+
+	while (list && *list) {
+		size_t n = strcspn(list, ":");
+
+		if (n > 0 && n < sizeof(name)) {
+			memcpy(name, list, n);
+			name[n] = '\0';
+			if (!dlopen(name, RTLD_NOW | RTLD_GLOBAL)) {
+				fprintf(stderr, "CCI_TEST_PRELOAD: cannot load %s: %s\n", name, dlerror());
+				return -1;
+			}
+		}
+		list += n + (list[n] == ':');
+	}
+	return 0;
 }
 
 int h_main(const char *what, int argc, char **argv, const struct h_suite *suites,
@@ -405,6 +465,8 @@ int h_main(const char *what, int argc, char **argv, const struct h_suite *suites
 			printf("%s\n", suites[s].tests[i].name);
 	if (list)
 		return 0;
+	if (preload_libraries() < 0)
+		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("%s: transport %s\n", what, h_transport ? h_transport : "(first device)");
 	for (size_t s = 0; s < n; s++)
