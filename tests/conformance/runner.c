@@ -338,27 +338,26 @@ static void print_failures(void)
 		       f->strCondition ? f->strCondition : "");
 }
 
+static int slower_first(const void *a, const void *b)
+{
+	uint64_t x = (*(const struct test_reg *const *)a)->took_ms;
+	uint64_t y = (*(const struct test_reg *const *)b)->took_ms;
+
+	return (x < y) - (x > y);
+}
+
 /* The slowest tests, at the end: where a suite's time goes, for whoever
  * keeps CI within its budget. */
 static void print_slowest(void)
 {
-	enum { SHOWN = 5 };
-	size_t top[SHOWN], n = 0;
+	static const struct test_reg *by_time[MAX_TESTS];
 
-	for (size_t i = 0; i < nregs; i++) {
-		size_t j = n < SHOWN ? n++ : SHOWN;
-
-		if (j == SHOWN && regs[i].took_ms <= regs[top[SHOWN - 1]].took_ms)
-			continue;
-		if (j == SHOWN)
-			j = SHOWN - 1;
-		for (; j > 0 && regs[top[j - 1]].took_ms < regs[i].took_ms; j--)
-			top[j] = top[j - 1];
-		top[j] = i;
-	}
+	for (size_t i = 0; i < nregs; i++)
+		by_time[i] = &regs[i];
+	qsort(by_time, nregs, sizeof(by_time[0]), slower_first);
 	printf("\nSlowest tests:\n");
-	for (size_t k = 0; k < n; k++)
-		printf("  %6.1f s  %s\n", (double)regs[top[k]].took_ms / 1000.0, regs[top[k]].t->name);
+	for (size_t k = 0; k < nregs && k < 5; k++)
+		printf("  %6.1f s  %s\n", (double)by_time[k]->took_ms / 1000.0, by_time[k]->t->name);
 }
 
 /*
@@ -428,7 +427,11 @@ static int preload_libraries(void)
 	while (list && *list) {
 		size_t n = strcspn(list, ":");
 
-		if (n > 0 && n < sizeof(name)) {
+		if (n >= sizeof(name)) {
+			fprintf(stderr, "CCI_TEST_PRELOAD: a name of %zu characters is too long\n", n);
+			return -1;
+		}
+		if (n > 0) {
 			memcpy(name, list, n);
 			name[n] = '\0';
 			if (!dlopen(name, RTLD_NOW | RTLD_GLOBAL)) {
