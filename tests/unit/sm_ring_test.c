@@ -72,10 +72,11 @@ static struct sm_rec *get(uint32_t len, int fill)
 static void test_size_for(void)
 {
 	CU_ASSERT_EQUAL(sm_ring_size_for(1, 0), SM_RING_MIN_SIZE);
-	CU_ASSERT_EQUAL(sm_ring_size_for(64, 8192), 1u << 20);
+	CU_ASSERT_EQUAL(sm_ring_size_for(3, 8192), 64u << 10); /* under the cap */
 	/* Bytes capped at the cache size, or three records of the largest. */
-	CU_ASSERT_EQUAL(sm_ring_size_for(1024, 8192), 1u << 20);
-	CU_ASSERT_EQUAL(sm_ring_size_for(64, 65536), 1u << 20);
+	CU_ASSERT_EQUAL(sm_ring_size_for(64, 8192), 128u << 10);
+	CU_ASSERT_EQUAL(sm_ring_size_for(1024, 8192), 128u << 10);
+	CU_ASSERT_EQUAL(sm_ring_size_for(64, 65536), 256u << 10);
 	CU_ASSERT_EQUAL(sm_ring_size_for(64, 1 << 20), 4u << 20);
 	CU_ASSERT_EQUAL(sm_ring_size_for(2, 1 << 20), 4u << 20);
 	CU_ASSERT_EQUAL(sm_ring_size_for(UINT32_MAX, 1 << 20), 4u << 20);
