@@ -33,7 +33,7 @@ static int rx_create(struct sm_conn *sc, uint32_t count, uint32_t mss)
 		goto err_errno;
 	sc->rx_seg = p;
 	sc->rx_seg_len = bytes;
-	sm_ring_format(p, size, count);
+	sm_ring_format(p, size, sm_ring_window_for(size, mss), count);
 	sm_ring_attach(&sc->rx, p, bytes);
 	return CCI_SUCCESS;
 

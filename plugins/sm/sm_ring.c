@@ -31,13 +31,24 @@ uint64_t sm_ring_size_for(uint32_t count, uint32_t max_len)
 	return size > SM_RING_MAX_SIZE ? 0 : size;
 }
 
-void sm_ring_format(void *seg, uint64_t size, uint32_t max_recs)
+uint64_t sm_ring_window_for(uint64_t size, uint32_t max_len)
+{
+	uint64_t window = pow2_at_least(4 * sm_rec_size(max_len));
+
+	if (window < SM_RING_WINDOW)
+		window = SM_RING_WINDOW;
+	return window < size ? window : size;
+}
+
+void sm_ring_format(void *seg, uint64_t size, uint64_t window, uint32_t max_recs)
 {
 	struct sm_ring_ctl *ctl = seg;
 
 	ctl->magic = SM_RING_MAGIC;
 	ctl->version = SM_RING_VERSION;
 	ctl->size = size;
+	ctl->window = window;
+	atomic_store_explicit(&ctl->hold, 0, memory_order_relaxed);
 	ctl->max_recs = max_recs;
 	atomic_store_explicit(&ctl->rel_recs, 0, memory_order_relaxed);
 	atomic_store_explicit(&ctl->head, 0, memory_order_relaxed);
@@ -48,20 +59,25 @@ void sm_ring_format(void *seg, uint64_t size, uint32_t max_recs)
 int sm_ring_attach(struct sm_ring *r, void *seg, uint64_t seg_bytes)
 {
 	struct sm_ring_ctl *ctl = seg;
-	uint64_t size;
+	uint64_t size, window;
 
 	if (seg_bytes < SM_RING_CTL_BYTES || ctl->magic != SM_RING_MAGIC ||
 	    ctl->version != SM_RING_VERSION)
 		return -1;
 	size = ctl->size;
+	window = ctl->window;
 	if (size < SM_RING_MIN_SIZE || size > SM_RING_MAX_SIZE || (size & (size - 1)) != 0 ||
 	    size > seg_bytes - SM_RING_CTL_BYTES)
+		return -1;
+	if (window < SM_LINE || window > size || (window & (window - 1)) != 0)
 		return -1;
 	memset(r, 0, sizeof(*r));
 	r->ctl = ctl;
 	r->data = (char *)seg + SM_RING_CTL_BYTES;
 	r->size = size;
 	r->mask = size - 1;
+	r->window = window;
+	r->stop_tail = UINT64_MAX;
 	r->head = atomic_load_explicit(&ctl->head, memory_order_acquire);
 	r->tail_cache = r->read = r->tail = atomic_load_explicit(&ctl->tail, memory_order_acquire);
 	r->clear = r->head;
@@ -156,7 +172,11 @@ struct sm_rec *sm_ring_reserve(struct sm_ring *r, uint32_t len)
 
 	if (need > r->size)
 		return NULL;
-	if (off + need > r->size)
+	/* ctl->hold is read once a lap while the consumer keeps up.  A record
+	 * larger than the window goes at offset 0 all the same. */
+	if (off + need > r->size ||
+	    (off + need > r->window && off != 0 &&
+	     !atomic_load_explicit(&r->ctl->hold, memory_order_relaxed)))
 		pad = r->size - off;
 	if (!ring_has_room(r, pad + need))
 		return NULL;
@@ -194,9 +214,12 @@ static int ring_advance_tail(struct sm_ring *r)
 		uint64_t size = sm_rec_size(rec->len), room = r->size - (t & r->mask);
 		if (!rec->released)
 			break;
-		recs += rec->type != SM_REC_PAD;
 		if (size > room) /* only a corrupted length gets here */
 			size = room;
+		if (rec->type == SM_REC_PAD)
+			r->pad_tail += size;
+		else
+			recs++;
 		t += size;
 	}
 	if (t > r->read) /* only a corrupted length gets here */
@@ -228,6 +251,7 @@ struct sm_rec *sm_ring_peek(struct sm_ring *r, int *bad)
 			return rec;
 		rec->released = 1;
 		r->read += sm_rec_size(rec->len);
+		r->pad_read += sm_rec_size(rec->len);
 		ring_advance_tail(r);
 	}
 }
@@ -238,10 +262,42 @@ void sm_ring_consume(struct sm_ring *r, struct sm_rec *rec)
 	r->cons_recs++;
 }
 
+static void ring_set_hold(struct sm_ring *r, int hold)
+{
+	r->hold = hold;
+	r->stop_tail = UINT64_MAX;
+	atomic_store_explicit(&r->ctl->hold, (uint32_t)hold, memory_order_relaxed);
+}
+
+/* Bytes of the records consumed and not released: what the application
+ * holds back, less the PADs among them (an early wrap's runs to the end
+ * of the ring).  0 if a corrupted length made the counts disagree. */
+static uint64_t ring_held_back(const struct sm_ring *r)
+{
+	uint64_t span = r->read - r->tail, pads = r->pad_read - r->pad_tail;
+
+	return pads < span ? span - pads : 0;
+}
+
+int sm_ring_may_consume(struct sm_ring *r, const struct sm_rec *rec)
+{
+	if (r->hold || r->window == r->size ||
+	    ring_held_back(r) + sm_rec_size(rec->len) <= r->window / 2)
+		return 1;
+	if (r->tail != r->stop_tail) {
+		r->stop_tail = r->tail;
+		return 0;
+	}
+	ring_set_hold(r, 1);
+	return 2;
+}
+
 int sm_ring_release(struct sm_ring *r, struct sm_rec *rec)
 {
 	rec->released = 1;
-	if (rec != rec_at(r, r->tail))
+	if (rec != rec_at(r, r->tail) || !ring_advance_tail(r))
 		return 0;
-	return ring_advance_tail(r);
+	if (r->hold && ring_held_back(r) <= r->window / 4)
+		ring_set_hold(r, 0);
+	return 1;
 }

@@ -31,6 +31,14 @@
  * run of released records.  The producer reads tail only when its cached
  * copy says the ring is full.
  *
+ * The window: a ring is sized for the records the application may hold
+ * (recv_buf_count of mss), but a producer that walked all of it on every
+ * lap would miss the cache on every copy.  So the producer wraps at
+ * window bytes (a PAD record runs to the end of the ring) while the
+ * consumer keeps up, and uses the whole ring only while the consumer says
+ * the application holds records back (ctl->hold): see
+ * sm_ring_may_consume().
+ *
  * No function here allocates, locks or makes a system call.  The producer
  * side and the consumer side are each used by one thread at a time (the
  * caller serialises).
@@ -44,12 +52,13 @@
 
 #define SM_LINE 64u
 #define SM_RING_MAGIC 0x434d5352u /* "RSMC" */
-#define SM_RING_VERSION 2u /* 2: the producer clears lines (1: the consumer) */
+#define SM_RING_VERSION 3u /* 3: the window; 2: the producer clears lines */
 #define SM_RING_CTL_BYTES (3u * SM_LINE)
 #define SM_REC_HDR 16u
 #define SM_RING_MIN_SIZE 4096u
 #define SM_RING_MAX_SIZE (1ull << 30)
-#define SM_RING_CACHE_SIZE (1ull << 17) /* see sm_ring_size_for() */
+#define SM_RING_CACHE_SIZE (1ull << 20) /* see sm_ring_size_for() */
+#define SM_RING_WINDOW (1ull << 17)     /* see sm_ring_window_for() */
 #define SM_RING_MIN_RECS 3u
 
 /* Record types.  PAD is consumed by the ring itself. */
@@ -78,13 +87,15 @@ struct sm_ring_ctl {
 	uint32_t version;
 	uint64_t size;                 /* data bytes, a power of two */
 	_Atomic uint64_t head;         /* bytes published (monotonic) */
+	uint64_t window;               /* the producer wraps here unless hold */
 	uint32_t max_recs;             /* records the consumer lends at most, 0 = no limit */
-	char pad0[SM_LINE - 28];
+	char pad0[SM_LINE - 36];
 	_Atomic uint32_t prod_waiting; /* the producer has sends queued for space */
 	char pad1[SM_LINE - 4];
 	_Atomic uint64_t tail;         /* bytes released (monotonic) */
 	_Atomic uint64_t rel_recs;     /* records (PADs excluded) released (monotonic) */
-	char pad2[SM_LINE - 16];
+	_Atomic uint32_t hold;         /* the application holds records: use the whole ring */
+	char pad2[SM_LINE - 20];
 };
 
 /*
@@ -97,6 +108,7 @@ struct sm_ring {
 	uint64_t size;
 	uint64_t mask;
 	uint64_t max_recs;   /* both: ctl->max_recs, or UINT64_MAX for no limit */
+	uint64_t window;     /* both: ctl->window */
 	uint64_t head;       /* producer: next write position */
 	uint64_t tail_cache; /* producer: last tail seen */
 	uint64_t clear;      /* producer: lines from head to here have stamp word 0 */
@@ -107,6 +119,10 @@ struct sm_ring {
 	uint64_t tail;       /* consumer: oldest record not yet released */
 	uint64_t rel_recs;   /* consumer: records released */
 	uint64_t cons_recs;  /* consumer: records consumed */
+	uint64_t pad_read;   /* consumer: PAD bytes read past (monotonic) */
+	uint64_t pad_tail;   /* consumer: PAD bytes tail moved past (monotonic) */
+	uint64_t stop_tail;  /* consumer: tail when consuming last stopped at half the window */
+	int hold;            /* consumer: ctl->hold as last stored */
 };
 
 /* The stamp of a record at monotonic position pos: odd, so never 0. */
@@ -135,14 +151,19 @@ static inline void *sm_rec_payload(struct sm_rec *rec)
  * ring larger than the cache makes every record's copy a miss (a 64 KiB
  * stream ran at 40 GB/s through a 1 MiB ring, under 20 through 8 MiB):
  * with many or large records, bytes rather than count bound what is in
- * flight.  The cap is an eighth of a 1 MiB L2: the ring shares the cache
- * with both processes' own buffers, and on such a core an 8 KiB stream ran
- * at 18 GB/s through a 1 MiB ring, 20 through 256 KiB and 26 through
- * 128 KiB.  A sender that finds the ring full queues (sm_txq_queue), so
- * the cap bounds bytes in flight, never what may be sent.  0 if the size
- * exceeds SM_RING_MAX_SIZE.
+ * flight.  0 if the size exceeds SM_RING_MAX_SIZE.
  */
 uint64_t sm_ring_size_for(uint32_t count, uint32_t max_len);
+
+/*
+ * The window of a ring of size bytes for records of max_len: the part of
+ * it a producer walks while the consumer keeps up.  SM_RING_WINDOW or four
+ * records of max_len, whichever is larger, and no more than size.  On a
+ * core with a 1 MiB L2, an 8 KiB stream ran at 18 GB/s through a 1 MiB
+ * ring, 20 through 256 KiB and 26 through 128 KiB: the ring shares the
+ * cache with both processes' own buffers.
+ */
+uint64_t sm_ring_window_for(uint64_t size, uint32_t max_len);
 
 /* Bytes of a segment holding a ring of data size size. */
 static inline uint64_t sm_ring_seg_bytes(uint64_t size)
@@ -152,14 +173,16 @@ static inline uint64_t sm_ring_seg_bytes(uint64_t size)
 
 /*
  * Initialise a fresh (zeroed) segment of sm_ring_seg_bytes(size) bytes.
+ * window: a power of two from SM_LINE to size (size: none).
  * max_recs bounds the records in the ring (published and not yet
  * released): the consumer's receive buffer count.  0 = bytes only.
  */
-void sm_ring_format(void *seg, uint64_t size, uint32_t max_recs);
+void sm_ring_format(void *seg, uint64_t size, uint64_t window, uint32_t max_recs);
 
 /*
- * Attach a view to a segment of seg_bytes bytes; checks magic, version
- * and that the declared size is a power of two that fits.  0 or -1.
+ * Attach a view to a segment of seg_bytes bytes; checks magic, version,
+ * that the declared size is a power of two that fits and the window one
+ * within it.  0 or -1.
  */
 int sm_ring_attach(struct sm_ring *r, void *seg, uint64_t seg_bytes);
 
@@ -189,6 +212,19 @@ void sm_ring_warm(struct sm_ring *r);
  * length runs past the end of the ring); the ring is then unusable.
  */
 struct sm_rec *sm_ring_peek(struct sm_ring *r, int *bad);
+
+/*
+ * Consumer: may the record sm_ring_peek() returned be consumed now?  Yes
+ * while the records consumed and not released (PADs between them aside)
+ * span at most half the window (always, in a ring without one).
+ * Past that, the caller stops (0) and the application's returns make room;
+ * but when it stopped there before and nothing came back since, the
+ * application holds records: the producer is told it may use the whole
+ * ring (ctl->hold) and the record goes on (2: the caller wakes a producer
+ * that waits for space).  The mark drops when the records held back span
+ * a quarter of the window again (sm_ring_release).
+ */
+int sm_ring_may_consume(struct sm_ring *r, const struct sm_rec *rec);
 
 /* Consumer: move past the record returned by sm_ring_peek(); it stays
  * lent until sm_ring_release(). */

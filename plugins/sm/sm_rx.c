@@ -16,14 +16,22 @@ void sm_rx_fault(struct sm_conn *sc)
 	cci__engine_cmd(&sc->sep->eng, 0);
 }
 
+static void rx_wake_producer(struct sm_conn *sc);
+
 int sm_rx_post(struct sm_ep *sep, struct sm_conn *sc, struct sm_rec *rec)
 {
 	uint32_t len = rec->len;
+	int may;
 
 	if (len > sep->mss) {
 		sm_rx_fault(sc);
 		return 0;
 	}
+	may = sm_ring_may_consume(&sc->rx, rec);
+	if (may == 0)
+		return 0; /* the next drain, once events came back */
+	if (may == 2)
+		rx_wake_producer(sc); /* it may use the whole ring now */
 	/* Posted before it is consumed, so that without an event it stays
 	 * in the ring for the next pass; rx_lock keeps its return (which
 	 * releases it) waiting until it is consumed and counted. */
@@ -59,14 +67,18 @@ int sm_rx_pending(struct sm_ep *sep)
  * rare interleaving where both sides miss each other, the producer's own
  * progress or its control thread's tick (5 ms) flushes the queue.
  */
-static void rx_release(struct sm_conn *sc, struct sm_rec *rec)
+static void rx_wake_producer(struct sm_conn *sc)
 {
-	if (!sm_ring_release(&sc->rx, rec))
-		return;
 	if (atomic_load_explicit(&sc->rx.ctl->prod_waiting, memory_order_relaxed)) {
 		atomic_store_explicit(&sc->rx.ctl->prod_waiting, 0, memory_order_relaxed);
 		sm_ring_bell(sc);
 	}
+}
+
+static void rx_release(struct sm_conn *sc, struct sm_rec *rec)
+{
+	if (sm_ring_release(&sc->rx, rec))
+		rx_wake_producer(sc);
 }
 
 void sm_rx_consume_release(struct sm_conn *sc, struct sm_rec *rec)

@@ -131,19 +131,21 @@ static void unknown_option_is_einval(void)
 	h_teardown(ep);
 }
 
-/* Send n 64-byte RO messages for up to ms, without waiting on ENOBUFS. */
-static uint32_t send_for(cci_endpoint_t *ep, cci_connection_t *c, uint32_t from,
-                         uint32_t n, unsigned ms, struct h_sendctr *ctr)
+/* Send n RO messages of len bytes (at most SEND_FOR_MAX) for up to ms,
+ * without waiting on ENOBUFS. */
+#define SEND_FOR_MAX 65536u
+static uint32_t send_len_for(cci_endpoint_t *ep, cci_connection_t *c, uint32_t len,
+                             uint32_t from, uint32_t n, unsigned ms, struct h_sendctr *ctr)
 {
 	uint64_t stop = h_now_ms() + ms;
-	uint8_t buf[64];
+	static uint8_t buf[SEND_FOR_MAX];
 	uint32_t seq = from;
 
 	while (seq < n && h_now_ms() < stop) {
 		int rc;
 
-		proto_build(buf, sizeof(buf), 0, seq, PROTO_DATA);
-		rc = cci_send(c, buf, sizeof(buf), h_ctx(seq), 0);
+		proto_build(buf, len, 0, seq, PROTO_DATA);
+		rc = cci_send(c, buf, len, h_ctx(seq), 0);
 		if (rc == CCI_SUCCESS)
 			seq++;
 		else if (!CHECK_RC2(rc, CCI_SUCCESS, CCI_ENOBUFS))
@@ -151,6 +153,12 @@ static uint32_t send_for(cci_endpoint_t *ep, cci_connection_t *c, uint32_t from,
 		h_pump(ep, ctr);
 	}
 	return seq;
+}
+
+static uint32_t send_for(cci_endpoint_t *ep, cci_connection_t *c, uint32_t from,
+                         uint32_t n, unsigned ms, struct h_sendctr *ctr)
+{
+	return send_len_for(ep, c, 64, from, n, ms, ctr);
 }
 
 static void recv_buf_count_bounds_held_events(void)
@@ -191,6 +199,51 @@ static void recv_buf_count_bounds_held_events(void)
 	CHECK(ctr.ok == 64 && ctr.err == 0);
 	srv_stop(&s, &st);
 	CHECK(st.recvs == 64 && st.order_errors == 0 && st.corrupt == 0);
+	h_sendctr_free(&ctr);
+	h_teardown(ep);
+}
+
+/*
+ * The count is what the application may hold, whatever the size: 64
+ * events of max_send_size from one connection (sm's sender keeps to a
+ * window of its ring, smaller than that, until the receiver says its
+ * application holds records back).
+ */
+static void recv_buf_count_holds_full_size_events(void)
+{
+	struct srv s;
+	struct srv_opts o = { .recv_buf_count = 64, .hold = 1000 };
+	struct srv_stats st;
+	struct h_sendctr ctr;
+	cci_endpoint_t *ep;
+	cci_connection_t *c;
+	uint32_t sent, len, to = 30000000;
+
+	srv_start(&s, &o);
+	ep = h_endpoint(h_setup(), NULL);
+	CHECK_RC(cci_set_opt(ep, CCI_OPT_ENDPT_SEND_TIMEOUT, &to), CCI_SUCCESS);
+	c = h_connect(ep, s.uri, CCI_CONN_ATTR_RO, NULL, 0, NULL);
+	len = c->max_send_size < SEND_FOR_MAX ? c->max_send_size : SEND_FOR_MAX;
+	h_sendctr_init(&ctr, 96);
+	sent = send_len_for(ep, c, len, 0, 96, 1500, &ctr);
+	for (uint64_t stop = h_now_ms() + 10000;;) {
+		for (int i = 0; i < 20; i++)
+			if (!h_pump(ep, &ctr))
+				h_sleep_ms(1);
+		sent = send_len_for(ep, c, len, sent, 96, 10, &ctr);
+		srv_snapshot(&s, &st);
+		if (st.max_held >= 64 || h_now_ms() > stop)
+			break;
+	}
+	CHECKF(st.max_held == 64, "the server held %llu receive events of %u bytes at most "
+	       "with ENDPT_RECV_BUF_COUNT 64", (unsigned long long)st.max_held, len);
+	srv_cmd(&s, SRV_CMD_RELEASE, 0);
+	sent = send_len_for(ep, c, len, sent, 96, 10000, &ctr);
+	CHECK(sent == 96);
+	h_drain(ep, &ctr, sent, 10000);
+	CHECK(ctr.ok == 96 && ctr.err == 0);
+	srv_stop(&s, &st);
+	CHECK(st.recvs == 96 && st.order_errors == 0 && st.corrupt == 0);
 	h_sendctr_free(&ctr);
 	h_teardown(ep);
 }
@@ -245,6 +298,8 @@ const struct h_test t_options_tests[] = {
 	  unknown_option_is_einval, H_NEEDS_DEVICE, 0 },
 	{ "with ENDPT_RECV_BUF_COUNT 8 the application holds at most 8 receive events",
 	  recv_buf_count_bounds_held_events, H_NEEDS_DEVICE, 0 },
+	{ "with ENDPT_RECV_BUF_COUNT 64 the application holds 64 events of max_send_size",
+	  recv_buf_count_holds_full_size_events, H_NEEDS_DEVICE, 0 },
 	{ "with ENDPT_SEND_BUF_COUNT 4 at most 4 sends are in flight before CCI_ENOBUFS",
 	  send_buf_count_bounds_sends_in_flight, H_NEEDS_DEVICE, 0 },
 };

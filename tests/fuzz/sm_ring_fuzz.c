@@ -73,7 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 2)
 		return 0;
 	memset(seg, 0, sizeof(seg));
-	sm_ring_format(seg, DATA_SIZE, data[0] & 0x3f);
+	/* bit 6: a window of a quarter of the ring, the consumer's mark too */
+	sm_ring_format(seg, DATA_SIZE, (data[0] & 0x40) ? DATA_SIZE / 4 : DATA_SIZE, data[0] & 0x3f);
 	if (sm_ring_attach(&r, seg, sizeof(seg)) != 0)
 		abort();
 	order = data[1];
@@ -87,6 +88,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!rec)
 			break;
 		check_inside(&r, rec);
+		if (!sm_ring_may_consume(&r, rec))
+			break;
 		sm_ring_consume(&r, rec);
 		held[nheld++] = rec;
 		if (nheld == MAX_HELD || (order >> (n % 8)) & 1) /* give one back */

@@ -17,15 +17,20 @@ static void *seg;
 static struct sm_ring prod, cons;
 
 /* A fresh ring of size data bytes, with a producer view and a consumer view. */
-static void ring_new_limited(uint64_t size, uint32_t max_recs)
+static void ring_new_window(uint64_t size, uint64_t window, uint32_t max_recs)
 {
 	free(seg);
 	seg = aligned_alloc(4096, (sm_ring_seg_bytes(size) + 4095) / 4096 * 4096);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(seg);
 	memset(seg, 0, sm_ring_seg_bytes(size));
-	sm_ring_format(seg, size, max_recs);
+	sm_ring_format(seg, size, window, max_recs);
 	CU_ASSERT_EQUAL_FATAL(sm_ring_attach(&prod, seg, sm_ring_seg_bytes(size)), 0);
 	CU_ASSERT_EQUAL_FATAL(sm_ring_attach(&cons, seg, sm_ring_seg_bytes(size)), 0);
+}
+
+static void ring_new_limited(uint64_t size, uint32_t max_recs)
+{
+	ring_new_window(size, size, max_recs);
 }
 
 static void ring_new(uint64_t size)
@@ -72,11 +77,10 @@ static struct sm_rec *get(uint32_t len, int fill)
 static void test_size_for(void)
 {
 	CU_ASSERT_EQUAL(sm_ring_size_for(1, 0), SM_RING_MIN_SIZE);
-	CU_ASSERT_EQUAL(sm_ring_size_for(3, 8192), 64u << 10); /* under the cap */
+	CU_ASSERT_EQUAL(sm_ring_size_for(64, 8192), 1u << 20);
 	/* Bytes capped at the cache size, or three records of the largest. */
-	CU_ASSERT_EQUAL(sm_ring_size_for(64, 8192), 128u << 10);
-	CU_ASSERT_EQUAL(sm_ring_size_for(1024, 8192), 128u << 10);
-	CU_ASSERT_EQUAL(sm_ring_size_for(64, 65536), 256u << 10);
+	CU_ASSERT_EQUAL(sm_ring_size_for(1024, 8192), 1u << 20);
+	CU_ASSERT_EQUAL(sm_ring_size_for(64, 65536), 1u << 20);
 	CU_ASSERT_EQUAL(sm_ring_size_for(64, 1 << 20), 4u << 20);
 	CU_ASSERT_EQUAL(sm_ring_size_for(2, 1 << 20), 4u << 20);
 	CU_ASSERT_EQUAL(sm_ring_size_for(UINT32_MAX, 1 << 20), 4u << 20);
@@ -96,6 +100,97 @@ static void test_attach_rejects_garbage(void)
 	ring_new(TEST_SIZE);
 	/* A declared size larger than the segment is refused. */
 	CU_ASSERT_EQUAL(sm_ring_attach(&r, seg, sm_ring_seg_bytes(TEST_SIZE) - 64), -1);
+	/* So is a window that is not a power of two within the ring. */
+	((struct sm_ring_ctl *)seg)->window = TEST_SIZE * 2;
+	CU_ASSERT_EQUAL(sm_ring_attach(&r, seg, sm_ring_seg_bytes(TEST_SIZE)), -1);
+	((struct sm_ring_ctl *)seg)->window = TEST_SIZE - 64;
+	CU_ASSERT_EQUAL(sm_ring_attach(&r, seg, sm_ring_seg_bytes(TEST_SIZE)), -1);
+	((struct sm_ring_ctl *)seg)->window = 0;
+	CU_ASSERT_EQUAL(sm_ring_attach(&r, seg, sm_ring_seg_bytes(TEST_SIZE)), -1);
+}
+
+/* Offset of rec in the ring's data. */
+static uint64_t off_of(const struct sm_rec *rec)
+{
+	return (uint64_t)((const char *)rec - prod.data);
+}
+
+/* Take the next record if the consumer may (sm_ring_may_consume), as
+ * the plugin's drain does; NULL when there is none or it must stop. */
+static struct sm_rec *get_may(uint32_t len, int fill)
+{
+	int bad = 0;
+	struct sm_rec *rec = sm_ring_peek(&cons, &bad);
+
+	if (!rec || !sm_ring_may_consume(&cons, rec))
+		return NULL;
+	return get(len, fill);
+}
+
+#define WIN_SIZE 16384u
+#define WIN 4096u
+#define WIN_LEN 448u /* records of 512 bytes: 8 in the window, 32 in the ring */
+
+static void test_window_while_consumer_keeps_up(void)
+{
+	ring_new_window(WIN_SIZE, WIN, 0);
+	for (int i = 0; i < 200; i++) {
+		struct sm_rec *rec = sm_ring_reserve(&prod, WIN_LEN), *got;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
+		CU_ASSERT(off_of(rec) + sm_rec_size(WIN_LEN) <= WIN);
+		memset(sm_rec_payload(rec), i & 0xff, WIN_LEN);
+		sm_ring_commit(&prod, rec, SM_REC_MSG, WIN_LEN, (uint32_t)(i & 0xff));
+		got = get_may(WIN_LEN, i & 0xff);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+		sm_ring_release(&cons, got);
+	}
+	CU_ASSERT_EQUAL(atomic_load(&cons.ctl->hold), 0);
+}
+
+static void test_window_grows_while_application_holds(void)
+{
+	struct sm_rec *held[WIN_SIZE / 512];
+	uint32_t n = 0, sent = 0;
+
+	ring_new_window(WIN_SIZE, WIN, 0);
+	while (put(WIN_LEN, (int)(sent & 0xff)))
+		sent++;
+	CU_ASSERT_EQUAL(sent, WIN / 512); /* nothing consumed: the window is full */
+	/* The drain stops at half the window; nothing comes back... */
+	while ((held[n] = get_may(WIN_LEN, (int)(n & 0xff))) != NULL)
+		n++;
+	CU_ASSERT_EQUAL(n, WIN / 512 / 2);
+	CU_ASSERT_EQUAL(atomic_load(&cons.ctl->hold), 0);
+	/* ...so the next drain marks the ring held and goes on. */
+	CU_ASSERT_EQUAL(sm_ring_may_consume(&cons, sm_ring_peek(&cons, &(int){ 0 })), 2);
+	CU_ASSERT_EQUAL(atomic_load(&cons.ctl->hold), 1);
+	while ((held[n] = get_may(WIN_LEN, (int)(n & 0xff))) != NULL)
+		n++;
+	CU_ASSERT_EQUAL(n, sent);
+	/* The producer now fills the whole ring, past the window. */
+	while (put(WIN_LEN, (int)(sent & 0xff)))
+		sent++;
+	CU_ASSERT_EQUAL(sent, WIN_SIZE / 512);
+	while ((held[n] = get_may(WIN_LEN, (int)(n & 0xff))) != NULL)
+		n++;
+	CU_ASSERT_EQUAL(n, sent);
+	/* Everything back: the mark drops and the producer keeps to the
+	 * window again. */
+	for (uint32_t i = 0; i < n; i++)
+		sm_ring_release(&cons, held[i]);
+	CU_ASSERT_EQUAL(atomic_load(&cons.ctl->hold), 0);
+	for (int i = 0; i < 40; i++) {
+		struct sm_rec *rec = sm_ring_reserve(&prod, WIN_LEN), *got;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
+		CU_ASSERT(off_of(rec) + sm_rec_size(WIN_LEN) <= WIN);
+		sm_ring_commit(&prod, rec, SM_REC_MSG, WIN_LEN, 7);
+		memset(sm_rec_payload(rec), 7, WIN_LEN);
+		got = get_may(WIN_LEN, 7);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+		sm_ring_release(&cons, got);
+	}
 }
 
 static void test_empty_and_zero_length(void)
@@ -248,13 +343,16 @@ static void test_stale_bytes_never_ready(void)
  * later, the worst old bytes a consumer can meet.  The consumer must see
  * exactly the records sent, in order, and nothing else.
  */
-static void test_stale_stamps_random(void)
+/* The consumer drains as the plugin does (sm_ring_may_consume), so with a
+ * window smaller than the ring the producer wraps early, records larger
+ * than the window go at offset 0, and held records open the whole ring. */
+static void stale_stamps_random(uint64_t window)
 {
 	enum { HOLD = 6, ROUNDS = 60000 };
 	struct sm_rec *held[HOLD] = { NULL };
-	uint32_t lens[64], sent = 0, got = 0, seed = 12345;
+	uint32_t lens[64], sent = 0, got = 0, seed = 12345, holds = 0, early = 0;
 
-	ring_new(TEST_SIZE);
+	ring_new_window(TEST_SIZE, window, 0);
 	for (int round = 0; round < ROUNDS; round++) {
 		seed = seed * 1103515245u + 12345u;
 		uint32_t r = seed >> 8;
@@ -269,6 +367,11 @@ static void test_stale_stamps_random(void)
 					uint64_t line = (pos + SM_REC_HDR + 4 * i) & ~(uint64_t)(SM_LINE - 1);
 					w[i] = sm_ring_stamp(line + TEST_SIZE);
 				}
+				/* a PAD just before it, where the record would have fit */
+				const struct sm_rec *last = (const struct sm_rec *)(
+					prod.data + ((prod.head - prod.last_size) & prod.mask));
+				early += off_of(rec) == 0 && sent > 0 && last->type == SM_REC_PAD &&
+				         prod.last_size >= sm_rec_size(len);
 				sm_ring_commit(&prod, rec, SM_REC_MSG, len, sent);
 				lens[sent++ % 64] = len;
 			}
@@ -282,8 +385,13 @@ static void test_stale_stamps_random(void)
 				CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
 				CU_ASSERT_EQUAL_FATAL(rec->aux, got);
 				CU_ASSERT_EQUAL_FATAL(rec->len, lens[got % 64]);
-				sm_ring_consume(&cons, rec);
-				got++;
+				holds += cons.hold;
+				if (sm_ring_may_consume(&cons, rec)) {
+					sm_ring_consume(&cons, rec);
+					got++;
+				} else {
+					rec = NULL;
+				}
 			}
 			uint32_t slot = (r >> 3) % HOLD;
 			if (held[slot])
@@ -292,6 +400,18 @@ static void test_stale_stamps_random(void)
 		}
 	}
 	CU_ASSERT_TRUE(got > ROUNDS / 4);
+	if (window < TEST_SIZE) /* both ways of the window were taken */
+		CU_ASSERT_TRUE(holds > 0 && early > 0);
+}
+
+static void test_stale_stamps_random(void)
+{
+	stale_stamps_random(TEST_SIZE);
+}
+
+static void test_stale_stamps_random_window(void)
+{
+	stale_stamps_random(TEST_SIZE / 4);
 }
 
 static void test_bad_length_detected(void)
@@ -369,9 +489,15 @@ int main(void)
 	CU_add_test(s, "a record that does not fit wraps behind a PAD", test_wrap_with_pad);
 	CU_add_test(s, "the record limit bounds lent records, PADs excepted", test_record_limit);
 	CU_add_test(s, "releases out of order free space in order", test_out_of_order_release);
+	CU_add_test(s, "the producer keeps to the window while the consumer keeps up",
+	            test_window_while_consumer_keeps_up);
+	CU_add_test(s, "an application holding records opens the whole ring, then the window again",
+	            test_window_grows_while_application_holds);
 	CU_add_test(s, "stale payload bytes never look like a record", test_stale_bytes_never_ready);
 	CU_add_test(s, "random sizes and held records: old payload is never a record",
 	            test_stale_stamps_random);
+	CU_add_test(s, "the same with a window of a quarter of the ring",
+	            test_stale_stamps_random_window);
 	CU_add_test(s, "a length past the end is reported", test_bad_length_detected);
 	CU_add_test(s, "two threads keep order and data", test_two_threads);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
