@@ -155,16 +155,17 @@ static uint32_t send_len_for(cci_endpoint_t *ep, cci_connection_t *c, uint32_t l
 	return seq;
 }
 
-static uint32_t send_for(cci_endpoint_t *ep, cci_connection_t *c, uint32_t from,
-                         uint32_t n, unsigned ms, struct h_sendctr *ctr)
-{
-	return send_len_for(ep, c, 64, from, n, ms, ctr);
-}
-
-static void recv_buf_count_bounds_held_events(void)
+/*
+ * A server with ENDPT_RECV_BUF_COUNT count holds every RECV event; the
+ * client sends total messages of len bytes (0: max_send_size, at most
+ * SEND_FOR_MAX).  The server must come to hold exactly count (and, with
+ * want_enobufs, be told CCI_ENOBUFS), then get them all in order once it
+ * lets go.
+ */
+static void hold_events(uint32_t count, uint32_t len, uint32_t total, int want_enobufs)
 {
 	struct srv s;
-	struct srv_opts o = { .recv_buf_count = 8, .hold = 1000 };
+	struct srv_opts o = { .recv_buf_count = count, .hold = 1000 };
 	struct srv_stats st;
 	struct h_sendctr ctr;
 	cci_endpoint_t *ep;
@@ -175,77 +176,52 @@ static void recv_buf_count_bounds_held_events(void)
 	ep = h_endpoint(h_setup(), NULL);
 	CHECK_RC(cci_set_opt(ep, CCI_OPT_ENDPT_SEND_TIMEOUT, &to), CCI_SUCCESS);
 	c = h_connect(ep, s.uri, CCI_CONN_ATTR_RO, NULL, 0, NULL);
-	h_sendctr_init(&ctr, 64);
-	sent = send_for(ep, c, 0, 64, 1500, &ctr);
+	if (len == 0)
+		len = c->max_send_size < SEND_FOR_MAX ? c->max_send_size : SEND_FOR_MAX;
+	h_sendctr_init(&ctr, total);
+	sent = send_len_for(ep, c, len, 0, total, 1500, &ctr);
 	/* Until the server holds all it may and was refused more (bounded):
 	 * a server that a busy machine runs late must not look like a wrong
-	 * count.  The client pumps meanwhile, so queued sends reach it. */
+	 * count.  The client pumps and sends meanwhile, so queued sends
+	 * reach it. */
 	for (uint64_t stop = h_now_ms() + 10000;;) {
 		for (int i = 0; i < 20; i++)
 			if (!h_pump(ep, &ctr))
 				h_sleep_ms(1);
+		sent = send_len_for(ep, c, len, sent, total, 10, &ctr);
 		srv_snapshot(&s, &st);
-		if ((st.max_held >= 8 && st.enobufs > 0) || h_now_ms() > stop)
+		if ((st.max_held >= count && (st.enobufs > 0 || !want_enobufs)) ||
+		    h_now_ms() > stop)
 			break;
 	}
-	CHECKF(st.max_held == 8, "the server held %llu receive events at most with "
-	       "ENDPT_RECV_BUF_COUNT 8", (unsigned long long)st.max_held);
-	CHECKF(st.enobufs > 0, "holding every receive buffer, cci_get_event never "
-	       "returned CCI_ENOBUFS");
+	CHECKF(st.max_held == count, "the server held %llu receive events of %u bytes at most "
+	       "with ENDPT_RECV_BUF_COUNT %u", (unsigned long long)st.max_held, len, count);
+	if (want_enobufs)
+		CHECKF(st.enobufs > 0, "holding every receive buffer, cci_get_event never "
+		       "returned CCI_ENOBUFS");
 	srv_cmd(&s, SRV_CMD_RELEASE, 0);
-	sent = send_for(ep, c, sent, 64, 10000, &ctr);
-	CHECK(sent == 64);
+	sent = send_len_for(ep, c, len, sent, total, 10000, &ctr);
+	CHECK(sent == total);
 	h_drain(ep, &ctr, sent, 10000);
-	CHECK(ctr.ok == 64 && ctr.err == 0);
+	CHECK(ctr.ok == total && ctr.err == 0);
 	srv_stop(&s, &st);
-	CHECK(st.recvs == 64 && st.order_errors == 0 && st.corrupt == 0);
+	CHECK(st.recvs == total && st.order_errors == 0 && st.corrupt == 0);
 	h_sendctr_free(&ctr);
 	h_teardown(ep);
 }
 
-/*
- * The count is what the application may hold, whatever the size: 64
+static void recv_buf_count_bounds_held_events(void)
+{
+	hold_events(8, 64, 64, 1);
+}
+
+/* The count is what the application may hold, whatever the size: 64
  * events of max_send_size from one connection (sm's sender keeps to a
  * window of its ring, smaller than that, until the receiver says its
- * application holds records back).
- */
+ * application holds records back). */
 static void recv_buf_count_holds_full_size_events(void)
 {
-	struct srv s;
-	struct srv_opts o = { .recv_buf_count = 64, .hold = 1000 };
-	struct srv_stats st;
-	struct h_sendctr ctr;
-	cci_endpoint_t *ep;
-	cci_connection_t *c;
-	uint32_t sent, len, to = 30000000;
-
-	srv_start(&s, &o);
-	ep = h_endpoint(h_setup(), NULL);
-	CHECK_RC(cci_set_opt(ep, CCI_OPT_ENDPT_SEND_TIMEOUT, &to), CCI_SUCCESS);
-	c = h_connect(ep, s.uri, CCI_CONN_ATTR_RO, NULL, 0, NULL);
-	len = c->max_send_size < SEND_FOR_MAX ? c->max_send_size : SEND_FOR_MAX;
-	h_sendctr_init(&ctr, 96);
-	sent = send_len_for(ep, c, len, 0, 96, 1500, &ctr);
-	for (uint64_t stop = h_now_ms() + 10000;;) {
-		for (int i = 0; i < 20; i++)
-			if (!h_pump(ep, &ctr))
-				h_sleep_ms(1);
-		sent = send_len_for(ep, c, len, sent, 96, 10, &ctr);
-		srv_snapshot(&s, &st);
-		if (st.max_held >= 64 || h_now_ms() > stop)
-			break;
-	}
-	CHECKF(st.max_held == 64, "the server held %llu receive events of %u bytes at most "
-	       "with ENDPT_RECV_BUF_COUNT 64", (unsigned long long)st.max_held, len);
-	srv_cmd(&s, SRV_CMD_RELEASE, 0);
-	sent = send_len_for(ep, c, len, sent, 96, 10000, &ctr);
-	CHECK(sent == 96);
-	h_drain(ep, &ctr, sent, 10000);
-	CHECK(ctr.ok == 96 && ctr.err == 0);
-	srv_stop(&s, &st);
-	CHECK(st.recvs == 96 && st.order_errors == 0 && st.corrupt == 0);
-	h_sendctr_free(&ctr);
-	h_teardown(ep);
+	hold_events(64, 0, 96, 0);
 }
 
 static void send_buf_count_bounds_sends_in_flight(void)
