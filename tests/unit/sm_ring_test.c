@@ -148,6 +148,14 @@ static void test_window_while_consumer_keeps_up(void)
 	CU_ASSERT_EQUAL(atomic_load(&cons.ctl->hold), 0);
 }
 
+/* Take records into held[n..max) while the consumer may; the new n. */
+static uint32_t take_while_may(struct sm_rec **held, uint32_t n, uint32_t max)
+{
+	while (n < max && (held[n] = get_may(WIN_LEN, (int)(n & 0xff))) != NULL)
+		n++;
+	return n;
+}
+
 static void test_window_grows_while_application_holds(void)
 {
 	struct sm_rec *held[WIN_SIZE / 512];
@@ -158,22 +166,19 @@ static void test_window_grows_while_application_holds(void)
 		sent++;
 	CU_ASSERT_EQUAL(sent, WIN / 512); /* nothing consumed: the window is full */
 	/* The drain stops at half the window; nothing comes back... */
-	while ((held[n] = get_may(WIN_LEN, (int)(n & 0xff))) != NULL)
-		n++;
+	n = take_while_may(held, n, WIN_SIZE / 512);
 	CU_ASSERT_EQUAL(n, WIN / 512 / 2);
 	CU_ASSERT_EQUAL(atomic_load(&cons.ctl->hold), 0);
 	/* ...so the next drain marks the ring held and goes on. */
 	CU_ASSERT_EQUAL(sm_ring_may_consume(&cons, sm_ring_peek(&cons, &(int){ 0 })), 2);
 	CU_ASSERT_EQUAL(atomic_load(&cons.ctl->hold), 1);
-	while ((held[n] = get_may(WIN_LEN, (int)(n & 0xff))) != NULL)
-		n++;
+	n = take_while_may(held, n, WIN_SIZE / 512);
 	CU_ASSERT_EQUAL(n, sent);
 	/* The producer now fills the whole ring, past the window. */
 	while (put(WIN_LEN, (int)(sent & 0xff)))
 		sent++;
 	CU_ASSERT_EQUAL(sent, WIN_SIZE / 512);
-	while ((held[n] = get_may(WIN_LEN, (int)(n & 0xff))) != NULL)
-		n++;
+	n = take_while_may(held, n, WIN_SIZE / 512);
 	CU_ASSERT_EQUAL(n, sent);
 	/* Everything back: the mark drops and the producer keeps to the
 	 * window again. */
