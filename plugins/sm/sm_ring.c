@@ -238,20 +238,21 @@ struct sm_rec *sm_ring_peek(struct sm_ring *r, int *bad)
 {
 	for (;;) {
 		struct sm_rec *rec = rec_at(r, r->read);
-		uint64_t off = r->read & r->mask;
+		uint64_t off = r->read & r->mask, size;
 
 		if (atomic_load_explicit(&rec->stamp, memory_order_acquire) !=
 		    sm_ring_stamp(r->read))
 			return NULL;
-		if (sm_rec_size(rec->len) > r->size - off) {
+		size = sm_rec_size(rec->len);
+		if (size > r->size - off) {
 			*bad = 1;
 			return NULL;
 		}
 		if (rec->type != SM_REC_PAD)
 			return rec;
 		rec->released = 1;
-		r->read += sm_rec_size(rec->len);
-		r->pad_read += sm_rec_size(rec->len);
+		r->read += size;
+		r->pad_read += size;
 		ring_advance_tail(r);
 	}
 }
