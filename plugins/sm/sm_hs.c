@@ -22,6 +22,19 @@
 
 #define HELLO_HEAD SM_CTL_HELLO_HEAD
 
+/* Send REQ or ACCEPT: h (its attr and payload filled in) with this side's
+ * mss, pid and ring size, and the three descriptors the peer maps: sc's
+ * receive ring, the endpoint's doorbell and page. */
+static int hello_send(struct sm_conn *sc, int sock, uint16_t type, struct sm_ctl_hello *h)
+{
+	const int fds[SM_HELLO_FDS] = { sc->rx_fd, sc->sep->bell_fd, sc->sep->page_fd };
+
+	h->mss = sc->sep->mss;
+	h->pid = (uint32_t)getpid();
+	h->ring_size = sc->rx.size;
+	return sm_ctl_send(sock, type, h, HELLO_HEAD + h->data_len, fds, SM_HELLO_FDS);
+}
+
 /* Client side: the server's answer, n bytes in buf.  sep->lock held. */
 static void client_on_answer(struct sm_conn *sc, const void *buf, int n, int *fds, int nfds)
 {
@@ -145,9 +158,7 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 	struct sm_ep *sep = sm_ep_of(ep);
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct sm_ctl_hello h = { .attr = (uint32_t)attr, .data_len = data_len };
-	int fds[SM_HELLO_FDS];
 	struct sm_conn *sc;
-	int rc;
 
 	if (sm_uri_parse(uri, sa.sun_path, sizeof(sa.sun_path)) != CCI_SUCCESS) {
 		SM_LOG(CCI_LOG_CONN, "sm: cannot parse URI \"%s\" (want sm://<dir>/<pid>/<id>)", uri);
@@ -168,16 +179,9 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 		sm_connect_failed(sc, CCI_ECONNREFUSED, 0);
 		return CCI_SUCCESS;
 	}
-	h.mss = sep->mss;
-	h.pid = (uint32_t)getpid();
-	h.ring_size = sc->rx.size;
 	if (data_len)
 		memcpy(h.data, data, data_len);
-	fds[0] = sc->rx_fd;
-	fds[1] = sep->bell_fd;
-	fds[2] = sep->page_fd;
-	rc = sm_ctl_send(sc->sock, SM_CTL_REQ, &h, HELLO_HEAD + data_len, fds, SM_HELLO_FDS);
-	if (rc != CCI_SUCCESS) {
+	if (hello_send(sc, sc->sock, SM_CTL_REQ, &h) != CCI_SUCCESS) {
 		SM_LOG(CCI_LOG_CONN, "sm: cannot send the request to %s: %s", sa.sun_path,
 		       strerror(errno));
 		sm_connect_failed(sc, CCI_ECONNREFUSED, 0);
@@ -200,8 +204,7 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
  * answer ACCEPT. */
 static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 {
-	struct sm_ctl_hello h = { .mss = sep->mss, .pid = (uint32_t)getpid() };
-	int fds[SM_HELLO_FDS];
+	struct sm_ctl_hello h = { .data_len = 0 };
 	struct sm_conn *sc = sm_conn_new(sep, (cci_conn_attribute_t)req->hello.attr, context);
 	int rc;
 
@@ -216,12 +219,7 @@ static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 		sm_conn_destroy(sc);
 		return rc;
 	}
-	h.ring_size = sc->rx.size;
-	fds[0] = sc->rx_fd;
-	fds[1] = sep->bell_fd;
-	fds[2] = sep->page_fd;
-	rc = sm_ctl_send(req->sock, SM_CTL_ACCEPT, &h, HELLO_HEAD, fds, SM_HELLO_FDS);
-	if (rc != CCI_SUCCESS) {
+	if (hello_send(sc, req->sock, SM_CTL_ACCEPT, &h) != CCI_SUCCESS) {
 		SM_LOG(CCI_LOG_CONN, "sm: client pid %d left before the answer", (int)req->peer_pid);
 		sm_core->post_accept(sep->ep, context, CCI_ERR_DISCONNECTED, NULL);
 		sm_conn_destroy(sc);
