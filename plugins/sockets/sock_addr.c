@@ -90,13 +90,26 @@ static int addr_index(const struct ifaddrs *all, const struct ifaddrs *ifa)
 	return n;
 }
 
-/* The devices of the transport t on this host, as sock_devs_discover()
- * promises; add publishes each. */
-static int discover(const struct cci_core *core, const struct sock_transport *t,
-                    int (*add)(const struct cci_core *core, const struct sock_transport *t,
-                               const char *name, const struct sock_dev *d, uint64_t rate))
+static int add_copy(const struct cci_core *core, const struct sock_transport *t,
+                    const char *name, const struct sock_dev *d, uint64_t rate)
 {
-	const char *prefix = t->name;
+	struct sock_dev *copy = malloc(sizeof(*copy));
+	cci__dev_t *dev;
+
+	if (!copy)
+		return CCI_ENOMEM;
+	*copy = *d;
+	dev = core->dev_add(t->plugin, name);
+	if (!dev) {
+		free(copy);
+		return CCI_ENOMEM;
+	}
+	cci__dev_publish(dev, copy, copy->up, copy->mss, rate, copy->info);
+	return CCI_SUCCESS;
+}
+
+int sock_devs_discover(const struct cci_core *core, const struct sock_transport *t)
+{
 	struct ifaddrs *all, *ifa;
 	struct sock_dev d;
 	char name[64];
@@ -105,20 +118,18 @@ static int discover(const struct cci_core *core, const struct sock_transport *t,
 	if (getifaddrs(&all) != 0)
 		return CCI_ERROR;
 	for (ifa = all; ifa && rc == CCI_SUCCESS; ifa = ifa->ifa_next) {
-		int fam, idx;
+		char nth[16] = ""; /* "-2", "-3", ... for further addresses */
+		int idx;
 
 		if (!cci__ifa_usable(ifa))
 			continue;
-		fam = ifa->ifa_addr->sa_family;
 		idx = addr_index(all, ifa);
-		if (idx == 0)
-			snprintf(name, sizeof(name), "%s%s-%s", prefix, fam == AF_INET6 ? "6" : "",
-			         ifa->ifa_name);
-		else
-			snprintf(name, sizeof(name), "%s%s-%s-%d", prefix,
-			         fam == AF_INET6 ? "6" : "", ifa->ifa_name, idx + 1);
+		if (idx > 0)
+			snprintf(nth, sizeof(nth), "-%d", idx + 1);
+		snprintf(name, sizeof(name), "%s%s-%s%s", t->name,
+		         ifa->ifa_addr->sa_family == AF_INET6 ? "6" : "", ifa->ifa_name, nth);
 		dev_fill(&d, ifa->ifa_addr, ifa->ifa_name, t->mss, t->proto);
-		rc = add(core, t, name, &d, if_rate(ifa->ifa_name));
+		rc = add_copy(core, t, name, &d, if_rate(ifa->ifa_name));
 	}
 	freeifaddrs(all);
 	return rc;
@@ -166,7 +177,7 @@ int sock_conf_ip(const char *value, void *field, char *why, size_t whylen)
 }
 
 /* Settle the bind address from ip= and interface=. */
-static int conf_address(const struct cci_core *core, cci__dev_t *dev, struct sock_dev *d,
+static void conf_address(const struct cci_core *core, cci__dev_t *dev, struct sock_dev *d,
                         int ip_i, int if_i, const char *proto)
 {
 	struct sockaddr_storage ifaddr;
@@ -177,7 +188,7 @@ static int conf_address(const struct cci_core *core, cci__dev_t *dev, struct soc
 		          "device is down", dev->pub.name, d->ifname, ip_i >= 0 ? " of that family" : "");
 		d->up = 0;
 		snprintf(d->info, sizeof(d->info), "interface %s: no address", d->ifname);
-		return CCI_SUCCESS;
+		return;
 	}
 	if (if_i >= 0 && ip_i < 0)
 		d->addr = ifaddr;
@@ -193,60 +204,24 @@ static int conf_address(const struct cci_core *core, cci__dev_t *dev, struct soc
 	d->addrlen = sa_len(d->addr.ss_family);
 	snprintf(d->info, sizeof(d->info), "%s%s%s, address %s%s", proto, d->ifname[0] ? " on " : "",
 	         d->ifname, d->host, ip_i < 0 && if_i < 0 ? " (bound to all addresses)" : "");
-	return CCI_SUCCESS;
-}
-
-/* Read dev's section against t's keys into d and settle its address. */
-static int configure(const struct cci_core *core, const struct sock_transport *t,
-                     cci__dev_t *dev, struct sock_dev *d)
-{
-	int kv[SOCK_KEY_COUNT];
-	int rc;
-
-	memset(d, 0, sizeof(*d));
-	d->up = 1;
-	rc = core->conf_parse(dev, t->keys, d, kv);
-	if (rc != CCI_SUCCESS)
-		return rc;
-	return conf_address(core, dev, d, kv[SOCK_KEY_IP], kv[SOCK_KEY_INTERFACE], t->proto);
-}
-
-static int add_copy(const struct cci_core *core, const struct sock_transport *t,
-                    const char *name, const struct sock_dev *d, uint64_t rate)
-{
-	struct sock_dev *copy = malloc(sizeof(*copy));
-	cci__dev_t *dev;
-
-	if (!copy)
-		return CCI_ENOMEM;
-	*copy = *d;
-	dev = core->dev_add(t->plugin, name);
-	if (!dev) {
-		free(copy);
-		return CCI_ENOMEM;
-	}
-	cci__dev_publish(dev, copy, copy->up, copy->mss, rate, copy->info);
-	return CCI_SUCCESS;
-}
-
-int sock_devs_discover(const struct cci_core *core, const struct sock_transport *t)
-{
-	return discover(core, t, add_copy);
 }
 
 int sock_devs_configure(const struct cci_core *core, const struct sock_transport *t,
                         cci__dev_t *dev)
 {
-	struct sock_dev *d = malloc(sizeof(*d));
+	struct sock_dev *d = calloc(1, sizeof(*d));
+	int kv[SOCK_KEY_COUNT];
 	int rc;
 
 	if (!d)
 		return CCI_ENOMEM;
-	rc = configure(core, t, dev, d);
+	d->up = 1;
+	rc = core->conf_parse(dev, t->keys, d, kv);
 	if (rc != CCI_SUCCESS) {
 		free(d);
 		return rc;
 	}
+	conf_address(core, dev, d, kv[SOCK_KEY_IP], kv[SOCK_KEY_INTERFACE], t->proto);
 	cci__dev_publish(dev, d, d->up, d->mss, 0, d->info);
 	return CCI_SUCCESS;
 }
