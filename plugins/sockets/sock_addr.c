@@ -226,20 +226,6 @@ int sock_devs_configure(const struct cci_core *core, const struct sock_transport
 	return CCI_SUCCESS;
 }
 
-int sock_parse_port(const char *service, uint16_t *port)
-{
-	unsigned n = 0;
-
-	if (!service || *service == '\0')
-		return CCI_EINVAL;
-	for (const char *c = service; *c; c++) {
-		if (*c < '0' || *c > '9' || (n = n * 10 + (unsigned)(*c - '0')) > 65535)
-			return CCI_EINVAL;
-	}
-	*port = (uint16_t)n;
-	return CCI_SUCCESS;
-}
-
 int sock_uri_resolve(const char *uri, const char *scheme, struct sockaddr_storage *ss,
                      socklen_t *len)
 {

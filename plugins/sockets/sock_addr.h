@@ -122,9 +122,6 @@ int sock_devs_configure(const struct cci_core *core, const struct sock_transport
 
 /* dev_free is cci__dev_free_priv (plugin.h): a struct sock_dev is one block. */
 
-/* "port" of cci_create_endpoint_at: decimal 0..65535, nothing else. */
-int sock_parse_port(const char *service, uint16_t *port);
-
 /* "scheme://host:port" -> a socket address (port must not be 0).
  * CCI_EINVAL if it does not parse, CCI_EADDRNOTAVAIL if host has no address. */
 int sock_uri_resolve(const char *uri, const char *scheme, struct sockaddr_storage *ss,

@@ -12,6 +12,7 @@
 
 #include "spin.h"
 #include "tcp.h"
+#include "uri.h"
 
 /* ---- endpoints ---------------------------------------------------------- */
 
@@ -100,7 +101,7 @@ int tcp_ep_create(cci__ep_t *ep, const char *service)
 
 	ep_fields_init(sep, ep);
 	port = sep->dev->port;
-	if (service && sock_parse_port(service, &port) != CCI_SUCCESS) {
+	if (service && uri_parse_port(service, &port) != CCI_SUCCESS) {
 		rc = CCI_EINVAL;
 	} else {
 		rc = cci__random64(&sep->id);
