@@ -391,6 +391,8 @@ int tcp_loop_manual_handle(struct tcp_ep *sep);
 void tcp_loop_manual_arm(struct tcp_ep *sep);
 
 /* tcp_hs.c */
+/* TCP_NODELAY, and SO_SNDBUF/SO_RCVBUF of bufsize unless 0. */
+void tcp_sock_opts(int fd, uint32_t bufsize);
 void tcp_listen_cb(struct ev_loop *loop, ev_io *w, int revents);
 int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
                 cci_conn_attribute_t attr, void *context, const struct timeval *timeout);

@@ -27,11 +27,7 @@ static int listen_open(struct tcp_ep *sep, uint16_t port)
 	if (fd < 0)
 		return cci__errno_status(errno);
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (sep->dev->bufsize) {
-		int sz = (int)sep->dev->bufsize;
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-	}
+	tcp_sock_opts(fd, sep->dev->bufsize);
 	if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, SOMAXCONN) != 0 ||
 	    getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
 		int rc = cci__errno_status(errno);
