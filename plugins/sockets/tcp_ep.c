@@ -139,9 +139,8 @@ void tcp_ep_destroy(cci__ep_t *ep)
 		/* Drop the plugin's reference; lent events keep theirs. */
 		tcp_core->conn_release(conn);
 	}
-	for (struct tcp_req *req; CCI__SLIST_POP(&sep->reqs, req, next);)
-		tcp_req_free(req);
-	for (struct tcp_req *req; CCI__SLIST_POP(&sep->posted, req, next);)
+	for (struct tcp_req *req;
+	     CCI__SLIST_POP(&sep->reqs, req, next) || CCI__SLIST_POP(&sep->posted, req, next);)
 		tcp_req_free(req);
 	ep_release(sep);
 }
