@@ -200,10 +200,13 @@ static void close_gracefully(struct tcp_conn *tc)
 			break;
 }
 
-/* Free everything of tc; the loop lock and sep->lock held (or no thread runs). */
+/* Free everything of tc, and drop the plugin's reference on its connection
+ * (lent events keep theirs): tc may be gone on return.  The loop lock and
+ * sep->lock held (or no thread runs). */
 void tcp_conn_destroy(struct tcp_conn *tc)
 {
 	struct tcp_ep *sep = tc->sep;
+	cci__conn_t *conn = tc->conn;
 	struct tcp_op *ops;
 	int clean;
 
@@ -230,18 +233,16 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 	CCI__DLIST_UNLINK(&tc->sep->conns, tc);
 	free(tc->stage);
 	tc->stage = NULL;
+	tcp_core->conn_release(conn);
 }
 
 /* The loop lock and sep->lock held. */
 void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why)
 {
-	cci__conn_t *conn = tc->conn;
-
 	TCP_LOG(CCI_LOG_CONN, "tcp: connecting to %s failed: %s", tc->peer, why);
 	set_state(tc, CCI__CONN_FAILED);
 	tcp_core->post_connect(tc->sep->ep, tc->context, status, tc->conn);
 	tcp_conn_destroy(tc);
-	tcp_core->conn_release(conn);
 }
 
 int tcp_disconnect(cci__conn_t *conn)
@@ -255,7 +256,6 @@ int tcp_disconnect(cci__conn_t *conn)
 	tcp_conn_destroy(tc);
 	pthread_mutex_unlock(&sep->lock);
 	pthread_mutex_unlock(&sep->eng.lock);
-	tcp_core->conn_release(conn);
 	return CCI_SUCCESS;
 }
 

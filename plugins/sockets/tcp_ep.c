@@ -132,13 +132,8 @@ void tcp_ep_destroy(cci__ep_t *ep)
 	TCP_LOG(CCI_LOG_EP, "tcp: endpoint %s closing: %u receive buffers, %u ops in use",
 	        ep->uri, sep->rb_count, atomic_load(&sep->pool_out));
 	/* No other thread runs on this endpoint any more (API contract). */
-	while (sep->conns) {
-		struct tcp_conn *tc = sep->conns;
-		cci__conn_t *conn = tc->conn;
-		tcp_conn_destroy(tc);
-		/* Drop the plugin's reference; lent events keep theirs. */
-		tcp_core->conn_release(conn);
-	}
+	while (sep->conns)
+		tcp_conn_destroy(sep->conns);
 	for (struct tcp_req *req;
 	     CCI__SLIST_POP(&sep->reqs, req, next) || CCI__SLIST_POP(&sep->posted, req, next);)
 		tcp_req_free(req);

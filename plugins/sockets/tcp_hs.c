@@ -248,7 +248,6 @@ static int accept_locked(struct tcp_req *req, void *context, const struct sock_r
 		TCP_LOG(CCI_LOG_CONN, "tcp: accepting %s failed: %s", tc->peer,
 		        tcp_core->status_text(rc));
 		tcp_conn_destroy(tc);
-		tcp_core->conn_release(conn);
 	} else {
 		TCP_LOG(CCI_LOG_CONN, "tcp: accepted %s (mss %u)", tc->peer, tc->mss);
 	}
