@@ -438,7 +438,6 @@ void tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done);
 void tcp_tx_flush_all(struct tcp_ep *sep);
 void tcp_tx_flush_now(struct tcp_conn *tc, uint8_t ctl, const struct sock_sub *sub);
 int tcp_tx_acked(struct tcp_conn *tc, uint64_t ack);
-void tcp_tx_send_ack(struct tcp_conn *tc);
 void tcp_ops_complete(struct tcp_ep *sep, struct tcp_op *done);
 int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
              void *context, int flags);

@@ -318,6 +318,6 @@ void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop)
 		if (cci__conn_tick(&tc->base, tc->conn, tcp_core, &tick_ops[with_loop != 0], tc,
 		                   now) &&
 		    atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent))
-			tcp_tx_send_ack(tc);
+			tcp_tx_flush_now(tc, SOCK_F_ACK, NULL);
 	}
 }

@@ -302,7 +302,7 @@ static void rx_ack_policy(struct tcp_conn *tc)
 	if (tc->ack_now || owed >= TCP_ACK_EVERY || tc->ack_bytes >= TCP_ACK_BYTES) {
 		tc->ack_now = 0;
 		tc->ack_bytes = 0;
-		tcp_tx_send_ack(tc);
+		tcp_tx_flush_now(tc, SOCK_F_ACK, NULL);
 	}
 }
 
