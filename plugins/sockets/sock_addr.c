@@ -10,41 +10,12 @@
 #include <string.h>
 
 #include "sock_addr.h"
-#include "ifaddr.h"
 #include "plugin.h"
 #include "uri.h"
 
 static socklen_t sa_len(int family)
 {
 	return family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-}
-
-/* The numeric host of sa, IPv6 in brackets. */
-static void host_str(const struct sockaddr *sa, char *buf, size_t len)
-{
-	char a[INET6_ADDRSTRLEN] = "?";
-
-	if (sa->sa_family == AF_INET6) {
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, a, sizeof(a));
-		snprintf(buf, len, "[%s]", a);
-	} else {
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, a, sizeof(a));
-		snprintf(buf, len, "%s", a);
-	}
-}
-
-void sock_addr_str(const struct sockaddr *sa, char *buf, size_t len)
-{
-	char h[SOCK_HOST_LEN];
-	unsigned port;
-
-	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) {
-		snprintf(buf, len, "(unknown address)");
-		return;
-	}
-	host_str(sa, h, sizeof(h));
-	port = ntohs(((const struct sockaddr_in *)sa)->sin_port); /* same place in sin6 */
-	snprintf(buf, len, "%s:%u", h, port);
 }
 
 /* Megabits per second of an interface from sysfs, 0 when unknown. */
@@ -72,7 +43,7 @@ static void dev_fill(struct sock_dev *d, const struct sockaddr *sa, const char *
 	d->addrlen = sa_len(sa->sa_family);
 	((struct sockaddr_in *)&d->addr)->sin_port = 0; /* same offset in sin6 */
 	snprintf(d->ifname, sizeof(d->ifname), "%s", ifname);
-	host_str(sa, d->host, sizeof(d->host));
+	cci__sockaddr_host(sa, d->host, sizeof(d->host));
 	d->mss = mss;
 	d->up = 1;
 	snprintf(d->info, sizeof(d->info), "%s on %s, address %s", proto, ifname, d->host);
@@ -147,7 +118,7 @@ static void wildcard_host(char *buf, size_t len)
 	for (struct ifaddrs *ifa = all; ifa; ifa = ifa->ifa_next) {
 		if (ifa->ifa_addr && ifa->ifa_addr->sa_family == AF_INET &&
 		    (ifa->ifa_flags & IFF_UP) && !(ifa->ifa_flags & IFF_LOOPBACK)) {
-			host_str(ifa->ifa_addr, buf, len);
+			cci__sockaddr_host(ifa->ifa_addr, buf, len);
 			break;
 		}
 	}
@@ -199,7 +170,7 @@ static void conf_address(const struct cci_core *core, cci__dev_t *dev, struct so
 		s4->sin_addr.s_addr = htonl(INADDR_ANY);
 		wildcard_host(d->host, sizeof(d->host));
 	} else {
-		host_str((struct sockaddr *)&d->addr, d->host, sizeof(d->host));
+		cci__sockaddr_host((struct sockaddr *)&d->addr, d->host, sizeof(d->host));
 	}
 	d->addrlen = sa_len(d->addr.ss_family);
 	snprintf(d->info, sizeof(d->info), "%s%s%s, address %s%s", proto, d->ifname[0] ? " on " : "",

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "cci_plugin.h"
+#include "ifaddr.h" /* cci__sockaddr_str names peers */
 
 #define SOCK_HOST_LEN (INET6_ADDRSTRLEN + IF_NAMESIZE + 4)
 
@@ -129,8 +130,5 @@ int sock_uri_resolve(const char *uri, const char *scheme, struct sockaddr_storag
 
 /* "scheme://host:port" of an endpoint of d bound to port; malloc'd. */
 char *sock_uri_make(const char *scheme, const struct sock_dev *d, uint16_t port);
-
-/* "1.2.3.4:5" or "[::1]:5", for log lines naming a peer. */
-void sock_addr_str(const struct sockaddr *sa, char *buf, size_t len);
 
 #endif /* CCI_SOCK_ADDR_H */

@@ -160,7 +160,7 @@ static void req_new(struct tcp_ep *sep, int fd, const struct sockaddr_storage *s
 	req->fd = fd;
 	req->state = TCP_REQ_READING;
 	req->deadline_ns = cci__now_ns() + TCP_HS_TIMEOUT_NS;
-	sock_addr_str((const struct sockaddr *)ss, req->peer, sizeof(req->peer));
+	cci__sockaddr_str((const struct sockaddr *)ss, req->peer, sizeof(req->peer));
 	tcp_sock_opts(fd, sep->dev->bufsize);
 	pthread_mutex_lock(&sep->lock);
 	if (sep->nreqs >= TCP_HS_MAX) {
@@ -446,7 +446,7 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	tc = tcp_conn_of(conn);
 	tcp_conn_init(tc, sep, conn, fd);
 	tc->context = context;
-	sock_addr_str((struct sockaddr *)&ss, tc->peer, sizeof(tc->peer));
+	cci__sockaddr_str((struct sockaddr *)&ss, tc->peer, sizeof(tc->peer));
 	hello_build(tc, attr, data, data_len, nonce);
 	cci__ct_connecting(&tc->base.timers, timeout, cci__now_ns());
 	pthread_mutex_lock(&sep->eng.lock);

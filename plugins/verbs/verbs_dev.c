@@ -93,26 +93,6 @@ const struct cci_conf_key verbs_conf_keys[] = {
 
 /* ---- Addresses ---- */
 
-void verbs_addr_text(const struct sockaddr *sa, char *out, size_t len)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
-
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const void *)sa;
-		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
-		port = ntohs(s4->sin_port);
-		snprintf(out, len, "%s:%u", host, port);
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const void *)sa;
-		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
-		port = ntohs(s6->sin6_port);
-		snprintf(out, len, "[%s]:%u", host, port);
-	} else {
-		snprintf(out, len, "(address family %d)", sa->sa_family);
-	}
-}
-
 /* host (a name or numeric address) and port into ss: CCI_SUCCESS or
  * CCI_EADDRNOTAVAIL (nothing resolves). */
 int verbs_addr_parse(const char *host, uint16_t port, struct sockaddr_storage *ss)

@@ -488,7 +488,7 @@ static int uri_make(struct verbs_ep *sep, char **uri_p)
 {
 	char addr[INET6_ADDRSTRLEN + 8];
 
-	verbs_addr_text(rdma_get_local_addr(sep->listen_id), addr, sizeof(addr));
+	cci__sockaddr_str(rdma_get_local_addr(sep->listen_id), addr, sizeof(addr));
 	return asprintf(uri_p, "verbs://%s", addr) < 0 ? CCI_ENOMEM : CCI_SUCCESS;
 }
 

@@ -185,7 +185,7 @@ static int server_request(struct verbs_ep *sep, struct rdma_cm_id *id,
 	const char *why = NULL;
 	char peer[INET6_ADDRSTRLEN + 8];
 
-	verbs_addr_text(rdma_get_peer_addr(id), peer, sizeof(peer));
+	cci__sockaddr_str(rdma_get_peer_addr(id), peer, sizeof(peer));
 	if (verbs_hello_decode(pd, pdlen, VERBS_HELLO_CONNECT, &h, &why) != CCI_SUCCESS) {
 		VERBS_WARN("verbs: connection request from %s refused: %s", peer, why);
 		return CCI_EINVAL;
