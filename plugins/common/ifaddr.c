@@ -4,10 +4,12 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "cci.h"
 #include "ifaddr.h"
 
 int cci__ifa_usable(const struct ifaddrs *ifa)
@@ -78,4 +80,27 @@ void cci__sockaddr_str(const struct sockaddr *sa, char *buf, size_t len)
 	cci__sockaddr_host(sa, h, sizeof(h));
 	port = ntohs(((const struct sockaddr_in *)sa)->sin_port); /* same place in sin6 */
 	snprintf(buf, len, "%s:%u", h, port);
+}
+
+int cci__addr_resolve(const char *host, uint16_t port, struct sockaddr_storage *ss,
+                      socklen_t *len_p)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *res = NULL;
+	char port_s[8];
+
+	snprintf(port_s, sizeof(port_s), "%u", port);
+	if (getaddrinfo(host, port_s, &hints, &res) != 0 || !res)
+		return CCI_EADDRNOTAVAIL;
+	if (res->ai_addrlen > sizeof(*ss) ||
+	    (res->ai_family != AF_INET && res->ai_family != AF_INET6)) {
+		freeaddrinfo(res);
+		return CCI_EADDRNOTAVAIL;
+	}
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	if (len_p)
+		*len_p = res->ai_addrlen;
+	freeaddrinfo(res);
+	return CCI_SUCCESS;
 }

@@ -1,7 +1,8 @@
 /*
  * ifaddr.h - the address of a network interface named in a
  * configuration (the iface= keys of the tcp, sock and ofi devices),
- * looked up once when the device is configured; socket addresses as text.
+ * looked up once when the device is configured; socket addresses as text
+ * and from host names.
  *
  * Each call reads getifaddrs() afresh and frees it: nothing is kept, no
  * state is shared, any thread may call.
@@ -10,6 +11,7 @@
 #define CCI_COMMON_IFADDR_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 /*
@@ -37,5 +39,12 @@ void cci__sockaddr_host(const struct sockaddr *sa, char *buf, size_t len);
 /* "1.2.3.4:5" or "[::1]:5" (another family: "(address family N)"), for
  * URIs and log lines naming a peer. */
 void cci__sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);
+
+/* host (a name or a numeric address) and port into *ss (AF_INET or
+ * AF_INET6) and its length into *len_p (unless NULL): CCI_SUCCESS, or
+ * CCI_EADDRNOTAVAIL when nothing resolves.  A name is resolved with
+ * getaddrinfo, which may block. */
+int cci__addr_resolve(const char *host, uint16_t port, struct sockaddr_storage *ss,
+                      socklen_t *len_p);
 
 #endif /* CCI_COMMON_IFADDR_H */

@@ -4,7 +4,6 @@
  */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,28 +199,14 @@ int sock_devs_configure(const struct cci_core *core, const struct sock_transport
 int sock_uri_resolve(const char *uri, const char *scheme, struct sockaddr_storage *ss,
                      socklen_t *len)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
-	struct addrinfo *res = NULL;
-	char sch[16], host[256], port_s[8];
+	char sch[16], host[256];
 	const char *rest;
 	uint16_t port;
 
 	if (uri_split_scheme(uri, sch, sizeof(sch), &rest) != 0 || strcmp(sch, scheme) != 0 ||
 	    uri_parse_host_port(rest, host, sizeof(host), &port) != 0 || port == 0)
 		return CCI_EINVAL;
-	snprintf(port_s, sizeof(port_s), "%u", port);
-	if (getaddrinfo(host, port_s, &hints, &res) != 0 || !res)
-		return CCI_EADDRNOTAVAIL;
-	if (res->ai_addrlen > sizeof(*ss) ||
-	    (res->ai_family != AF_INET && res->ai_family != AF_INET6)) {
-		freeaddrinfo(res);
-		return CCI_EADDRNOTAVAIL;
-	}
-	memset(ss, 0, sizeof(*ss));
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return CCI_SUCCESS;
+	return cci__addr_resolve(host, port, ss, len);
 }
 
 char *sock_uri_make(const char *scheme, const struct sock_dev *d, uint16_t port)

@@ -234,7 +234,6 @@ extern const struct cci_conf_key verbs_conf_keys[];
 int verbs_discover(void);
 int verbs_dev_configure(cci__dev_t *dev);
 void verbs_dev_free(cci__dev_t *dev);
-int verbs_addr_parse(const char *host, uint16_t port, struct sockaddr_storage *ss);
 
 /* verbs_pool.c */
 int verbs_ops_grow(struct verbs_ep *sep, uint32_t count);
