@@ -114,11 +114,13 @@ static void rx_end(struct tcp_conn *tc)
 	tcp_conn_watch_update(sep); /* fewer sockets may leave epoll */
 }
 
-/* Take every op off tc (tx_lock held); returns them oldest first. */
-static struct tcp_op *ops_detach(struct tcp_conn *tc)
+/* Move tc to state to and take every op off it (tx_lock held); returns
+ * them oldest first. */
+static struct tcp_op *ops_detach(struct tcp_conn *tc, int to)
 {
 	struct tcp_op *all = tc->infl, **tail = &all;
 
+	set_state(tc, to);
 	while (*tail)
 		tail = &(*tail)->next;
 	*tail = tc->txq;
@@ -156,8 +158,7 @@ void tcp_conn_break(struct tcp_conn *tc, int status, const char *why)
 		cci__spin_unlock(&tc->tx_lock);
 		return;
 	}
-	set_state(tc, CCI__CONN_BROKEN);
-	ops = ops_detach(tc);
+	ops = ops_detach(tc, CCI__CONN_BROKEN);
 	cci__spin_unlock(&tc->tx_lock);
 	TCP_LOG(CCI_LOG_CONN, "tcp: connection with %s broken (%s)", tc->peer, why);
 	rx_end(tc);
@@ -218,8 +219,7 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 	cci__spin_lock(&tc->tx_lock);
 	clean = cci__conn_is_open(&tc->base) && tc->ctl_off == 0 &&
 	        !(tc->txq && tc->txq->prepared && tc->txq->frame_off > 0);
-	ops = ops_detach(tc);
-	set_state(tc, CCI__CONN_CLOSED);
+	ops = ops_detach(tc, CCI__CONN_CLOSED);
 	cci__spin_unlock(&tc->tx_lock);
 	if (clean)
 		close_gracefully(tc);
