@@ -299,7 +299,6 @@ void tcp_request_done(cci__evt_t *evt)
 
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
-	req->state = TCP_REQ_DONE;
 	req_unlink(req); /* from sep->posted, where answered requests wait */
 	tcp_req_free(req);
 	pthread_mutex_unlock(&sep->lock);
