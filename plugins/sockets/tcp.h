@@ -399,7 +399,7 @@ void tcp_hs_timers(struct tcp_ep *sep, uint64_t now);
 
 /* tcp_conn.c */
 void tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, int fd);
-int tcp_conn_open(struct tcp_conn *tc);
+int tcp_conn_open(struct tcp_conn *tc, uint32_t peer_mss);
 void tcp_conn_break(struct tcp_conn *tc, int status, const char *why);
 void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why);
 void tcp_conn_watch_update(struct tcp_ep *sep);

@@ -18,7 +18,6 @@ void tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, i
 	tc->conn = conn;
 	tc->sep = sep;
 	tc->fd = fd;
-	tc->mss = sep->mss;
 }
 
 static void set_state(struct tcp_conn *tc, int to)
@@ -71,11 +70,14 @@ void tcp_conn_watch_update(struct tcp_ep *sep)
 	}
 }
 
-/* Handshake done: make the connection readable.  sep->lock held. */
-int tcp_conn_open(struct tcp_conn *tc)
+/* Handshake done, the peer's mss known: make the connection readable.
+ * sep->lock held. */
+int tcp_conn_open(struct tcp_conn *tc, uint32_t peer_mss)
 {
 	struct tcp_ep *sep = tc->sep;
 
+	tc->mss = peer_mss < sep->mss ? peer_mss : sep->mss;
+	tc->conn->pub.max_send_size = tc->mss;
 	tc->stage = malloc(TCP_STAGE_LEN);
 	if (!tc->stage)
 		return CCI_ENOMEM;

@@ -236,12 +236,10 @@ static int accept_locked(struct tcp_req *req, void *context, const struct sock_r
 	tcp_conn_init(tc, sep, conn, req->fd);
 	req->fd = -1; /* the connection owns the socket now */
 	memcpy(tc->peer, req->peer, sizeof(tc->peer));
-	tc->mss = req->hello.mss < sep->mss ? req->hello.mss : sep->mss;
-	conn->pub.max_send_size = tc->mss;
 	CCI__DLIST_PUSH(&sep->conns, tc);
 	rc = reply_send(tc->fd, SOCK_F_ACCEPT, r);
 	if (rc == CCI_SUCCESS)
-		rc = tcp_conn_open(tc);
+		rc = tcp_conn_open(tc, req->hello.mss);
 	/* The event goes first: nothing can be read before the lock drops. */
 	tcp_core->post_accept(sep->ep, context, rc, conn);
 	if (rc != CCI_SUCCESS) {
@@ -325,9 +323,7 @@ static void hs_got_reply(struct tcp_conn *tc)
 		return;
 	}
 	ev_io_stop(tc->sep->eng.loop, &tc->hs_w);
-	tc->mss = r.mss < tc->sep->mss ? r.mss : tc->sep->mss;
-	tc->conn->pub.max_send_size = tc->mss;
-	rc = tcp_conn_open(tc);
+	rc = tcp_conn_open(tc, r.mss);
 	if (rc != CCI_SUCCESS) {
 		tcp_connect_fail(tc, rc, "cannot open the connection");
 		return;
