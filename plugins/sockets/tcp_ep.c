@@ -97,11 +97,9 @@ int tcp_ep_create(cci__ep_t *ep, const char *service)
 
 	ep_fields_init(sep, ep);
 	port = sep->dev->port;
-	if (service && uri_parse_port(service, &port) != CCI_SUCCESS) {
-		rc = CCI_EINVAL;
-	} else {
+	rc = service ? uri_parse_port(service, &port) : CCI_SUCCESS; /* CCI_EINVAL if bad */
+	if (rc == CCI_SUCCESS)
 		rc = cci__random64(&sep->id);
-	}
 	if (rc == CCI_SUCCESS)
 		rc = tcp_ops_prealloc(sep, TCP_OPS_PREALLOC);
 	if (rc == CCI_SUCCESS)
