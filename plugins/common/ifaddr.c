@@ -4,9 +4,12 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "cci.h"
 #include "ifaddr.h"
 
 int cci__ifa_usable(const struct ifaddrs *ifa)
@@ -50,4 +53,54 @@ int cci__if_addr_str(const char *ifname, char *buf, size_t len)
 	a = ss.ss_family == AF_INET ? (const void *)&((struct sockaddr_in *)&ss)->sin_addr
 	                            : (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
 	return inet_ntop(ss.ss_family, a, buf, (socklen_t)len) != NULL;
+}
+
+void cci__sockaddr_host(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+
+	if (sa->sa_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, a, sizeof(a));
+		snprintf(buf, len, "[%s]", a);
+	} else {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, a, sizeof(a));
+		snprintf(buf, len, "%s", a);
+	}
+}
+
+void cci__sockaddr_str(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char h[INET6_ADDRSTRLEN + 2];
+	unsigned port;
+
+	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) {
+		snprintf(buf, len, "(address family %d)", sa->sa_family);
+		return;
+	}
+	cci__sockaddr_host(sa, h, sizeof(h));
+	port = ntohs(((const struct sockaddr_in *)sa)->sin_port); /* same place in sin6 */
+	snprintf(buf, len, "%s:%u", h, port);
+}
+
+int cci__addr_resolve(const char *host, uint16_t port, struct sockaddr_storage *ss,
+                      socklen_t *len_p)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *res = NULL;
+	char port_s[8];
+
+	snprintf(port_s, sizeof(port_s), "%u", port);
+	if (getaddrinfo(host, port_s, &hints, &res) != 0 || !res)
+		return CCI_EADDRNOTAVAIL;
+	if (res->ai_addrlen > sizeof(*ss) ||
+	    (res->ai_family != AF_INET && res->ai_family != AF_INET6)) {
+		freeaddrinfo(res);
+		return CCI_EADDRNOTAVAIL;
+	}
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	if (len_p)
+		*len_p = res->ai_addrlen;
+	freeaddrinfo(res);
+	return CCI_SUCCESS;
 }

@@ -50,8 +50,7 @@ int uri_split_scheme(const char *uri, char *scheme, size_t schemelen, const char
 	return 0;
 }
 
-/* Decimal 0..65535, digits only, and nothing after them. */
-static int parse_port(const char *s, uint16_t *port)
+int uri_parse_port(const char *s, uint16_t *port)
 {
 	unsigned long v = 0;
 
@@ -150,7 +149,7 @@ int uri_parse_host_port(const char *hostport, char *host, size_t hostlen, uint16
 		if (!valid_name_or_ipv4(h, len))
 			return CCI_EINVAL;
 	}
-	if (len >= hostlen || parse_port(colon + 1, &p) != 0)
+	if (len >= hostlen || uri_parse_port(colon + 1, &p) != 0)
 		return CCI_EINVAL;
 	memcpy(host, h, len);
 	host[len] = '\0';

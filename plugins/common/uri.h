@@ -25,4 +25,10 @@ int uri_split_scheme(const char *uri, char *scheme, size_t schemelen, const char
  */
 int uri_parse_host_port(const char *hostport, char *host, size_t hostlen, uint16_t *port);
 
+/*
+ * Parse a port: decimal 0..65535, digits only, nothing after them (the
+ * "port" service of cci_create_endpoint_at).  Returns 0 or CCI_EINVAL.
+ */
+int uri_parse_port(const char *s, uint16_t *port);
+
 #endif /* CCI_COMMON_URI_H */

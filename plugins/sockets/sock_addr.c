@@ -4,47 +4,17 @@
  */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sock_addr.h"
-#include "ifaddr.h"
 #include "plugin.h"
 #include "uri.h"
 
 static socklen_t sa_len(int family)
 {
 	return family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-}
-
-/* The numeric host of sa, IPv6 in brackets. */
-static void host_str(const struct sockaddr *sa, char *buf, size_t len)
-{
-	char a[INET6_ADDRSTRLEN] = "?";
-
-	if (sa->sa_family == AF_INET6) {
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, a, sizeof(a));
-		snprintf(buf, len, "[%s]", a);
-	} else {
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, a, sizeof(a));
-		snprintf(buf, len, "%s", a);
-	}
-}
-
-void sock_addr_str(const struct sockaddr *sa, char *buf, size_t len)
-{
-	char h[SOCK_HOST_LEN];
-	unsigned port;
-
-	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) {
-		snprintf(buf, len, "(unknown address)");
-		return;
-	}
-	host_str(sa, h, sizeof(h));
-	port = ntohs(((const struct sockaddr_in *)sa)->sin_port); /* same place in sin6 */
-	snprintf(buf, len, "%s:%u", h, port);
 }
 
 /* Megabits per second of an interface from sysfs, 0 when unknown. */
@@ -72,7 +42,7 @@ static void dev_fill(struct sock_dev *d, const struct sockaddr *sa, const char *
 	d->addrlen = sa_len(sa->sa_family);
 	((struct sockaddr_in *)&d->addr)->sin_port = 0; /* same offset in sin6 */
 	snprintf(d->ifname, sizeof(d->ifname), "%s", ifname);
-	host_str(sa, d->host, sizeof(d->host));
+	cci__sockaddr_host(sa, d->host, sizeof(d->host));
 	d->mss = mss;
 	d->up = 1;
 	snprintf(d->info, sizeof(d->info), "%s on %s, address %s", proto, ifname, d->host);
@@ -90,13 +60,26 @@ static int addr_index(const struct ifaddrs *all, const struct ifaddrs *ifa)
 	return n;
 }
 
-/* The devices of the transport t on this host, as sock_devs_discover()
- * promises; add publishes each. */
-static int discover(const struct cci_core *core, const struct sock_transport *t,
-                    int (*add)(const struct cci_core *core, const struct sock_transport *t,
-                               const char *name, const struct sock_dev *d, uint64_t rate))
+static int add_copy(const struct cci_core *core, const struct sock_transport *t,
+                    const char *name, const struct sock_dev *d, uint64_t rate)
 {
-	const char *prefix = t->name;
+	struct sock_dev *copy = malloc(sizeof(*copy));
+	cci__dev_t *dev;
+
+	if (!copy)
+		return CCI_ENOMEM;
+	*copy = *d;
+	dev = core->dev_add(t->plugin, name);
+	if (!dev) {
+		free(copy);
+		return CCI_ENOMEM;
+	}
+	cci__dev_publish(dev, copy, copy->up, copy->mss, rate, copy->info);
+	return CCI_SUCCESS;
+}
+
+int sock_devs_discover(const struct cci_core *core, const struct sock_transport *t)
+{
 	struct ifaddrs *all, *ifa;
 	struct sock_dev d;
 	char name[64];
@@ -105,20 +88,18 @@ static int discover(const struct cci_core *core, const struct sock_transport *t,
 	if (getifaddrs(&all) != 0)
 		return CCI_ERROR;
 	for (ifa = all; ifa && rc == CCI_SUCCESS; ifa = ifa->ifa_next) {
-		int fam, idx;
+		char nth[16] = ""; /* "-2", "-3", ... for further addresses */
+		int idx;
 
 		if (!cci__ifa_usable(ifa))
 			continue;
-		fam = ifa->ifa_addr->sa_family;
 		idx = addr_index(all, ifa);
-		if (idx == 0)
-			snprintf(name, sizeof(name), "%s%s-%s", prefix, fam == AF_INET6 ? "6" : "",
-			         ifa->ifa_name);
-		else
-			snprintf(name, sizeof(name), "%s%s-%s-%d", prefix,
-			         fam == AF_INET6 ? "6" : "", ifa->ifa_name, idx + 1);
+		if (idx > 0)
+			snprintf(nth, sizeof(nth), "-%d", idx + 1);
+		snprintf(name, sizeof(name), "%s%s-%s%s", t->name,
+		         ifa->ifa_addr->sa_family == AF_INET6 ? "6" : "", ifa->ifa_name, nth);
 		dev_fill(&d, ifa->ifa_addr, ifa->ifa_name, t->mss, t->proto);
-		rc = add(core, t, name, &d, if_rate(ifa->ifa_name));
+		rc = add_copy(core, t, name, &d, if_rate(ifa->ifa_name));
 	}
 	freeifaddrs(all);
 	return rc;
@@ -136,7 +117,7 @@ static void wildcard_host(char *buf, size_t len)
 	for (struct ifaddrs *ifa = all; ifa; ifa = ifa->ifa_next) {
 		if (ifa->ifa_addr && ifa->ifa_addr->sa_family == AF_INET &&
 		    (ifa->ifa_flags & IFF_UP) && !(ifa->ifa_flags & IFF_LOOPBACK)) {
-			host_str(ifa->ifa_addr, buf, len);
+			cci__sockaddr_host(ifa->ifa_addr, buf, len);
 			break;
 		}
 	}
@@ -166,7 +147,7 @@ int sock_conf_ip(const char *value, void *field, char *why, size_t whylen)
 }
 
 /* Settle the bind address from ip= and interface=. */
-static int conf_address(const struct cci_core *core, cci__dev_t *dev, struct sock_dev *d,
+static void conf_address(const struct cci_core *core, cci__dev_t *dev, struct sock_dev *d,
                         int ip_i, int if_i, const char *proto)
 {
 	struct sockaddr_storage ifaddr;
@@ -177,7 +158,7 @@ static int conf_address(const struct cci_core *core, cci__dev_t *dev, struct soc
 		          "device is down", dev->pub.name, d->ifname, ip_i >= 0 ? " of that family" : "");
 		d->up = 0;
 		snprintf(d->info, sizeof(d->info), "interface %s: no address", d->ifname);
-		return CCI_SUCCESS;
+		return;
 	}
 	if (if_i >= 0 && ip_i < 0)
 		d->addr = ifaddr;
@@ -188,108 +169,44 @@ static int conf_address(const struct cci_core *core, cci__dev_t *dev, struct soc
 		s4->sin_addr.s_addr = htonl(INADDR_ANY);
 		wildcard_host(d->host, sizeof(d->host));
 	} else {
-		host_str((struct sockaddr *)&d->addr, d->host, sizeof(d->host));
+		cci__sockaddr_host((struct sockaddr *)&d->addr, d->host, sizeof(d->host));
 	}
 	d->addrlen = sa_len(d->addr.ss_family);
 	snprintf(d->info, sizeof(d->info), "%s%s%s, address %s%s", proto, d->ifname[0] ? " on " : "",
 	         d->ifname, d->host, ip_i < 0 && if_i < 0 ? " (bound to all addresses)" : "");
-	return CCI_SUCCESS;
-}
-
-/* Read dev's section against t's keys into d and settle its address. */
-static int configure(const struct cci_core *core, const struct sock_transport *t,
-                     cci__dev_t *dev, struct sock_dev *d)
-{
-	int kv[SOCK_KEY_COUNT];
-	int rc;
-
-	memset(d, 0, sizeof(*d));
-	d->up = 1;
-	rc = core->conf_parse(dev, t->keys, d, kv);
-	if (rc != CCI_SUCCESS)
-		return rc;
-	return conf_address(core, dev, d, kv[SOCK_KEY_IP], kv[SOCK_KEY_INTERFACE], t->proto);
-}
-
-static int add_copy(const struct cci_core *core, const struct sock_transport *t,
-                    const char *name, const struct sock_dev *d, uint64_t rate)
-{
-	struct sock_dev *copy = malloc(sizeof(*copy));
-	cci__dev_t *dev;
-
-	if (!copy)
-		return CCI_ENOMEM;
-	*copy = *d;
-	dev = core->dev_add(t->plugin, name);
-	if (!dev) {
-		free(copy);
-		return CCI_ENOMEM;
-	}
-	cci__dev_publish(dev, copy, copy->up, copy->mss, rate, copy->info);
-	return CCI_SUCCESS;
-}
-
-int sock_devs_discover(const struct cci_core *core, const struct sock_transport *t)
-{
-	return discover(core, t, add_copy);
 }
 
 int sock_devs_configure(const struct cci_core *core, const struct sock_transport *t,
                         cci__dev_t *dev)
 {
-	struct sock_dev *d = malloc(sizeof(*d));
+	struct sock_dev *d = calloc(1, sizeof(*d));
+	int kv[SOCK_KEY_COUNT];
 	int rc;
 
 	if (!d)
 		return CCI_ENOMEM;
-	rc = configure(core, t, dev, d);
+	d->up = 1;
+	rc = core->conf_parse(dev, t->keys, d, kv);
 	if (rc != CCI_SUCCESS) {
 		free(d);
 		return rc;
 	}
+	conf_address(core, dev, d, kv[SOCK_KEY_IP], kv[SOCK_KEY_INTERFACE], t->proto);
 	cci__dev_publish(dev, d, d->up, d->mss, 0, d->info);
-	return CCI_SUCCESS;
-}
-
-int sock_parse_port(const char *service, uint16_t *port)
-{
-	unsigned n = 0;
-
-	if (!service || *service == '\0')
-		return CCI_EINVAL;
-	for (const char *c = service; *c; c++) {
-		if (*c < '0' || *c > '9' || (n = n * 10 + (unsigned)(*c - '0')) > 65535)
-			return CCI_EINVAL;
-	}
-	*port = (uint16_t)n;
 	return CCI_SUCCESS;
 }
 
 int sock_uri_resolve(const char *uri, const char *scheme, struct sockaddr_storage *ss,
                      socklen_t *len)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
-	struct addrinfo *res = NULL;
-	char sch[16], host[256], port_s[8];
+	char sch[16], host[256];
 	const char *rest;
 	uint16_t port;
 
 	if (uri_split_scheme(uri, sch, sizeof(sch), &rest) != 0 || strcmp(sch, scheme) != 0 ||
 	    uri_parse_host_port(rest, host, sizeof(host), &port) != 0 || port == 0)
 		return CCI_EINVAL;
-	snprintf(port_s, sizeof(port_s), "%u", port);
-	if (getaddrinfo(host, port_s, &hints, &res) != 0 || !res)
-		return CCI_EADDRNOTAVAIL;
-	if (res->ai_addrlen > sizeof(*ss) ||
-	    (res->ai_family != AF_INET && res->ai_family != AF_INET6)) {
-		freeaddrinfo(res);
-		return CCI_EADDRNOTAVAIL;
-	}
-	memset(ss, 0, sizeof(*ss));
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return CCI_SUCCESS;
+	return cci__addr_resolve(host, port, ss, len);
 }
 
 char *sock_uri_make(const char *scheme, const struct sock_dev *d, uint16_t port)

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "cci_plugin.h"
+#include "ifaddr.h" /* cci__sockaddr_str names peers */
 
 #define SOCK_HOST_LEN (INET6_ADDRSTRLEN + IF_NAMESIZE + 4)
 
@@ -122,9 +123,6 @@ int sock_devs_configure(const struct cci_core *core, const struct sock_transport
 
 /* dev_free is cci__dev_free_priv (plugin.h): a struct sock_dev is one block. */
 
-/* "port" of cci_create_endpoint_at: decimal 0..65535, nothing else. */
-int sock_parse_port(const char *service, uint16_t *port);
-
 /* "scheme://host:port" -> a socket address (port must not be 0).
  * CCI_EINVAL if it does not parse, CCI_EADDRNOTAVAIL if host has no address. */
 int sock_uri_resolve(const char *uri, const char *scheme, struct sockaddr_storage *ss,
@@ -132,8 +130,5 @@ int sock_uri_resolve(const char *uri, const char *scheme, struct sockaddr_storag
 
 /* "scheme://host:port" of an endpoint of d bound to port; malloc'd. */
 char *sock_uri_make(const char *scheme, const struct sock_dev *d, uint16_t port);
-
-/* "1.2.3.4:5" or "[::1]:5", for log lines naming a peer. */
-void sock_addr_str(const struct sockaddr *sa, char *buf, size_t len);
 
 #endif /* CCI_SOCK_ADDR_H */

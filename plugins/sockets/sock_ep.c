@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "sock.h"
+#include "uri.h"
 
 #define SOCK_CMD_WAKE 2u /* the application is about to sleep: watch the socket */
 
@@ -378,7 +379,7 @@ int sock_ep_create(cci__ep_t *ep, const char *service)
 
 	ep_fields_init(sep, ep);
 	port = sep->dev->port;
-	if (service && sock_parse_port(service, &port) != CCI_SUCCESS)
+	if (service && uri_parse_port(service, &port) != CCI_SUCCESS)
 		rc = CCI_EINVAL;
 	if (rc == CCI_SUCCESS)
 		rc = socket_open(sep, port);

@@ -98,7 +98,7 @@ int sock_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data
 	sc->peer = ss;
 	sc->peerlen = sl;
 	sc->context = context;
-	sock_addr_str((struct sockaddr *)&ss, sc->peer_str, sizeof(sc->peer_str));
+	cci__sockaddr_str((struct sockaddr *)&ss, sc->peer_str, sizeof(sc->peer_str));
 	pthread_mutex_lock(&sep->lock);
 	rc = connect_locked(sc, data, data_len, timeout);
 	pthread_mutex_unlock(&sep->lock);
@@ -245,7 +245,7 @@ static void hello_rx(struct sock_ep *sep, const struct sock_dg *d,
 	req->from = *from;
 	req->fromlen = fromlen;
 	req->hello = h;
-	sock_addr_str((const struct sockaddr *)from, req->peer_str, sizeof(req->peer_str));
+	cci__sockaddr_str((const struct sockaddr *)from, req->peer_str, sizeof(req->peer_str));
 	LIST_INSERT_HEAD(&sep->reqs, req, link);
 	sep->nreqs++;
 	if (sock_core->post_request(sep->ep, (cci_conn_attribute_t)h.attr,

@@ -2,10 +2,7 @@
  * sock_plugin.c - the sockets plugin: its ops table, its devices and the
  * ini keys of a tcp section.
  */
-#include <stdlib.h>
-
 #include "plugin.h"
-#include "spin.h"
 #include "tcp.h"
 
 const struct cci_core *tcp_core;

@@ -7,7 +7,7 @@
 
 #include "cci.h"
 
-void sock_put16(uint8_t *p, uint16_t v)
+static void sock_put16(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t)v;
 	p[1] = (uint8_t)(v >> 8);
@@ -25,7 +25,7 @@ void sock_put64(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-uint16_t sock_get16(const uint8_t *p)
+static uint16_t sock_get16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] | (p[1] << 8));
 }

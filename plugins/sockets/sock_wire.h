@@ -93,10 +93,8 @@ struct sock_sub {
 	uint64_t len;
 };
 
-void sock_put16(uint8_t *p, uint16_t v);
 void sock_put32(uint8_t *p, uint32_t v);
 void sock_put64(uint8_t *p, uint64_t v);
-uint16_t sock_get16(const uint8_t *p);
 uint32_t sock_get32(const uint8_t *p);
 uint64_t sock_get64(const uint8_t *p);
 

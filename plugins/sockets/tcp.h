@@ -23,7 +23,7 @@
  *                    answered and the event returned (or the endpoint dies).
  *   struct tcp_op    a send or RMA in flight; from the endpoint's op list,
  *                    never freed before the endpoint.
- *   struct tcp_rxbuf a receive buffer (mss bytes), lent with RECV events.
+ *   struct tcp_buf   a receive buffer lent with RECV events, or a copy buffer.
  *
  * Layers.  frame, pool -> tx -> rma -> conn -> rx -> hs -> loop -> ep ->
  * plugin: a file calls only those before it (README.md, Layers).  A lower
@@ -163,19 +163,14 @@ struct tcp_op {
 	struct iovec uiov[TCP_OP_IOV];
 };
 
-/* A big copy buffer; data follows the header. */
-struct tcp_cbuf {
-	struct tcp_cbuf *next;
-	struct tcp_cbuf *all_next;
+/* A receive buffer or a big copy buffer (mss bytes); data follows the
+ * header (16-byte aligned). */
+struct tcp_buf {
+	struct tcp_buf *next;
+	struct tcp_buf *all_next;
 };
 
-/* A receive buffer; data follows the header (16-byte aligned). */
-struct tcp_rxbuf {
-	struct tcp_rxbuf *next;
-	struct tcp_rxbuf *all_next;
-};
-
-static inline char *tcp_rb_data(struct tcp_rxbuf *rb)
+static inline char *tcp_rb_data(struct tcp_buf *rb)
 {
 	return (char *)(rb + 1);
 }
@@ -245,7 +240,7 @@ struct tcp_conn {
 	int sink;
 	char *dst;
 	uint64_t left;
-	struct tcp_rxbuf *rb;          /* the buffer being filled */
+	struct tcp_buf *rb;            /* the buffer being filled */
 	struct tcp_op *rd_op;          /* the read whose data is arriving */
 	int stalled;                   /* waits for a receive buffer */
 	int drained;                   /* the last read emptied the socket */
@@ -310,15 +305,15 @@ struct tcp_ep {
 	 * their bytes are in the socket, so a few warm ones serve a stream. */
 	cci__spinlock_t pool_lock;
 	struct tcp_op *pool, *ops_all;
-	struct tcp_cbuf *cb_free, *cb_all;
+	struct tcp_buf *cb_free, *cb_all;
 	_Atomic uint64_t copy_queued;
 	/* Changed under pool_lock; read without it by the ack heuristic. */
 	_Atomic uint32_t pool_out, pool_limit;
 
 	/* Receive buffers: rb_free, rb_all and rb_count under lock; returned
 	 * buffers land on rb_back from any thread. */
-	struct tcp_rxbuf *rb_free, *rb_all;
-	_Atomic(struct tcp_rxbuf *) rb_back;
+	struct tcp_buf *rb_free, *rb_all;
+	_Atomic(struct tcp_buf *) rb_back;
 	uint32_t rb_count;
 	_Atomic uint32_t rb_limit;
 };
@@ -391,6 +386,8 @@ int tcp_loop_manual_handle(struct tcp_ep *sep);
 void tcp_loop_manual_arm(struct tcp_ep *sep);
 
 /* tcp_hs.c */
+/* TCP_NODELAY, and SO_SNDBUF/SO_RCVBUF of bufsize unless 0. */
+void tcp_sock_opts(int fd, uint32_t bufsize);
 void tcp_listen_cb(struct ev_loop *loop, ev_io *w, int revents);
 int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
                 cci_conn_attribute_t attr, void *context, const struct timeval *timeout);
@@ -402,7 +399,7 @@ void tcp_hs_timers(struct tcp_ep *sep, uint64_t now);
 
 /* tcp_conn.c */
 void tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, int fd);
-int tcp_conn_open(struct tcp_conn *tc);
+int tcp_conn_open(struct tcp_conn *tc, uint32_t peer_mss);
 void tcp_conn_break(struct tcp_conn *tc, int status, const char *why);
 void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why);
 void tcp_conn_watch_update(struct tcp_ep *sep);
@@ -428,8 +425,8 @@ static inline void tcp_op_copy_release(struct tcp_op *op)
 /* Copy op's message bytes out of the caller's pieces (into op->buf or a
  * big buffer): 0 or CCI_ENOMEM. */
 int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len);
-struct tcp_rxbuf *tcp_rb_get(struct tcp_ep *sep);
-void tcp_rb_put(struct tcp_ep *sep, struct tcp_rxbuf *rb);
+struct tcp_buf *tcp_rb_get(struct tcp_ep *sep);
+void tcp_rb_put(struct tcp_ep *sep, struct tcp_buf *rb);
 int tcp_rb_available(struct tcp_ep *sep);
 void tcp_rb_fini(struct tcp_ep *sep);
 void tcp_recv_returned(cci__evt_t *evt);
@@ -441,7 +438,6 @@ void tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done);
 void tcp_tx_flush_all(struct tcp_ep *sep);
 void tcp_tx_flush_now(struct tcp_conn *tc, uint8_t ctl, const struct sock_sub *sub);
 int tcp_tx_acked(struct tcp_conn *tc, uint64_t ack);
-void tcp_tx_send_ack(struct tcp_conn *tc);
 void tcp_ops_complete(struct tcp_ep *sep, struct tcp_op *done);
 int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
              void *context, int flags);

@@ -18,7 +18,6 @@ void tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, i
 	tc->conn = conn;
 	tc->sep = sep;
 	tc->fd = fd;
-	tc->mss = sep->mss;
 }
 
 static void set_state(struct tcp_conn *tc, int to)
@@ -71,11 +70,14 @@ void tcp_conn_watch_update(struct tcp_ep *sep)
 	}
 }
 
-/* Handshake done: make the connection readable.  sep->lock held. */
-int tcp_conn_open(struct tcp_conn *tc)
+/* Handshake done, the peer's mss known: make the connection readable.
+ * sep->lock held. */
+int tcp_conn_open(struct tcp_conn *tc, uint32_t peer_mss)
 {
 	struct tcp_ep *sep = tc->sep;
 
+	tc->mss = peer_mss < sep->mss ? peer_mss : sep->mss;
+	tc->conn->pub.max_send_size = tc->mss;
 	tc->stage = malloc(TCP_STAGE_LEN);
 	if (!tc->stage)
 		return CCI_ENOMEM;
@@ -114,11 +116,13 @@ static void rx_end(struct tcp_conn *tc)
 	tcp_conn_watch_update(sep); /* fewer sockets may leave epoll */
 }
 
-/* Take every op off tc (tx_lock held); returns them oldest first. */
-static struct tcp_op *ops_detach(struct tcp_conn *tc)
+/* Move tc to state to and take every op off it (tx_lock held); returns
+ * them oldest first. */
+static struct tcp_op *ops_detach(struct tcp_conn *tc, int to)
 {
 	struct tcp_op *all = tc->infl, **tail = &all;
 
+	set_state(tc, to);
 	while (*tail)
 		tail = &(*tail)->next;
 	*tail = tc->txq;
@@ -156,8 +160,7 @@ void tcp_conn_break(struct tcp_conn *tc, int status, const char *why)
 		cci__spin_unlock(&tc->tx_lock);
 		return;
 	}
-	set_state(tc, CCI__CONN_BROKEN);
-	ops = ops_detach(tc);
+	ops = ops_detach(tc, CCI__CONN_BROKEN);
 	cci__spin_unlock(&tc->tx_lock);
 	TCP_LOG(CCI_LOG_CONN, "tcp: connection with %s broken (%s)", tc->peer, why);
 	rx_end(tc);
@@ -200,10 +203,13 @@ static void close_gracefully(struct tcp_conn *tc)
 			break;
 }
 
-/* Free everything of tc; the loop lock and sep->lock held (or no thread runs). */
+/* Free everything of tc, and drop the plugin's reference on its connection
+ * (lent events keep theirs): tc may be gone on return.  The loop lock and
+ * sep->lock held (or no thread runs). */
 void tcp_conn_destroy(struct tcp_conn *tc)
 {
 	struct tcp_ep *sep = tc->sep;
+	cci__conn_t *conn = tc->conn;
 	struct tcp_op *ops;
 	int clean;
 
@@ -215,8 +221,7 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 	cci__spin_lock(&tc->tx_lock);
 	clean = cci__conn_is_open(&tc->base) && tc->ctl_off == 0 &&
 	        !(tc->txq && tc->txq->prepared && tc->txq->frame_off > 0);
-	ops = ops_detach(tc);
-	set_state(tc, CCI__CONN_CLOSED);
+	ops = ops_detach(tc, CCI__CONN_CLOSED);
 	cci__spin_unlock(&tc->tx_lock);
 	if (clean)
 		close_gracefully(tc);
@@ -230,18 +235,16 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 	CCI__DLIST_UNLINK(&tc->sep->conns, tc);
 	free(tc->stage);
 	tc->stage = NULL;
+	tcp_core->conn_release(conn);
 }
 
 /* The loop lock and sep->lock held. */
 void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why)
 {
-	cci__conn_t *conn = tc->conn;
-
 	TCP_LOG(CCI_LOG_CONN, "tcp: connecting to %s failed: %s", tc->peer, why);
 	set_state(tc, CCI__CONN_FAILED);
 	tcp_core->post_connect(tc->sep->ep, tc->context, status, tc->conn);
 	tcp_conn_destroy(tc);
-	tcp_core->conn_release(conn);
 }
 
 int tcp_disconnect(cci__conn_t *conn)
@@ -255,7 +258,6 @@ int tcp_disconnect(cci__conn_t *conn)
 	tcp_conn_destroy(tc);
 	pthread_mutex_unlock(&sep->lock);
 	pthread_mutex_unlock(&sep->eng.lock);
-	tcp_core->conn_release(conn);
 	return CCI_SUCCESS;
 }
 
@@ -318,6 +320,6 @@ void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop)
 		if (cci__conn_tick(&tc->base, tc->conn, tcp_core, &tick_ops[with_loop != 0], tc,
 		                   now) &&
 		    atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent))
-			tcp_tx_send_ack(tc);
+			tcp_tx_flush_now(tc, SOCK_F_ACK, NULL);
 	}
 }

@@ -12,6 +12,7 @@
 
 #include "spin.h"
 #include "tcp.h"
+#include "uri.h"
 
 /* ---- endpoints ---------------------------------------------------------- */
 
@@ -26,11 +27,7 @@ static int listen_open(struct tcp_ep *sep, uint16_t port)
 	if (fd < 0)
 		return cci__errno_status(errno);
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (sep->dev->bufsize) {
-		int sz = (int)sep->dev->bufsize;
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-	}
+	tcp_sock_opts(fd, sep->dev->bufsize);
 	if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, SOMAXCONN) != 0 ||
 	    getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
 		int rc = cci__errno_status(errno);
@@ -100,11 +97,9 @@ int tcp_ep_create(cci__ep_t *ep, const char *service)
 
 	ep_fields_init(sep, ep);
 	port = sep->dev->port;
-	if (service && sock_parse_port(service, &port) != CCI_SUCCESS) {
-		rc = CCI_EINVAL;
-	} else {
+	rc = service ? uri_parse_port(service, &port) : CCI_SUCCESS; /* CCI_EINVAL if bad */
+	if (rc == CCI_SUCCESS)
 		rc = cci__random64(&sep->id);
-	}
 	if (rc == CCI_SUCCESS)
 		rc = tcp_ops_prealloc(sep, TCP_OPS_PREALLOC);
 	if (rc == CCI_SUCCESS)
@@ -135,16 +130,10 @@ void tcp_ep_destroy(cci__ep_t *ep)
 	TCP_LOG(CCI_LOG_EP, "tcp: endpoint %s closing: %u receive buffers, %u ops in use",
 	        ep->uri, sep->rb_count, atomic_load(&sep->pool_out));
 	/* No other thread runs on this endpoint any more (API contract). */
-	while (sep->conns) {
-		struct tcp_conn *tc = sep->conns;
-		cci__conn_t *conn = tc->conn;
-		tcp_conn_destroy(tc);
-		/* Drop the plugin's reference; lent events keep theirs. */
-		tcp_core->conn_release(conn);
-	}
-	for (struct tcp_req *req; CCI__SLIST_POP(&sep->reqs, req, next);)
-		tcp_req_free(req);
-	for (struct tcp_req *req; CCI__SLIST_POP(&sep->posted, req, next);)
+	while (sep->conns)
+		tcp_conn_destroy(sep->conns);
+	for (struct tcp_req *req;
+	     CCI__SLIST_POP(&sep->reqs, req, next) || CCI__SLIST_POP(&sep->posted, req, next);)
 		tcp_req_free(req);
 	ep_release(sep);
 }

@@ -39,14 +39,12 @@ static void frame_data(struct tcp_op *op, char *addr, uint64_t len)
 
 /* The next fragment of a read answer, checked again against the target's
  * registration (it may have been dropped since the request). */
-static int rdresp_fragment(struct tcp_op *op, struct sock_hdr *h, struct sock_sub *s)
+static int rdresp_fragment(struct tcp_op *op, struct sock_hdr *h, struct sock_sub *s,
+                           uint64_t frag)
 {
-	uint64_t frag = op->total - op->done;
 	void *addr = NULL;
 	int rc;
 
-	if (frag > TCP_FRAG_LEN)
-		frag = TCP_FRAG_LEN;
 	rc = tcp_core->rma_lookup(op->tc->sep->ep, op->key, op->roff + op->done, frag,
 	                          CCI_FLAG_READ, &addr);
 	if (rc != CCI_SUCCESS) {
@@ -94,7 +92,8 @@ static void frame_fill(struct tcp_op *op, struct sock_hdr *h, struct sock_sub *s
 		frame_payload(op, op->uiov, op->uiovcnt);
 		break;
 	default: /* TCP_OP_RDRESP */
-		if (op->status == CCI_SUCCESS && op->done < op->total && rdresp_fragment(op, h, s))
+		if (op->status == CCI_SUCCESS && op->done < op->total &&
+		    rdresp_fragment(op, h, s, frag))
 			break;
 		h->type = SOCK_F_RD_END;
 		s->status = (uint32_t)op->status;

@@ -21,7 +21,7 @@
 
 #include "tcp.h"
 
-static void sock_opts(int fd, uint32_t bufsize)
+void tcp_sock_opts(int fd, uint32_t bufsize)
 {
 	int one = 1, sz = (int)bufsize;
 
@@ -32,12 +32,15 @@ static void sock_opts(int fd, uint32_t bufsize)
 	}
 }
 
-/* Read toward need bytes of a frame into buf: 1 when complete, 0 for
- * later, -1 when the socket is done for. */
-static int read_exact(int fd, uint8_t *buf, uint32_t *have, uint32_t need)
+/* Move bytes *have..need of buf through fd without blocking, sending or
+ * receiving: 1 when all are through, 0 for later, -1 when the socket is
+ * done for (errno says why, unless the peer closed). */
+static int io_exact(int fd, uint8_t *buf, uint32_t *have, uint32_t need, int send)
 {
 	while (*have < need) {
-		ssize_t n = sock_recv(fd, buf + *have, need - *have, MSG_DONTWAIT);
+		ssize_t n = send ? sock_send(fd, buf + *have, need - *have,
+		                             MSG_DONTWAIT | MSG_NOSIGNAL)
+		                 : sock_recv(fd, buf + *have, need - *have, MSG_DONTWAIT);
 		if (n > 0) {
 			*have += (uint32_t)n;
 			continue;
@@ -58,7 +61,7 @@ static int hs_frame(int fd, uint8_t *buf, uint32_t *have, uint32_t mss, int want
 {
 	struct sock_limits lim = { mss, TCP_FRAG_MAX };
 	struct sock_hdr h;
-	int r = read_exact(fd, buf, have, SOCK_HDR_LEN);
+	int r = io_exact(fd, buf, have, SOCK_HDR_LEN, 0);
 
 	if (r <= 0) {
 		*why = r < 0 ? "closed during the handshake" : NULL;
@@ -74,7 +77,7 @@ static int hs_frame(int fd, uint8_t *buf, uint32_t *have, uint32_t mss, int want
 		*why = want_hello ? "a reply where a request belongs" : "a request where a reply belongs";
 		return -1;
 	}
-	r = read_exact(fd, buf, have, SOCK_HDR_LEN + h.len);
+	r = io_exact(fd, buf, have, SOCK_HDR_LEN + h.len, 0);
 	if (r < 0)
 		*why = "closed during the handshake";
 	return r;
@@ -157,8 +160,8 @@ static void req_new(struct tcp_ep *sep, int fd, const struct sockaddr_storage *s
 	req->fd = fd;
 	req->state = TCP_REQ_READING;
 	req->deadline_ns = cci__now_ns() + TCP_HS_TIMEOUT_NS;
-	sock_addr_str((const struct sockaddr *)ss, req->peer, sizeof(req->peer));
-	sock_opts(fd, sep->dev->bufsize);
+	cci__sockaddr_str((const struct sockaddr *)ss, req->peer, sizeof(req->peer));
+	tcp_sock_opts(fd, sep->dev->bufsize);
 	pthread_mutex_lock(&sep->lock);
 	if (sep->nreqs >= TCP_HS_MAX) {
 		struct tcp_req *old = sep->reqs;
@@ -211,21 +214,17 @@ static int reply_send(int fd, uint8_t type, const struct sock_reply *r)
 {
 	uint8_t b[SOCK_HDR_LEN + SOCK_REPLY_LEN];
 	struct sock_hdr h = { .type = type, .len = SOCK_REPLY_LEN };
-	ssize_t n;
+	uint32_t sent = 0;
 
 	sock_hdr_encode(b, &h);
 	sock_reply_encode(b + SOCK_HDR_LEN, r);
-	do
-		n = sock_send(fd, b, sizeof(b), MSG_DONTWAIT | MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	return n == (ssize_t)sizeof(b) ? CCI_SUCCESS : CCI_ERR_DISCONNECTED;
+	return io_exact(fd, b, &sent, sizeof(b), 1) == 1 ? CCI_SUCCESS : CCI_ERR_DISCONNECTED;
 }
 
 /* With the loop lock and sep->lock held. */
-static int accept_locked(struct tcp_req *req, void *context)
+static int accept_locked(struct tcp_req *req, void *context, const struct sock_reply *r)
 {
 	struct tcp_ep *sep = req->sep;
-	struct sock_reply r = { .mss = sep->mss, .id = sep->id, .nonce = req->hello.nonce };
 	cci__conn_t *conn = tcp_core->conn_alloc(sep->ep, (cci_conn_attribute_t)req->hello.attr,
 	                                         context);
 	struct tcp_conn *tc;
@@ -237,31 +236,25 @@ static int accept_locked(struct tcp_req *req, void *context)
 	tcp_conn_init(tc, sep, conn, req->fd);
 	req->fd = -1; /* the connection owns the socket now */
 	memcpy(tc->peer, req->peer, sizeof(tc->peer));
-	tc->mss = req->hello.mss < sep->mss ? req->hello.mss : sep->mss;
-	conn->pub.max_send_size = tc->mss;
 	CCI__DLIST_PUSH(&sep->conns, tc);
-	rc = reply_send(tc->fd, SOCK_F_ACCEPT, &r);
+	rc = reply_send(tc->fd, SOCK_F_ACCEPT, r);
 	if (rc == CCI_SUCCESS)
-		rc = tcp_conn_open(tc);
+		rc = tcp_conn_open(tc, req->hello.mss);
 	/* The event goes first: nothing can be read before the lock drops. */
 	tcp_core->post_accept(sep->ep, context, rc, conn);
 	if (rc != CCI_SUCCESS) {
 		TCP_LOG(CCI_LOG_CONN, "tcp: accepting %s failed: %s", tc->peer,
 		        tcp_core->status_text(rc));
 		tcp_conn_destroy(tc);
-		tcp_core->conn_release(conn);
 	} else {
 		TCP_LOG(CCI_LOG_CONN, "tcp: accepted %s (mss %u)", tc->peer, tc->mss);
 	}
 	return CCI_SUCCESS;
 }
 
-static int reject_locked(struct tcp_req *req)
+static int reject_locked(struct tcp_req *req, const struct sock_reply *r)
 {
-	struct sock_reply r = { .mss = req->sep->mss, .id = req->sep->id,
-	                        .nonce = req->hello.nonce };
-
-	reply_send(req->fd, SOCK_F_REJECT, &r);
+	reply_send(req->fd, SOCK_F_REJECT, r);
 	close(req->fd);
 	req->fd = -1;
 	return CCI_SUCCESS;
@@ -272,13 +265,14 @@ static int req_answer(cci__evt_t *evt, void *context, int accept)
 {
 	struct tcp_req *req = evt->req_state;
 	struct tcp_ep *sep = req->sep;
+	struct sock_reply r = { .mss = sep->mss, .id = sep->id, .nonce = req->hello.nonce };
 	int rc = CCI_EINVAL;
 
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
 	if (req->state == TCP_REQ_POSTED) {
 		req->state = TCP_REQ_DONE;
-		rc = accept ? accept_locked(req, context) : reject_locked(req);
+		rc = accept ? accept_locked(req, context, &r) : reject_locked(req, &r);
 	}
 	pthread_mutex_unlock(&sep->lock);
 	pthread_mutex_unlock(&sep->eng.lock);
@@ -303,7 +297,6 @@ void tcp_request_done(cci__evt_t *evt)
 
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
-	req->state = TCP_REQ_DONE;
 	req_unlink(req); /* from sep->posted, where answered requests wait */
 	tcp_req_free(req);
 	pthread_mutex_unlock(&sep->lock);
@@ -330,9 +323,7 @@ static void hs_got_reply(struct tcp_conn *tc)
 		return;
 	}
 	ev_io_stop(tc->sep->eng.loop, &tc->hs_w);
-	tc->mss = r.mss < tc->sep->mss ? r.mss : tc->sep->mss;
-	tc->conn->pub.max_send_size = tc->mss;
-	rc = tcp_conn_open(tc);
+	rc = tcp_conn_open(tc, r.mss);
 	if (rc != CCI_SUCCESS) {
 		tcp_connect_fail(tc, rc, "cannot open the connection");
 		return;
@@ -344,7 +335,7 @@ static void hs_got_reply(struct tcp_conn *tc)
 /* Connected: send HELLO (maybe over several writable events). */
 static void hs_send_hello(struct tcp_conn *tc)
 {
-	int err = 0;
+	int err = 0, r;
 	socklen_t el = sizeof(err);
 
 	if (tc->hs_off == 0) { /* the first writable event: connected, or not */
@@ -354,19 +345,11 @@ static void hs_send_hello(struct tcp_conn *tc)
 			return;
 		}
 	}
-	while (tc->hs_off < tc->hs_len) {
-		ssize_t n = sock_send(tc->fd, tc->hs + tc->hs_off, tc->hs_len - tc->hs_off,
-		                 MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		if (n < 0) {
-			tcp_connect_fail(tc, cci__errno_status(errno), strerror(errno));
-			return;
-		}
-		tc->hs_off += (uint32_t)n;
-	}
+	r = io_exact(tc->fd, tc->hs, &tc->hs_off, tc->hs_len, 1);
+	if (r < 0)
+		tcp_connect_fail(tc, cci__errno_status(errno), strerror(errno));
+	if (r <= 0)
+		return;
 	tc->hello_sent = 1;
 	tc->hs_off = 0;
 	ev_io_stop(tc->sep->eng.loop, &tc->hs_w);
@@ -421,7 +404,7 @@ static int connect_socket(const struct sockaddr_storage *ss, socklen_t sl, uint3
 
 	if (fd < 0)
 		return cci__errno_status(errno);
-	sock_opts(fd, bufsize);
+	tcp_sock_opts(fd, bufsize);
 	if (connect(fd, (const struct sockaddr *)ss, sl) != 0 && errno != EINPROGRESS) {
 		int rc = cci__errno_status(errno);
 		close(fd);
@@ -458,7 +441,7 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	tc = tcp_conn_of(conn);
 	tcp_conn_init(tc, sep, conn, fd);
 	tc->context = context;
-	sock_addr_str((struct sockaddr *)&ss, tc->peer, sizeof(tc->peer));
+	cci__sockaddr_str((struct sockaddr *)&ss, tc->peer, sizeof(tc->peer));
 	hello_build(tc, attr, data, data_len, nonce);
 	cci__ct_connecting(&tc->base.timers, timeout, cci__now_ns());
 	pthread_mutex_lock(&sep->eng.lock);

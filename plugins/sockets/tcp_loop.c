@@ -87,37 +87,31 @@ static void rx_cb(struct ev_loop *loop, ev_io *w, int revents)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-static void mode_thread(struct tcp_ep *sep)
+/* Thread mode (thread set): the application stopped polling, the loop
+ * takes the sockets; app mode: it polls again, the loop leaves them. */
+static void mode_set(struct tcp_ep *sep, int thread)
 {
-	if (atomic_load(&sep->thread_mode) || sep->manual)
+	if (atomic_load(&sep->thread_mode) == thread || (thread && sep->manual))
 		return;
 	/* Publish the mode before looking at the queues (senders do the
 	 * reverse), so a queued byte is never left without a watcher. */
-	atomic_store(&sep->thread_mode, 1);
-	TCP_LOG(CCI_LOG_CTP, "tcp: %s: the application is idle, the progress thread "
-	        "takes the sockets", sep->ep->uri);
-	ev_io_start(sep->eng.loop, &sep->rx_w);
+	atomic_store(&sep->thread_mode, thread);
+	TCP_LOG(CCI_LOG_CTP, "tcp: %s: %s", sep->ep->uri,
+	        thread ? "the application is idle, the progress thread takes the sockets"
+	               : "the application polls, the progress thread leaves the sockets");
+	if (thread)
+		ev_io_start(sep->eng.loop, &sep->rx_w);
+	else
+		ev_io_stop(sep->eng.loop, &sep->rx_w);
 	pthread_mutex_lock(&sep->lock);
 	tcp_conn_watch_update(sep);
-	if (sep->acks_pending)
-		tcp_rx_acks_all(sep);
-	if (atomic_load(&sep->rx_starved))
-		tcp_rx_resume(sep);
-	tcp_rx_ready(sep);
-	ww_update_all(sep);
-	pthread_mutex_unlock(&sep->lock);
-}
-
-static void mode_app(struct tcp_ep *sep)
-{
-	if (!atomic_load(&sep->thread_mode))
-		return;
-	atomic_store(&sep->thread_mode, 0);
-	TCP_LOG(CCI_LOG_CTP, "tcp: %s: the application polls, the progress thread "
-	        "leaves the sockets", sep->ep->uri);
-	ev_io_stop(sep->eng.loop, &sep->rx_w);
-	pthread_mutex_lock(&sep->lock);
-	tcp_conn_watch_update(sep);
+	if (thread) {
+		if (sep->acks_pending)
+			tcp_rx_acks_all(sep);
+		if (atomic_load(&sep->rx_starved))
+			tcp_rx_resume(sep);
+		tcp_rx_ready(sep);
+	}
 	ww_update_all(sep);
 	pthread_mutex_unlock(&sep->lock);
 }
@@ -127,7 +121,7 @@ static void on_cmd(void *owner, unsigned cmd)
 	struct tcp_ep *sep = owner;
 
 	if (cmd & TCP_CMD_WAKE)
-		mode_thread(sep);
+		mode_set(sep, 1);
 	/* A polling application that holds the lock flushes by itself. */
 	if ((cmd & TCP_CMD_FLUSH) && pthread_mutex_trylock(&sep->lock) == 0) {
 		tcp_tx_flush_all(sep);
@@ -179,10 +173,7 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 	struct tcp_ep *sep = owner;
 
 	atomic_store(&sep->now_ns, now);
-	if (app_polled)
-		mode_app(sep);
-	else
-		mode_thread(sep);
+	mode_set(sep, !app_polled);
 	/* A polling application holds the lock nearly all the time: waiting
 	 * for it would cost it a wake-up call per unlock.  Leave the timers to
 	 * its next progress() instead. */

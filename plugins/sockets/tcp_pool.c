@@ -84,10 +84,18 @@ void tcp_op_put(struct tcp_ep *sep, struct tcp_op *op)
 	cci__spin_unlock(&sep->pool_lock);
 }
 
+/* Free every buffer of the list all (linked by all_next). */
+static void bufs_free(struct tcp_buf *all)
+{
+	for (struct tcp_buf *next; all; all = next) {
+		next = all->all_next;
+		free(all);
+	}
+}
+
 void tcp_ops_free(struct tcp_ep *sep)
 {
 	struct tcp_op *op = sep->ops_all, *next;
-	struct tcp_cbuf *cb = sep->cb_all, *cnext;
 
 	for (; op; op = next) {
 		next = op->all_next;
@@ -95,17 +103,14 @@ void tcp_ops_free(struct tcp_ep *sep)
 		free(op);
 	}
 	sep->ops_all = sep->pool = NULL;
-	for (; cb; cb = cnext) {
-		cnext = cb->all_next;
-		free(cb);
-	}
+	bufs_free(sep->cb_all);
 	sep->cb_all = sep->cb_free = NULL;
 }
 
 void tcp_op_copy_free(struct tcp_op *op)
 {
 	struct tcp_ep *sep = op->tc->sep;
-	struct tcp_cbuf *cb = (struct tcp_cbuf *)op->big - 1;
+	struct tcp_buf *cb = (struct tcp_buf *)op->big - 1;
 
 	atomic_fetch_sub_explicit(&sep->copy_queued, op->big_len, memory_order_relaxed);
 	op->big = NULL;
@@ -121,7 +126,7 @@ void tcp_op_copy_free(struct tcp_op *op)
 static char *op_copy_space(struct tcp_op *op, uint32_t len)
 {
 	struct tcp_ep *sep = op->tc->sep;
-	struct tcp_cbuf *cb;
+	struct tcp_buf *cb;
 
 	if (len <= TCP_COPY_SMALL) {
 		if (!op->buf && !(op->buf = malloc(TCP_COPY_SMALL)))
@@ -172,9 +177,9 @@ int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, 
  * that the receive side takes whole when its list runs dry (one consumer
  * taking everything: no ABA).
  */
-struct tcp_rxbuf *tcp_rb_get(struct tcp_ep *sep)
+struct tcp_buf *tcp_rb_get(struct tcp_ep *sep)
 {
-	struct tcp_rxbuf *rb = sep->rb_free;
+	struct tcp_buf *rb = sep->rb_free;
 
 	if (!rb)
 		rb = atomic_exchange_explicit(&sep->rb_back, NULL, memory_order_acquire);
@@ -194,9 +199,9 @@ struct tcp_rxbuf *tcp_rb_get(struct tcp_ep *sep)
 	return rb;
 }
 
-void tcp_rb_put(struct tcp_ep *sep, struct tcp_rxbuf *rb)
+void tcp_rb_put(struct tcp_ep *sep, struct tcp_buf *rb)
 {
-	struct tcp_rxbuf *head = atomic_load_explicit(&sep->rb_back, memory_order_relaxed);
+	struct tcp_buf *head = atomic_load_explicit(&sep->rb_back, memory_order_relaxed);
 
 	do
 		rb->next = head;
@@ -209,12 +214,7 @@ void tcp_rb_put(struct tcp_ep *sep, struct tcp_rxbuf *rb)
 
 void tcp_rb_fini(struct tcp_ep *sep)
 {
-	struct tcp_rxbuf *rb = sep->rb_all, *next;
-
-	for (; rb; rb = next) {
-		next = rb->all_next;
-		free(rb);
-	}
+	bufs_free(sep->rb_all);
 	sep->rb_all = sep->rb_free = NULL;
 	atomic_store(&sep->rb_back, NULL);
 	sep->rb_count = 0;

@@ -192,17 +192,15 @@ static int rd_end(struct tcp_conn *tc, const char **why)
 	read_find(tc, tc->sub.op, 1);
 	op->started = 0;
 	tc->rma_out--;
-	if (tc->sub.status != CCI_SUCCESS) {
+	if (tc->sub.status != CCI_SUCCESS)
 		op->status = peer_status(tc->sub.status);
-		op->next = done;
-		done = op;
-	} else if (op->len > 0) {
+	if (tc->sub.status == CCI_SUCCESS && op->len > 0) {
 		/* The data is here: now the completion message, in order. */
 		op->msg_phase = 1;
 		op->seq = tc->tx_seq++;
 		tcp_txq_push(tc, op, &done);
 	} else {
-		op->next = done;
+		op->next = NULL;
 		done = op;
 	}
 	if (tc->txq)
@@ -215,12 +213,10 @@ static int rd_end(struct tcp_conn *tc, const char **why)
 static void rma_nack(struct tcp_conn *tc)
 {
 	cci__spin_lock(&tc->tx_lock);
-	for (struct tcp_op *op = tc->txq; op; op = op->next)
-		if (op->kind == TCP_OP_WRITE && op->op_id == tc->sub.op)
-			op->status = peer_status(tc->sub.status);
-	for (struct tcp_op *op = tc->infl; op; op = op->next)
-		if (op->kind == TCP_OP_WRITE && op->op_id == tc->sub.op)
-			op->status = peer_status(tc->sub.status);
+	for (int infl = 0; infl < 2; infl++)
+		for (struct tcp_op *op = infl ? tc->infl : tc->txq; op; op = op->next)
+			if (op->kind == TCP_OP_WRITE && op->op_id == tc->sub.op)
+				op->status = peer_status(tc->sub.status);
 	cci__spin_unlock(&tc->tx_lock);
 }
 

@@ -20,7 +20,7 @@ static void rx_fail(struct tcp_conn *tc, const char *why)
 	tcp_conn_break(tc, CCI_ERR_DISCONNECTED, why);
 }
 
-static void rx_deliver(struct tcp_conn *tc, struct tcp_rxbuf *rb, uint32_t len)
+static void rx_deliver(struct tcp_conn *tc, struct tcp_buf *rb, uint32_t len)
 {
 	/* A big message ends this pass (when nothing is left staged, so no
 	 * byte waits in user space): the application returns its buffer
@@ -302,7 +302,7 @@ static void rx_ack_policy(struct tcp_conn *tc)
 	if (tc->ack_now || owed >= TCP_ACK_EVERY || tc->ack_bytes >= TCP_ACK_BYTES) {
 		tc->ack_now = 0;
 		tc->ack_bytes = 0;
-		tcp_tx_send_ack(tc);
+		tcp_tx_flush_now(tc, SOCK_F_ACK, NULL);
 	}
 }
 

@@ -314,6 +314,11 @@ static void ctl_push(struct tcp_conn *tc, uint8_t type, const struct sock_sub *s
 	struct sock_hdr h = { .type = type };
 	uint32_t sl = sock_sub_len(type);
 
+	/* An ACK is owed only for what came since the last one, and a queued
+	 * frame carries it. */
+	if (type == SOCK_F_ACK &&
+	    (tc->txq || atomic_load(&tc->rx_seq) == atomic_load(&tc->ack_sent)))
+		return;
 	if (tc->ctl_len + SOCK_HDR_LEN + sl > TCP_CTL_LEN) {
 		/* Acks and probes are repeated later; a lost refusal is not. */
 		if (type == SOCK_F_RMA_NACK)
@@ -329,7 +334,7 @@ static void ctl_push(struct tcp_conn *tc, uint8_t type, const struct sock_sub *s
 }
 
 /* Flush tc, taking its tx_lock, after queueing the control frame ctl
- * (PING, PONG, RMA_NACK; 0 for none), and complete what that finished. */
+ * (ACK, PING, PONG, RMA_NACK; 0 for none), and complete what that finished. */
 void tcp_tx_flush_now(struct tcp_conn *tc, uint8_t ctl, const struct sock_sub *sub)
 {
 	struct tcp_op *done = NULL;
@@ -338,20 +343,6 @@ void tcp_tx_flush_now(struct tcp_conn *tc, uint8_t ctl, const struct sock_sub *s
 	if (ctl)
 		ctl_push(tc, ctl, sub);
 	tcp_tx_flush(tc, &done);
-	cci__spin_unlock(&tc->tx_lock);
-	tcp_ops_complete(tc->sep, done);
-}
-
-void tcp_tx_send_ack(struct tcp_conn *tc)
-{
-	struct tcp_op *done = NULL;
-
-	cci__spin_lock(&tc->tx_lock);
-	if (atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent)) {
-		if (!tc->txq)
-			ctl_push(tc, SOCK_F_ACK, NULL);
-		tcp_tx_flush(tc, &done);
-	}
 	cci__spin_unlock(&tc->tx_lock);
 	tcp_ops_complete(tc->sep, done);
 }

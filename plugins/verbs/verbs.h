@@ -48,6 +48,7 @@
 #include "clock.h"
 #include "conn_base.h"
 #include "engine.h"
+#include "ifaddr.h"
 #include "iov.h"
 #include "random.h"
 #include "slist.h"
@@ -233,8 +234,6 @@ extern const struct cci_conf_key verbs_conf_keys[];
 int verbs_discover(void);
 int verbs_dev_configure(cci__dev_t *dev);
 void verbs_dev_free(cci__dev_t *dev);
-int verbs_addr_parse(const char *host, uint16_t port, struct sockaddr_storage *ss);
-void verbs_addr_text(const struct sockaddr *sa, char *out, size_t len);
 
 /* verbs_pool.c */
 int verbs_ops_grow(struct verbs_ep *sep, uint32_t count);

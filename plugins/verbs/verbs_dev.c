@@ -12,7 +12,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,43 +91,6 @@ const struct cci_conf_key verbs_conf_keys[] = {
 };
 
 /* ---- Addresses ---- */
-
-void verbs_addr_text(const struct sockaddr *sa, char *out, size_t len)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
-
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const void *)sa;
-		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
-		port = ntohs(s4->sin_port);
-		snprintf(out, len, "%s:%u", host, port);
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const void *)sa;
-		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
-		port = ntohs(s6->sin6_port);
-		snprintf(out, len, "[%s]:%u", host, port);
-	} else {
-		snprintf(out, len, "(address family %d)", sa->sa_family);
-	}
-}
-
-/* host (a name or numeric address) and port into ss: CCI_SUCCESS or
- * CCI_EADDRNOTAVAIL (nothing resolves). */
-int verbs_addr_parse(const char *host, uint16_t port, struct sockaddr_storage *ss)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_flags = AI_NUMERICSERV };
-	struct addrinfo *res = NULL;
-	char service[8];
-
-	snprintf(service, sizeof(service), "%u", port);
-	if (getaddrinfo(host, service, &hints, &res) != 0 || !res)
-		return CCI_EADDRNOTAVAIL;
-	memset(ss, 0, sizeof(*ss));
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
-	return CCI_SUCCESS;
-}
 
 /* Does rdma_cm map sa to port of the adapter named hca? */
 static int addr_on_port(struct sockaddr *sa, const char *hca, uint8_t port)

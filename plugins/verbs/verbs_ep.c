@@ -404,7 +404,7 @@ static int listen_open(struct verbs_ep *sep, const char *service)
 		if (!*service || *end || port > 65535)
 			return CCI_EINVAL;
 	}
-	if (verbs_addr_parse(sep->dev->ip, (uint16_t)port, &ss) != CCI_SUCCESS)
+	if (cci__addr_resolve(sep->dev->ip, (uint16_t)port, &ss, NULL) != CCI_SUCCESS)
 		return CCI_EADDRNOTAVAIL;
 	sep->cm_ch = rdma_create_event_channel();
 	if (!sep->cm_ch || nonblock(sep->cm_ch->fd) != CCI_SUCCESS)
@@ -488,7 +488,7 @@ static int uri_make(struct verbs_ep *sep, char **uri_p)
 {
 	char addr[INET6_ADDRSTRLEN + 8];
 
-	verbs_addr_text(rdma_get_local_addr(sep->listen_id), addr, sizeof(addr));
+	cci__sockaddr_str(rdma_get_local_addr(sep->listen_id), addr, sizeof(addr));
 	return asprintf(uri_p, "verbs://%s", addr) < 0 ? CCI_ENOMEM : CCI_SUCCESS;
 }
 

@@ -87,8 +87,8 @@ int verbs_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t dat
 	if (uri_split_scheme(uri, scheme, sizeof(scheme), &rest) != 0 ||
 	    strcmp(scheme, "verbs") != 0 || uri_parse_host_port(rest, host, sizeof(host), &port) != 0)
 		return CCI_EINVAL;
-	if (verbs_addr_parse(host, port, &dst) != CCI_SUCCESS ||
-	    verbs_addr_parse(sep->dev->ip, 0, &src) != CCI_SUCCESS)
+	if (cci__addr_resolve(host, port, &dst, NULL) != CCI_SUCCESS ||
+	    cci__addr_resolve(sep->dev->ip, 0, &src, NULL) != CCI_SUCCESS)
 		return CCI_EADDRNOTAVAIL;
 	pthread_mutex_lock(&sep->lock);
 	vc = conn_new(sep, 1);
@@ -185,7 +185,7 @@ static int server_request(struct verbs_ep *sep, struct rdma_cm_id *id,
 	const char *why = NULL;
 	char peer[INET6_ADDRSTRLEN + 8];
 
-	verbs_addr_text(rdma_get_peer_addr(id), peer, sizeof(peer));
+	cci__sockaddr_str(rdma_get_peer_addr(id), peer, sizeof(peer));
 	if (verbs_hello_decode(pd, pdlen, VERBS_HELLO_CONNECT, &h, &why) != CCI_SUCCESS) {
 		VERBS_WARN("verbs: connection request from %s refused: %s", peer, why);
 		return CCI_EINVAL;
