@@ -143,8 +143,7 @@ struct ofi_op {
 	uint32_t len;               /* payload bytes after the header */
 	uint64_t stamp_ns;          /* when queued, for the send timeout */
 	const void *ubuf;           /* NO_COPY: the caller's bytes */
-	fi_addr_t dest;             /* OFI_OP_CTL without a connection */
-	struct ofi_peer *peer;      /* its reference on dest, for those */
+	struct ofi_peer *peer;      /* OFI_OP_CTL without a connection: its reference */
 	/* RMA */
 	void *laddr;
 	void *ldesc;
@@ -208,7 +207,6 @@ struct ofi_conn {
 	int imm;                    /* headers of messages to the peer go as CQ data */
 
 	pthread_mutex_t lock;
-	int tx_err;                 /* what senders get once broken */
 	uint32_t credits;           /* messages we may still send */
 	uint32_t window;            /* credits we granted the peer */
 	uint32_t tx_seq;

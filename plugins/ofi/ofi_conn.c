@@ -42,7 +42,6 @@ struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, voi
 	oc->sep = sep;
 	oc->refs = 1;
 	oc->attr = (int)attr;
-	oc->tx_err = CCI_ERR_DISCONNECTED;
 	oc->window = __atomic_load_n(&sep->rx_count, __ATOMIC_RELAXED);
 	if (oc->window > OFI_WINDOW_MAX)
 		oc->window = OFI_WINDOW_MAX;

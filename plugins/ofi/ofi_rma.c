@@ -370,9 +370,8 @@ int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 
 	pthread_mutex_lock(&oc->lock);
 	if (ofi_conn_state(oc) != CCI__CONN_OPEN) {
-		int rc = oc->tx_err;
 		pthread_mutex_unlock(&oc->lock);
-		return rc;
+		return CCI_ERR_DISCONNECTED;
 	}
 	op = ofi_op_get(oc->sep, 1);
 	if (!op) {

@@ -330,13 +330,13 @@ static ssize_t ctl_fi_send(struct ofi_ep *sep, struct ofi_op *op)
 	if (op->ctl_type == OFI_T_DISC && op->tracked) {
 		struct iovec iov = { op->buf, OFI_HDR_LEN + op->len };
 		struct fi_msg m = { .msg_iov = &iov, .desc = &op->desc, .iov_count = 1,
-		                    .addr = op->dest, .context = op };
+		                    .addr = op_peer(op)->fa, .context = op };
 		ssize_t rc = fi_sendmsg(sep->fep, &m, FI_COMPLETION | FI_DELIVERY_COMPLETE);
 
 		if (rc != -FI_EBADFLAGS && rc != -FI_EOPNOTSUPP)
 			return rc;
 	}
-	return fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op->dest, op);
+	return fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op_peer(op)->fa, op);
 }
 
 /* Control messages the provider refused earlier, one pass; only
@@ -458,7 +458,6 @@ int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *bo
 		return CCI_ENOMEM;
 	op->oc = oc;
 	ofi_conn_ref(oc);
-	op->dest = oc->peer->fa;
 	if (flags & OFI_CTL_ORDERED) {
 		ofi_msgq_push(oc, op);
 		ofi_msgq_flush(oc);
@@ -481,7 +480,6 @@ int ofi_ctl_to(struct ofi_ep *sep, struct ofi_peer *peer, uint32_t dst, uint8_t 
 	if (!op)
 		return CCI_ENOMEM;
 	memcpy(op->buf, &h, sizeof(h));
-	op->dest = peer->fa;
 	pthread_mutex_lock(&sep->lock);
 	peer->refs++;
 	pthread_mutex_unlock(&sep->lock);
@@ -592,9 +590,8 @@ int ofi_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 
 	pthread_mutex_lock(&oc->lock);
 	if (ofi_conn_state(oc) != CCI__CONN_OPEN) {
-		int rc = oc->tx_err;
 		pthread_mutex_unlock(&oc->lock);
-		return rc;
+		return CCI_ERR_DISCONNECTED;
 	}
 	if (!oc->msgq && !oc->inflight && oc->credits > 0 &&
 	    len + (oc->imm ? 0 : OFI_HDR_LEN) <= inject_limit(sep) &&
@@ -721,7 +718,6 @@ void ofi_conn_break(struct ofi_conn *oc, int status)
 		return;
 	OFI_LOG(CCI_LOG_CONN, "ofi: connection %08x broken (status %d)", oc->id, status);
 	ofi_conn_move(oc, CCI__CONN_BROKEN);
-	oc->tx_err = CCI_ERR_DISCONNECTED;
 	if (status != CCI_ERR_DISCONNECTED && !ofi_pidw_unreachable(oc->sep, oc->pidw))
 		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, 0);
 	ofi_tx_fail_all(oc, status, 1);
