@@ -466,7 +466,7 @@ int ofi_rx_full(const struct ofi_ep *sep);
 int ofi_rx_msg(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb,
                const struct ofi_hdr *h, uint32_t len);
 void ofi_backlog_drain(struct ofi_ep *sep);
-void ofi_conn_opened(struct ofi_conn *oc);
+void ofi_held_drain(struct ofi_conn *oc);
 void ofi_held_free(struct ofi_conn *oc);
 
 /* ofi_rma.c */

@@ -156,9 +156,7 @@ void ofi_conns_free_all(struct ofi_ep *sep)
 
 	sep->conns = sep->gone = NULL;
 	for (int i = 0; i < 2; i++) {
-		while (lists[i]) {
-			struct ofi_conn *oc = lists[i];
-			lists[i] = oc->next;
+		for (struct ofi_conn *oc; CCI__SLIST_POP(&lists[i], oc, next);) {
 			if (oc->conn)
 				ofi_core->conn_release(oc->conn);
 			conn_free(oc);

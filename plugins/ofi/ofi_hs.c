@@ -166,7 +166,7 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_
 	oc->pidw = w;
 	conn_set_peer(oc, &h);
 	ofi_core->post_connect(sep->ep, oc->conn->pub.context, CCI_SUCCESS, oc->conn);
-	ofi_conn_opened(oc);
+	ofi_held_drain(oc); /* what arrived early goes out now */
 	if (w && __atomic_load_n(&w->dead, __ATOMIC_ACQUIRE))
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 	pthread_mutex_unlock(&oc->lock);

@@ -255,13 +255,9 @@ void ofi_pool_fini(struct ofi_ep *sep)
 {
 	struct ofi_slab *lists[2] = { sep->rx_slabs, sep->op_slabs };
 
-	for (int i = 0; i < 2; i++) {
-		while (lists[i]) {
-			struct ofi_slab *s = lists[i];
-			lists[i] = s->next;
+	for (int i = 0; i < 2; i++)
+		for (struct ofi_slab *s; CCI__SLIST_POP(&lists[i], s, next);)
 			slab_free(s);
-		}
-	}
 	sep->rx_slabs = sep->op_slabs = NULL;
 	sep->rx_free = NULL;
 	sep->pool = NULL;

@@ -162,16 +162,15 @@ static struct ofi_mrc *mrc_ask(struct ofi_conn *oc, uint64_t key)
 	return c;
 }
 
+/* MR_INVAL: forget the answer about key (one per key, see rmaq_head). */
 static void mrc_drop(struct ofi_conn *oc, uint64_t key)
 {
-	for (struct ofi_mrc **pp = &oc->mrc; *pp; pp = &(*pp)->next) {
-		struct ofi_mrc *c = *pp;
-		if (c->key == key && c->state != 0) {
-			*pp = c->next;
-			free(c);
-			return;
-		}
-	}
+	struct ofi_mrc *c = mrc_find(oc, key);
+
+	if (!c || c->state == 0)
+		return;
+	CCI__SLIST_UNLINK(&oc->mrc, c, next);
+	free(c);
 }
 
 void ofi_mrc_free(struct ofi_conn *oc)

@@ -688,9 +688,7 @@ void ofi_tx_fail_all(struct ofi_conn *oc, int first, int notify)
 
 	for (struct ofi_op *op = oc->inflight; op; op = op->inext)
 		fail_one(op, &st, notify);
-	while (oc->rmaq) {
-		struct ofi_op *op = oc->rmaq;
-		oc->rmaq = op->rnext;
+	for (struct ofi_op *op; CCI__SLIST_POP(&oc->rmaq, op, rnext);) {
 		op->in_rmaq = 0;
 		op->data_done = 1;
 		op->status = CCI_ERR_DISCONNECTED;
