@@ -134,7 +134,6 @@ struct ofi_op {
 	uint8_t reported;           /* the core was told (or never will be) */
 	uint8_t data_done;          /* RMA: the data moved (or failed) */
 	uint8_t nocopy;
-	uint8_t is_read, fence;
 	uint8_t ctl_type;           /* OFI_OP_CTL: enum ofi_type */
 	uint32_t aux;               /* OFI_OP_CTL: the header's aux */
 	int flags;                  /* the caller's CCI flags */

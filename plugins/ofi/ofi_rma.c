@@ -213,7 +213,7 @@ void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_msg *m)
 /* The target's answer allows op?  CCI_SUCCESS or the refusal. */
 static int mrc_allows(const struct ofi_mrc *c, const struct ofi_op *op)
 {
-	int need = op->is_read ? CCI_FLAG_READ : CCI_FLAG_WRITE;
+	int need = (op->flags & CCI_FLAG_READ) ? CCI_FLAG_READ : CCI_FLAG_WRITE;
 
 	if (c->state < 0)
 		return c->status;
@@ -235,7 +235,7 @@ static ssize_t rma_post(struct ofi_conn *oc, struct ofi_op *op, const struct ofi
 	                        .context = op };
 	ssize_t rc;
 
-	if (op->is_read)
+	if (op->flags & CCI_FLAG_READ)
 		return fi_readmsg(sep->fep, &m, FI_COMPLETION);
 	rc = fi_writemsg(sep->fep, &m, sep->rma_flags);
 	if ((rc == -FI_EBADFLAGS || rc == -FI_EOPNOTSUPP) && (sep->rma_flags & FI_DELIVERY_COMPLETE)) {
@@ -273,7 +273,7 @@ static int rmaq_head(struct ofi_conn *oc, struct ofi_op *op)
 		}
 		return 0;
 	}
-	if (c->state == 0 || (op->fence && oc->rma_busy > 0))
+	if (c->state == 0 || ((op->flags & CCI_FLAG_FENCE) && oc->rma_busy > 0))
 		return 0;
 	st = mrc_allows(c, op);
 	if (st != CCI_SUCCESS) {
@@ -382,8 +382,6 @@ int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 	ofi_conn_ref(oc);
 	op->context = context;
 	op->flags = flags;
-	op->is_read = (flags & CCI_FLAG_READ) != 0;
-	op->fence = (flags & CCI_FLAG_FENCE) != 0;
 	op->stamp_ns = __atomic_load_n(&oc->sep->now_ns, __ATOMIC_RELAXED);
 	op->laddr = (char *)local->start + local_offset;
 	op->ldesc = lm ? lm->desc : NULL;
