@@ -125,8 +125,7 @@ struct ofi_op {
 	struct ofi_op *rnext;       /* rmaq */
 	struct ofi_op *inext, *iprev; /* the connection's operations in flight */
 	struct ofi_conn *oc;        /* holds a reference while set */
-	uint8_t kind;
-	uint8_t user;               /* counted against send_buf_count */
+	uint8_t kind;               /* MSG and RMA count against send_buf_count */
 	uint8_t in_msgq, in_rmaq;
 	uint8_t in_flight;          /* owned by the provider */
 	uint8_t on_list;            /* on oc->inflight */
@@ -431,7 +430,7 @@ void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now);
 /* ofi_pool.c */
 int ofi_rx_grow(struct ofi_ep *sep, uint32_t count);
 void ofi_rx_repost(struct ofi_ep *sep, struct ofi_rxbuf *rb);
-struct ofi_op *ofi_op_get(struct ofi_ep *sep, int user);
+struct ofi_op *ofi_op_get(struct ofi_ep *sep, uint8_t kind);
 void ofi_op_put(struct ofi_ep *sep, struct ofi_op *op);
 void ofi_pool_fini(struct ofi_ep *sep);
 int ofi_mr_reg(struct ofi_ep *sep, void *buf, size_t len, uint64_t access, uint64_t key,

@@ -372,12 +372,11 @@ int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 		pthread_mutex_unlock(&oc->lock);
 		return CCI_ERR_DISCONNECTED;
 	}
-	op = ofi_op_get(oc->sep, 1);
+	op = ofi_op_get(oc->sep, OFI_OP_RMA);
 	if (!op) {
 		pthread_mutex_unlock(&oc->lock);
 		return CCI_ENOBUFS;
 	}
-	op->kind = OFI_OP_RMA;
 	op->oc = oc;
 	ofi_conn_ref(oc);
 	op->context = context;

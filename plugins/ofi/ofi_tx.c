@@ -414,11 +414,10 @@ static int ctl_post(struct ofi_ep *sep, struct ofi_op *op)
 static struct ofi_op *ctl_op(struct ofi_ep *sep, uint8_t type, uint32_t aux, const void *body,
                              uint32_t len, unsigned flags)
 {
-	struct ofi_op *op = ofi_op_get(sep, 0);
+	struct ofi_op *op = ofi_op_get(sep, OFI_OP_CTL);
 
 	if (!op)
 		return NULL;
-	op->kind = OFI_OP_CTL;
 	op->ctl_type = type;
 	op->aux = aux;
 	op->len = len;
@@ -551,7 +550,6 @@ static void msg_fill(struct ofi_conn *oc, struct ofi_op *op, const struct iovec 
 {
 	struct ofi_ep *sep = oc->sep;
 
-	op->kind = OFI_OP_MSG;
 	op->context = context;
 	op->flags = flags;
 	op->len = len;
@@ -602,7 +600,7 @@ int ofi_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 	}
 	if (uu && (oc->msgq || oc->credits == 0)) {
 		rnr = 1;
-	} else if ((op = ofi_op_get(sep, 1)) == NULL) {
+	} else if ((op = ofi_op_get(sep, OFI_OP_MSG)) == NULL) {
 		pthread_mutex_unlock(&oc->lock);
 		return CCI_ENOBUFS;
 	} else {
