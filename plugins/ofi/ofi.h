@@ -88,6 +88,7 @@ extern const struct cci_plugin cci_ctp_ofi_plugin;
 #define OFI_TICK_NS 5000000ull        /* progress thread timer */
 #define OFI_MAX_CONNS 65535u          /* slots of the connection table */
 #define OFI_PROV_LEN 64
+#define OFI_INJECT_MAX 4096u          /* bytes we stage on the stack for fi_inject */
 
 /* Commands for the progress thread (engine command bits). */
 #define OFI_CMD_ARM 1u              /* the application armed its OS handle */
@@ -279,7 +280,7 @@ struct ofi_ep {
 	int wait_fd;                /* the CQ's FI_WAIT_FD, or -1 */
 	uint32_t mss;
 	uint64_t mr_mode;
-	size_t inject_size;
+	size_t inject_size;         /* the provider's, at most OFI_INJECT_MAX */
 	size_t iov_limit;
 	uint64_t rma_flags;         /* op flags for fi_writemsg/fi_readmsg */
 	int imm;                    /* remote CQ data of 8 bytes: we take OFI_HELLO_IMM */

@@ -163,7 +163,8 @@ static int ep_open_endpoint(struct ofi_ep *sep)
 	}
 	sep->addr_len = len;
 	sep->mr_mode = (uint64_t)sep->info->domain_attr->mr_mode;
-	sep->inject_size = sep->info->tx_attr->inject_size;
+	sep->inject_size = sep->info->tx_attr->inject_size < OFI_INJECT_MAX ?
+	                   sep->info->tx_attr->inject_size : OFI_INJECT_MAX;
 	sep->iov_limit = sep->info->tx_attr->iov_limit;
 	/* Message headers travel as remote CQ data where it is 8 bytes. */
 	sep->imm = sep->info->domain_attr->cq_data_size >= sizeof(uint64_t);

@@ -25,8 +25,6 @@
 
 #include "ofi.h"
 
-#define OFI_INJECT_MAX 4096u /* bytes we stage on the stack for fi_inject */
-
 /* Credits owed are counted without the connection's lock (returned
  * events add to them); a header takes at most max of them. */
 static uint32_t owed_take(struct ofi_conn *oc, uint32_t max)
@@ -57,11 +55,6 @@ static void hdr_fill(struct ofi_conn *oc, struct ofi_hdr *h, uint8_t type, uint3
 	h->type = type;
 	h->version = OFI_WIRE_VERSION;
 	h->aux = aux;
-}
-
-static uint32_t inject_limit(const struct ofi_ep *sep)
-{
-	return sep->inject_size < OFI_INJECT_MAX ? (uint32_t)sep->inject_size : OFI_INJECT_MAX;
 }
 
 /* ---- Operations in flight ---- */
@@ -592,7 +585,7 @@ int ofi_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 		return CCI_ERR_DISCONNECTED;
 	}
 	if (!oc->msgq && !oc->inflight && oc->credits > 0 &&
-	    len + (oc->imm ? 0 : OFI_HDR_LEN) <= inject_limit(sep) &&
+	    len + (oc->imm ? 0 : OFI_HDR_LEN) <= sep->inject_size &&
 	    send_inject(oc, iov, iovcnt, len) == 0) {
 		pthread_mutex_unlock(&oc->lock);
 		ofi_core->send_done(conn, context, flags, CCI_SUCCESS);
