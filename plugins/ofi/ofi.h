@@ -508,7 +508,7 @@ void ofi_reqs_free(struct ofi_ep *sep);
 
 /* ofi_loop.c */
 int ofi_progress(cci__ep_t *ep);
-int ofi_progress_locked(struct ofi_ep *sep);
+void ofi_progress_locked(struct ofi_ep *sep);
 void ofi_recv_returned(cci__evt_t *evt);
 int ofi_thread_start(struct ofi_ep *sep);
 void ofi_thread_stop(struct ofi_ep *sep);
