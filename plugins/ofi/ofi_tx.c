@@ -138,34 +138,28 @@ static ssize_t op_send(struct ofi_ep *sep, struct ofi_op *op, fi_addr_t dest)
 	return fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, dest, op);
 }
 
-/* An application message, its header as remote CQ data; oc->lock held. */
-static ssize_t op_send_imm(struct ofi_conn *oc, struct ofi_op *op)
-{
-	uint32_t c = owed_take(oc, OFI_IMM_CREDITS_MAX);
-	uint64_t data = ofi_imm_pack(oc->peer_id, oc->tx_seq, c);
-	ssize_t rc;
-
-	if (op->nocopy)
-		rc = fi_senddata(oc->sep->fep, op->ubuf, op->len, NULL, data, oc->peer->fa, op);
-	else
-		rc = fi_senddata(oc->sep->fep, op->buf, op->len, op->desc, data, oc->peer->fa, op);
-	if (rc != 0)
-		owed_give(oc, c);
-	return rc;
-}
-
-/* Hand a message or control op to the provider; oc->lock held. */
+/* Hand a message or control op to the provider, an application
+ * message's header as remote CQ data where the peer takes it (then the
+ * payload alone is sent); oc->lock held. */
 static ssize_t msgq_post(struct ofi_conn *oc, struct ofi_op *op, int credit)
 {
 	struct ofi_hdr *h = (struct ofi_hdr *)op->buf;
+	uint32_t c;
 	ssize_t rc;
 
-	if (credit && oc->imm)
-		return op_send_imm(oc, op);
-	hdr_fill(oc, h, credit ? OFI_T_MSG : op->ctl_type, credit ? oc->tx_seq : 0, op->aux);
-	rc = op_send(oc->sep, op, oc->peer->fa);
+	if (credit && oc->imm) {
+		c = owed_take(oc, OFI_IMM_CREDITS_MAX);
+		rc = fi_senddata(oc->sep->fep, op->nocopy ? op->ubuf : op->buf, op->len,
+		                 op->nocopy ? NULL : op->desc,
+		                 ofi_imm_pack(oc->peer_id, oc->tx_seq, c), oc->peer->fa, op);
+	} else {
+		hdr_fill(oc, h, credit ? OFI_T_MSG : op->ctl_type, credit ? oc->tx_seq : 0,
+		         op->aux);
+		c = h->credits;
+		rc = op_send(oc->sep, op, oc->peer->fa);
+	}
 	if (rc != 0)
-		owed_give(oc, h->credits);
+		owed_give(oc, c);
 	return rc;
 }
 
@@ -515,7 +509,7 @@ static ssize_t send_inject(struct ofi_conn *oc, const struct iovec *iov, uint32_
 {
 	uint64_t buf[(OFI_HDR_LEN + OFI_INJECT_MAX) / 8];
 	struct ofi_hdr *h = (struct ofi_hdr *)buf;
-	uint32_t c = 0;
+	uint32_t c;
 	ssize_t rc;
 
 	cci__iov_gather(oc->imm ? (void *)buf : (void *)(h + 1), iov, iovcnt);
@@ -523,16 +517,15 @@ static ssize_t send_inject(struct ofi_conn *oc, const struct iovec *iov, uint32_
 		c = owed_take(oc, OFI_IMM_CREDITS_MAX);
 		rc = fi_injectdata(oc->sep->fep, buf, len, ofi_imm_pack(oc->peer_id, oc->tx_seq, c),
 		                   oc->peer->fa);
-		if (rc != 0)
-			owed_give(oc, c);
 	} else {
 		hdr_fill(oc, h, OFI_T_MSG, oc->tx_seq, 0);
+		c = h->credits;
 		rc = fi_inject(oc->sep->fep, buf, OFI_HDR_LEN + len, oc->peer->fa);
-		if (rc != 0)
-			owed_give(oc, h->credits);
 	}
-	if (rc != 0)
+	if (rc != 0) {
+		owed_give(oc, c); /* they go with a later header */
 		return rc;
+	}
 	oc->credits--;
 	oc->tx_seq++;
 	return 0;
