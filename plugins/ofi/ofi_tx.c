@@ -603,17 +603,6 @@ int ofi_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 
 /* ---- Completions and failures ---- */
 
-/* A control message of oc failed: a request means the server is not
- * there; anything else, that the connection is gone.  oc->lock held;
- * returns 1 when the caller must fail the connect (without the lock). */
-static int ctl_failed(struct ofi_conn *oc, struct ofi_op *op)
-{
-	if (op->ctl_type == OFI_T_REQ)
-		return ofi_conn_state(oc) == CCI__CONN_CONNECTING;
-	ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
-	return 0;
-}
-
 /*
  * The provider is done with op, a message, a control message or an RMA's
  * completion message (status from its completion).  Returns the
@@ -634,9 +623,11 @@ struct ofi_conn *ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int stat
 	pthread_mutex_lock(&oc->lock);
 	ofi_flight_del(oc, op);
 	op->in_flight = 0;
-	if (status != CCI_SUCCESS && op->kind == OFI_OP_CTL) {
-		refused = ctl_failed(oc, op);
+	if (status != CCI_SUCCESS && op->kind == OFI_OP_CTL && op->ctl_type == OFI_T_REQ) {
+		/* the server is not there: the caller fails the connect */
+		refused = ofi_conn_state(oc) == CCI__CONN_CONNECTING;
 	} else if (status != CCI_SUCCESS) {
+		/* the connection is gone (a control message is never reported) */
 		ofi_op_report(op, CCI_ERR_DISCONNECTED);
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 	} else {
