@@ -319,11 +319,9 @@ static void rma_finish(struct ofi_op *op, int status)
 {
 	struct ofi_conn *oc = op->oc;
 
-	if (op->on_list) {
-		ofi_flight_del(oc, op);
+	if (op->on_list)
 		oc->rma_busy--;
-	}
-	op->in_flight = 0;
+	ofi_flight_del(oc, op);
 	op->data_done = 1;
 	if (op->status == CCI_SUCCESS)
 		op->status = status;

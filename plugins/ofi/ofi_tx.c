@@ -72,8 +72,10 @@ void ofi_flight_add(struct ofi_conn *oc, struct ofi_op *op)
 	oc->inflight_tail = op;
 }
 
+/* The provider gave op back (it may have been on no list). */
 void ofi_flight_del(struct ofi_conn *oc, struct ofi_op *op)
 {
+	op->in_flight = 0;
 	if (!op->on_list)
 		return;
 	if (op->iprev)
@@ -86,7 +88,6 @@ void ofi_flight_del(struct ofi_conn *oc, struct ofi_op *op)
 		oc->inflight_tail = op->iprev;
 	op->inext = op->iprev = NULL;
 	op->on_list = 0;
-	op->in_flight = 0;
 }
 
 /* Tell the core once (a control message never is). */
@@ -622,7 +623,6 @@ struct ofi_conn *ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int stat
 	}
 	pthread_mutex_lock(&oc->lock);
 	ofi_flight_del(oc, op);
-	op->in_flight = 0;
 	if (status != CCI_SUCCESS && op->kind == OFI_OP_CTL && op->ctl_type == OFI_T_REQ) {
 		/* the server is not there: the caller fails the connect */
 		refused = ofi_conn_state(oc) == CCI__CONN_CONNECTING;
