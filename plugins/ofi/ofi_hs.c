@@ -192,8 +192,10 @@ static void on_req(struct ofi_ep *sep, const struct ofi_msg *m)
 		return;
 	req->hello = m->u.hello;
 	req->peer = peer_get(sep, m->addr, req->hello.addr_len);
-	if (!req->peer)
-		goto err_free;
+	if (!req->peer) {
+		free(req);
+		return;
+	}
 	/* Listed first: once posted, another thread may answer it at once. */
 	pthread_mutex_lock(&sep->lock);
 	req->next = sep->reqs;
@@ -203,10 +205,6 @@ static void on_req(struct ofi_ep *sep, const struct ofi_msg *m)
 	                           m->data, req->hello.data_len, req) == CCI_SUCCESS)
 		return;
 	req_forget(sep, req);
-	return;
-
-err_free:
-	free(req);
 }
 
 /* The client gave up: forget its request, or break what we accepted. */
