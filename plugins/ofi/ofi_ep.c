@@ -18,8 +18,7 @@ static void ep_init_fields(struct ofi_ep *sep, cci__ep_t *ep)
 {
 	const struct ofi_dev *d = ep->dev->priv;
 
-	memset(sep, 0, sizeof(*sep));
-	sep->ep = ep;
+	sep->ep = ep; /* the rest of *sep is zeroed by the core */
 	sep->dev = d;
 	sep->mss = d->mss;
 	sep->wait_fd = -1;
