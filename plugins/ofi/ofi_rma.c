@@ -103,24 +103,20 @@ void ofi_mrs_free(struct ofi_ep *sep)
 	}
 }
 
-struct mr_export_arg {
-	struct ofi_ep *sep;
-	struct ofi_mr_rep *rep;
-};
-
-/* rma_with_reg's callback: describe reg for a peer and mark it exported. */
+/* rma_with_reg's callback: describe reg in the MR_REP at arg for a peer
+ * and mark it exported. */
 static int mr_export(cci__rma_reg_t *reg, void *arg)
 {
-	struct mr_export_arg *a = arg;
+	struct ofi_mr_rep *rep = arg;
 	struct ofi_mr *m = __atomic_load_n(&reg->priv, __ATOMIC_ACQUIRE);
 
 	if (!m)
 		return CCI_ERR_RMA_HANDLE; /* still being registered */
 	m->exported = 1;
-	a->rep->flags = (uint32_t)reg->flags;
-	a->rep->prov_key = m->prov_key;
-	a->rep->base = (a->sep->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)reg->start : 0;
-	a->rep->len = reg->length;
+	rep->flags = (uint32_t)reg->flags;
+	rep->prov_key = m->prov_key;
+	rep->base = (uint64_t)(uintptr_t)reg->start;
+	rep->len = reg->length;
 	return CCI_SUCCESS;
 }
 
@@ -128,9 +124,10 @@ static int mr_export(cci__rma_reg_t *reg, void *arg)
 static void on_mr_req(struct ofi_conn *oc, uint32_t req_id, uint64_t key)
 {
 	struct ofi_mr_rep rep = { .key = key };
-	struct mr_export_arg a = { oc->sep, &rep };
 
-	rep.status = ofi_core->rma_with_reg(oc->sep->ep, key, mr_export, &a);
+	rep.status = ofi_core->rma_with_reg(oc->sep->ep, key, mr_export, &rep);
+	if (!(oc->sep->mr_mode & FI_MR_VIRT_ADDR))
+		rep.base = 0; /* the initiator's offsets are the registration's */
 	ofi_ctl_send(oc, OFI_T_MR_REP, req_id, &rep, sizeof(rep), 0);
 }
 
