@@ -118,13 +118,11 @@ int ofi_wire_decode(const void *buf, size_t len, struct ofi_msg *m, const char *
 	int rc = CCI_EINVAL;
 	long want;
 
-	if (!buf || len < OFI_HDR_LEN) {
+	if (!buf || len < OFI_HDR_LEN)
 		why = "shorter than a header";
-		rc = CCI_EMSGSIZE;
-		goto out;
-	}
-	if (len - OFI_HDR_LEN > UINT32_MAX) {
+	else if (len - OFI_HDR_LEN > UINT32_MAX)
 		why = "longer than any message";
+	if (why) {
 		rc = CCI_EMSGSIZE;
 		goto out;
 	}
