@@ -188,8 +188,7 @@ static void ep_release(struct ofi_ep *sep)
 	close_fid(sep->cq ? &sep->cq->fid : NULL);
 	close_fid(sep->domain ? &sep->domain->fid : NULL);
 	close_fid(sep->fabric ? &sep->fabric->fid : NULL);
-	if (sep->info)
-		ofi_lib.freeinfo(sep->info);
+	ofi_lib.freeinfo(sep->info); /* fi_freeinfo(NULL) does nothing */
 	free(sep->slots);
 	free(sep->slot_gen);
 	pthread_mutex_destroy(&sep->lock);
