@@ -178,8 +178,7 @@ struct ofi_mrc {
 	struct ofi_mrc *next;
 	uint64_t key;               /* core key */
 	uint32_t req_id;
-	int state;                  /* 0 asked, 1 known, -1 refused */
-	int status;
+	int state;                  /* 0 asked, 1 known, -1 refused (CCI_ERR_RMA_HANDLE) */
 	int flags;
 	uint64_t prov_key, base, len;
 };

@@ -184,7 +184,6 @@ static void on_mr_rep(struct ofi_conn *oc, uint32_t req_id, const struct ofi_mr_
 		if (c->req_id != req_id || c->state != 0 || c->key != rep.key)
 			continue;
 		c->state = rep.status == CCI_SUCCESS ? 1 : -1;
-		c->status = rep.status == CCI_SUCCESS ? CCI_SUCCESS : CCI_ERR_RMA_HANDLE;
 		c->flags = (int)rep.flags;
 		c->prov_key = rep.prov_key;
 		c->base = rep.base;
@@ -212,9 +211,7 @@ static int mrc_allows(const struct ofi_mrc *c, const struct ofi_op *op)
 {
 	int need = (op->flags & CCI_FLAG_READ) ? CCI_FLAG_READ : CCI_FLAG_WRITE;
 
-	if (c->state < 0)
-		return c->status;
-	if ((c->flags & need) != need)
+	if (c->state < 0 || (c->flags & need) != need)
 		return CCI_ERR_RMA_HANDLE;
 	if (op->roff > c->len || op->rlen > c->len - op->roff)
 		return CCI_EINVAL;
