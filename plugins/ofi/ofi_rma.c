@@ -259,17 +259,12 @@ static int rmaq_head(struct ofi_conn *oc, struct ofi_op *op)
 	ssize_t rc;
 	int st;
 
-	if (!c) {
-		if (!mrc_ask(oc, op->key)) {
-			rmaq_pop(oc);
-			rma_finish(op, CCI_ENOMEM);
-			return 1;
-		}
-		return 0;
-	}
-	if (c->state == 0 || ((op->flags & CCI_FLAG_FENCE) && oc->rma_busy > 0))
-		return 0;
-	st = mrc_allows(c, op);
+	if (!c && !mrc_ask(oc, op->key))
+		st = CCI_ENOMEM;
+	else if (!c || c->state == 0 || ((op->flags & CCI_FLAG_FENCE) && oc->rma_busy > 0))
+		return 0; /* waits for the target's answer, or for earlier RMAs */
+	else
+		st = mrc_allows(c, op);
 	if (st != CCI_SUCCESS) {
 		rmaq_pop(oc);
 		rma_finish(op, st);
