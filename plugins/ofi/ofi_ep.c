@@ -206,6 +206,10 @@ static int ep_buffers(struct ofi_ep *sep, cci__ep_t *ep)
 	sep->slot_gen = calloc(OFI_MAX_CONNS + 1, sizeof(*sep->slot_gen));
 	if (!sep->slots || !sep->slot_gen)
 		return CCI_ENOMEM;
+	/* A message for a connection of an earlier endpoint at this address
+	 * names an id this one is unlikely to have handed out. */
+	if (cci__random_bytes(&sep->gen_salt, sizeof(sep->gen_salt)) != CCI_SUCCESS)
+		return CCI_ERROR;
 	sep->rx_count = ep->recv_buf_count;
 	return ofi_rx_grow(sep, ep->recv_buf_count);
 }

@@ -287,6 +287,87 @@ static void hostile_requests_refused(void)
 	ot_fini(server);
 }
 
+/* The id in the next ACCEPT the raw endpoint receives within WAIT_MS:
+ * the server's id of the connection; 0 if none came. */
+static uint32_t raw_accept_id(struct raw *r)
+{
+	uint64_t stop = ot_now_ms() + WAIT_MS;
+
+	while (ot_now_ms() < stop) {
+		struct fi_cq_entry e;
+		struct ofi_hdr hdr;
+		struct ofi_hello h;
+		if (fi_cq_read(r->cq, &e, 1) != 1) {
+			raw_poll(r); /* reads the error entry, if that was it */
+			continue;
+		}
+		for (int j = 0; j < RX_BUFS; j++) {
+			if (e.op_context != &r->rx_ctx[j])
+				continue;
+			memcpy(&hdr, r->rx_buf[j], sizeof(hdr));
+			memcpy(&h, (char *)r->rx_buf[j] + sizeof(hdr), sizeof(h));
+			raw_repost(r, e.op_context);
+			if (hdr.type == OFI_T_ACCEPT)
+				return h.id;
+		}
+	}
+	return 0;
+}
+
+/* One endpoint life: a raw client asks, the endpoint accepts; the id the
+ * endpoint gave the connection, 0 on failure (-1 u32: no raw endpoint). */
+static uint32_t first_conn_id(cci_device_t *dev)
+{
+	cci_endpoint_t *server = ot_endpoint(dev);
+	uint64_t buf[(OFI_HDR_LEN + sizeof(struct ofi_hello) + OFI_ADDR_MAX + 64) / 8];
+	uint8_t addr[OFI_ADDR_MAX];
+	size_t addr_len;
+	cci_event_t *ev;
+	char *uri = NULL;
+	uint32_t id = 0;
+	struct raw r = { 0 };
+	int format;
+
+	if (!server || cci_get_opt(server, CCI_OPT_ENDPT_URI, &uri) != CCI_SUCCESS)
+		return 0;
+	format = uri_address(uri, addr, &addr_len);
+	free(uri);
+	if (format < 0 || raw_open(&r, addr, format) != 0) {
+		id = format < 0 ? 0 : UINT32_MAX;
+	} else if (raw_send(&r, buf, req_build(buf, &r, 0, hello_good(), "id")) == 0 &&
+	           (ev = wait_request(server, &r, WAIT_MS)) != NULL) {
+		if (cci_accept(ev, NULL) == CCI_SUCCESS)
+			id = raw_accept_id(&r);
+		cci_return_event(ev);
+	}
+	/* The endpoint goes first: it says DISC to the raw one, and libfabric
+	 * 1.17's shm faults on a send to an endpoint of its own process that
+	 * is already closed. */
+	CU_ASSERT_EQUAL(cci_destroy_endpoint(server), CCI_SUCCESS);
+	raw_close(&r);
+	return id;
+}
+
+static void conn_ids_salted(void)
+{
+	cci_device_t *dev = ot_init();
+	uint32_t id[3];
+
+	CU_ASSERT_FATAL(dev != NULL);
+	for (int i = 0; i < 3; i++) {
+		id[i] = first_conn_id(dev);
+		if (id[i] == UINT32_MAX) {
+			ot_skip("no bare RDM endpoint of the provider for the server's address format");
+			ot_fini(NULL);
+			return;
+		}
+		CU_ASSERT_NOT_EQUAL(id[i], 0);
+	}
+	/* Unsalted, each life's first connection is slot 1, generation 1. */
+	CU_ASSERT_FALSE(id[0] == id[1] && id[1] == id[2]);
+	ot_fini(NULL);
+}
+
 int ot_add_hostile_suite(void)
 {
 	CU_pSuite s = CU_add_suite("hostile requests", NULL, NULL);
@@ -295,5 +376,9 @@ int ot_add_hostile_suite(void)
 	       !CU_add_test(s, "REQs to a connection id, without credits, over the mss limit, with "
 	                       "unknown flags or a lying length never become CONNECT_REQUEST; a "
 	                       "good one does, and the endpoint still connects",
-	                    hostile_requests_refused);
+	                    hostile_requests_refused) ||
+	       !CU_add_test(s, "three endpoint lives do not give their first connection the same "
+	                       "id (ids are salted per endpoint: a message for an earlier life's "
+	                       "connection does not reach a new one)",
+	                    conn_ids_salted);
 }
