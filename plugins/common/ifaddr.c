@@ -82,10 +82,11 @@ void cci__sockaddr_str(const struct sockaddr *sa, char *buf, size_t len)
 	snprintf(buf, len, "%s:%u", h, port);
 }
 
-int cci__addr_resolve(const char *host, uint16_t port, struct sockaddr_storage *ss,
+int cci__addr_resolve(const char *host, uint16_t port, int family, struct sockaddr_storage *ss,
                       socklen_t *len_p)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo hints = { .ai_family = family, .ai_socktype = SOCK_STREAM,
+	                          .ai_flags = AI_NUMERICSERV };
 	struct addrinfo *res = NULL;
 	char port_s[8];
 

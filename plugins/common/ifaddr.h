@@ -41,10 +41,10 @@ void cci__sockaddr_host(const struct sockaddr *sa, char *buf, size_t len);
 void cci__sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);
 
 /* host (a name or a numeric address) and port into *ss (AF_INET or
- * AF_INET6) and its length into *len_p (unless NULL): CCI_SUCCESS, or
- * CCI_EADDRNOTAVAIL when nothing resolves.  A name is resolved with
- * getaddrinfo, which may block. */
-int cci__addr_resolve(const char *host, uint16_t port, struct sockaddr_storage *ss,
+ * AF_INET6; family, unless AF_UNSPEC) and its length into *len_p (unless
+ * NULL): CCI_SUCCESS, or CCI_EADDRNOTAVAIL when nothing resolves.  A name
+ * is resolved with getaddrinfo, which may block. */
+int cci__addr_resolve(const char *host, uint16_t port, int family, struct sockaddr_storage *ss,
                       socklen_t *len_p);
 
 #endif /* CCI_COMMON_IFADDR_H */

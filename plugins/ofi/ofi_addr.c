@@ -11,10 +11,8 @@
  *   FI_ADDR_STR      the provider's string (e.g. fi_shm://4242:0:0)
  *   anything else    0x followed by the hex bytes of fi_getname()
  */
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -23,6 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "ifaddr.h"
 #include "ofi.h"
 #include "uri.h"
 
@@ -70,23 +69,20 @@ static int str_addr_ok(const uint8_t *a, size_t len)
 static int addr_print(const struct ofi_ep *sep, char *out, size_t cap)
 {
 	const uint8_t *a = sep->addr;
-	char ip[INET6_ADDRSTRLEN];
-	int n = -1;
+	uint32_t fmt = sep->info->addr_format;
+	const struct sockaddr *sa = (const void *)a;
 
-	if (sep->info->addr_format == FI_SOCKADDR_IN && sep->addr_len >= sizeof(struct sockaddr_in)) {
-		const struct sockaddr_in *s = (const void *)a;
-		if (inet_ntop(AF_INET, &s->sin_addr, ip, sizeof(ip)))
-			n = snprintf(out, cap, "%s:%u", ip, ntohs(s->sin_port));
-	} else if (sep->info->addr_format == FI_SOCKADDR_IN6 &&
-	           sep->addr_len >= sizeof(struct sockaddr_in6)) {
-		const struct sockaddr_in6 *s = (const void *)a;
-		if (inet_ntop(AF_INET6, &s->sin6_addr, ip, sizeof(ip)))
-			n = snprintf(out, cap, "[%s]:%u", ip, ntohs(s->sin6_port));
-	} else if (sep->info->addr_format == FI_ADDR_STR && str_printable(a, sep->addr_len)) {
-		n = snprintf(out, cap, "%s", (const char *)a);
-	}
-	if (n > 0 && (size_t)n < cap)
+	if ((fmt == FI_SOCKADDR_IN && sep->addr_len >= sizeof(struct sockaddr_in) &&
+	     sa->sa_family == AF_INET) ||
+	    (fmt == FI_SOCKADDR_IN6 && sep->addr_len >= sizeof(struct sockaddr_in6) &&
+	     sa->sa_family == AF_INET6)) {
+		cci__sockaddr_str(sa, out, cap);
 		return CCI_SUCCESS;
+	}
+	if (fmt == FI_ADDR_STR && str_printable(a, sep->addr_len) && sep->addr_len <= cap) {
+		memcpy(out, a, sep->addr_len);
+		return CCI_SUCCESS;
+	}
 	return addr_hex(a, sep->addr_len, out, cap);
 }
 
@@ -120,28 +116,23 @@ static int hex_parse(const char *s, uint8_t *out, size_t *len_p)
 	return CCI_SUCCESS;
 }
 
-/* host:port into a sockaddr of family fam. */
+/* host:port into a sockaddr of family fam (out holds OFI_ADDR_MAX bytes). */
 static int sockaddr_parse(const char *s, int fam, uint8_t *out, size_t *len_p)
 {
-	struct addrinfo hints = { .ai_family = fam, .ai_socktype = SOCK_STREAM,
-	                          .ai_flags = AI_NUMERICSERV };
-	struct addrinfo *res = NULL;
-	char host[256], port[8];
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	char host[256];
 	uint16_t p;
+	int rc;
 
 	if (uri_parse_host_port(s, host, sizeof(host), &p) != 0 || p == 0)
 		return CCI_EINVAL;
-	snprintf(port, sizeof(port), "%u", p);
-	if (getaddrinfo(host, port, &hints, &res) != 0 || !res)
-		return CCI_EADDRNOTAVAIL;
-	if (res->ai_addrlen > OFI_ADDR_MAX) {
-		freeaddrinfo(res);
-		return CCI_EINVAL;
+	rc = cci__addr_resolve(host, p, fam, &ss, &sl);
+	if (rc == CCI_SUCCESS) { /* a sockaddr_storage fits in OFI_ADDR_MAX */
+		memcpy(out, &ss, sl);
+		*len_p = sl;
 	}
-	memcpy(out, res->ai_addr, res->ai_addrlen);
-	*len_p = res->ai_addrlen;
-	freeaddrinfo(res);
-	return CCI_SUCCESS;
+	return rc;
 }
 
 int ofi_uri_parse(struct ofi_ep *sep, const char *uri, uint8_t *addr, size_t *len_p)

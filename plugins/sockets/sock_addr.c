@@ -206,7 +206,7 @@ int sock_uri_resolve(const char *uri, const char *scheme, struct sockaddr_storag
 	if (uri_split_scheme(uri, sch, sizeof(sch), &rest) != 0 || strcmp(sch, scheme) != 0 ||
 	    uri_parse_host_port(rest, host, sizeof(host), &port) != 0 || port == 0)
 		return CCI_EINVAL;
-	return cci__addr_resolve(host, port, ss, len);
+	return cci__addr_resolve(host, port, AF_UNSPEC, ss, len);
 }
 
 char *sock_uri_make(const char *scheme, const struct sock_dev *d, uint16_t port)

@@ -404,7 +404,7 @@ static int listen_open(struct verbs_ep *sep, const char *service)
 		if (!*service || *end || port > 65535)
 			return CCI_EINVAL;
 	}
-	if (cci__addr_resolve(sep->dev->ip, (uint16_t)port, &ss, NULL) != CCI_SUCCESS)
+	if (cci__addr_resolve(sep->dev->ip, (uint16_t)port, AF_UNSPEC, &ss, NULL) != CCI_SUCCESS)
 		return CCI_EADDRNOTAVAIL;
 	sep->cm_ch = rdma_create_event_channel();
 	if (!sep->cm_ch || nonblock(sep->cm_ch->fd) != CCI_SUCCESS)

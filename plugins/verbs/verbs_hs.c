@@ -87,8 +87,8 @@ int verbs_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t dat
 	if (uri_split_scheme(uri, scheme, sizeof(scheme), &rest) != 0 ||
 	    strcmp(scheme, "verbs") != 0 || uri_parse_host_port(rest, host, sizeof(host), &port) != 0)
 		return CCI_EINVAL;
-	if (cci__addr_resolve(host, port, &dst, NULL) != CCI_SUCCESS ||
-	    cci__addr_resolve(sep->dev->ip, 0, &src, NULL) != CCI_SUCCESS)
+	if (cci__addr_resolve(host, port, AF_UNSPEC, &dst, NULL) != CCI_SUCCESS ||
+	    cci__addr_resolve(sep->dev->ip, 0, AF_UNSPEC, &src, NULL) != CCI_SUCCESS)
 		return CCI_EADDRNOTAVAIL;
 	pthread_mutex_lock(&sep->lock);
 	vc = conn_new(sep, 1);
