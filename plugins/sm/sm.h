@@ -346,15 +346,6 @@ void sm_tx_warm_all(struct sm_ep *sep);
 int sm_tx_place(struct sm_conn *sc, uint16_t type, uint32_t aux, const struct iovec *iov,
                 uint32_t iovcnt, uint32_t len);
 void sm_ring_bell(struct sm_conn *sc);
-/* Lock tx_lock of an open connection (CCI_SUCCESS, held), or return the
- * status its senders get (not held). */
-int sm_tx_lock_open(struct sm_conn *sc);
-/* Send len bytes of iov as one message record, or queue a copy behind the
- * queue; then complete through the core.  kind SM_PEND_MSG: cci_send;
- * SM_PEND_DONE: an RMA whose data moved, with its completion message when
- * len > 0. */
-int sm_tx_submit(struct sm_conn *sc, int kind, const struct iovec *iov, uint32_t iovcnt,
-                 uint32_t len, void *context, int flags);
 int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
             void *context, int flags);
 

@@ -187,6 +187,51 @@ static int cma_move(pid_t pid, char *local, uint64_t remote, uint64_t len, int w
 	return CCI_SUCCESS;
 }
 
+/* A descriptor even when the pool is dry: the data has already moved. */
+static struct sm_pend *pend_get_any(struct sm_ep *sep, uint32_t len)
+{
+	struct sm_pend *p = sm_pend_get(sep);
+
+	if (!p && (p = calloc(1, sizeof(*p) + len)) != NULL)
+		p->buf = (char *)(p + 1);
+	return p;
+}
+
+/* The data moved: deliver the completion message, then complete. */
+static int cma_finish(struct sm_conn *sc, const void *msg, uint32_t msg_len, void *context,
+                      int flags)
+{
+	struct iovec iov = { (void *)msg, msg_len };
+	struct sm_pend *p;
+
+	pthread_mutex_lock(&sc->tx_lock);
+	if (!cci__conn_is_open(&sc->base)) {
+		int rc = sc->tx_err;
+		pthread_mutex_unlock(&sc->tx_lock);
+		return rc;
+	}
+	if (!sc->txq && (msg_len == 0 || sm_tx_place(sc, SM_REC_MSG, 0, &iov, 1, msg_len) ==
+	                                         CCI_SUCCESS)) {
+		pthread_mutex_unlock(&sc->tx_lock);
+		sm_core->send_done(sc->conn, context, flags, CCI_SUCCESS);
+		return CCI_SUCCESS;
+	}
+	p = pend_get_any(sc->sep, msg_len);
+	if (!p) {
+		pthread_mutex_unlock(&sc->tx_lock);
+		return CCI_ENOMEM;
+	}
+	p->kind = SM_PEND_DONE;
+	p->context = context;
+	p->flags = flags;
+	p->len = msg_len;
+	if (msg_len)
+		memcpy(p->buf, msg, msg_len);
+	sm_txq_queue(sc, p);
+	pthread_mutex_unlock(&sc->tx_lock);
+	return CCI_SUCCESS;
+}
+
 /* Single copy by the kernel; SM_RMA_FALLBACK when it refuses. */
 static int rma_cma(struct sm_conn *sc, char *local, const struct cci_rma_handle *remote,
                    uint64_t roff, uint64_t len, int flags)
@@ -222,10 +267,13 @@ static int rma_copy_start(struct sm_conn *sc, const void *msg, uint32_t msg_len,
                           void *context, int flags)
 {
 	struct sm_pend *p;
-	int rc = sm_tx_lock_open(sc);
 
-	if (rc != CCI_SUCCESS)
+	pthread_mutex_lock(&sc->tx_lock);
+	if (!cci__conn_is_open(&sc->base)) {
+		int rc = sc->tx_err;
+		pthread_mutex_unlock(&sc->tx_lock);
 		return rc;
+	}
 	p = sm_pend_get(sc->sep);
 	if (!p) {
 		pthread_mutex_unlock(&sc->tx_lock);
@@ -254,13 +302,12 @@ int sm_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_re
 {
 	struct sm_conn *sc = sm_conn_of(conn);
 	char *laddr = (char *)local->start + local_offset;
-	struct iovec msg_iov = { (void *)msg_ptr, msg_len };
 	int rc = SM_RMA_FALLBACK;
 
 	if (!sc->rma_copy) {
 		rc = rma_cma(sc, laddr, remote, remote_offset, data_len, flags);
 		if (rc == CCI_SUCCESS)
-			return sm_tx_submit(sc, SM_PEND_DONE, &msg_iov, 1, msg_len, context, flags);
+			return cma_finish(sc, msg_ptr, msg_len, context, flags);
 		if (rc != SM_RMA_FALLBACK)
 			return rc;
 		SM_WARN("sm: the kernel refuses cross-memory attach to pid %d (%s); RMA on this "

@@ -314,40 +314,29 @@ void sm_rma_fail_waiting(struct sm_conn *sc, int notify)
 	}
 }
 
-int sm_tx_lock_open(struct sm_conn *sc)
+int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
+            void *context, int flags)
 {
-	pthread_mutex_lock(&sc->tx_lock);
-	if (cci__conn_is_open(&sc->base))
-		return CCI_SUCCESS;
-	pthread_mutex_unlock(&sc->tx_lock);
-	return sc->tx_err;
-}
-
-int sm_tx_submit(struct sm_conn *sc, int kind, const struct iovec *iov, uint32_t iovcnt,
-                 uint32_t len, void *context, int flags)
-{
-	int done = kind == SM_PEND_DONE;
+	struct sm_conn *sc = sm_conn_of(conn);
 	struct sm_pend *p;
-	int rc = sm_tx_lock_open(sc);
 
-	if (rc != CCI_SUCCESS)
-		return rc;
-	if (!sc->txq && ((done && len == 0) ||
-	                 sm_tx_place(sc, SM_REC_MSG, 0, iov, iovcnt, len) == CCI_SUCCESS)) {
+	pthread_mutex_lock(&sc->tx_lock);
+	if (!cci__conn_is_open(&sc->base)) {
+		int rc = sc->tx_err;
 		pthread_mutex_unlock(&sc->tx_lock);
-		sm_core->send_done(sc->conn, context, flags, CCI_SUCCESS);
+		return rc;
+	}
+	if (!sc->txq && sm_tx_place(sc, SM_REC_MSG, 0, iov, iovcnt, len) == CCI_SUCCESS) {
+		pthread_mutex_unlock(&sc->tx_lock);
+		sm_core->send_done(conn, context, flags, CCI_SUCCESS);
 		return CCI_SUCCESS;
 	}
 	p = sm_pend_get(sc->sep);
-	/* An RMA's data has moved: its completion takes a descriptor from the
-	 * heap rather than be refused. */
-	if (!p && done && (p = calloc(1, sizeof(*p) + len)) != NULL)
-		p->buf = (char *)(p + 1);
 	if (!p) {
 		pthread_mutex_unlock(&sc->tx_lock);
-		return done ? CCI_ENOMEM : CCI_ENOBUFS;
+		return CCI_ENOBUFS;
 	}
-	p->kind = (uint8_t)kind;
+	p->kind = SM_PEND_MSG;
 	p->context = context;
 	p->flags = flags;
 	p->len = len;
@@ -355,12 +344,6 @@ int sm_tx_submit(struct sm_conn *sc, int kind, const struct iovec *iov, uint32_t
 	sm_txq_queue(sc, p); /* space may have appeared since the attempt */
 	pthread_mutex_unlock(&sc->tx_lock);
 	return CCI_SUCCESS;
-}
-
-int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
-            void *context, int flags)
-{
-	return sm_tx_submit(sm_conn_of(conn), SM_PEND_MSG, iov, iovcnt, len, context, flags);
 }
 
 void sm_tx_flush_all(struct sm_ep *sep)
