@@ -116,6 +116,8 @@ static int hex_parse(const char *s, uint8_t *out, size_t *len_p)
 	return CCI_SUCCESS;
 }
 
+_Static_assert(sizeof(struct sockaddr_storage) <= OFI_ADDR_MAX, "a resolved address fits");
+
 /* host:port into a sockaddr of family fam (out holds OFI_ADDR_MAX bytes). */
 static int sockaddr_parse(const char *s, int fam, uint8_t *out, size_t *len_p)
 {
@@ -128,7 +130,7 @@ static int sockaddr_parse(const char *s, int fam, uint8_t *out, size_t *len_p)
 	if (uri_parse_host_port(s, host, sizeof(host), &p) != 0 || p == 0)
 		return CCI_EINVAL;
 	rc = cci__addr_resolve(host, p, fam, &ss, &sl);
-	if (rc == CCI_SUCCESS) { /* a sockaddr_storage fits in OFI_ADDR_MAX */
+	if (rc == CCI_SUCCESS) {
 		memcpy(out, &ss, sl);
 		*len_p = sl;
 	}
