@@ -337,7 +337,6 @@ void sm_txq_queue(struct sm_conn *sc, struct sm_pend *p);
 void sm_txq_flush(struct sm_conn *sc);
 void sm_txq_flush_locked(struct sm_conn *sc);
 void sm_txq_fail(struct sm_conn *sc, int first_status, int notify);
-void sm_rma_fail_waiting(struct sm_conn *sc, int notify);
 /* Flush the queues of every open connection; rx_lock held (rx_set). */
 void sm_tx_flush_all(struct sm_ep *sep);
 /* An idle progress (nothing arrived): warm the rings of connections that

@@ -116,8 +116,10 @@ err_free:
 	return NULL;
 }
 
-static void conn_unmap_tx(struct sm_conn *sc)
+/* Drop the queued work without events and unmap what the peer handed us. */
+static void conn_drop_tx(struct sm_conn *sc)
 {
+	sm_txq_fail(sc, CCI_ERR_DISCONNECTED, 0);
 	if (sc->tx_seg)
 		munmap(sc->tx_seg, sc->tx_seg_len);
 	if (sc->peer_page)
@@ -134,9 +136,7 @@ void sm_conn_destroy(struct sm_conn *sc)
 {
 	if (sc->sock >= 0)
 		close(sc->sock);
-	sm_txq_fail(sc, CCI_ERR_DISCONNECTED, 0);
-	sm_rma_fail_waiting(sc, 0);
-	conn_unmap_tx(sc);
+	conn_drop_tx(sc);
 	if (sc->rx_seg)
 		munmap(sc->rx_seg, sc->rx_seg_len);
 	if (sc->rx_fd >= 0)
@@ -206,7 +206,6 @@ void sm_conn_break(struct sm_conn *sc, int status)
 	cci__conn_move(&sc->base, CCI__CONN_BROKEN, sm_core, sc->conn);
 	sc->tx_err = CCI_ERR_DISCONNECTED;
 	sm_txq_fail(sc, status, 1);
-	sm_rma_fail_waiting(sc, 1);
 	pthread_mutex_unlock(&sc->tx_lock);
 }
 
@@ -292,9 +291,7 @@ int sm_disconnect(cci__conn_t *conn)
 	CCI__SET_REMOVE(sep->rx_set, sep->rx_n, sc);
 	pthread_mutex_lock(&sc->tx_lock);
 	cci__conn_move(&sc->base, CCI__CONN_CLOSED, sm_core, sc->conn);
-	sm_txq_fail(sc, CCI_ERR_DISCONNECTED, 0);
-	sm_rma_fail_waiting(sc, 0);
-	conn_unmap_tx(sc);
+	conn_drop_tx(sc);
 	pthread_mutex_unlock(&sc->tx_lock);
 	sc->conn = NULL;
 	sc->rx_closed = 1;

@@ -290,7 +290,8 @@ void sm_txq_flush(struct sm_conn *sc)
 }
 
 /* Fail the queue: completions with first_status, then CCI_ERR_DISCONNECTED
- * (notify), or silently dropped.  tx_lock held (or sc is private). */
+ * (notify), or silently dropped; then the copy RMAs waiting for an ACK,
+ * with CCI_ERR_DISCONNECTED.  tx_lock held (or sc is private). */
 void sm_txq_fail(struct sm_conn *sc, int first_status, int notify)
 {
 	while (sc->txq) {
@@ -302,11 +303,6 @@ void sm_txq_fail(struct sm_conn *sc, int first_status, int notify)
 		}
 		sm_pend_put(sc->sep, p);
 	}
-}
-
-/* Copy RMAs waiting for an ACK fail (notify) or vanish; tx_lock held. */
-void sm_rma_fail_waiting(struct sm_conn *sc, int notify)
-{
 	for (struct sm_pend *p; CCI__SLIST_POP(&sc->rma_wait, p, next);) {
 		if (notify && sc->conn)
 			sm_core->send_done(sc->conn, p->context, p->flags, CCI_ERR_DISCONNECTED);
