@@ -181,7 +181,6 @@ struct sm_conn {
 	int sock;                   /* control socket, -1 once closed */
 	_Atomic int fault;          /* a status the control thread must break with */
 	pid_t peer_pid;
-	int is_client;
 
 	/* Producer side, under tx_lock. */
 	pthread_mutex_t tx_lock;

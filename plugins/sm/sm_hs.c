@@ -20,8 +20,6 @@
 
 #include "sm.h"
 
-#define HELLO_HEAD SM_CTL_HELLO_HEAD
-
 /* Send REQ or ACCEPT: h (its attr and payload filled in) with this side's
  * mss, pid and ring size, and the three descriptors the peer maps: sc's
  * receive ring, the endpoint's doorbell and page. */
@@ -32,7 +30,7 @@ static int hello_send(struct sm_conn *sc, int sock, uint16_t type, struct sm_ctl
 	h->mss = sc->sep->mss;
 	h->pid = (uint32_t)getpid();
 	h->ring_size = sc->rx.size;
-	return sm_ctl_send(sock, type, h, HELLO_HEAD + h->data_len, fds, SM_HELLO_FDS);
+	return sm_ctl_send(sock, type, h, SM_CTL_HELLO_HEAD + h->data_len, fds, SM_HELLO_FDS);
 }
 
 /* Client side: the server's answer, n bytes in buf.  sep->lock held. */
@@ -167,7 +165,6 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 	sc = sm_conn_new(sep, attr, context);
 	if (!sc)
 		return CCI_ENOMEM;
-	sc->is_client = 1;
 	sc->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (sc->sock < 0 || connect(sc->sock, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		SM_LOG(CCI_LOG_CONN, "sm: nobody listens at %s: %s", sa.sun_path, strerror(errno));
