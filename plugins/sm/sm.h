@@ -328,8 +328,8 @@ int sm_arm(cci__ep_t *ep);
 int sm_progress(cci__ep_t *ep);
 
 /* sm_tx.c */
-void sm_pool_fini(struct sm_ep *sep);
 int sm_pool_resize(struct sm_ep *sep, uint32_t count);
+struct sm_pend *sm_pend_alloc(uint32_t len);
 struct sm_pend *sm_pend_get(struct sm_ep *sep);
 void sm_pend_put(struct sm_ep *sep, struct sm_pend *p);
 void sm_txq_queue(struct sm_conn *sc, struct sm_pend *p);

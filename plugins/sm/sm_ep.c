@@ -89,7 +89,7 @@ static void ep_release(struct sm_ep *sep)
 		munmap(sep->page, sep->page_len);
 	if (sep->page_fd >= 0)
 		close(sep->page_fd);
-	sm_pool_fini(sep);
+	sm_pool_resize(sep, 0);
 	free(sep->reg_free);
 	free(sep->rx_set);
 	pthread_mutex_destroy(&sep->lock);

@@ -187,16 +187,6 @@ static int cma_move(pid_t pid, char *local, uint64_t remote, uint64_t len, int w
 	return CCI_SUCCESS;
 }
 
-/* A descriptor even when the pool is dry: the data has already moved. */
-static struct sm_pend *pend_get_any(struct sm_ep *sep, uint32_t len)
-{
-	struct sm_pend *p = sm_pend_get(sep);
-
-	if (!p && (p = calloc(1, sizeof(*p) + len)) != NULL)
-		p->buf = (char *)(p + 1);
-	return p;
-}
-
 /* The data moved: deliver the completion message, then complete. */
 static int cma_finish(struct sm_conn *sc, const void *msg, uint32_t msg_len, void *context,
                       int flags)
@@ -216,7 +206,9 @@ static int cma_finish(struct sm_conn *sc, const void *msg, uint32_t msg_len, voi
 		sm_core->send_done(sc->conn, context, flags, CCI_SUCCESS);
 		return CCI_SUCCESS;
 	}
-	p = pend_get_any(sc->sep, msg_len);
+	p = sm_pend_get(sc->sep);
+	if (!p) /* a descriptor even when the pool is dry: the data has already moved */
+		p = sm_pend_alloc(msg_len);
 	if (!p) {
 		pthread_mutex_unlock(&sc->tx_lock);
 		return CCI_ENOMEM;
