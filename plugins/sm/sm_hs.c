@@ -110,10 +110,12 @@ static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* Watch sc's control socket; the loop lock held.  Another thread than the
- * loop's then wakes it (cci__engine_cmd). */
+/* List sc and watch its control socket; the loop lock and sep->lock held.
+ * Another thread than the loop's then wakes it (cci__engine_cmd). */
 static void conn_watch(struct sm_conn *sc)
 {
+	sc->next = sc->sep->conns;
+	sc->sep->conns = sc;
 	ev_io_init(&sc->ctl_w, conn_cb, sc->sock, EV_READ);
 	sc->ctl_w.data = sc;
 	ev_io_start(sc->sep->eng.loop, &sc->ctl_w);
@@ -188,8 +190,6 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 	pthread_mutex_lock(&sep->lock);
 	if (timeout)
 		cci__ct_connecting(&sc->base.timers, timeout, cci__now_ns());
-	sc->next = sep->conns;
-	sep->conns = sc;
 	conn_watch(sc);
 	pthread_mutex_unlock(&sep->lock);
 	pthread_mutex_unlock(&sep->eng.lock);
@@ -225,8 +225,6 @@ static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 	sc->sock = req->sock; /* the connection owns the socket now */
 	req->sock = -1;
 	sm_conn_open(sc, &req->hello);
-	sc->next = sep->conns;
-	sep->conns = sc;
 	conn_watch(sc);
 	sm_rxset_add(sep, sc, CCI_EVENT_ACCEPT, context);
 	return CCI_SUCCESS;
