@@ -259,13 +259,10 @@ void sm_conn_on_ctl(struct sm_conn *sc)
 		    h.hdr.type != SM_CTL_PING && h.hdr.type != SM_CTL_PONG &&
 		    h.hdr.type != SM_CTL_DISCONNECT)
 			why = "handshake message on an open connection";
-		if (why) {
+		if (why)
 			SM_WARN("sm: malformed control message from pid %d (%s); connection closed",
 			        (int)sc->peer_pid, why);
-			sm_conn_break(sc, CCI_ERR_DISCONNECTED);
-			return;
-		}
-		if (h.hdr.type == SM_CTL_DISCONNECT) {
+		if (why || h.hdr.type == SM_CTL_DISCONNECT) {
 			sm_conn_break(sc, CCI_ERR_DISCONNECTED);
 			return;
 		}
