@@ -232,7 +232,6 @@ struct sm_ep {
 	cci__ep_t *ep;
 	const struct sm_dev *dev;
 	uint32_t mss;
-	int rma_copy;
 
 	pthread_mutex_t lock;
 	struct sm_conn *conns;

@@ -100,7 +100,7 @@ struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *
 		return NULL;
 	sc->sep = sep;
 	sc->sock = sc->peer_bell = sc->rx_fd = -1;
-	sc->rma_copy = sep->rma_copy;
+	sc->rma_copy = sep->dev->rma_copy;
 	sc->tx_err = CCI_ERR_DISCONNECTED;
 	pthread_mutex_init(&sc->tx_lock, NULL);
 	if (rx_create(sc, sep->ep->recv_buf_count, sep->mss) != CCI_SUCCESS)

@@ -68,7 +68,6 @@ static void ep_init_fields(struct sm_ep *sep, cci__ep_t *ep)
 	sep->ep = ep;
 	sep->dev = d;
 	sep->mss = d->mss;
-	sep->rma_copy = d->rma_copy;
 	sep->listen_fd = -1;
 	sep->bell_fd = sep->page_fd = -1;
 	pthread_mutex_init(&sep->lock, NULL);
@@ -121,7 +120,7 @@ int sm_ep_create(cci__ep_t *ep, const char *service)
 	if (rc != CCI_SUCCESS)
 		goto err_free_uri;
 	SM_LOG(CCI_LOG_EP, "sm: endpoint %s (mss %u, rma %s)", ep->uri, sep->mss,
-	       sep->rma_copy ? "copy" : "cma");
+	       sep->dev->rma_copy ? "copy" : "cma");
 	return CCI_SUCCESS;
 
 err_free_uri:
