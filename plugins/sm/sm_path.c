@@ -180,23 +180,14 @@ err_drop:
 	return rc;
 }
 
-static int service_parse(const char *service, unsigned *id)
-{
-	size_t n = strlen(service);
-
-	if (!all_digits(service, n) || strtoul(service, NULL, 10) > SM_ID_MAX)
-		return CCI_EINVAL;
-	*id = (unsigned)strtoul(service, NULL, 10);
-	return CCI_SUCCESS;
-}
-
 int sm_path_listen(struct sm_ep *sep, const char *service)
 {
 	char dir[SM_SUN_PATH];
-	unsigned id = 0;
+	unsigned id;
 	int rc;
 
-	if (service && service_parse(service, &id) != CCI_SUCCESS) {
+	if (service && (!all_digits(service, strlen(service)) ||
+	                strtoul(service, NULL, 10) > SM_ID_MAX)) {
 		SM_LOG(CCI_LOG_EP, "sm: service \"%s\" is not an endpoint id (0..%u)", service,
 		       SM_ID_MAX);
 		return CCI_EINVAL;
@@ -213,7 +204,7 @@ int sm_path_listen(struct sm_ep *sep, const char *service)
 	if (rc != CCI_SUCCESS)
 		return rc;
 	if (service)
-		return bind_id(sep, dir, id);
+		return bind_id(sep, dir, (unsigned)strtoul(service, NULL, 10));
 	for (id = 0; id <= SM_ID_MAX; id++) {
 		rc = bind_id(sep, dir, id);
 		if (rc != CCI_EBUSY)
