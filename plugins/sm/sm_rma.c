@@ -71,14 +71,9 @@ int sm_rma_register(cci__ep_t *ep, cci__rma_reg_t *reg)
 		SM_WARN("sm: %s: more than %u registrations", ep->uri, SM_REG_SLOTS);
 		goto out;
 	} else {
-		if (used == sep->reg_free_cap) {
-			uint32_t cap = used ? used * 2 : 64;
-			uint32_t *f = realloc(sep->reg_free, cap * sizeof(*f));
-			if (!f)
-				goto out;
-			sep->reg_free = f;
-			sep->reg_free_cap = cap;
-		}
+		if (cci__grow(&sep->reg_free, used, &sep->reg_free_cap, 64, sizeof(*sep->reg_free)) !=
+		    CCI_SUCCESS)
+			goto out;
 		i = used;
 	}
 	slot_write(&sep->page->slots[i], cci__handle_key(&reg->handle),
