@@ -287,7 +287,7 @@ void sm_path_unlisten(struct sm_ep *sep);
 int sm_uri_parse(const char *uri, char *path, size_t pathlen);
 
 /* sm_wire.c */
-int sm_ctl_send(int sock, uint16_t type, const void *body, size_t len, const int *fds, int nfds);
+int sm_ctl_send(int sock, uint16_t type, const struct sm_ctl_hello *body, const int *fds, int nfds);
 int sm_ctl_recv(int sock, void *buf, size_t len, int *fds, int *nfds);
 int sm_peer_pid(int sock, pid_t *pid);
 

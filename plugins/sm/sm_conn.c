@@ -200,7 +200,7 @@ void sm_conn_break(struct sm_conn *sc, int status)
 	SM_LOG(CCI_LOG_CONN, "sm: connection %p to pid %d broken (status %d)", (void *)sc,
 	       (int)sc->peer_pid, status);
 	if (sc->sock >= 0 && status != CCI_ERR_DISCONNECTED)
-		sm_ctl_send(sc->sock, SM_CTL_DISCONNECT, NULL, 0, NULL, 0);
+		sm_ctl_send(sc->sock, SM_CTL_DISCONNECT, NULL, NULL, 0);
 	conn_close_sock(sc);
 	pthread_mutex_lock(&sc->tx_lock);
 	cci__conn_move(&sc->base, CCI__CONN_BROKEN, sm_core, sc->conn);
@@ -268,7 +268,7 @@ void sm_conn_on_ctl(struct sm_conn *sc)
 		}
 		cci__ct_heard(&sc->base.timers, cci__now_ns());
 		if (h.hdr.type == SM_CTL_PING)
-			sm_ctl_send(sc->sock, SM_CTL_PONG, NULL, 0, NULL, 0);
+			sm_ctl_send(sc->sock, SM_CTL_PONG, NULL, NULL, 0);
 	}
 }
 
@@ -281,7 +281,7 @@ int sm_disconnect(cci__conn_t *conn)
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
 	if (sc->sock >= 0 && cci__conn_is_open(&sc->base))
-		sm_ctl_send(sc->sock, SM_CTL_DISCONNECT, NULL, 0, NULL, 0);
+		sm_ctl_send(sc->sock, SM_CTL_DISCONNECT, NULL, NULL, 0);
 	conn_close_sock(sc);
 	CCI__SLIST_UNLINK(&sep->conns, sc, next);
 	cci__spin_lock(&sep->rx_lock);

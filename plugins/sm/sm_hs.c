@@ -30,7 +30,7 @@ static int hello_send(struct sm_conn *sc, int sock, uint16_t type, struct sm_ctl
 	h->mss = sc->sep->mss;
 	h->pid = (uint32_t)getpid();
 	h->ring_size = sc->rx.size;
-	return sm_ctl_send(sock, type, h, SM_CTL_HELLO_HEAD + h->data_len, fds, SM_HELLO_FDS);
+	return sm_ctl_send(sock, type, h, fds, SM_HELLO_FDS);
 }
 
 /* Client side: the server's answer, n bytes in buf.  sep->lock held. */
@@ -283,7 +283,7 @@ static void req_on_readable(struct sm_ep *sep, struct sm_req *req)
 static void req_refuse(struct sm_req *req)
 {
 	if (req->sock >= 0) {
-		sm_ctl_send(req->sock, SM_CTL_REJECT, NULL, 0, NULL, 0);
+		sm_ctl_send(req->sock, SM_CTL_REJECT, NULL, NULL, 0);
 		close(req->sock);
 		req->sock = -1;
 	}
