@@ -1,8 +1,9 @@
 /*
  * grow.h - room for one more element in an array that a plugin grows by
  * doubling: sm's and tcp's sets of readable connections, sock's
- * connection slots.  Written once, on the cold path where a connection
- * joins; the arrays are read on the message path, never grown there.
+ * connection slots, sm's stack of freed registration slots.  Written
+ * once, on the cold paths where a connection joins or memory is
+ * registered; the arrays are read on the message path, never grown there.
  * The sets are unordered, so a connection that leaves is replaced by the
  * last one (CCI__SET_REMOVE).
  *

@@ -181,7 +181,6 @@ struct sm_conn {
 	int sock;                   /* control socket, -1 once closed */
 	_Atomic int fault;          /* a status the control thread must break with */
 	pid_t peer_pid;
-	int is_client;
 
 	/* Producer side, under tx_lock. */
 	pthread_mutex_t tx_lock;
@@ -233,7 +232,6 @@ struct sm_ep {
 	cci__ep_t *ep;
 	const struct sm_dev *dev;
 	uint32_t mss;
-	int rma_copy;
 
 	pthread_mutex_t lock;
 	struct sm_conn *conns;
@@ -289,7 +287,7 @@ void sm_path_unlisten(struct sm_ep *sep);
 int sm_uri_parse(const char *uri, char *path, size_t pathlen);
 
 /* sm_wire.c */
-int sm_ctl_send(int sock, uint16_t type, const void *body, size_t len, const int *fds, int nfds);
+int sm_ctl_send(int sock, uint16_t type, const struct sm_ctl_hello *body, const int *fds, int nfds);
 int sm_ctl_recv(int sock, void *buf, size_t len, int *fds, int *nfds);
 int sm_peer_pid(int sock, pid_t *pid);
 
@@ -329,15 +327,14 @@ int sm_arm(cci__ep_t *ep);
 int sm_progress(cci__ep_t *ep);
 
 /* sm_tx.c */
-void sm_pool_fini(struct sm_ep *sep);
 int sm_pool_resize(struct sm_ep *sep, uint32_t count);
+struct sm_pend *sm_pend_alloc(uint32_t len);
 struct sm_pend *sm_pend_get(struct sm_ep *sep);
 void sm_pend_put(struct sm_ep *sep, struct sm_pend *p);
 void sm_txq_queue(struct sm_conn *sc, struct sm_pend *p);
 void sm_txq_flush(struct sm_conn *sc);
 void sm_txq_flush_locked(struct sm_conn *sc);
 void sm_txq_fail(struct sm_conn *sc, int first_status, int notify);
-void sm_rma_fail_waiting(struct sm_conn *sc, int notify);
 /* Flush the queues of every open connection; rx_lock held (rx_set). */
 void sm_tx_flush_all(struct sm_ep *sep);
 /* An idle progress (nothing arrived): warm the rings of connections that

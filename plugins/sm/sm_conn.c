@@ -100,7 +100,7 @@ struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *
 		return NULL;
 	sc->sep = sep;
 	sc->sock = sc->peer_bell = sc->rx_fd = -1;
-	sc->rma_copy = sep->rma_copy;
+	sc->rma_copy = sep->dev->rma_copy;
 	sc->tx_err = CCI_ERR_DISCONNECTED;
 	pthread_mutex_init(&sc->tx_lock, NULL);
 	if (rx_create(sc, sep->ep->recv_buf_count, sep->mss) != CCI_SUCCESS)
@@ -116,8 +116,10 @@ err_free:
 	return NULL;
 }
 
-static void conn_unmap_tx(struct sm_conn *sc)
+/* Drop the queued work without events and unmap what the peer handed us. */
+static void conn_drop_tx(struct sm_conn *sc)
 {
+	sm_txq_fail(sc, CCI_ERR_DISCONNECTED, 0);
 	if (sc->tx_seg)
 		munmap(sc->tx_seg, sc->tx_seg_len);
 	if (sc->peer_page)
@@ -134,9 +136,7 @@ void sm_conn_destroy(struct sm_conn *sc)
 {
 	if (sc->sock >= 0)
 		close(sc->sock);
-	sm_txq_fail(sc, CCI_ERR_DISCONNECTED, 0);
-	sm_rma_fail_waiting(sc, 0);
-	conn_unmap_tx(sc);
+	conn_drop_tx(sc);
 	if (sc->rx_seg)
 		munmap(sc->rx_seg, sc->rx_seg_len);
 	if (sc->rx_fd >= 0)
@@ -200,13 +200,12 @@ void sm_conn_break(struct sm_conn *sc, int status)
 	SM_LOG(CCI_LOG_CONN, "sm: connection %p to pid %d broken (status %d)", (void *)sc,
 	       (int)sc->peer_pid, status);
 	if (sc->sock >= 0 && status != CCI_ERR_DISCONNECTED)
-		sm_ctl_send(sc->sock, SM_CTL_DISCONNECT, NULL, 0, NULL, 0);
+		sm_ctl_send(sc->sock, SM_CTL_DISCONNECT, NULL, NULL, 0);
 	conn_close_sock(sc);
 	pthread_mutex_lock(&sc->tx_lock);
 	cci__conn_move(&sc->base, CCI__CONN_BROKEN, sm_core, sc->conn);
 	sc->tx_err = CCI_ERR_DISCONNECTED;
 	sm_txq_fail(sc, status, 1);
-	sm_rma_fail_waiting(sc, 1);
 	pthread_mutex_unlock(&sc->tx_lock);
 }
 
@@ -260,19 +259,16 @@ void sm_conn_on_ctl(struct sm_conn *sc)
 		    h.hdr.type != SM_CTL_PING && h.hdr.type != SM_CTL_PONG &&
 		    h.hdr.type != SM_CTL_DISCONNECT)
 			why = "handshake message on an open connection";
-		if (why) {
+		if (why)
 			SM_WARN("sm: malformed control message from pid %d (%s); connection closed",
 			        (int)sc->peer_pid, why);
-			sm_conn_break(sc, CCI_ERR_DISCONNECTED);
-			return;
-		}
-		if (h.hdr.type == SM_CTL_DISCONNECT) {
+		if (why || h.hdr.type == SM_CTL_DISCONNECT) {
 			sm_conn_break(sc, CCI_ERR_DISCONNECTED);
 			return;
 		}
 		cci__ct_heard(&sc->base.timers, cci__now_ns());
 		if (h.hdr.type == SM_CTL_PING)
-			sm_ctl_send(sc->sock, SM_CTL_PONG, NULL, 0, NULL, 0);
+			sm_ctl_send(sc->sock, SM_CTL_PONG, NULL, NULL, 0);
 	}
 }
 
@@ -285,16 +281,14 @@ int sm_disconnect(cci__conn_t *conn)
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
 	if (sc->sock >= 0 && cci__conn_is_open(&sc->base))
-		sm_ctl_send(sc->sock, SM_CTL_DISCONNECT, NULL, 0, NULL, 0);
+		sm_ctl_send(sc->sock, SM_CTL_DISCONNECT, NULL, NULL, 0);
 	conn_close_sock(sc);
 	CCI__SLIST_UNLINK(&sep->conns, sc, next);
 	cci__spin_lock(&sep->rx_lock);
 	CCI__SET_REMOVE(sep->rx_set, sep->rx_n, sc);
 	pthread_mutex_lock(&sc->tx_lock);
 	cci__conn_move(&sc->base, CCI__CONN_CLOSED, sm_core, sc->conn);
-	sm_txq_fail(sc, CCI_ERR_DISCONNECTED, 0);
-	sm_rma_fail_waiting(sc, 0);
-	conn_unmap_tx(sc);
+	conn_drop_tx(sc);
 	pthread_mutex_unlock(&sc->tx_lock);
 	sc->conn = NULL;
 	sc->rx_closed = 1;

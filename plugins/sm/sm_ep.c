@@ -68,7 +68,6 @@ static void ep_init_fields(struct sm_ep *sep, cci__ep_t *ep)
 	sep->ep = ep;
 	sep->dev = d;
 	sep->mss = d->mss;
-	sep->rma_copy = d->rma_copy;
 	sep->listen_fd = -1;
 	sep->bell_fd = sep->page_fd = -1;
 	pthread_mutex_init(&sep->lock, NULL);
@@ -89,7 +88,7 @@ static void ep_release(struct sm_ep *sep)
 		munmap(sep->page, sep->page_len);
 	if (sep->page_fd >= 0)
 		close(sep->page_fd);
-	sm_pool_fini(sep);
+	sm_pool_resize(sep, 0);
 	free(sep->reg_free);
 	free(sep->rx_set);
 	pthread_mutex_destroy(&sep->lock);
@@ -121,7 +120,7 @@ int sm_ep_create(cci__ep_t *ep, const char *service)
 	if (rc != CCI_SUCCESS)
 		goto err_free_uri;
 	SM_LOG(CCI_LOG_EP, "sm: endpoint %s (mss %u, rma %s)", ep->uri, sep->mss,
-	       sep->rma_copy ? "copy" : "cma");
+	       sep->dev->rma_copy ? "copy" : "cma");
 	return CCI_SUCCESS;
 
 err_free_uri:

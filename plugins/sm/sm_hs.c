@@ -20,8 +20,6 @@
 
 #include "sm.h"
 
-#define HELLO_HEAD SM_CTL_HELLO_HEAD
-
 /* Send REQ or ACCEPT: h (its attr and payload filled in) with this side's
  * mss, pid and ring size, and the three descriptors the peer maps: sc's
  * receive ring, the endpoint's doorbell and page. */
@@ -32,7 +30,7 @@ static int hello_send(struct sm_conn *sc, int sock, uint16_t type, struct sm_ctl
 	h->mss = sc->sep->mss;
 	h->pid = (uint32_t)getpid();
 	h->ring_size = sc->rx.size;
-	return sm_ctl_send(sock, type, h, HELLO_HEAD + h->data_len, fds, SM_HELLO_FDS);
+	return sm_ctl_send(sock, type, h, fds, SM_HELLO_FDS);
 }
 
 /* Client side: the server's answer, n bytes in buf.  sep->lock held. */
@@ -112,10 +110,12 @@ static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* Watch sc's control socket; the loop lock held.  Another thread than the
- * loop's then wakes it (cci__engine_cmd). */
+/* List sc and watch its control socket; the loop lock and sep->lock held.
+ * Another thread than the loop's then wakes it (cci__engine_cmd). */
 static void conn_watch(struct sm_conn *sc)
 {
+	sc->next = sc->sep->conns;
+	sc->sep->conns = sc;
 	ev_io_init(&sc->ctl_w, conn_cb, sc->sock, EV_READ);
 	sc->ctl_w.data = sc;
 	ev_io_start(sc->sep->eng.loop, &sc->ctl_w);
@@ -167,7 +167,6 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 	sc = sm_conn_new(sep, attr, context);
 	if (!sc)
 		return CCI_ENOMEM;
-	sc->is_client = 1;
 	sc->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (sc->sock < 0 || connect(sc->sock, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		SM_LOG(CCI_LOG_CONN, "sm: nobody listens at %s: %s", sa.sun_path, strerror(errno));
@@ -191,8 +190,6 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 	pthread_mutex_lock(&sep->lock);
 	if (timeout)
 		cci__ct_connecting(&sc->base.timers, timeout, cci__now_ns());
-	sc->next = sep->conns;
-	sep->conns = sc;
 	conn_watch(sc);
 	pthread_mutex_unlock(&sep->lock);
 	pthread_mutex_unlock(&sep->eng.lock);
@@ -228,8 +225,6 @@ static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 	sc->sock = req->sock; /* the connection owns the socket now */
 	req->sock = -1;
 	sm_conn_open(sc, &req->hello);
-	sc->next = sep->conns;
-	sep->conns = sc;
 	conn_watch(sc);
 	sm_rxset_add(sep, sc, CCI_EVENT_ACCEPT, context);
 	return CCI_SUCCESS;
@@ -288,7 +283,7 @@ static void req_on_readable(struct sm_ep *sep, struct sm_req *req)
 static void req_refuse(struct sm_req *req)
 {
 	if (req->sock >= 0) {
-		sm_ctl_send(req->sock, SM_CTL_REJECT, NULL, 0, NULL, 0);
+		sm_ctl_send(req->sock, SM_CTL_REJECT, NULL, NULL, 0);
 		close(req->sock);
 		req->sock = -1;
 	}

@@ -49,7 +49,7 @@ static void ping(void *pc)
 	struct sm_conn *sc = pc;
 
 	if (sc->sock >= 0)
-		sm_ctl_send(sc->sock, SM_CTL_PING, NULL, 0, NULL, 0);
+		sm_ctl_send(sc->sock, SM_CTL_PING, NULL, NULL, 0);
 }
 
 static void connect_expired(void *pc)

@@ -26,23 +26,19 @@
 #define SM_ID_MAX 999999u
 
 /* Ids bound by this process: a socket file at another id of our own
- * pid directory is a leftover of a dead process that had our pid. */
+ * pid directory is a leftover of a dead process that had our pid.  The
+ * flags are zero-fill pages: only those of ids in use become memory. */
 static pthread_mutex_t ids_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned char *ids_used; /* SM_ID_MAX + 1 flags, allocated on first use */
-static unsigned ids_count;
+static unsigned char ids_used[SM_ID_MAX + 1];
 
 static int id_claim(unsigned id)
 {
-	int rc = CCI_SUCCESS;
+	int rc = CCI_EBUSY;
 
 	pthread_mutex_lock(&ids_lock);
-	if (!ids_used && !(ids_used = calloc(SM_ID_MAX + 1, 1)))
-		rc = CCI_ENOMEM;
-	else if (ids_used[id])
-		rc = CCI_EBUSY;
-	else {
+	if (!ids_used[id]) {
 		ids_used[id] = 1;
-		ids_count++;
+		rc = CCI_SUCCESS;
 	}
 	pthread_mutex_unlock(&ids_lock);
 	return rc;
@@ -51,13 +47,7 @@ static int id_claim(unsigned id)
 static void id_drop(unsigned id)
 {
 	pthread_mutex_lock(&ids_lock);
-	if (ids_used && ids_used[id]) {
-		ids_used[id] = 0;
-		if (--ids_count == 0) {
-			free(ids_used);
-			ids_used = NULL;
-		}
-	}
+	ids_used[id] = 0;
 	pthread_mutex_unlock(&ids_lock);
 }
 
@@ -180,23 +170,14 @@ err_drop:
 	return rc;
 }
 
-static int service_parse(const char *service, unsigned *id)
-{
-	size_t n = strlen(service);
-
-	if (!all_digits(service, n) || strtoul(service, NULL, 10) > SM_ID_MAX)
-		return CCI_EINVAL;
-	*id = (unsigned)strtoul(service, NULL, 10);
-	return CCI_SUCCESS;
-}
-
 int sm_path_listen(struct sm_ep *sep, const char *service)
 {
 	char dir[SM_SUN_PATH];
-	unsigned id = 0;
+	unsigned id;
 	int rc;
 
-	if (service && service_parse(service, &id) != CCI_SUCCESS) {
+	if (service && (!all_digits(service, strlen(service)) ||
+	                strtoul(service, NULL, 10) > SM_ID_MAX)) {
 		SM_LOG(CCI_LOG_EP, "sm: service \"%s\" is not an endpoint id (0..%u)", service,
 		       SM_ID_MAX);
 		return CCI_EINVAL;
@@ -213,7 +194,7 @@ int sm_path_listen(struct sm_ep *sep, const char *service)
 	if (rc != CCI_SUCCESS)
 		return rc;
 	if (service)
-		return bind_id(sep, dir, id);
+		return bind_id(sep, dir, (unsigned)strtoul(service, NULL, 10));
 	for (id = 0; id <= SM_ID_MAX; id++) {
 		rc = bind_id(sep, dir, id);
 		if (rc != CCI_EBUSY)

@@ -21,33 +21,6 @@ static int sm_init(const struct cci_core *core)
 	return cci__plugin_take_core(core, &sm_core);
 }
 
-static struct sm_dev *dev_defaults(void)
-{
-	struct sm_dev *d = calloc(1, sizeof(*d));
-
-	if (!d)
-		return NULL;
-	snprintf(d->base, sizeof(d->base), "/tmp/cci-sm-%u", (unsigned)geteuid());
-	d->mss = SM_MSS_DEFAULT;
-	return d;
-}
-
-static int sm_discover(void)
-{
-	struct sm_dev *d = dev_defaults();
-	cci__dev_t *dev;
-
-	if (!d)
-		return CCI_ENOMEM;
-	dev = sm_core->dev_add(&cci_ctp_sm_plugin, "sm");
-	if (!dev) {
-		free(d);
-		return CCI_ENOMEM;
-	}
-	cci__dev_publish(dev, d, 1, d->mss, 0, sm_info);
-	return CCI_SUCCESS;
-}
-
 /* path= must be absolute: endpoint URIs are sm://<path>/<pid>/<id>. */
 static int path_check(const char *value, void *field, char *why, size_t whylen)
 {
@@ -77,20 +50,37 @@ static const struct cci_conf_key sm_conf_keys[] = {
 	{ .name = NULL },
 };
 
-static int sm_dev_configure(cci__dev_t *dev)
+/* The device's settings: the defaults, then for a configured device (dev)
+ * its ini keys; without dev, the device is added (discovery). */
+static int dev_setup(cci__dev_t *dev)
 {
-	struct sm_dev *d = dev_defaults();
-	int rc;
+	struct sm_dev *d = calloc(1, sizeof(*d));
+	int rc = CCI_ENOMEM;
 
 	if (!d)
 		return CCI_ENOMEM;
-	rc = sm_core->conf_parse(dev, sm_conf_keys, d, NULL);
+	snprintf(d->base, sizeof(d->base), "/tmp/cci-sm-%u", (unsigned)geteuid());
+	d->mss = SM_MSS_DEFAULT;
+	if (dev)
+		rc = sm_core->conf_parse(dev, sm_conf_keys, d, NULL);
+	else if ((dev = sm_core->dev_add(&cci_ctp_sm_plugin, "sm")) != NULL)
+		rc = CCI_SUCCESS;
 	if (rc != CCI_SUCCESS) {
 		free(d);
 		return rc;
 	}
 	cci__dev_publish(dev, d, 1, d->mss, 0, sm_info);
 	return CCI_SUCCESS;
+}
+
+static int sm_discover(void)
+{
+	return dev_setup(NULL);
+}
+
+static int sm_dev_configure(cci__dev_t *dev)
+{
+	return dev_setup(dev);
 }
 
 static const char *const sm_transports[] = { "sm", NULL };

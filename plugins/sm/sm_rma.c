@@ -71,14 +71,9 @@ int sm_rma_register(cci__ep_t *ep, cci__rma_reg_t *reg)
 		SM_WARN("sm: %s: more than %u registrations", ep->uri, SM_REG_SLOTS);
 		goto out;
 	} else {
-		if (used == sep->reg_free_cap) {
-			uint32_t cap = used ? used * 2 : 64;
-			uint32_t *f = realloc(sep->reg_free, cap * sizeof(*f));
-			if (!f)
-				goto out;
-			sep->reg_free = f;
-			sep->reg_free_cap = cap;
-		}
+		if (cci__grow(&sep->reg_free, used, &sep->reg_free_cap, 64, sizeof(*sep->reg_free)) !=
+		    CCI_SUCCESS)
+			goto out;
 		i = used;
 	}
 	slot_write(&sep->page->slots[i], cci__handle_key(&reg->handle),
@@ -187,16 +182,6 @@ static int cma_move(pid_t pid, char *local, uint64_t remote, uint64_t len, int w
 	return CCI_SUCCESS;
 }
 
-/* A descriptor even when the pool is dry: the data has already moved. */
-static struct sm_pend *pend_get_any(struct sm_ep *sep, uint32_t len)
-{
-	struct sm_pend *p = sm_pend_get(sep);
-
-	if (!p && (p = calloc(1, sizeof(*p) + len)) != NULL)
-		p->buf = (char *)(p + 1);
-	return p;
-}
-
 /* The data moved: deliver the completion message, then complete. */
 static int cma_finish(struct sm_conn *sc, const void *msg, uint32_t msg_len, void *context,
                       int flags)
@@ -216,7 +201,9 @@ static int cma_finish(struct sm_conn *sc, const void *msg, uint32_t msg_len, voi
 		sm_core->send_done(sc->conn, context, flags, CCI_SUCCESS);
 		return CCI_SUCCESS;
 	}
-	p = pend_get_any(sc->sep, msg_len);
+	p = sm_pend_get(sc->sep);
+	if (!p) /* a descriptor even when the pool is dry: the data has already moved */
+		p = sm_pend_alloc(msg_len);
 	if (!p) {
 		pthread_mutex_unlock(&sc->tx_lock);
 		return CCI_ENOMEM;

@@ -23,14 +23,14 @@
 /* The pool of pending descriptors                                           */
 /* ------------------------------------------------------------------------ */
 
-static struct sm_pend *pend_alloc(uint32_t mss)
+/* Not from the pool: sm_pend_get marks the descriptors it hands out. */
+struct sm_pend *sm_pend_alloc(uint32_t len)
 {
-	struct sm_pend *p = malloc(sizeof(*p) + mss);
+	struct sm_pend *p = malloc(sizeof(*p) + len);
 
 	if (p) {
 		memset(p, 0, sizeof(*p));
 		p->buf = (char *)(p + 1);
-		p->pooled = 1;
 	}
 	return p;
 }
@@ -43,15 +43,9 @@ static void pool_push(struct sm_ep *sep, struct sm_pend *p)
 	sep->pool_free_n++;
 }
 
-void sm_pool_fini(struct sm_ep *sep)
-{
-	for (struct sm_pend *p; CCI__SLIST_POP(&sep->pool, p, next);)
-		free(p);
-	sep->pool_free_n = 0;
-}
-
 /* A new send_buf_count (and the first, from an empty pool at endpoint
- * creation): grow the free list now, shrink it as descriptors return. */
+ * creation; 0 frees the free list at its end): grow the free list now,
+ * shrink it as descriptors return. */
 int sm_pool_resize(struct sm_ep *sep, uint32_t count)
 {
 	int rc = CCI_SUCCESS;
@@ -59,7 +53,7 @@ int sm_pool_resize(struct sm_ep *sep, uint32_t count)
 	pthread_mutex_lock(&sep->pool_lock);
 	sep->pool_limit = count;
 	while (sep->pool_out + sep->pool_free_n < count) {
-		struct sm_pend *p = pend_alloc(sep->mss);
+		struct sm_pend *p = sm_pend_alloc(sep->mss);
 		if (!p) {
 			rc = CCI_ENOMEM;
 			break;
@@ -290,7 +284,8 @@ void sm_txq_flush(struct sm_conn *sc)
 }
 
 /* Fail the queue: completions with first_status, then CCI_ERR_DISCONNECTED
- * (notify), or silently dropped.  tx_lock held (or sc is private). */
+ * (notify), or silently dropped; then the copy RMAs waiting for an ACK,
+ * with CCI_ERR_DISCONNECTED.  tx_lock held (or sc is private). */
 void sm_txq_fail(struct sm_conn *sc, int first_status, int notify)
 {
 	while (sc->txq) {
@@ -302,11 +297,6 @@ void sm_txq_fail(struct sm_conn *sc, int first_status, int notify)
 		}
 		sm_pend_put(sc->sep, p);
 	}
-}
-
-/* Copy RMAs waiting for an ACK fail (notify) or vanish; tx_lock held. */
-void sm_rma_fail_waiting(struct sm_conn *sc, int notify)
-{
 	for (struct sm_pend *p; CCI__SLIST_POP(&sc->rma_wait, p, next);) {
 		if (notify && sc->conn)
 			sm_core->send_done(sc->conn, p->context, p->flags, CCI_ERR_DISCONNECTED);

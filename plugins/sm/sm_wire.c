@@ -23,7 +23,7 @@ int sm_peer_pid(int sock, pid_t *pid)
 	return CCI_SUCCESS;
 }
 
-int sm_ctl_send(int sock, uint16_t type, const void *body, size_t len, const int *fds, int nfds)
+int sm_ctl_send(int sock, uint16_t type, const struct sm_ctl_hello *body, const int *fds, int nfds)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * SM_HELLO_FDS)];
@@ -33,10 +33,8 @@ int sm_ctl_send(int sock, uint16_t type, const void *body, size_t len, const int
 	struct iovec iov = { &msg, 0 };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	/* len is what the caller meant to send: a hello whose data_len
-	 * disagrees with it is a bug of ours, never sent. */
 	iov.iov_len = sm_ctl_encode(type, body, &msg, sizeof(msg));
-	if (iov.iov_len == 0 || (body && iov.iov_len != len))
+	if (iov.iov_len == 0)
 		return CCI_EINVAL;
 	if (nfds > 0) {
 		struct cmsghdr *c;
