@@ -88,6 +88,7 @@ extern const struct cci_plugin cci_ctp_ofi_plugin;
 #define OFI_TICK_NS 5000000ull        /* progress thread timer */
 #define OFI_MAX_CONNS 65535u          /* slots of the connection table */
 #define OFI_PROV_LEN 64
+#define OFI_INJECT_MAX 4096u          /* bytes we stage on the stack for fi_inject */
 
 /* Commands for the progress thread (engine command bits). */
 #define OFI_CMD_ARM 1u              /* the application armed its OS handle */
@@ -125,8 +126,7 @@ struct ofi_op {
 	struct ofi_op *rnext;       /* rmaq */
 	struct ofi_op *inext, *iprev; /* the connection's operations in flight */
 	struct ofi_conn *oc;        /* holds a reference while set */
-	uint8_t kind;
-	uint8_t user;               /* counted against send_buf_count */
+	uint8_t kind;               /* MSG and RMA count against send_buf_count */
 	uint8_t in_msgq, in_rmaq;
 	uint8_t in_flight;          /* owned by the provider */
 	uint8_t on_list;            /* on oc->inflight */
@@ -134,7 +134,6 @@ struct ofi_op {
 	uint8_t reported;           /* the core was told (or never will be) */
 	uint8_t data_done;          /* RMA: the data moved (or failed) */
 	uint8_t nocopy;
-	uint8_t is_read, fence;
 	uint8_t ctl_type;           /* OFI_OP_CTL: enum ofi_type */
 	uint32_t aux;               /* OFI_OP_CTL: the header's aux */
 	int flags;                  /* the caller's CCI flags */
@@ -143,8 +142,7 @@ struct ofi_op {
 	uint32_t len;               /* payload bytes after the header */
 	uint64_t stamp_ns;          /* when queued, for the send timeout */
 	const void *ubuf;           /* NO_COPY: the caller's bytes */
-	fi_addr_t dest;             /* OFI_OP_CTL without a connection */
-	struct ofi_peer *peer;      /* its reference on dest, for those */
+	struct ofi_peer *peer;      /* OFI_OP_CTL without a connection: its reference */
 	/* RMA */
 	void *laddr;
 	void *ldesc;
@@ -180,8 +178,7 @@ struct ofi_mrc {
 	struct ofi_mrc *next;
 	uint64_t key;               /* core key */
 	uint32_t req_id;
-	int state;                  /* 0 asked, 1 known, -1 refused */
-	int status;
+	int state;                  /* 0 asked, 1 known, -1 refused (CCI_ERR_RMA_HANDLE) */
 	int flags;
 	uint64_t prov_key, base, len;
 };
@@ -208,7 +205,6 @@ struct ofi_conn {
 	int imm;                    /* headers of messages to the peer go as CQ data */
 
 	pthread_mutex_t lock;
-	int tx_err;                 /* what senders get once broken */
 	uint32_t credits;           /* messages we may still send */
 	uint32_t window;            /* credits we granted the peer */
 	uint32_t tx_seq;
@@ -283,7 +279,7 @@ struct ofi_ep {
 	int wait_fd;                /* the CQ's FI_WAIT_FD, or -1 */
 	uint32_t mss;
 	uint64_t mr_mode;
-	size_t inject_size;
+	size_t inject_size;         /* the provider's, at most OFI_INJECT_MAX */
 	size_t iov_limit;
 	uint64_t rma_flags;         /* op flags for fi_writemsg/fi_readmsg */
 	int imm;                    /* remote CQ data of 8 bytes: we take OFI_HELLO_IMM */
@@ -434,7 +430,7 @@ void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now);
 /* ofi_pool.c */
 int ofi_rx_grow(struct ofi_ep *sep, uint32_t count);
 void ofi_rx_repost(struct ofi_ep *sep, struct ofi_rxbuf *rb);
-struct ofi_op *ofi_op_get(struct ofi_ep *sep, int user);
+struct ofi_op *ofi_op_get(struct ofi_ep *sep, uint8_t kind);
 void ofi_op_put(struct ofi_ep *sep, struct ofi_op *op);
 void ofi_pool_fini(struct ofi_ep *sep);
 int ofi_mr_reg(struct ofi_ep *sep, void *buf, size_t len, uint64_t access, uint64_t key,
@@ -468,7 +464,7 @@ int ofi_rx_full(const struct ofi_ep *sep);
 int ofi_rx_msg(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb,
                const struct ofi_hdr *h, uint32_t len);
 void ofi_backlog_drain(struct ofi_ep *sep);
-void ofi_conn_opened(struct ofi_conn *oc);
+void ofi_held_drain(struct ofi_conn *oc);
 void ofi_held_free(struct ofi_conn *oc);
 
 /* ofi_rma.c */
@@ -511,7 +507,7 @@ void ofi_reqs_free(struct ofi_ep *sep);
 
 /* ofi_loop.c */
 int ofi_progress(cci__ep_t *ep);
-int ofi_progress_locked(struct ofi_ep *sep);
+void ofi_progress_locked(struct ofi_ep *sep);
 void ofi_recv_returned(cci__evt_t *evt);
 int ofi_thread_start(struct ofi_ep *sep);
 void ofi_thread_stop(struct ofi_ep *sep);

@@ -42,7 +42,6 @@ struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, voi
 	oc->sep = sep;
 	oc->refs = 1;
 	oc->attr = (int)attr;
-	oc->tx_err = CCI_ERR_DISCONNECTED;
 	oc->window = __atomic_load_n(&sep->rx_count, __ATOMIC_RELAXED);
 	if (oc->window > OFI_WINDOW_MAX)
 		oc->window = OFI_WINDOW_MAX;
@@ -157,9 +156,7 @@ void ofi_conns_free_all(struct ofi_ep *sep)
 
 	sep->conns = sep->gone = NULL;
 	for (int i = 0; i < 2; i++) {
-		while (lists[i]) {
-			struct ofi_conn *oc = lists[i];
-			lists[i] = oc->next;
+		for (struct ofi_conn *oc; CCI__SLIST_POP(&lists[i], oc, next);) {
 			if (oc->conn)
 				ofi_core->conn_release(oc->conn);
 			conn_free(oc);

@@ -166,7 +166,7 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_
 	oc->pidw = w;
 	conn_set_peer(oc, &h);
 	ofi_core->post_connect(sep->ep, oc->conn->pub.context, CCI_SUCCESS, oc->conn);
-	ofi_conn_opened(oc);
+	ofi_held_drain(oc); /* what arrived early goes out now */
 	if (w && __atomic_load_n(&w->dead, __ATOMIC_ACQUIRE))
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 	pthread_mutex_unlock(&oc->lock);
@@ -192,8 +192,10 @@ static void on_req(struct ofi_ep *sep, const struct ofi_msg *m)
 		return;
 	req->hello = m->u.hello;
 	req->peer = peer_get(sep, m->addr, req->hello.addr_len);
-	if (!req->peer)
-		goto err_free;
+	if (!req->peer) {
+		free(req);
+		return;
+	}
 	/* Listed first: once posted, another thread may answer it at once. */
 	pthread_mutex_lock(&sep->lock);
 	req->next = sep->reqs;
@@ -203,10 +205,6 @@ static void on_req(struct ofi_ep *sep, const struct ofi_msg *m)
 	                           m->data, req->hello.data_len, req) == CCI_SUCCESS)
 		return;
 	req_forget(sep, req);
-	return;
-
-err_free:
-	free(req);
 }
 
 /* The client gave up: forget its request, or break what we accepted. */

@@ -103,24 +103,20 @@ void ofi_mrs_free(struct ofi_ep *sep)
 	}
 }
 
-struct mr_export_arg {
-	struct ofi_ep *sep;
-	struct ofi_mr_rep *rep;
-};
-
-/* rma_with_reg's callback: describe reg for a peer and mark it exported. */
+/* rma_with_reg's callback: describe reg in the MR_REP at arg for a peer
+ * and mark it exported. */
 static int mr_export(cci__rma_reg_t *reg, void *arg)
 {
-	struct mr_export_arg *a = arg;
+	struct ofi_mr_rep *rep = arg;
 	struct ofi_mr *m = __atomic_load_n(&reg->priv, __ATOMIC_ACQUIRE);
 
 	if (!m)
 		return CCI_ERR_RMA_HANDLE; /* still being registered */
 	m->exported = 1;
-	a->rep->flags = (uint32_t)reg->flags;
-	a->rep->prov_key = m->prov_key;
-	a->rep->base = (a->sep->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)reg->start : 0;
-	a->rep->len = reg->length;
+	rep->flags = (uint32_t)reg->flags;
+	rep->prov_key = m->prov_key;
+	rep->base = (uint64_t)(uintptr_t)reg->start;
+	rep->len = reg->length;
 	return CCI_SUCCESS;
 }
 
@@ -128,9 +124,10 @@ static int mr_export(cci__rma_reg_t *reg, void *arg)
 static void on_mr_req(struct ofi_conn *oc, uint32_t req_id, uint64_t key)
 {
 	struct ofi_mr_rep rep = { .key = key };
-	struct mr_export_arg a = { oc->sep, &rep };
 
-	rep.status = ofi_core->rma_with_reg(oc->sep->ep, key, mr_export, &a);
+	rep.status = ofi_core->rma_with_reg(oc->sep->ep, key, mr_export, &rep);
+	if (!(oc->sep->mr_mode & FI_MR_VIRT_ADDR))
+		rep.base = 0; /* the initiator's offsets are the registration's */
 	ofi_ctl_send(oc, OFI_T_MR_REP, req_id, &rep, sizeof(rep), 0);
 }
 
@@ -162,16 +159,15 @@ static struct ofi_mrc *mrc_ask(struct ofi_conn *oc, uint64_t key)
 	return c;
 }
 
+/* MR_INVAL: forget the answer about key (one per key, see rmaq_head). */
 static void mrc_drop(struct ofi_conn *oc, uint64_t key)
 {
-	for (struct ofi_mrc **pp = &oc->mrc; *pp; pp = &(*pp)->next) {
-		struct ofi_mrc *c = *pp;
-		if (c->key == key && c->state != 0) {
-			*pp = c->next;
-			free(c);
-			return;
-		}
-	}
+	struct ofi_mrc *c = mrc_find(oc, key);
+
+	if (!c || c->state == 0)
+		return;
+	CCI__SLIST_UNLINK(&oc->mrc, c, next);
+	free(c);
 }
 
 void ofi_mrc_free(struct ofi_conn *oc)
@@ -188,7 +184,6 @@ static void on_mr_rep(struct ofi_conn *oc, uint32_t req_id, const struct ofi_mr_
 		if (c->req_id != req_id || c->state != 0 || c->key != rep.key)
 			continue;
 		c->state = rep.status == CCI_SUCCESS ? 1 : -1;
-		c->status = rep.status == CCI_SUCCESS ? CCI_SUCCESS : CCI_ERR_RMA_HANDLE;
 		c->flags = (int)rep.flags;
 		c->prov_key = rep.prov_key;
 		c->base = rep.base;
@@ -214,11 +209,9 @@ void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_msg *m)
 /* The target's answer allows op?  CCI_SUCCESS or the refusal. */
 static int mrc_allows(const struct ofi_mrc *c, const struct ofi_op *op)
 {
-	int need = op->is_read ? CCI_FLAG_READ : CCI_FLAG_WRITE;
+	int need = (op->flags & CCI_FLAG_READ) ? CCI_FLAG_READ : CCI_FLAG_WRITE;
 
-	if (c->state < 0)
-		return c->status;
-	if ((c->flags & need) != need)
+	if (c->state < 0 || (c->flags & need) != need)
 		return CCI_ERR_RMA_HANDLE;
 	if (op->roff > c->len || op->rlen > c->len - op->roff)
 		return CCI_EINVAL;
@@ -236,7 +229,7 @@ static ssize_t rma_post(struct ofi_conn *oc, struct ofi_op *op, const struct ofi
 	                        .context = op };
 	ssize_t rc;
 
-	if (op->is_read)
+	if (op->flags & CCI_FLAG_READ)
 		return fi_readmsg(sep->fep, &m, FI_COMPLETION);
 	rc = fi_writemsg(sep->fep, &m, sep->rma_flags);
 	if ((rc == -FI_EBADFLAGS || rc == -FI_EOPNOTSUPP) && (sep->rma_flags & FI_DELIVERY_COMPLETE)) {
@@ -266,17 +259,12 @@ static int rmaq_head(struct ofi_conn *oc, struct ofi_op *op)
 	ssize_t rc;
 	int st;
 
-	if (!c) {
-		if (!mrc_ask(oc, op->key)) {
-			rmaq_pop(oc);
-			rma_finish(op, CCI_ENOMEM);
-			return 1;
-		}
-		return 0;
-	}
-	if (c->state == 0 || (op->fence && oc->rma_busy > 0))
-		return 0;
-	st = mrc_allows(c, op);
+	if (!c && !mrc_ask(oc, op->key))
+		st = CCI_ENOMEM;
+	else if (!c || c->state == 0 || ((op->flags & CCI_FLAG_FENCE) && oc->rma_busy > 0))
+		return 0; /* waits for the target's answer, or for earlier RMAs */
+	else
+		st = mrc_allows(c, op);
 	if (st != CCI_SUCCESS) {
 		rmaq_pop(oc);
 		rma_finish(op, st);
@@ -320,11 +308,9 @@ static void rma_finish(struct ofi_op *op, int status)
 {
 	struct ofi_conn *oc = op->oc;
 
-	if (op->on_list) {
-		ofi_flight_del(oc, op);
+	if (op->on_list)
 		oc->rma_busy--;
-	}
-	op->in_flight = 0;
+	ofi_flight_del(oc, op);
 	op->data_done = 1;
 	if (op->status == CCI_SUCCESS)
 		op->status = status;
@@ -370,22 +356,18 @@ int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 
 	pthread_mutex_lock(&oc->lock);
 	if (ofi_conn_state(oc) != CCI__CONN_OPEN) {
-		int rc = oc->tx_err;
 		pthread_mutex_unlock(&oc->lock);
-		return rc;
+		return CCI_ERR_DISCONNECTED;
 	}
-	op = ofi_op_get(oc->sep, 1);
+	op = ofi_op_get(oc->sep, OFI_OP_RMA);
 	if (!op) {
 		pthread_mutex_unlock(&oc->lock);
 		return CCI_ENOBUFS;
 	}
-	op->kind = OFI_OP_RMA;
 	op->oc = oc;
 	ofi_conn_ref(oc);
 	op->context = context;
 	op->flags = flags;
-	op->is_read = (flags & CCI_FLAG_READ) != 0;
-	op->fence = (flags & CCI_FLAG_FENCE) != 0;
 	op->stamp_ns = __atomic_load_n(&oc->sep->now_ns, __ATOMIC_RELAXED);
 	op->laddr = (char *)local->start + local_offset;
 	op->ldesc = lm ? lm->desc : NULL;
