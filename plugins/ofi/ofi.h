@@ -64,6 +64,7 @@
 #include "conn_base.h"
 #include "engine.h"
 #include "iov.h"
+#include "peer_reg.h"
 #include "random.h"
 #include "dlist.h"
 #include "slist.h"
@@ -173,16 +174,6 @@ struct ofi_slab {
 
 /* ---- Connections ---- */
 
-/* The initiator's cache of a peer's registration (see ofi_rma.c). */
-struct ofi_mrc {
-	struct ofi_mrc *next;
-	uint64_t key;               /* core key */
-	uint32_t req_id;
-	int state;                  /* 0 asked, 1 known, -1 refused (CCI_ERR_RMA_HANDLE) */
-	int flags;
-	uint64_t prov_key, base, len;
-};
-
 struct ofi_peer;
 struct ofi_pidw;
 
@@ -212,7 +203,7 @@ struct ofi_conn {
 	struct ofi_op *rmaq, *rmaq_tail;  /* RMAs not yet started */
 	struct ofi_op *inflight, *inflight_tail; /* owned by the provider, oldest first */
 	uint32_t rma_busy;          /* RMA data operations in flight (FENCE) */
-	struct ofi_mrc *mrc;        /* peer registrations known */
+	struct cci__peer_reg *mrc;  /* peer registrations known (or asked about) */
 	uint32_t rx_next;           /* RO: next sequence to deliver */
 	struct ofi_rxbuf *held;     /* arrived early (RO gap, or before CONNECT) */
 	uint32_t owed;              /* atomic: credits to give back to the peer */
@@ -476,7 +467,6 @@ int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 void ofi_rmaq_flush(struct ofi_conn *oc);
 void ofi_rma_complete(struct ofi_ep *sep, struct ofi_op *op, int status);
 void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_msg *m);
-void ofi_mrc_free(struct ofi_conn *oc);
 void ofi_mrs_free(struct ofi_ep *sep);
 
 /* ofi_live.c */

@@ -88,7 +88,7 @@ void ofi_conn_unlist(struct ofi_conn *oc, int cq_held)
 /* sep->lock held (or no other thread runs); oc is on no list. */
 static void conn_free(struct ofi_conn *oc)
 {
-	ofi_mrc_free(oc);
+	cci__peer_reg_free_all(&oc->mrc);
 	if (oc->peer)
 		ofi_peer_put_locked(oc->peer);
 	ofi_pidw_put(oc->pidw);

@@ -131,65 +131,35 @@ static void on_mr_req(struct ofi_conn *oc, uint32_t req_id, uint64_t key)
 	ofi_ctl_send(oc, OFI_T_MR_REP, req_id, &rep, sizeof(rep), 0);
 }
 
-/* ---- The initiator's cache of peer registrations ---- */
+/* ---- The initiator's cache of peer registrations (peer_reg.h) ---- */
 
-static struct ofi_mrc *mrc_find(struct ofi_conn *oc, uint64_t key)
+/* cci__peer_reg_ask's callback: the MR_REQ about key. */
+static int mr_req_send(void *oc, uint32_t req_id, uint64_t key)
 {
-	for (struct ofi_mrc *c = oc->mrc; c; c = c->next)
-		if (c->key == key)
-			return c;
-	return NULL;
+	return ofi_ctl_send(oc, OFI_T_MR_REQ, req_id, &key, sizeof(key), 0);
 }
 
 /* Ask the target about key; the entry waits for the answer.  oc->lock held. */
-static struct ofi_mrc *mrc_ask(struct ofi_conn *oc, uint64_t key)
+static struct cci__peer_reg *mrc_ask(struct ofi_conn *oc, uint64_t key)
 {
-	struct ofi_mrc *c = calloc(1, sizeof(*c));
+	uint32_t req_id = __atomic_add_fetch(&oc->sep->mr_req_next, 1, __ATOMIC_RELAXED);
 
-	if (!c)
-		return NULL;
-	c->key = key;
-	c->req_id = __atomic_add_fetch(&oc->sep->mr_req_next, 1, __ATOMIC_RELAXED);
-	if (ofi_ctl_send(oc, OFI_T_MR_REQ, c->req_id, &key, sizeof(key), 0) != CCI_SUCCESS) {
-		free(c);
-		return NULL;
-	}
-	c->next = oc->mrc;
-	oc->mrc = c;
-	return c;
+	return cci__peer_reg_ask(&oc->mrc, key, req_id, mr_req_send, oc);
 }
 
 /* MR_INVAL: forget the answer about key (one per key, see rmaq_head). */
 static void mrc_drop(struct ofi_conn *oc, uint64_t key)
 {
-	struct ofi_mrc *c = mrc_find(oc, key);
+	struct cci__peer_reg *c = cci__peer_reg_find(oc->mrc, key);
 
-	if (!c || c->state == 0)
-		return;
-	CCI__SLIST_UNLINK(&oc->mrc, c, next);
-	free(c);
-}
-
-void ofi_mrc_free(struct ofi_conn *oc)
-{
-	for (struct ofi_mrc *c; CCI__SLIST_POP(&oc->mrc, c, next);)
-		free(c);
+	if (c && c->state != CCI__PEER_REG_ASKED)
+		free(cci__peer_reg_unlink(&oc->mrc, key));
 }
 
 static void on_mr_rep(struct ofi_conn *oc, uint32_t req_id, const struct ofi_mr_rep *r)
 {
-	const struct ofi_mr_rep rep = *r;
-
-	for (struct ofi_mrc *c = oc->mrc; c; c = c->next) {
-		if (c->req_id != req_id || c->state != 0 || c->key != rep.key)
-			continue;
-		c->state = rep.status == CCI_SUCCESS ? 1 : -1;
-		c->flags = (int)rep.flags;
-		c->prov_key = rep.prov_key;
-		c->base = rep.base;
-		c->len = rep.len;
-		break;
-	}
+	cci__peer_reg_learn(oc->mrc, req_id, r->key, r->status, r->flags, r->prov_key, r->base,
+	                    r->len);
 	ofi_rmaq_flush(oc);
 }
 
@@ -206,23 +176,11 @@ void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_msg *m)
 
 /* ---- Operations ---- */
 
-/* The target's answer allows op?  CCI_SUCCESS or the refusal. */
-static int mrc_allows(const struct ofi_mrc *c, const struct ofi_op *op)
-{
-	int need = (op->flags & CCI_FLAG_READ) ? CCI_FLAG_READ : CCI_FLAG_WRITE;
-
-	if (c->state < 0 || (c->flags & need) != need)
-		return CCI_ERR_RMA_HANDLE;
-	if (op->roff > c->len || op->rlen > c->len - op->roff)
-		return CCI_EINVAL;
-	return CCI_SUCCESS;
-}
-
-static ssize_t rma_post(struct ofi_conn *oc, struct ofi_op *op, const struct ofi_mrc *c)
+static ssize_t rma_post(struct ofi_conn *oc, struct ofi_op *op, uint64_t raddr, uint64_t rkey)
 {
 	struct ofi_ep *sep = oc->sep;
 	struct iovec iov = { op->laddr, op->rlen };
-	struct fi_rma_iov riov = { .addr = c->base + op->roff, .len = op->rlen, .key = c->prov_key };
+	struct fi_rma_iov riov = { .addr = raddr, .len = op->rlen, .key = rkey };
 	void *desc = op->ldesc;
 	struct fi_msg_rma m = { .msg_iov = &iov, .desc = &desc, .iov_count = 1,
 	                        .addr = oc->peer->fa, .rma_iov = &riov, .rma_iov_count = 1,
@@ -255,16 +213,19 @@ static void rmaq_pop(struct ofi_conn *oc)
 /* Start the head of the RMA queue.  1: go on, 0: stop. */
 static int rmaq_head(struct ofi_conn *oc, struct ofi_op *op)
 {
-	struct ofi_mrc *c = mrc_find(oc, op->key);
+	struct cci__peer_reg *c = cci__peer_reg_find(oc->mrc, op->key);
+	uint64_t raddr = 0;
 	ssize_t rc;
 	int st;
 
 	if (!c && !mrc_ask(oc, op->key))
 		st = CCI_ENOMEM;
-	else if (!c || c->state == 0 || ((op->flags & CCI_FLAG_FENCE) && oc->rma_busy > 0))
+	else if (!c || c->state == CCI__PEER_REG_ASKED ||
+	         ((op->flags & CCI_FLAG_FENCE) && oc->rma_busy > 0))
 		return 0; /* waits for the target's answer, or for earlier RMAs */
 	else
-		st = mrc_allows(c, op);
+		st = cci__peer_reg_check(c, (op->flags & CCI_FLAG_READ) != 0, op->roff, op->rlen,
+		                         &raddr);
 	if (st != CCI_SUCCESS) {
 		rmaq_pop(oc);
 		rma_finish(op, st);
@@ -277,7 +238,7 @@ static int rmaq_head(struct ofi_conn *oc, struct ofi_op *op)
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 		return 0;
 	}
-	rc = rma_post(oc, op, c);
+	rc = rma_post(oc, op, raddr, c->rkey);
 	if (rc == -FI_EAGAIN) {
 		__atomic_store_n(&oc->sep->tx_pending, 1, __ATOMIC_RELAXED);
 		return 0;
