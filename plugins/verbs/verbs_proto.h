@@ -4,12 +4,14 @@
  * carried in rdma_cm private data (verbs_wire.c), credit accounting and
  * the selective-signalling rule (verbs_credit.c), the initiator's cache
  * of a peer's registrations (plugins/common/peer_reg.c) and the
- * connection set-up steps (verbs_fsm.c).  Nothing here includes libibverbs or librdmacm, so the
- * unit tests (tests/unit/verbs_*_test.c) and the fuzzer
- * (tests/fuzz/verbs_wire_fuzz.c) run on machines without an RDMA device.
+ * connection set-up steps (verbs_fsm.c).  Nothing here includes
+ * libibverbs or librdmacm, so the unit tests (tests/unit/verbs_*_test.c)
+ * and the fuzzer (tests/fuzz/verbs_wire_fuzz.c) run on machines without
+ * an RDMA device.
  *
  * All multi-byte fields travel little-endian, written byte by byte by the
- * encoders; decoders never trust a length or a type they did not check.
+ * encoders (le.h); decoders never trust a length or a type they did not
+ * check.
  */
 #ifndef CCI_VERBS_PROTO_H
 #define CCI_VERBS_PROTO_H
@@ -20,6 +22,7 @@
 #include "cci.h"
 /* By path: the unit tests and the fuzzer build this header with this
  * folder alone on their include path. */
+#include "../common/le.h"
 #include "../common/peer_reg.h"
 
 #define VERBS_WIRE_VERSION 1
@@ -81,9 +84,6 @@ void verbs_hdr_encode(const struct verbs_hdr *h, void *out);
  * size); *h is written on success only.
  */
 int verbs_hdr_decode(const void *buf, size_t n, uint32_t mss, struct verbs_hdr *h);
-
-void verbs_u64_put(void *out, uint64_t v);
-uint64_t verbs_u64_get(const void *in);
 
 void verbs_mr_rep_encode(const struct verbs_mr_rep *r, void *out);
 /* CCI_EINVAL unless n == VERBS_MR_REP_LEN and status is one we send. */

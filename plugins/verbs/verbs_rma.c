@@ -55,7 +55,7 @@ void verbs_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg)
 
 	if (!m)
 		return;
-	verbs_u64_put(body, m->key);
+	cci__put64(body, m->key);
 	pthread_mutex_lock(&sep->lock);
 	for (struct verbs_mr **pp = &sep->mrs; *pp; pp = &(*pp)->next) {
 		if (*pp == m) {
@@ -89,7 +89,7 @@ static int mr_req_send(void *vc, uint32_t req_id, uint64_t key)
 {
 	uint8_t body[VERBS_MR_KEY_LEN];
 
-	verbs_u64_put(body, key);
+	cci__put64(body, key);
 	return verbs_ctl_send(vc, VERBS_T_MR_REQ, req_id, body, sizeof(body));
 }
 
@@ -176,7 +176,7 @@ int verbs_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma
 /* Answer an MR_REQ: only a key of ours, registered now, gets its remote key. */
 static void on_mr_req(struct verbs_conn *vc, uint32_t req_id, const uint8_t *body)
 {
-	struct verbs_mr_rep rep = { .status = CCI_ERR_RMA_HANDLE, .key = verbs_u64_get(body) };
+	struct verbs_mr_rep rep = { .status = CCI_ERR_RMA_HANDLE, .key = cci__get64(body) };
 	uint8_t out[VERBS_MR_REP_LEN];
 	void *addr;
 
@@ -213,7 +213,7 @@ void verbs_rma_on_msg(struct verbs_conn *vc, const struct verbs_hdr *h, const ui
 		verbs_rmaq_flush(vc);
 		break;
 	case VERBS_T_MR_INVAL:
-		free(cci__peer_reg_unlink(&vc->mrc, verbs_u64_get(body)));
+		free(cci__peer_reg_unlink(&vc->mrc, cci__get64(body)));
 		break;
 	default:
 		break;
