@@ -245,7 +245,6 @@ struct ofi_pidw {
 /* A registration (reg->priv). */
 struct ofi_mr {
 	struct ofi_mr *prev, *next; /* sep->mrs */
-	cci__rma_reg_t *reg;
 	struct fid_mr *mr;
 	uint64_t key;               /* the core key */
 	uint64_t prov_key;

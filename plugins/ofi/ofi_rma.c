@@ -52,7 +52,6 @@ int ofi_rma_register(cci__ep_t *ep, cci__rma_reg_t *reg)
 		free(m);
 		return rc;
 	}
-	m->reg = reg;
 	m->prov_key = fi_mr_key(m->mr);
 	m->desc = fi_mr_desc(m->mr);
 	pthread_mutex_lock(&sep->mr_lock);
