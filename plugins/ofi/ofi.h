@@ -489,7 +489,7 @@ int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 int ofi_accept(cci__evt_t *evt, void *context);
 int ofi_reject(cci__evt_t *evt);
 void ofi_request_done(cci__evt_t *evt);
-void ofi_on_conn_msg(struct ofi_ep *sep, const struct ofi_msg *m);
+void ofi_on_conn_msg(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_msg *m);
 void ofi_connect_timeout(struct ofi_conn *oc);
 void ofi_connect_refused(struct ofi_conn *oc);
 void ofi_reqs_free(struct ofi_ep *sep);

@@ -231,25 +231,18 @@ static void on_cancel(struct ofi_ep *sep, const struct ofi_cancel *cp)
 	ofi_conn_unref(hit);
 }
 
-/* Handshake and teardown messages, decoded (ofi_wire.c); progress,
- * cq_lock held. */
-void ofi_on_conn_msg(struct ofi_ep *sep, const struct ofi_msg *m)
+/* Handshake and teardown messages, decoded (ofi_wire.c), and oc, the
+ * connection their dst names (NULL for REQ and CANCEL, which name none);
+ * progress, cq_lock held. */
+void ofi_on_conn_msg(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_msg *m)
 {
 	const struct ofi_hdr *h = &m->hdr;
-	struct ofi_conn *oc;
 
 	if (h->type == OFI_T_REQ) {
 		on_req(sep, m);
-		return;
-	}
-	if (h->type == OFI_T_CANCEL) {
+	} else if (h->type == OFI_T_CANCEL) {
 		on_cancel(sep, &m->u.cancel);
-		return;
-	}
-	oc = ofi_conn_lookup(sep, h->dst);
-	if (!oc)
-		return;
-	if (h->type == OFI_T_ACCEPT) {
+	} else if (h->type == OFI_T_ACCEPT) {
 		on_accept(sep, oc, &m->u.hello);
 	} else if (h->type == OFI_T_REJECT) {
 		if (oc->is_client && ofi_conn_state(oc) == CCI__CONN_CONNECTING)

@@ -100,7 +100,7 @@ static void on_ctl(struct ofi_ep *sep, const struct ofi_msg *m)
 	struct ofi_conn *oc;
 
 	if (h->type == OFI_T_REQ || h->type == OFI_T_CANCEL) {
-		ofi_on_conn_msg(sep, m);
+		ofi_on_conn_msg(sep, NULL, m);
 		return;
 	}
 	oc = ofi_conn_lookup(sep, h->dst);
@@ -114,7 +114,7 @@ static void on_ctl(struct ofi_ep *sep, const struct ofi_msg *m)
 		ofi_on_mr_msg(oc, m);
 	pthread_mutex_unlock(&oc->lock);
 	if (h->type == OFI_T_ACCEPT || h->type == OFI_T_REJECT || h->type == OFI_T_DISC)
-		ofi_on_conn_msg(sep, m);
+		ofi_on_conn_msg(sep, oc, m);
 }
 
 /* A receive buffer came back with a message whose header is in-band. */
