@@ -64,6 +64,7 @@
 #include "conn_base.h"
 #include "engine.h"
 #include "iov.h"
+#include "peer_reg.h"
 #include "random.h"
 #include "dlist.h"
 #include "slist.h"
@@ -88,6 +89,7 @@ extern const struct cci_plugin cci_ctp_ofi_plugin;
 #define OFI_TICK_NS 5000000ull        /* progress thread timer */
 #define OFI_MAX_CONNS 65535u          /* slots of the connection table */
 #define OFI_PROV_LEN 64
+#define OFI_INJECT_MAX 4096u          /* bytes we stage on the stack for fi_inject */
 
 /* Commands for the progress thread (engine command bits). */
 #define OFI_CMD_ARM 1u              /* the application armed its OS handle */
@@ -125,8 +127,7 @@ struct ofi_op {
 	struct ofi_op *rnext;       /* rmaq */
 	struct ofi_op *inext, *iprev; /* the connection's operations in flight */
 	struct ofi_conn *oc;        /* holds a reference while set */
-	uint8_t kind;
-	uint8_t user;               /* counted against send_buf_count */
+	uint8_t kind;               /* MSG and RMA count against send_buf_count */
 	uint8_t in_msgq, in_rmaq;
 	uint8_t in_flight;          /* owned by the provider */
 	uint8_t on_list;            /* on oc->inflight */
@@ -134,7 +135,6 @@ struct ofi_op {
 	uint8_t reported;           /* the core was told (or never will be) */
 	uint8_t data_done;          /* RMA: the data moved (or failed) */
 	uint8_t nocopy;
-	uint8_t is_read, fence;
 	uint8_t ctl_type;           /* OFI_OP_CTL: enum ofi_type */
 	uint32_t aux;               /* OFI_OP_CTL: the header's aux */
 	int flags;                  /* the caller's CCI flags */
@@ -143,8 +143,7 @@ struct ofi_op {
 	uint32_t len;               /* payload bytes after the header */
 	uint64_t stamp_ns;          /* when queued, for the send timeout */
 	const void *ubuf;           /* NO_COPY: the caller's bytes */
-	fi_addr_t dest;             /* OFI_OP_CTL without a connection */
-	struct ofi_peer *peer;      /* its reference on dest, for those */
+	struct ofi_peer *peer;      /* OFI_OP_CTL without a connection: its reference */
 	/* RMA */
 	void *laddr;
 	void *ldesc;
@@ -175,17 +174,6 @@ struct ofi_slab {
 
 /* ---- Connections ---- */
 
-/* The initiator's cache of a peer's registration (see ofi_rma.c). */
-struct ofi_mrc {
-	struct ofi_mrc *next;
-	uint64_t key;               /* core key */
-	uint32_t req_id;
-	int state;                  /* 0 asked, 1 known, -1 refused */
-	int status;
-	int flags;
-	uint64_t prov_key, base, len;
-};
-
 struct ofi_peer;
 struct ofi_pidw;
 
@@ -208,7 +196,6 @@ struct ofi_conn {
 	int imm;                    /* headers of messages to the peer go as CQ data */
 
 	pthread_mutex_t lock;
-	int tx_err;                 /* what senders get once broken */
 	uint32_t credits;           /* messages we may still send */
 	uint32_t window;            /* credits we granted the peer */
 	uint32_t tx_seq;
@@ -216,7 +203,7 @@ struct ofi_conn {
 	struct ofi_op *rmaq, *rmaq_tail;  /* RMAs not yet started */
 	struct ofi_op *inflight, *inflight_tail; /* owned by the provider, oldest first */
 	uint32_t rma_busy;          /* RMA data operations in flight (FENCE) */
-	struct ofi_mrc *mrc;        /* peer registrations known */
+	struct cci__peer_reg *mrc;  /* peer registrations known (or asked about) */
 	uint32_t rx_next;           /* RO: next sequence to deliver */
 	struct ofi_rxbuf *held;     /* arrived early (RO gap, or before CONNECT) */
 	uint32_t owed;              /* atomic: credits to give back to the peer */
@@ -258,7 +245,6 @@ struct ofi_pidw {
 /* A registration (reg->priv). */
 struct ofi_mr {
 	struct ofi_mr *prev, *next; /* sep->mrs */
-	cci__rma_reg_t *reg;
 	struct fid_mr *mr;
 	uint64_t key;               /* the core key */
 	uint64_t prov_key;
@@ -283,7 +269,7 @@ struct ofi_ep {
 	int wait_fd;                /* the CQ's FI_WAIT_FD, or -1 */
 	uint32_t mss;
 	uint64_t mr_mode;
-	size_t inject_size;
+	size_t inject_size;         /* the provider's, at most OFI_INJECT_MAX */
 	size_t iov_limit;
 	uint64_t rma_flags;         /* op flags for fi_writemsg/fi_readmsg */
 	int imm;                    /* remote CQ data of 8 bytes: we take OFI_HELLO_IMM */
@@ -434,7 +420,7 @@ void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now);
 /* ofi_pool.c */
 int ofi_rx_grow(struct ofi_ep *sep, uint32_t count);
 void ofi_rx_repost(struct ofi_ep *sep, struct ofi_rxbuf *rb);
-struct ofi_op *ofi_op_get(struct ofi_ep *sep, int user);
+struct ofi_op *ofi_op_get(struct ofi_ep *sep, uint8_t kind);
 void ofi_op_put(struct ofi_ep *sep, struct ofi_op *op);
 void ofi_pool_fini(struct ofi_ep *sep);
 int ofi_mr_reg(struct ofi_ep *sep, void *buf, size_t len, uint64_t access, uint64_t key,
@@ -468,7 +454,7 @@ int ofi_rx_full(const struct ofi_ep *sep);
 int ofi_rx_msg(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb,
                const struct ofi_hdr *h, uint32_t len);
 void ofi_backlog_drain(struct ofi_ep *sep);
-void ofi_conn_opened(struct ofi_conn *oc);
+void ofi_held_drain(struct ofi_conn *oc);
 void ofi_held_free(struct ofi_conn *oc);
 
 /* ofi_rma.c */
@@ -480,7 +466,6 @@ int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 void ofi_rmaq_flush(struct ofi_conn *oc);
 void ofi_rma_complete(struct ofi_ep *sep, struct ofi_op *op, int status);
 void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_msg *m);
-void ofi_mrc_free(struct ofi_conn *oc);
 void ofi_mrs_free(struct ofi_ep *sep);
 
 /* ofi_live.c */
@@ -504,14 +489,14 @@ int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 int ofi_accept(cci__evt_t *evt, void *context);
 int ofi_reject(cci__evt_t *evt);
 void ofi_request_done(cci__evt_t *evt);
-void ofi_on_conn_msg(struct ofi_ep *sep, const struct ofi_msg *m);
+void ofi_on_conn_msg(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_msg *m);
 void ofi_connect_timeout(struct ofi_conn *oc);
 void ofi_connect_refused(struct ofi_conn *oc);
 void ofi_reqs_free(struct ofi_ep *sep);
 
 /* ofi_loop.c */
 int ofi_progress(cci__ep_t *ep);
-int ofi_progress_locked(struct ofi_ep *sep);
+void ofi_progress_locked(struct ofi_ep *sep);
 void ofi_recv_returned(cci__evt_t *evt);
 int ofi_thread_start(struct ofi_ep *sep);
 void ofi_thread_stop(struct ofi_ep *sep);

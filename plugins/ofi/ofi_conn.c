@@ -42,7 +42,6 @@ struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, voi
 	oc->sep = sep;
 	oc->refs = 1;
 	oc->attr = (int)attr;
-	oc->tx_err = CCI_ERR_DISCONNECTED;
 	oc->window = __atomic_load_n(&sep->rx_count, __ATOMIC_RELAXED);
 	if (oc->window > OFI_WINDOW_MAX)
 		oc->window = OFI_WINDOW_MAX;
@@ -89,7 +88,7 @@ void ofi_conn_unlist(struct ofi_conn *oc, int cq_held)
 /* sep->lock held (or no other thread runs); oc is on no list. */
 static void conn_free(struct ofi_conn *oc)
 {
-	ofi_mrc_free(oc);
+	cci__peer_reg_free_all(&oc->mrc);
 	if (oc->peer)
 		ofi_peer_put_locked(oc->peer);
 	ofi_pidw_put(oc->pidw);
@@ -157,9 +156,7 @@ void ofi_conns_free_all(struct ofi_ep *sep)
 
 	sep->conns = sep->gone = NULL;
 	for (int i = 0; i < 2; i++) {
-		while (lists[i]) {
-			struct ofi_conn *oc = lists[i];
-			lists[i] = oc->next;
+		for (struct ofi_conn *oc; CCI__SLIST_POP(&lists[i], oc, next);) {
 			if (oc->conn)
 				ofi_core->conn_release(oc->conn);
 			conn_free(oc);

@@ -139,18 +139,11 @@ static const char *info_unusable(const struct fi_info *fi)
 	return NULL;
 }
 
-static uint32_t mss_for(const struct fi_info *fi, uint32_t want)
-{
-	uint64_t max = fi->ep_attr->max_msg_size - OFI_HDR_LEN;
-
-	if (want == 0)
-		want = OFI_MSS_DEFAULT;
-	return max < want ? (uint32_t)max : want;
-}
-
-/* Fill dev from fi (copied); the device is up. */
+/* Fill dev from fi (copied); the device is up, its mss at most the
+ * provider's largest message. */
 static int dev_publish(cci__dev_t *dev, const struct fi_info *fi, const char *node, uint32_t mss)
 {
+	uint64_t max = fi->ep_attr->max_msg_size - OFI_HDR_LEN;
 	struct ofi_dev *d = calloc(1, sizeof(*d));
 
 	if (!d || !(d->info = ofi_lib.dupinfo(fi))) {
@@ -159,7 +152,7 @@ static int dev_publish(cci__dev_t *dev, const struct fi_info *fi, const char *no
 	}
 	core_name_of(fi->fabric_attr->prov_name, d->core_name, sizeof(d->core_name));
 	snprintf(d->node, sizeof(d->node), "%s", node ? node : "");
-	d->mss = mss_for(fi, mss);
+	d->mss = max < mss ? (uint32_t)max : mss;
 	snprintf(d->info_text, sizeof(d->info_text),
 	         "libfabric provider %s, domain %s, fabric %s (RDM endpoints)",
 	         fi->fabric_attr->prov_name, fi->domain_attr->name, fi->fabric_attr->name);
@@ -209,7 +202,7 @@ int ofi_discover(void)
 		}
 		snprintf(name, sizeof(name), "ofi-%s", seen[nseen++]);
 		dev = ofi_core->dev_add(&cci_ctp_ofi_plugin, name);
-		if (!dev || dev_publish(dev, fi, NULL, 0) != CCI_SUCCESS)
+		if (!dev || dev_publish(dev, fi, NULL, OFI_MSS_DEFAULT) != CCI_SUCCESS)
 			break;
 		OFI_LOG(CCI_LOG_INIT, "ofi: device %s: %s", name, dev->pub.info);
 	}

@@ -18,8 +18,7 @@ static void ep_init_fields(struct ofi_ep *sep, cci__ep_t *ep)
 {
 	const struct ofi_dev *d = ep->dev->priv;
 
-	memset(sep, 0, sizeof(*sep));
-	sep->ep = ep;
+	sep->ep = ep; /* the rest of *sep is zeroed by the core */
 	sep->dev = d;
 	sep->mss = d->mss;
 	sep->wait_fd = -1;
@@ -163,7 +162,8 @@ static int ep_open_endpoint(struct ofi_ep *sep)
 	}
 	sep->addr_len = len;
 	sep->mr_mode = (uint64_t)sep->info->domain_attr->mr_mode;
-	sep->inject_size = sep->info->tx_attr->inject_size;
+	sep->inject_size = sep->info->tx_attr->inject_size < OFI_INJECT_MAX ?
+	                   sep->info->tx_attr->inject_size : OFI_INJECT_MAX;
 	sep->iov_limit = sep->info->tx_attr->iov_limit;
 	/* Message headers travel as remote CQ data where it is 8 bytes. */
 	sep->imm = sep->info->domain_attr->cq_data_size >= sizeof(uint64_t);
@@ -188,8 +188,7 @@ static void ep_release(struct ofi_ep *sep)
 	close_fid(sep->cq ? &sep->cq->fid : NULL);
 	close_fid(sep->domain ? &sep->domain->fid : NULL);
 	close_fid(sep->fabric ? &sep->fabric->fid : NULL);
-	if (sep->info)
-		ofi_lib.freeinfo(sep->info);
+	ofi_lib.freeinfo(sep->info); /* fi_freeinfo(NULL) does nothing */
 	free(sep->slots);
 	free(sep->slot_gen);
 	pthread_mutex_destroy(&sep->lock);

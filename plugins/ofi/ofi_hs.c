@@ -166,7 +166,7 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_
 	oc->pidw = w;
 	conn_set_peer(oc, &h);
 	ofi_core->post_connect(sep->ep, oc->conn->pub.context, CCI_SUCCESS, oc->conn);
-	ofi_conn_opened(oc);
+	ofi_held_drain(oc); /* what arrived early goes out now */
 	if (w && __atomic_load_n(&w->dead, __ATOMIC_ACQUIRE))
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 	pthread_mutex_unlock(&oc->lock);
@@ -192,8 +192,10 @@ static void on_req(struct ofi_ep *sep, const struct ofi_msg *m)
 		return;
 	req->hello = m->u.hello;
 	req->peer = peer_get(sep, m->addr, req->hello.addr_len);
-	if (!req->peer)
-		goto err_free;
+	if (!req->peer) {
+		free(req);
+		return;
+	}
 	/* Listed first: once posted, another thread may answer it at once. */
 	pthread_mutex_lock(&sep->lock);
 	req->next = sep->reqs;
@@ -203,10 +205,6 @@ static void on_req(struct ofi_ep *sep, const struct ofi_msg *m)
 	                           m->data, req->hello.data_len, req) == CCI_SUCCESS)
 		return;
 	req_forget(sep, req);
-	return;
-
-err_free:
-	free(req);
 }
 
 /* The client gave up: forget its request, or break what we accepted. */
@@ -233,25 +231,18 @@ static void on_cancel(struct ofi_ep *sep, const struct ofi_cancel *cp)
 	ofi_conn_unref(hit);
 }
 
-/* Handshake and teardown messages, decoded (ofi_wire.c); progress,
- * cq_lock held. */
-void ofi_on_conn_msg(struct ofi_ep *sep, const struct ofi_msg *m)
+/* Handshake and teardown messages, decoded (ofi_wire.c), and oc, the
+ * connection their dst names (NULL for REQ and CANCEL, which name none);
+ * progress, cq_lock held. */
+void ofi_on_conn_msg(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_msg *m)
 {
 	const struct ofi_hdr *h = &m->hdr;
-	struct ofi_conn *oc;
 
 	if (h->type == OFI_T_REQ) {
 		on_req(sep, m);
-		return;
-	}
-	if (h->type == OFI_T_CANCEL) {
+	} else if (h->type == OFI_T_CANCEL) {
 		on_cancel(sep, &m->u.cancel);
-		return;
-	}
-	oc = ofi_conn_lookup(sep, h->dst);
-	if (!oc)
-		return;
-	if (h->type == OFI_T_ACCEPT) {
+	} else if (h->type == OFI_T_ACCEPT) {
 		on_accept(sep, oc, &m->u.hello);
 	} else if (h->type == OFI_T_REJECT) {
 		if (oc->is_client && ofi_conn_state(oc) == CCI__CONN_CONNECTING)

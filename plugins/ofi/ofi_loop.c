@@ -100,7 +100,7 @@ static void on_ctl(struct ofi_ep *sep, const struct ofi_msg *m)
 	struct ofi_conn *oc;
 
 	if (h->type == OFI_T_REQ || h->type == OFI_T_CANCEL) {
-		ofi_on_conn_msg(sep, m);
+		ofi_on_conn_msg(sep, NULL, m);
 		return;
 	}
 	oc = ofi_conn_lookup(sep, h->dst);
@@ -114,7 +114,7 @@ static void on_ctl(struct ofi_ep *sep, const struct ofi_msg *m)
 		ofi_on_mr_msg(oc, m);
 	pthread_mutex_unlock(&oc->lock);
 	if (h->type == OFI_T_ACCEPT || h->type == OFI_T_REJECT || h->type == OFI_T_DISC)
-		ofi_on_conn_msg(sep, m);
+		ofi_on_conn_msg(sep, oc, m);
 }
 
 /* A receive buffer came back with a message whose header is in-band. */
@@ -200,8 +200,8 @@ static void retry_queued(struct ofi_ep *sep)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* cq_lock held.  CCI_ENOBUFS when the application holds every buffer. */
-int ofi_progress_locked(struct ofi_ep *sep)
+/* cq_lock held. */
+void ofi_progress_locked(struct ofi_ep *sep)
 {
 	struct fi_cq_data_entry ent[OFI_CQ_BATCH];
 
@@ -238,22 +238,21 @@ int ofi_progress_locked(struct ofi_ep *sep)
 		ofi_ctlq_flush(sep);
 	if (__atomic_load_n(&sep->tx_pending, __ATOMIC_RELAXED))
 		retry_queued(sep);
-	return ofi_rx_full(sep) ? CCI_ENOBUFS : CCI_SUCCESS;
 }
 
 int ofi_progress(cci__ep_t *ep)
 {
 	struct ofi_ep *sep = ofi_ep_of(ep);
-	int rc;
 
 	cci__engine_app_active(&sep->eng); /* the progress thread keeps off the CQ */
 	if (__atomic_load_n(&sep->app_armed, __ATOMIC_RELAXED))
 		__atomic_store_n(&sep->app_armed, 0, __ATOMIC_RELAXED);
-	if (!cci__spin_trylock(&sep->cq_lock))
-		return ofi_rx_full(sep) ? CCI_ENOBUFS : CCI_SUCCESS;
-	rc = ofi_progress_locked(sep);
-	cci__spin_unlock(&sep->cq_lock);
-	return rc;
+	if (cci__spin_trylock(&sep->cq_lock)) {
+		ofi_progress_locked(sep);
+		cci__spin_unlock(&sep->cq_lock);
+	}
+	/* CCI_ENOBUFS when the application holds every buffer. */
+	return ofi_rx_full(sep) ? CCI_ENOBUFS : CCI_SUCCESS;
 }
 
 /* A RECV event came back: its buffer is posted again, and its credit

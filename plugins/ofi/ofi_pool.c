@@ -196,9 +196,11 @@ static int op_slab_add(struct ofi_ep *sep)
 	return CCI_SUCCESS;
 }
 
-/* A cleared operation; user ones are bounded by send_buf_count (NULL). */
-struct ofi_op *ofi_op_get(struct ofi_ep *sep, int user)
+/* A cleared operation of kind; messages and RMAs are bounded by
+ * send_buf_count (NULL). */
+struct ofi_op *ofi_op_get(struct ofi_ep *sep, uint8_t kind)
 {
+	int user = kind != OFI_OP_CTL;
 	struct ofi_op *op = NULL;
 	char *buf;
 	void *desc;
@@ -226,7 +228,7 @@ struct ofi_op *ofi_op_get(struct ofi_ep *sep, int user)
 	op->obj = OFI_OBJ_OP;
 	op->buf = buf;
 	op->desc = desc;
-	op->user = (uint8_t)(user != 0);
+	op->kind = kind;
 	return op;
 }
 
@@ -240,7 +242,7 @@ void ofi_op_put(struct ofi_ep *sep, struct ofi_op *op)
 	op->oc = NULL;
 	op->peer = NULL;
 	cci__spin_lock(&sep->pool_lock);
-	if (op->user)
+	if (op->kind != OFI_OP_CTL)
 		sep->pool_user--;
 	op->next = sep->pool;
 	sep->pool = op;
@@ -255,13 +257,9 @@ void ofi_pool_fini(struct ofi_ep *sep)
 {
 	struct ofi_slab *lists[2] = { sep->rx_slabs, sep->op_slabs };
 
-	for (int i = 0; i < 2; i++) {
-		while (lists[i]) {
-			struct ofi_slab *s = lists[i];
-			lists[i] = s->next;
+	for (int i = 0; i < 2; i++)
+		for (struct ofi_slab *s; CCI__SLIST_POP(&lists[i], s, next);)
 			slab_free(s);
-		}
-	}
 	sep->rx_slabs = sep->op_slabs = NULL;
 	sep->rx_free = NULL;
 	sep->pool = NULL;

@@ -52,7 +52,6 @@ int ofi_rma_register(cci__ep_t *ep, cci__rma_reg_t *reg)
 		free(m);
 		return rc;
 	}
-	m->reg = reg;
 	m->prov_key = fi_mr_key(m->mr);
 	m->desc = fi_mr_desc(m->mr);
 	pthread_mutex_lock(&sep->mr_lock);
@@ -103,24 +102,20 @@ void ofi_mrs_free(struct ofi_ep *sep)
 	}
 }
 
-struct mr_export_arg {
-	struct ofi_ep *sep;
-	struct ofi_mr_rep *rep;
-};
-
-/* rma_with_reg's callback: describe reg for a peer and mark it exported. */
+/* rma_with_reg's callback: describe reg in the MR_REP at arg for a peer
+ * and mark it exported. */
 static int mr_export(cci__rma_reg_t *reg, void *arg)
 {
-	struct mr_export_arg *a = arg;
+	struct ofi_mr_rep *rep = arg;
 	struct ofi_mr *m = __atomic_load_n(&reg->priv, __ATOMIC_ACQUIRE);
 
 	if (!m)
 		return CCI_ERR_RMA_HANDLE; /* still being registered */
 	m->exported = 1;
-	a->rep->flags = (uint32_t)reg->flags;
-	a->rep->prov_key = m->prov_key;
-	a->rep->base = (a->sep->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)reg->start : 0;
-	a->rep->len = reg->length;
+	rep->flags = (uint32_t)reg->flags;
+	rep->prov_key = m->prov_key;
+	rep->base = (uint64_t)(uintptr_t)reg->start;
+	rep->len = reg->length;
 	return CCI_SUCCESS;
 }
 
@@ -128,73 +123,42 @@ static int mr_export(cci__rma_reg_t *reg, void *arg)
 static void on_mr_req(struct ofi_conn *oc, uint32_t req_id, uint64_t key)
 {
 	struct ofi_mr_rep rep = { .key = key };
-	struct mr_export_arg a = { oc->sep, &rep };
 
-	rep.status = ofi_core->rma_with_reg(oc->sep->ep, key, mr_export, &a);
+	rep.status = ofi_core->rma_with_reg(oc->sep->ep, key, mr_export, &rep);
+	if (!(oc->sep->mr_mode & FI_MR_VIRT_ADDR))
+		rep.base = 0; /* the initiator's offsets are the registration's */
 	ofi_ctl_send(oc, OFI_T_MR_REP, req_id, &rep, sizeof(rep), 0);
 }
 
-/* ---- The initiator's cache of peer registrations ---- */
+/* ---- The initiator's cache of peer registrations (peer_reg.h) ---- */
 
-static struct ofi_mrc *mrc_find(struct ofi_conn *oc, uint64_t key)
+/* cci__peer_reg_ask's callback: the MR_REQ about key. */
+static int mr_req_send(void *oc, uint32_t req_id, uint64_t key)
 {
-	for (struct ofi_mrc *c = oc->mrc; c; c = c->next)
-		if (c->key == key)
-			return c;
-	return NULL;
+	return ofi_ctl_send(oc, OFI_T_MR_REQ, req_id, &key, sizeof(key), 0);
 }
 
 /* Ask the target about key; the entry waits for the answer.  oc->lock held. */
-static struct ofi_mrc *mrc_ask(struct ofi_conn *oc, uint64_t key)
+static struct cci__peer_reg *mrc_ask(struct ofi_conn *oc, uint64_t key)
 {
-	struct ofi_mrc *c = calloc(1, sizeof(*c));
+	uint32_t req_id = __atomic_add_fetch(&oc->sep->mr_req_next, 1, __ATOMIC_RELAXED);
 
-	if (!c)
-		return NULL;
-	c->key = key;
-	c->req_id = __atomic_add_fetch(&oc->sep->mr_req_next, 1, __ATOMIC_RELAXED);
-	if (ofi_ctl_send(oc, OFI_T_MR_REQ, c->req_id, &key, sizeof(key), 0) != CCI_SUCCESS) {
-		free(c);
-		return NULL;
-	}
-	c->next = oc->mrc;
-	oc->mrc = c;
-	return c;
+	return cci__peer_reg_ask(&oc->mrc, key, req_id, mr_req_send, oc);
 }
 
+/* MR_INVAL: forget the answer about key (one per key, see rmaq_head). */
 static void mrc_drop(struct ofi_conn *oc, uint64_t key)
 {
-	for (struct ofi_mrc **pp = &oc->mrc; *pp; pp = &(*pp)->next) {
-		struct ofi_mrc *c = *pp;
-		if (c->key == key && c->state != 0) {
-			*pp = c->next;
-			free(c);
-			return;
-		}
-	}
-}
+	struct cci__peer_reg *c = cci__peer_reg_find(oc->mrc, key);
 
-void ofi_mrc_free(struct ofi_conn *oc)
-{
-	for (struct ofi_mrc *c; CCI__SLIST_POP(&oc->mrc, c, next);)
-		free(c);
+	if (c && c->state != CCI__PEER_REG_ASKED)
+		free(cci__peer_reg_unlink(&oc->mrc, key));
 }
 
 static void on_mr_rep(struct ofi_conn *oc, uint32_t req_id, const struct ofi_mr_rep *r)
 {
-	const struct ofi_mr_rep rep = *r;
-
-	for (struct ofi_mrc *c = oc->mrc; c; c = c->next) {
-		if (c->req_id != req_id || c->state != 0 || c->key != rep.key)
-			continue;
-		c->state = rep.status == CCI_SUCCESS ? 1 : -1;
-		c->status = rep.status == CCI_SUCCESS ? CCI_SUCCESS : CCI_ERR_RMA_HANDLE;
-		c->flags = (int)rep.flags;
-		c->prov_key = rep.prov_key;
-		c->base = rep.base;
-		c->len = rep.len;
-		break;
-	}
+	cci__peer_reg_learn(oc->mrc, req_id, r->key, r->status, r->flags, r->prov_key, r->base,
+	                    r->len);
 	ofi_rmaq_flush(oc);
 }
 
@@ -211,32 +175,18 @@ void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_msg *m)
 
 /* ---- Operations ---- */
 
-/* The target's answer allows op?  CCI_SUCCESS or the refusal. */
-static int mrc_allows(const struct ofi_mrc *c, const struct ofi_op *op)
-{
-	int need = op->is_read ? CCI_FLAG_READ : CCI_FLAG_WRITE;
-
-	if (c->state < 0)
-		return c->status;
-	if ((c->flags & need) != need)
-		return CCI_ERR_RMA_HANDLE;
-	if (op->roff > c->len || op->rlen > c->len - op->roff)
-		return CCI_EINVAL;
-	return CCI_SUCCESS;
-}
-
-static ssize_t rma_post(struct ofi_conn *oc, struct ofi_op *op, const struct ofi_mrc *c)
+static ssize_t rma_post(struct ofi_conn *oc, struct ofi_op *op, uint64_t raddr, uint64_t rkey)
 {
 	struct ofi_ep *sep = oc->sep;
 	struct iovec iov = { op->laddr, op->rlen };
-	struct fi_rma_iov riov = { .addr = c->base + op->roff, .len = op->rlen, .key = c->prov_key };
+	struct fi_rma_iov riov = { .addr = raddr, .len = op->rlen, .key = rkey };
 	void *desc = op->ldesc;
 	struct fi_msg_rma m = { .msg_iov = &iov, .desc = &desc, .iov_count = 1,
 	                        .addr = oc->peer->fa, .rma_iov = &riov, .rma_iov_count = 1,
 	                        .context = op };
 	ssize_t rc;
 
-	if (op->is_read)
+	if (op->flags & CCI_FLAG_READ)
 		return fi_readmsg(sep->fep, &m, FI_COMPLETION);
 	rc = fi_writemsg(sep->fep, &m, sep->rma_flags);
 	if ((rc == -FI_EBADFLAGS || rc == -FI_EOPNOTSUPP) && (sep->rma_flags & FI_DELIVERY_COMPLETE)) {
@@ -262,21 +212,19 @@ static void rmaq_pop(struct ofi_conn *oc)
 /* Start the head of the RMA queue.  1: go on, 0: stop. */
 static int rmaq_head(struct ofi_conn *oc, struct ofi_op *op)
 {
-	struct ofi_mrc *c = mrc_find(oc, op->key);
+	struct cci__peer_reg *c = cci__peer_reg_find(oc->mrc, op->key);
+	uint64_t raddr = 0;
 	ssize_t rc;
 	int st;
 
-	if (!c) {
-		if (!mrc_ask(oc, op->key)) {
-			rmaq_pop(oc);
-			rma_finish(op, CCI_ENOMEM);
-			return 1;
-		}
-		return 0;
-	}
-	if (c->state == 0 || (op->fence && oc->rma_busy > 0))
-		return 0;
-	st = mrc_allows(c, op);
+	if (!c && !mrc_ask(oc, op->key))
+		st = CCI_ENOMEM;
+	else if (!c || c->state == CCI__PEER_REG_ASKED ||
+	         ((op->flags & CCI_FLAG_FENCE) && oc->rma_busy > 0))
+		return 0; /* waits for the target's answer, or for earlier RMAs */
+	else
+		st = cci__peer_reg_check(c, (op->flags & CCI_FLAG_READ) != 0, op->roff, op->rlen,
+		                         &raddr);
 	if (st != CCI_SUCCESS) {
 		rmaq_pop(oc);
 		rma_finish(op, st);
@@ -289,7 +237,7 @@ static int rmaq_head(struct ofi_conn *oc, struct ofi_op *op)
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 		return 0;
 	}
-	rc = rma_post(oc, op, c);
+	rc = rma_post(oc, op, raddr, c->rkey);
 	if (rc == -FI_EAGAIN) {
 		__atomic_store_n(&oc->sep->tx_pending, 1, __ATOMIC_RELAXED);
 		return 0;
@@ -320,11 +268,9 @@ static void rma_finish(struct ofi_op *op, int status)
 {
 	struct ofi_conn *oc = op->oc;
 
-	if (op->on_list) {
-		ofi_flight_del(oc, op);
+	if (op->on_list)
 		oc->rma_busy--;
-	}
-	op->in_flight = 0;
+	ofi_flight_del(oc, op);
 	op->data_done = 1;
 	if (op->status == CCI_SUCCESS)
 		op->status = status;
@@ -370,22 +316,18 @@ int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 
 	pthread_mutex_lock(&oc->lock);
 	if (ofi_conn_state(oc) != CCI__CONN_OPEN) {
-		int rc = oc->tx_err;
 		pthread_mutex_unlock(&oc->lock);
-		return rc;
+		return CCI_ERR_DISCONNECTED;
 	}
-	op = ofi_op_get(oc->sep, 1);
+	op = ofi_op_get(oc->sep, OFI_OP_RMA);
 	if (!op) {
 		pthread_mutex_unlock(&oc->lock);
 		return CCI_ENOBUFS;
 	}
-	op->kind = OFI_OP_RMA;
 	op->oc = oc;
 	ofi_conn_ref(oc);
 	op->context = context;
 	op->flags = flags;
-	op->is_read = (flags & CCI_FLAG_READ) != 0;
-	op->fence = (flags & CCI_FLAG_FENCE) != 0;
 	op->stamp_ns = __atomic_load_n(&oc->sep->now_ns, __ATOMIC_RELAXED);
 	op->laddr = (char *)local->start + local_offset;
 	op->ldesc = lm ? lm->desc : NULL;

@@ -65,8 +65,9 @@ void ofi_backlog_drain(struct ofi_ep *sep)
 	}
 }
 
-/* Deliver what the held list allows; oc->lock and cq_lock held. */
-static void held_drain(struct ofi_conn *oc)
+/* Deliver what the held list allows, also what arrived before the
+ * connection opened; oc->lock and cq_lock held. */
+void ofi_held_drain(struct ofi_conn *oc)
 {
 	while (oc->held && (oc->attr != CCI_CONN_ATTR_RO || oc->held->seq == oc->rx_next)) {
 		struct ofi_rxbuf *rb = oc->held;
@@ -88,18 +89,10 @@ static void held_insert(struct ofi_conn *oc, struct ofi_rxbuf *rb)
 	*pp = rb;
 }
 
-/* The connection just opened: what arrived early goes out now. */
-void ofi_conn_opened(struct ofi_conn *oc)
-{
-	held_drain(oc);
-}
-
 /* oc->lock held (and cq_lock). */
 void ofi_held_free(struct ofi_conn *oc)
 {
-	while (oc->held) {
-		struct ofi_rxbuf *rb = oc->held;
-		oc->held = rb->next;
+	for (struct ofi_rxbuf *rb; CCI__SLIST_POP(&oc->held, rb, next);) {
 		ofi_rx_repost(oc->sep, rb);
 		ofi_conn_unref(oc);
 	}
@@ -126,7 +119,7 @@ int ofi_rx_msg(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb,
 		deliver(sep, oc, rb);
 		if (oc->attr == CCI_CONN_ATTR_RO) {
 			oc->rx_next++;
-			held_drain(oc);
+			ofi_held_drain(oc);
 		}
 	}
 	return 1;

@@ -25,8 +25,6 @@
 
 #include "ofi.h"
 
-#define OFI_INJECT_MAX 4096u /* bytes we stage on the stack for fi_inject */
-
 /* Credits owed are counted without the connection's lock (returned
  * events add to them); a header takes at most max of them. */
 static uint32_t owed_take(struct ofi_conn *oc, uint32_t max)
@@ -59,11 +57,6 @@ static void hdr_fill(struct ofi_conn *oc, struct ofi_hdr *h, uint8_t type, uint3
 	h->aux = aux;
 }
 
-static uint32_t inject_limit(const struct ofi_ep *sep)
-{
-	return sep->inject_size < OFI_INJECT_MAX ? (uint32_t)sep->inject_size : OFI_INJECT_MAX;
-}
-
 /* ---- Operations in flight ---- */
 
 void ofi_flight_add(struct ofi_conn *oc, struct ofi_op *op)
@@ -79,8 +72,10 @@ void ofi_flight_add(struct ofi_conn *oc, struct ofi_op *op)
 	oc->inflight_tail = op;
 }
 
+/* The provider gave op back (it may have been on no list). */
 void ofi_flight_del(struct ofi_conn *oc, struct ofi_op *op)
 {
+	op->in_flight = 0;
 	if (!op->on_list)
 		return;
 	if (op->iprev)
@@ -93,7 +88,6 @@ void ofi_flight_del(struct ofi_conn *oc, struct ofi_op *op)
 		oc->inflight_tail = op->iprev;
 	op->inext = op->iprev = NULL;
 	op->on_list = 0;
-	op->in_flight = 0;
 }
 
 /* Tell the core once (a control message never is). */
@@ -145,34 +139,28 @@ static ssize_t op_send(struct ofi_ep *sep, struct ofi_op *op, fi_addr_t dest)
 	return fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, dest, op);
 }
 
-/* An application message, its header as remote CQ data; oc->lock held. */
-static ssize_t op_send_imm(struct ofi_conn *oc, struct ofi_op *op)
-{
-	uint32_t c = owed_take(oc, OFI_IMM_CREDITS_MAX);
-	uint64_t data = ofi_imm_pack(oc->peer_id, oc->tx_seq, c);
-	ssize_t rc;
-
-	if (op->nocopy)
-		rc = fi_senddata(oc->sep->fep, op->ubuf, op->len, NULL, data, oc->peer->fa, op);
-	else
-		rc = fi_senddata(oc->sep->fep, op->buf, op->len, op->desc, data, oc->peer->fa, op);
-	if (rc != 0)
-		owed_give(oc, c);
-	return rc;
-}
-
-/* Hand a message or control op to the provider; oc->lock held. */
+/* Hand a message or control op to the provider, an application
+ * message's header as remote CQ data where the peer takes it (then the
+ * payload alone is sent); oc->lock held. */
 static ssize_t msgq_post(struct ofi_conn *oc, struct ofi_op *op, int credit)
 {
 	struct ofi_hdr *h = (struct ofi_hdr *)op->buf;
+	uint32_t c;
 	ssize_t rc;
 
-	if (credit && oc->imm)
-		return op_send_imm(oc, op);
-	hdr_fill(oc, h, credit ? OFI_T_MSG : op->ctl_type, credit ? oc->tx_seq : 0, op->aux);
-	rc = op_send(oc->sep, op, oc->peer->fa);
+	if (credit && oc->imm) {
+		c = owed_take(oc, OFI_IMM_CREDITS_MAX);
+		rc = fi_senddata(oc->sep->fep, op->nocopy ? op->ubuf : op->buf, op->len,
+		                 op->nocopy ? NULL : op->desc,
+		                 ofi_imm_pack(oc->peer_id, oc->tx_seq, c), oc->peer->fa, op);
+	} else {
+		hdr_fill(oc, h, credit ? OFI_T_MSG : op->ctl_type, credit ? oc->tx_seq : 0,
+		         op->aux);
+		c = h->credits;
+		rc = op_send(oc->sep, op, oc->peer->fa);
+	}
 	if (rc != 0)
-		owed_give(oc, h->credits);
+		owed_give(oc, c);
 	return rc;
 }
 
@@ -330,13 +318,13 @@ static ssize_t ctl_fi_send(struct ofi_ep *sep, struct ofi_op *op)
 	if (op->ctl_type == OFI_T_DISC && op->tracked) {
 		struct iovec iov = { op->buf, OFI_HDR_LEN + op->len };
 		struct fi_msg m = { .msg_iov = &iov, .desc = &op->desc, .iov_count = 1,
-		                    .addr = op->dest, .context = op };
+		                    .addr = op_peer(op)->fa, .context = op };
 		ssize_t rc = fi_sendmsg(sep->fep, &m, FI_COMPLETION | FI_DELIVERY_COMPLETE);
 
 		if (rc != -FI_EBADFLAGS && rc != -FI_EOPNOTSUPP)
 			return rc;
 	}
-	return fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op->dest, op);
+	return fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op_peer(op)->fa, op);
 }
 
 /* Control messages the provider refused earlier, one pass; only
@@ -414,11 +402,10 @@ static int ctl_post(struct ofi_ep *sep, struct ofi_op *op)
 static struct ofi_op *ctl_op(struct ofi_ep *sep, uint8_t type, uint32_t aux, const void *body,
                              uint32_t len, unsigned flags)
 {
-	struct ofi_op *op = ofi_op_get(sep, 0);
+	struct ofi_op *op = ofi_op_get(sep, OFI_OP_CTL);
 
 	if (!op)
 		return NULL;
-	op->kind = OFI_OP_CTL;
 	op->ctl_type = type;
 	op->aux = aux;
 	op->len = len;
@@ -458,7 +445,6 @@ int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *bo
 		return CCI_ENOMEM;
 	op->oc = oc;
 	ofi_conn_ref(oc);
-	op->dest = oc->peer->fa;
 	if (flags & OFI_CTL_ORDERED) {
 		ofi_msgq_push(oc, op);
 		ofi_msgq_flush(oc);
@@ -481,7 +467,6 @@ int ofi_ctl_to(struct ofi_ep *sep, struct ofi_peer *peer, uint32_t dst, uint8_t 
 	if (!op)
 		return CCI_ENOMEM;
 	memcpy(op->buf, &h, sizeof(h));
-	op->dest = peer->fa;
 	pthread_mutex_lock(&sep->lock);
 	peer->refs++;
 	pthread_mutex_unlock(&sep->lock);
@@ -525,7 +510,7 @@ static ssize_t send_inject(struct ofi_conn *oc, const struct iovec *iov, uint32_
 {
 	uint64_t buf[(OFI_HDR_LEN + OFI_INJECT_MAX) / 8];
 	struct ofi_hdr *h = (struct ofi_hdr *)buf;
-	uint32_t c = 0;
+	uint32_t c;
 	ssize_t rc;
 
 	cci__iov_gather(oc->imm ? (void *)buf : (void *)(h + 1), iov, iovcnt);
@@ -533,16 +518,15 @@ static ssize_t send_inject(struct ofi_conn *oc, const struct iovec *iov, uint32_
 		c = owed_take(oc, OFI_IMM_CREDITS_MAX);
 		rc = fi_injectdata(oc->sep->fep, buf, len, ofi_imm_pack(oc->peer_id, oc->tx_seq, c),
 		                   oc->peer->fa);
-		if (rc != 0)
-			owed_give(oc, c);
 	} else {
 		hdr_fill(oc, h, OFI_T_MSG, oc->tx_seq, 0);
+		c = h->credits;
 		rc = fi_inject(oc->sep->fep, buf, OFI_HDR_LEN + len, oc->peer->fa);
-		if (rc != 0)
-			owed_give(oc, h->credits);
 	}
-	if (rc != 0)
+	if (rc != 0) {
+		owed_give(oc, c); /* they go with a later header */
 		return rc;
+	}
 	oc->credits--;
 	oc->tx_seq++;
 	return 0;
@@ -553,7 +537,6 @@ static void msg_fill(struct ofi_conn *oc, struct ofi_op *op, const struct iovec 
 {
 	struct ofi_ep *sep = oc->sep;
 
-	op->kind = OFI_OP_MSG;
 	op->context = context;
 	op->flags = flags;
 	op->len = len;
@@ -592,12 +575,11 @@ int ofi_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 
 	pthread_mutex_lock(&oc->lock);
 	if (ofi_conn_state(oc) != CCI__CONN_OPEN) {
-		int rc = oc->tx_err;
 		pthread_mutex_unlock(&oc->lock);
-		return rc;
+		return CCI_ERR_DISCONNECTED;
 	}
 	if (!oc->msgq && !oc->inflight && oc->credits > 0 &&
-	    len + (oc->imm ? 0 : OFI_HDR_LEN) <= inject_limit(sep) &&
+	    len + (oc->imm ? 0 : OFI_HDR_LEN) <= sep->inject_size &&
 	    send_inject(oc, iov, iovcnt, len) == 0) {
 		pthread_mutex_unlock(&oc->lock);
 		ofi_core->send_done(conn, context, flags, CCI_SUCCESS);
@@ -605,7 +587,7 @@ int ofi_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 	}
 	if (uu && (oc->msgq || oc->credits == 0)) {
 		rnr = 1;
-	} else if ((op = ofi_op_get(sep, 1)) == NULL) {
+	} else if ((op = ofi_op_get(sep, OFI_OP_MSG)) == NULL) {
 		pthread_mutex_unlock(&oc->lock);
 		return CCI_ENOBUFS;
 	} else {
@@ -621,17 +603,6 @@ int ofi_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 }
 
 /* ---- Completions and failures ---- */
-
-/* A control message of oc failed: a request means the server is not
- * there; anything else, that the connection is gone.  oc->lock held;
- * returns 1 when the caller must fail the connect (without the lock). */
-static int ctl_failed(struct ofi_conn *oc, struct ofi_op *op)
-{
-	if (op->ctl_type == OFI_T_REQ)
-		return ofi_conn_state(oc) == CCI__CONN_CONNECTING;
-	ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
-	return 0;
-}
 
 /*
  * The provider is done with op, a message, a control message or an RMA's
@@ -652,10 +623,11 @@ struct ofi_conn *ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int stat
 	}
 	pthread_mutex_lock(&oc->lock);
 	ofi_flight_del(oc, op);
-	op->in_flight = 0;
-	if (status != CCI_SUCCESS && op->kind == OFI_OP_CTL) {
-		refused = ctl_failed(oc, op);
+	if (status != CCI_SUCCESS && op->kind == OFI_OP_CTL && op->ctl_type == OFI_T_REQ) {
+		/* the server is not there: the caller fails the connect */
+		refused = ofi_conn_state(oc) == CCI__CONN_CONNECTING;
 	} else if (status != CCI_SUCCESS) {
+		/* the connection is gone (a control message is never reported) */
 		ofi_op_report(op, CCI_ERR_DISCONNECTED);
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 	} else {
@@ -691,9 +663,7 @@ void ofi_tx_fail_all(struct ofi_conn *oc, int first, int notify)
 
 	for (struct ofi_op *op = oc->inflight; op; op = op->inext)
 		fail_one(op, &st, notify);
-	while (oc->rmaq) {
-		struct ofi_op *op = oc->rmaq;
-		oc->rmaq = op->rnext;
+	for (struct ofi_op *op; CCI__SLIST_POP(&oc->rmaq, op, rnext);) {
 		op->in_rmaq = 0;
 		op->data_done = 1;
 		op->status = CCI_ERR_DISCONNECTED;
@@ -721,7 +691,6 @@ void ofi_conn_break(struct ofi_conn *oc, int status)
 		return;
 	OFI_LOG(CCI_LOG_CONN, "ofi: connection %08x broken (status %d)", oc->id, status);
 	ofi_conn_move(oc, CCI__CONN_BROKEN);
-	oc->tx_err = CCI_ERR_DISCONNECTED;
 	if (status != CCI_ERR_DISCONNECTED && !ofi_pidw_unreachable(oc->sep, oc->pidw))
 		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, 0);
 	ofi_tx_fail_all(oc, status, 1);

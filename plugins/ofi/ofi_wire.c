@@ -60,19 +60,14 @@ static int req_decode(struct ofi_msg *m, const char **why_p)
 		return CCI_EMSGSIZE;
 	}
 	memcpy(h, m->body, sizeof(*h));
-	if (h->addr_len == 0 || h->addr_len > OFI_ADDR_MAX) {
+	if (h->addr_len == 0 || h->addr_len > OFI_ADDR_MAX)
 		*why_p = "request address length out of range";
-		return CCI_EMSGSIZE;
-	}
-	if (h->data_len > CCI_CONN_REQ_LEN) {
+	else if (h->data_len > CCI_CONN_REQ_LEN)
 		*why_p = "payload length over CCI_CONN_REQ_LEN";
-		return CCI_EMSGSIZE;
-	}
-	/* Each term is bounded above, so the sum cannot wrap. */
-	if (m->body_len != sizeof(*h) + h->addr_len + h->data_len) {
+	else if (m->body_len != sizeof(*h) + h->addr_len + h->data_len) /* bounded terms: no wrap */
 		*why_p = "request length disagrees with its address and payload lengths";
+	if (*why_p)
 		return CCI_EMSGSIZE;
-	}
 	m->addr = m->body + sizeof(*h);
 	m->data = m->addr + h->addr_len;
 	*why_p = hello_check(h);
@@ -123,13 +118,11 @@ int ofi_wire_decode(const void *buf, size_t len, struct ofi_msg *m, const char *
 	int rc = CCI_EINVAL;
 	long want;
 
-	if (!buf || len < OFI_HDR_LEN) {
+	if (!buf || len < OFI_HDR_LEN)
 		why = "shorter than a header";
-		rc = CCI_EMSGSIZE;
-		goto out;
-	}
-	if (len - OFI_HDR_LEN > UINT32_MAX) {
+	else if (len - OFI_HDR_LEN > UINT32_MAX)
 		why = "longer than any message";
+	if (why) {
 		rc = CCI_EMSGSIZE;
 		goto out;
 	}

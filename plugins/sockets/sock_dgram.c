@@ -28,22 +28,22 @@ uint32_t sock_dg_sub_len(uint8_t type)
 
 static void sub_encode(uint8_t *b, uint8_t type, const struct sock_dg_sub *s)
 {
-	sock_put32(b, s->op);
+	cci__put32(b, s->op);
 	switch (type) {
 	case SOCK_DG_RD_REQ:
-		sock_put64(b + 24, s->len);
+		cci__put64(b + 24, s->len);
 		/* fall through - key and offset as for a write fragment */
 	case SOCK_DG_WR_DATA:
-		sock_put32(b + 4, 0);
-		sock_put64(b + 8, s->key);
-		sock_put64(b + 16, s->off);
+		cci__put32(b + 4, 0);
+		cci__put64(b + 8, s->key);
+		cci__put64(b + 16, s->off);
 		break;
 	case SOCK_DG_RD_DATA:
-		sock_put32(b + 4, 0);
-		sock_put64(b + 8, s->off);
+		cci__put32(b + 4, 0);
+		cci__put64(b + 8, s->off);
 		break;
 	default:
-		sock_put32(b + 4, s->val);
+		cci__put32(b + 4, s->val);
 		break;
 	}
 }
@@ -51,20 +51,20 @@ static void sub_encode(uint8_t *b, uint8_t type, const struct sock_dg_sub *s)
 static void sub_decode(const uint8_t *b, uint8_t type, struct sock_dg_sub *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->op = sock_get32(b);
+	s->op = cci__get32(b);
 	switch (type) {
 	case SOCK_DG_RD_REQ:
-		s->len = sock_get64(b + 24);
+		s->len = cci__get64(b + 24);
 		/* fall through - key and offset as for a write fragment */
 	case SOCK_DG_WR_DATA:
-		s->key = sock_get64(b + 8);
-		s->off = sock_get64(b + 16);
+		s->key = cci__get64(b + 8);
+		s->off = cci__get64(b + 16);
 		break;
 	case SOCK_DG_RD_DATA:
-		s->off = sock_get64(b + 8);
+		s->off = cci__get64(b + 8);
 		break;
 	default:
-		s->val = sock_get32(b + 4);
+		s->val = cci__get32(b + 4);
 		break;
 	}
 }
@@ -77,11 +77,11 @@ uint32_t sock_dg_encode(uint8_t *b, const struct sock_dg *d)
 	b[1] = d->type;
 	b[2] = d->flags;
 	b[3] = SOCK_DG_VERSION;
-	sock_put32(b + 4, d->seq);
-	sock_put64(b + 8, d->token);
-	sock_put32(b + 16, d->cum);
-	sock_put32(b + 20, d->wnd);
-	sock_put64(b + 24, d->sack);
+	cci__put32(b + 4, d->seq);
+	cci__put64(b + 8, d->token);
+	cci__put32(b + 16, d->cum);
+	cci__put32(b + 20, d->wnd);
+	cci__put64(b + 24, d->sack);
 	if (sl)
 		sub_encode(b + SOCK_DG_HDR_LEN, d->type, &d->sub);
 	return SOCK_DG_HDR_LEN + sl;
@@ -139,11 +139,11 @@ int sock_dg_decode(const uint8_t *b, size_t len, uint32_t mss, struct sock_dg *d
 		return *why = "unknown type", -1;
 	if (d->flags & ~(SOCK_DG_F_ACK | SOCK_DG_F_ACK_NOW | SOCK_DG_F_IN_ORDER))
 		return *why = "unknown flags", -1;
-	d->seq = sock_get32(b + 4);
-	d->token = sock_get64(b + 8);
-	d->cum = sock_get32(b + 16);
-	d->wnd = sock_get32(b + 20);
-	d->sack = sock_get64(b + 24);
+	d->seq = cci__get32(b + 4);
+	d->token = cci__get64(b + 8);
+	d->cum = cci__get32(b + 16);
+	d->wnd = cci__get32(b + 20);
+	d->sack = cci__get64(b + 24);
 	sl = sock_dg_sub_len(d->type);
 	if (len < SOCK_DG_HDR_LEN + sl)
 		return *why = "shorter than its sub-header", -1;
@@ -158,14 +158,14 @@ int sock_dg_decode(const uint8_t *b, size_t len, uint32_t mss, struct sock_dg *d
 
 void sock_dg_hello_encode(uint8_t *b, const struct sock_dg_hello *h)
 {
-	sock_put32(b, SOCK_DG_MAGIC);
-	sock_put32(b + 4, h->attr);
-	sock_put32(b + 8, h->mss);
-	sock_put32(b + 12, h->window);
-	sock_put32(b + 16, h->data_len);
-	sock_put32(b + 20, h->dgram);
-	sock_put64(b + 24, h->token);
-	sock_put64(b + 32, h->isn);
+	cci__put32(b, SOCK_DG_MAGIC);
+	cci__put32(b + 4, h->attr);
+	cci__put32(b + 8, h->mss);
+	cci__put32(b + 12, h->window);
+	cci__put32(b + 16, h->data_len);
+	cci__put32(b + 20, h->dgram);
+	cci__put64(b + 24, h->token);
+	cci__put64(b + 32, h->isn);
 }
 
 int sock_dg_hello_decode(const uint8_t *b, uint32_t len, struct sock_dg_hello *h,
@@ -173,15 +173,15 @@ int sock_dg_hello_decode(const uint8_t *b, uint32_t len, struct sock_dg_hello *h
 {
 	if (len < SOCK_DG_HELLO_LEN)
 		return *why = "HELLO too short", -1;
-	if (sock_get32(b) != SOCK_DG_MAGIC)
+	if (cci__get32(b) != SOCK_DG_MAGIC)
 		return *why = "HELLO without the magic", -1;
-	h->attr = sock_get32(b + 4);
-	h->mss = sock_get32(b + 8);
-	h->window = sock_get32(b + 12);
-	h->data_len = sock_get32(b + 16);
-	h->dgram = sock_get32(b + 20);
-	h->token = sock_get64(b + 24);
-	h->isn = sock_get64(b + 32);
+	h->attr = cci__get32(b + 4);
+	h->mss = cci__get32(b + 8);
+	h->window = cci__get32(b + 12);
+	h->data_len = cci__get32(b + 16);
+	h->dgram = cci__get32(b + 20);
+	h->token = cci__get64(b + 24);
+	h->isn = cci__get64(b + 32);
 	if (h->attr > CCI_CONN_ATTR_UU)
 		return *why = "HELLO with an unknown attribute", -1;
 	if (h->data_len > CCI_CONN_REQ_LEN || h->data_len != len - SOCK_DG_HELLO_LEN)
@@ -193,13 +193,13 @@ int sock_dg_hello_decode(const uint8_t *b, uint32_t len, struct sock_dg_hello *h
 
 void sock_dg_accept_encode(uint8_t *b, const struct sock_dg_accept *a)
 {
-	sock_put32(b, a->mss);
-	sock_put32(b + 4, a->window);
-	sock_put64(b + 8, a->client_token);
-	sock_put64(b + 16, a->token);
-	sock_put64(b + 24, a->isn);
-	sock_put32(b + 32, a->dgram);
-	sock_put32(b + 36, 0);
+	cci__put32(b, a->mss);
+	cci__put32(b + 4, a->window);
+	cci__put64(b + 8, a->client_token);
+	cci__put64(b + 16, a->token);
+	cci__put64(b + 24, a->isn);
+	cci__put32(b + 32, a->dgram);
+	cci__put32(b + 36, 0);
 }
 
 int sock_dg_accept_decode(const uint8_t *b, uint32_t len, struct sock_dg_accept *a,
@@ -207,12 +207,12 @@ int sock_dg_accept_decode(const uint8_t *b, uint32_t len, struct sock_dg_accept 
 {
 	if (len != SOCK_DG_ACCEPT_LEN)
 		return *why = "ACCEPT of the wrong length", -1;
-	a->mss = sock_get32(b);
-	a->window = sock_get32(b + 4);
-	a->client_token = sock_get64(b + 8);
-	a->token = sock_get64(b + 16);
-	a->isn = sock_get64(b + 24);
-	a->dgram = sock_get32(b + 32);
+	a->mss = cci__get32(b);
+	a->window = cci__get32(b + 4);
+	a->client_token = cci__get64(b + 8);
+	a->token = cci__get64(b + 16);
+	a->isn = cci__get64(b + 24);
+	a->dgram = cci__get32(b + 32);
 	if (a->mss == 0 || a->window == 0 || a->token == 0 || a->dgram < SOCK_DG_DGRAM_MIN)
 		return *why = "ACCEPT with a zero mss, window or token, or a tiny datagram", -1;
 	return 0;

@@ -7,48 +7,15 @@
 
 #include "cci.h"
 
-static void sock_put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-void sock_put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-void sock_put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint16_t sock_get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-uint32_t sock_get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-uint64_t sock_get64(const uint8_t *p)
-{
-	return (uint64_t)sock_get32(p) | (uint64_t)sock_get32(p + 4) << 32;
-}
-
 void sock_hdr_encode(uint8_t *b, const struct sock_hdr *h)
 {
 	b[0] = SOCK_HDR_MARK;
 	b[1] = h->type;
 	b[2] = h->flags;
 	b[3] = 0;
-	sock_put32(b + 4, h->len);
-	sock_put64(b + 8, h->seq);
-	sock_put64(b + 16, h->ack);
+	cci__put32(b + 4, h->len);
+	cci__put64(b + 8, h->seq);
+	cci__put64(b + 16, h->ack);
 }
 
 /* Is len a possible payload length for type under lim? */
@@ -90,9 +57,9 @@ int sock_hdr_decode(const uint8_t *b, const struct sock_limits *lim, struct sock
 	}
 	d.type = b[1];
 	d.flags = b[2];
-	d.len = sock_get32(b + 4);
-	d.seq = sock_get64(b + 8);
-	d.ack = sock_get64(b + 16);
+	d.len = cci__get32(b + 4);
+	d.seq = cci__get64(b + 8);
+	d.ack = cci__get64(b + 16);
 	if (d.type == 0 || d.type >= SOCK_F_TYPE_END) {
 		*why = "unknown frame type";
 		return -1;
@@ -115,22 +82,22 @@ int sock_hdr_decode(const uint8_t *b, const struct sock_limits *lim, struct sock
 
 void sock_hello_encode(uint8_t *b, const struct sock_hello *h)
 {
-	sock_put32(b, SOCK_WIRE_MAGIC);
-	sock_put16(b + 4, SOCK_WIRE_VERSION);
-	sock_put16(b + 6, h->attr);
-	sock_put32(b + 8, h->mss);
-	sock_put32(b + 12, h->data_len);
-	sock_put64(b + 16, h->id);
-	sock_put64(b + 24, h->nonce);
+	cci__put32(b, SOCK_WIRE_MAGIC);
+	cci__put16(b + 4, SOCK_WIRE_VERSION);
+	cci__put16(b + 6, h->attr);
+	cci__put32(b + 8, h->mss);
+	cci__put32(b + 12, h->data_len);
+	cci__put64(b + 16, h->id);
+	cci__put64(b + 24, h->nonce);
 }
 
 static int magic_version_ok(const uint8_t *b, const char **why)
 {
-	if (sock_get32(b) != SOCK_WIRE_MAGIC) {
+	if (cci__get32(b) != SOCK_WIRE_MAGIC) {
 		*why = "bad handshake magic (not a CCI peer)";
 		return 0;
 	}
-	if (sock_get16(b + 4) != SOCK_WIRE_VERSION) {
+	if (cci__get16(b + 4) != SOCK_WIRE_VERSION) {
 		*why = "unsupported protocol version";
 		return 0;
 	}
@@ -147,11 +114,11 @@ int sock_hello_decode(const uint8_t *b, uint32_t len, struct sock_hello *h, cons
 	}
 	if (!magic_version_ok(b, why))
 		return -1;
-	d.attr = sock_get16(b + 6);
-	d.mss = sock_get32(b + 8);
-	d.data_len = sock_get32(b + 12);
-	d.id = sock_get64(b + 16);
-	d.nonce = sock_get64(b + 24);
+	d.attr = cci__get16(b + 6);
+	d.mss = cci__get32(b + 8);
+	d.data_len = cci__get32(b + 12);
+	d.id = cci__get64(b + 16);
+	d.nonce = cci__get64(b + 24);
 	if (d.attr > CCI_CONN_ATTR_UU) {
 		*why = "unknown connection attribute";
 		return -1;
@@ -184,63 +151,63 @@ int sock_reply_decode(const uint8_t *b, uint32_t len, struct sock_reply *r, cons
 	}
 	if (!magic_version_ok(b, why))
 		return -1;
-	if (sock_get16(b + 6) != 0 || sock_get32(b + 12) != 0) {
+	if (cci__get16(b + 6) != 0 || cci__get32(b + 12) != 0) {
 		*why = "reserved handshake fields set";
 		return -1;
 	}
-	r->mss = sock_get32(b + 8);
-	r->id = sock_get64(b + 16);
-	r->nonce = sock_get64(b + 24);
+	r->mss = cci__get32(b + 8);
+	r->id = cci__get64(b + 16);
+	r->nonce = cci__get64(b + 24);
 	return 0;
 }
 
 void sock_sub_encode(uint8_t *b, uint8_t type, const struct sock_sub *s)
 {
-	sock_put32(b, s->op);
+	cci__put32(b, s->op);
 	switch (type) {
 	case SOCK_F_RD_REQ:
-		sock_put64(b + 24, s->len);
+		cci__put64(b + 24, s->len);
 		/* fall through - key and offset as for a write fragment */
 	case SOCK_F_WR_DATA:
-		sock_put32(b + 4, 0);
-		sock_put64(b + 8, s->key);
-		sock_put64(b + 16, s->off);
+		cci__put32(b + 4, 0);
+		cci__put64(b + 8, s->key);
+		cci__put64(b + 16, s->off);
 		break;
 	case SOCK_F_RD_DATA:
-		sock_put32(b + 4, 0);
-		sock_put64(b + 8, s->off);
+		cci__put32(b + 4, 0);
+		cci__put64(b + 8, s->off);
 		break;
 	default: /* WR_END, RD_END, RMA_NACK */
-		sock_put32(b + 4, s->status);
+		cci__put32(b + 4, s->status);
 		break;
 	}
 }
 
 int sock_sub_decode(const uint8_t *b, uint8_t type, struct sock_sub *s, const char **why)
 {
-	struct sock_sub d = { .op = sock_get32(b) };
+	struct sock_sub d = { .op = cci__get32(b) };
 
 	switch (type) {
 	case SOCK_F_RD_REQ:
-		d.len = sock_get64(b + 24);
+		d.len = cci__get64(b + 24);
 		if (d.len == 0) {
 			*why = "RMA read of zero bytes";
 			return -1;
 		}
 		/* fall through - key and offset as for a write fragment */
 	case SOCK_F_WR_DATA:
-		d.key = sock_get64(b + 8);
-		d.off = sock_get64(b + 16);
+		d.key = cci__get64(b + 8);
+		d.off = cci__get64(b + 16);
 		break;
 	case SOCK_F_RD_DATA:
-		d.off = sock_get64(b + 8);
+		d.off = cci__get64(b + 8);
 		break;
 	default:
-		d.status = sock_get32(b + 4);
+		d.status = cci__get32(b + 4);
 		*s = d;
 		return 0;
 	}
-	if (sock_get32(b + 4) != 0) {
+	if (cci__get32(b + 4) != 0) {
 		*why = "reserved RMA field set";
 		return -1;
 	}

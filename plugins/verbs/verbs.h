@@ -172,7 +172,7 @@ struct verbs_conn {
 	uint64_t serial_posted, serial_done;
 	uint32_t unsignaled;        /* the run of unsignaled requests just posted */
 	uint32_t rma_busy;          /* RMAs posted and not complete (FENCE waits for 0) */
-	struct verbs_mrc *mrc;
+	struct cci__peer_reg *mrc;
 	uint32_t mr_req_next;
 	char peer[INET6_ADDRSTRLEN + 8]; /* for messages */
 };

@@ -184,11 +184,7 @@ static void conn_free(struct verbs_ep *sep, struct verbs_conn *vc)
 	}
 	if (vc->id)
 		rdma_destroy_id(vc->id);
-	while (vc->mrc) {
-		struct verbs_mrc *c = vc->mrc;
-		vc->mrc = c->next;
-		free(c);
-	}
+	cci__peer_reg_free_all(&vc->mrc);
 	free(vc->req_data);
 	free(vc);
 }

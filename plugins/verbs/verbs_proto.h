@@ -2,14 +2,16 @@
  * verbs_proto.h - the protocol of the verbs transport that does not touch
  * a device: the wire header and control bodies (verbs_wire.c), the hello
  * carried in rdma_cm private data (verbs_wire.c), credit accounting and
- * the selective-signalling rule (verbs_credit.c), the initiator's checks
- * of a peer's registration (verbs_reg.c) and the connection set-up steps
- * (verbs_fsm.c).  Nothing here includes libibverbs or librdmacm, so the
- * unit tests (tests/unit/verbs_*_test.c) and the fuzzer
- * (tests/fuzz/verbs_wire_fuzz.c) run on machines without an RDMA device.
+ * the selective-signalling rule (verbs_credit.c), the initiator's cache
+ * of a peer's registrations (plugins/common/peer_reg.c) and the
+ * connection set-up steps (verbs_fsm.c).  Nothing here includes
+ * libibverbs or librdmacm, so the unit tests (tests/unit/verbs_*_test.c)
+ * and the fuzzer (tests/fuzz/verbs_wire_fuzz.c) run on machines without
+ * an RDMA device.
  *
  * All multi-byte fields travel little-endian, written byte by byte by the
- * encoders; decoders never trust a length or a type they did not check.
+ * encoders (le.h); decoders never trust a length or a type they did not
+ * check.
  */
 #ifndef CCI_VERBS_PROTO_H
 #define CCI_VERBS_PROTO_H
@@ -18,6 +20,10 @@
 #include <stdint.h>
 
 #include "cci.h"
+/* By path: the unit tests and the fuzzer build this header with this
+ * folder alone on their include path. */
+#include "../common/le.h"
+#include "../common/peer_reg.h"
 
 #define VERBS_WIRE_VERSION 1
 #define VERBS_HELLO_MAGIC 0x43434956u /* "VICC" little-endian: a CCI verbs peer */
@@ -78,9 +84,6 @@ void verbs_hdr_encode(const struct verbs_hdr *h, void *out);
  * size); *h is written on success only.
  */
 int verbs_hdr_decode(const void *buf, size_t n, uint32_t mss, struct verbs_hdr *h);
-
-void verbs_u64_put(void *out, uint64_t v);
-uint64_t verbs_u64_get(const void *in);
 
 void verbs_mr_rep_encode(const struct verbs_mr_rep *r, void *out);
 /* CCI_EINVAL unless n == VERBS_MR_REP_LEN and status is one we send. */
@@ -190,34 +193,25 @@ uint64_t verbs_rma_wrs(uint64_t rlen, uint64_t max_msg, int has_msg);
  */
 int verbs_op_status(uint64_t op_serial, uint64_t done_serial, int status);
 
-/* ---- A peer's registration, as the initiator knows it (verbs_reg.c) ---- */
+/* ---- A peer's registration, as the initiator knows it (peer_reg.h) ---- */
 
-enum verbs_mrc_state { VERBS_MRC_ASKED = 0, VERBS_MRC_KNOWN = 1, VERBS_MRC_REFUSED = 2 };
+/* The names the unit suite (tests/unit/verbs_proto_test.c) knows them by. */
+#define verbs_mrc cci__peer_reg
+#define VERBS_MRC_ASKED CCI__PEER_REG_ASKED
+#define VERBS_MRC_KNOWN CCI__PEER_REG_KNOWN
+#define VERBS_MRC_REFUSED CCI__PEER_REG_REFUSED
+#define verbs_mrc_find cci__peer_reg_find
+#define verbs_mrc_unlink cci__peer_reg_unlink
+#define verbs_mrc_check cci__peer_reg_check
 
-struct verbs_mrc {
-	struct verbs_mrc *next;
-	uint64_t key;       /* the core key of the remote handle */
-	uint32_t req_id;    /* of the MR_REQ that asked */
-	int state;          /* enum verbs_mrc_state */
-	uint32_t flags, rkey;
-	uint64_t addr, len;
-};
-
-struct verbs_mrc *verbs_mrc_find(struct verbs_mrc *head, uint64_t key);
 /* Record an MR_REP: CCI_SUCCESS, or CCI_EINVAL when no request of that
  * id and key is waiting (a reply we never asked for is ignored). */
-int verbs_mrc_learn(struct verbs_mrc *head, uint32_t req_id, const struct verbs_mr_rep *rep);
-/* Forget key (MR_INVAL); returns the entry unlinked, for the caller to free, or NULL. */
-struct verbs_mrc *verbs_mrc_unlink(struct verbs_mrc **head, uint64_t key);
-/*
- * May an RMA of len bytes at remote offset roff, reading (is_read) or
- * writing, go to the known registration c?  CCI_SUCCESS with the remote
- * address in *raddr_p; CCI_ERR_RMA_HANDLE when the target refused the
- * key or its registration does not grant the access; CCI_EINVAL when the
- * range leaves the registration (no overflow: huge values are refused).
- */
-int verbs_mrc_check(const struct verbs_mrc *c, int is_read, uint64_t roff, uint64_t len,
-                    uint64_t *raddr_p);
+static inline int verbs_mrc_learn(struct cci__peer_reg *head, uint32_t req_id,
+                                  const struct verbs_mr_rep *rep)
+{
+	return cci__peer_reg_learn(head, req_id, rep->key, rep->status, rep->flags, rep->rkey,
+	                           rep->addr, rep->len);
+}
 
 /* ---- Connection set-up steps (verbs_fsm.c) ---- */
 

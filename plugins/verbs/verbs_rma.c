@@ -6,7 +6,7 @@
  *
  * An RMA waits on vc->rmaq until the peer's answer for its handle is
  * known and, with CCI_FLAG_FENCE, until every earlier RMA of the
- * connection completed; it is then checked (verbs_mrc_check) and joins
+ * connection completed; it is then checked (cci__peer_reg_check) and joins
  * the send queue (verbs_tx.c posts its data and completion message).
  * sep->lock held unless said.
  */
@@ -55,7 +55,7 @@ void verbs_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg)
 
 	if (!m)
 		return;
-	verbs_u64_put(body, m->key);
+	cci__put64(body, m->key);
 	pthread_mutex_lock(&sep->lock);
 	for (struct verbs_mr **pp = &sep->mrs; *pp; pp = &(*pp)->next) {
 		if (*pp == m) {
@@ -84,24 +84,13 @@ void verbs_mrs_free(struct verbs_ep *sep)
 	}
 }
 
-/* Ask the peer about key; NULL when no memory or no operation. */
-static struct verbs_mrc *mrc_ask(struct verbs_conn *vc, uint64_t key)
+/* cci__peer_reg_ask's callback: the MR_REQ about key. */
+static int mr_req_send(void *vc, uint32_t req_id, uint64_t key)
 {
-	struct verbs_mrc *c = calloc(1, sizeof(*c));
 	uint8_t body[VERBS_MR_KEY_LEN];
 
-	if (!c)
-		return NULL;
-	c->key = key;
-	c->req_id = ++vc->mr_req_next;
-	verbs_u64_put(body, key);
-	if (verbs_ctl_send(vc, VERBS_T_MR_REQ, c->req_id, body, sizeof(body)) != CCI_SUCCESS) {
-		free(c);
-		return NULL;
-	}
-	c->next = vc->mrc;
-	vc->mrc = c;
-	return c;
+	cci__put64(body, key);
+	return verbs_ctl_send(vc, VERBS_T_MR_REQ, req_id, body, sizeof(body));
 }
 
 static void rmaq_pop(struct verbs_conn *vc)
@@ -124,20 +113,22 @@ void verbs_rmaq_flush(struct verbs_conn *vc)
 {
 	while (vc->rmaq && vc->step == VERBS_STEP_OPEN) {
 		struct verbs_op *op = vc->rmaq;
-		struct verbs_mrc *c = verbs_mrc_find(vc->mrc, op->key);
+		struct cci__peer_reg *c = cci__peer_reg_find(vc->mrc, op->key);
 		int st;
 
-		if (!c && !(c = mrc_ask(vc, op->key)))
+		if (!c)
+			c = cci__peer_reg_ask(&vc->mrc, op->key, ++vc->mr_req_next, mr_req_send, vc);
+		if (!c)
 			return; /* asked again at the next flush */
-		if (c->state == VERBS_MRC_ASKED || (op->fence && vc->rma_busy))
+		if (c->state == CCI__PEER_REG_ASKED || (op->fence && vc->rma_busy))
 			return;
 		rmaq_pop(vc);
-		st = verbs_mrc_check(c, op->is_read, op->roff, op->rlen, &op->raddr);
+		st = cci__peer_reg_check(c, op->is_read, op->roff, op->rlen, &op->raddr);
 		if (st != CCI_SUCCESS) {
 			rma_refuse(vc, op, st);
 			continue;
 		}
-		op->rkey = c->rkey;
+		op->rkey = (uint32_t)c->rkey; /* 32 bits on the wire (MR_REP) */
 		vc->rma_busy++;
 		verbs_txq_push(vc, op);
 	}
@@ -185,7 +176,7 @@ int verbs_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma
 /* Answer an MR_REQ: only a key of ours, registered now, gets its remote key. */
 static void on_mr_req(struct verbs_conn *vc, uint32_t req_id, const uint8_t *body)
 {
-	struct verbs_mr_rep rep = { .status = CCI_ERR_RMA_HANDLE, .key = verbs_u64_get(body) };
+	struct verbs_mr_rep rep = { .status = CCI_ERR_RMA_HANDLE, .key = cci__get64(body) };
 	uint8_t out[VERBS_MR_REP_LEN];
 	void *addr;
 
@@ -222,7 +213,7 @@ void verbs_rma_on_msg(struct verbs_conn *vc, const struct verbs_hdr *h, const ui
 		verbs_rmaq_flush(vc);
 		break;
 	case VERBS_T_MR_INVAL:
-		free(verbs_mrc_unlink(&vc->mrc, verbs_u64_get(body)));
+		free(cci__peer_reg_unlink(&vc->mrc, cci__get64(body)));
 		break;
 	default:
 		break;

@@ -8,49 +8,16 @@
 
 #include "verbs_proto.h"
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-void verbs_u64_put(void *out, uint64_t v)
-{
-	put32(out, (uint32_t)v);
-	put32((uint8_t *)out + 4, (uint32_t)(v >> 32));
-}
-
-uint64_t verbs_u64_get(const void *in)
-{
-	return (uint64_t)get32(in) | (uint64_t)get32((const uint8_t *)in + 4) << 32;
-}
-
 void verbs_hdr_encode(const struct verbs_hdr *h, void *out)
 {
 	uint8_t *p = out;
 
 	p[0] = h->type;
 	p[1] = VERBS_WIRE_VERSION;
-	put16(p + 2, h->credits);
-	put32(p + 4, h->seq);
-	put32(p + 8, h->len);
-	put32(p + 12, h->aux);
+	cci__put16(p + 2, h->credits);
+	cci__put32(p + 4, h->seq);
+	cci__put32(p + 8, h->len);
+	cci__put32(p + 12, h->aux);
 }
 
 /* The body size a control type must have, or -1 for a variable one. */
@@ -81,8 +48,9 @@ int verbs_hdr_decode(const void *buf, size_t n, uint32_t mss, struct verbs_hdr *
 
 	if (!buf || n < VERBS_HDR_LEN)
 		return CCI_EMSGSIZE;
-	d = (struct verbs_hdr){ .type = p[0], .version = p[1], .credits = get16(p + 2),
-	                        .seq = get32(p + 4), .len = get32(p + 8), .aux = get32(p + 12) };
+	d = (struct verbs_hdr){ .type = p[0], .version = p[1], .credits = cci__get16(p + 2),
+	                        .seq = cci__get32(p + 4), .len = cci__get32(p + 8),
+	                        .aux = cci__get32(p + 12) };
 	if (d.version != VERBS_WIRE_VERSION || d.type == 0 || d.type > VERBS_T_MAX)
 		return CCI_EINVAL;
 	if ((uint64_t)d.len != (uint64_t)(n - VERBS_HDR_LEN))
@@ -102,13 +70,13 @@ void verbs_mr_rep_encode(const struct verbs_mr_rep *r, void *out)
 {
 	uint8_t *p = out;
 
-	put32(p, (uint32_t)r->status);
-	put32(p + 4, r->flags);
-	verbs_u64_put(p + 8, r->key);
-	put32(p + 16, r->rkey);
-	put32(p + 20, 0);
-	verbs_u64_put(p + 24, r->addr);
-	verbs_u64_put(p + 32, r->len);
+	cci__put32(p, (uint32_t)r->status);
+	cci__put32(p + 4, r->flags);
+	cci__put64(p + 8, r->key);
+	cci__put32(p + 16, r->rkey);
+	cci__put32(p + 20, 0);
+	cci__put64(p + 24, r->addr);
+	cci__put64(p + 32, r->len);
 }
 
 int verbs_mr_rep_decode(const void *in, size_t n, struct verbs_mr_rep *r)
@@ -118,9 +86,9 @@ int verbs_mr_rep_decode(const void *in, size_t n, struct verbs_mr_rep *r)
 
 	if (!in || n != VERBS_MR_REP_LEN)
 		return CCI_EINVAL;
-	d = (struct verbs_mr_rep){ .status = (int32_t)get32(p), .flags = get32(p + 4),
-	                           .key = verbs_u64_get(p + 8), .rkey = get32(p + 16),
-	                           .addr = verbs_u64_get(p + 24), .len = verbs_u64_get(p + 32) };
+	d = (struct verbs_mr_rep){ .status = (int32_t)cci__get32(p), .flags = cci__get32(p + 4),
+	                           .key = cci__get64(p + 8), .rkey = cci__get32(p + 16),
+	                           .addr = cci__get64(p + 24), .len = cci__get64(p + 32) };
 	if (d.status != CCI_SUCCESS && d.status != CCI_ERR_RMA_HANDLE)
 		return CCI_EINVAL;
 	if (d.flags & ~(uint32_t)(CCI_FLAG_READ | CCI_FLAG_WRITE))
@@ -134,14 +102,14 @@ void verbs_hello_encode(const struct verbs_hello *h, void *out)
 	uint8_t *p = out;
 
 	memset(p, 0, VERBS_HELLO_LEN);
-	put32(p, VERBS_HELLO_MAGIC);
+	cci__put32(p, VERBS_HELLO_MAGIC);
 	p[4] = VERBS_WIRE_VERSION;
 	p[5] = h->kind;
 	p[6] = h->attr;
-	put32(p + 8, h->mss);
-	put32(p + 12, h->credits);
-	put32(p + 16, h->data_len);
-	verbs_u64_put(p + 24, h->nonce);
+	cci__put32(p + 8, h->mss);
+	cci__put32(p + 12, h->credits);
+	cci__put32(p + 16, h->data_len);
+	cci__put64(p + 24, h->nonce);
 }
 
 static const char *hello_check(const struct verbs_hello *h, int kind)
@@ -171,7 +139,7 @@ int verbs_hello_decode(const void *pd, size_t n, int kind, struct verbs_hello *h
 		*why_p = "no CCI hello in the private data (not a CCI verbs peer?)";
 		return CCI_EINVAL;
 	}
-	if (get32(p) != VERBS_HELLO_MAGIC) {
+	if (cci__get32(p) != VERBS_HELLO_MAGIC) {
 		*why_p = "private data without the CCI hello's magic (not a CCI verbs peer?)";
 		return CCI_EINVAL;
 	}
@@ -179,9 +147,9 @@ int verbs_hello_decode(const void *pd, size_t n, int kind, struct verbs_hello *h
 		*why_p = "a hello of another wire version";
 		return CCI_EINVAL;
 	}
-	d = (struct verbs_hello){ .kind = p[5], .attr = p[6], .mss = get32(p + 8),
-	                          .credits = get32(p + 12), .data_len = get32(p + 16),
-	                          .nonce = verbs_u64_get(p + 24) };
+	d = (struct verbs_hello){ .kind = p[5], .attr = p[6], .mss = cci__get32(p + 8),
+	                          .credits = cci__get32(p + 12), .data_len = cci__get32(p + 16),
+	                          .nonce = cci__get64(p + 24) };
 	why = hello_check(&d, kind);
 	if (why) {
 		*why_p = why;
