@@ -97,10 +97,6 @@ struct sock_sub {
 	uint64_t len;
 };
 
-/* Little-endian fields are le.h's; the transport tests read frames by these names. */
-#define sock_get32 cci__get32
-#define sock_get64 cci__get64
-
 void sock_hdr_encode(uint8_t *b, const struct sock_hdr *h);
 /* Decode and check a header against lim: 0, or -1 with *why set. */
 int sock_hdr_decode(const uint8_t *b, const struct sock_limits *lim, struct sock_hdr *h,

@@ -195,15 +195,6 @@ int verbs_op_status(uint64_t op_serial, uint64_t done_serial, int status);
 
 /* ---- A peer's registration, as the initiator knows it (peer_reg.h) ---- */
 
-/* The names the unit suite (tests/unit/verbs_proto_test.c) knows them by. */
-#define verbs_mrc cci__peer_reg
-#define VERBS_MRC_ASKED CCI__PEER_REG_ASKED
-#define VERBS_MRC_KNOWN CCI__PEER_REG_KNOWN
-#define VERBS_MRC_REFUSED CCI__PEER_REG_REFUSED
-#define verbs_mrc_find cci__peer_reg_find
-#define verbs_mrc_unlink cci__peer_reg_unlink
-#define verbs_mrc_check cci__peer_reg_check
-
 /* Record an MR_REP: CCI_SUCCESS, or CCI_EINVAL when no request of that
  * id and key is waiting (a reply we never asked for is ignored). */
 static inline int verbs_mrc_learn(struct cci__peer_reg *head, uint32_t req_id,

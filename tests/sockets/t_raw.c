@@ -81,7 +81,7 @@ int raw_frame(int fd, uint8_t *buf, size_t cap, unsigned ms)
 
 	if (read_full(fd, buf, SOCK_HDR_LEN, stop) != 0)
 		return -1;
-	len = sock_get32(buf + 4);
+	len = cci__get32(buf + 4);
 	if (len > cap - SOCK_HDR_LEN || read_full(fd, buf + SOCK_HDR_LEN, len, stop) != 0)
 		return -1;
 	return (int)len;
@@ -257,7 +257,7 @@ static int rma_answer(int fd, uint8_t type, const struct sock_sub *s, const void
 		if (n < 0)
 			return 0; /* no answer: the frame was taken */
 		if (b[1] == want)
-			return (int)sock_get32(b + SOCK_HDR_LEN + 4);
+			return (int)cci__get32(b + SOCK_HDR_LEN + 4);
 	}
 	return -1;
 }
@@ -453,7 +453,7 @@ static uint8_t fill_byte(uint64_t seq, uint32_t i)
 static int fill_frame_ok(const uint8_t *b, int n, uint64_t seq)
 {
 	if (n < 0 || (uint32_t)n != fill_len(seq) || b[1] != SOCK_F_MSG ||
-	    sock_get64(b + 8) != seq)
+	    cci__get64(b + 8) != seq)
 		return 0;
 	for (uint32_t i = 0; i < (uint32_t)n; i++)
 		if (b[SOCK_HDR_LEN + i] != fill_byte(seq, i))

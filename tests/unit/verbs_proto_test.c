@@ -101,9 +101,9 @@ static void test_completion_attribution(void)
 	CU_ASSERT_EQUAL(verbs_op_status(9, 7, CCI_ERR_RMA_HANDLE), -1);
 }
 
-static struct verbs_mrc *asked(struct verbs_mrc **head, uint64_t key, uint32_t id)
+static struct cci__peer_reg *asked(struct cci__peer_reg **head, uint64_t key, uint32_t id)
 {
-	struct verbs_mrc *c = calloc(1, sizeof(*c));
+	struct cci__peer_reg *c = calloc(1, sizeof(*c));
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	c->key = key;
@@ -115,49 +115,49 @@ static struct verbs_mrc *asked(struct verbs_mrc **head, uint64_t key, uint32_t i
 
 static void test_registration_answers(void)
 {
-	struct verbs_mrc *head = NULL, *c = asked(&head, 11, 1), *d = asked(&head, 22, 2);
+	struct cci__peer_reg *head = NULL, *c = asked(&head, 11, 1), *d = asked(&head, 22, 2);
 	struct verbs_mr_rep ok = { .status = CCI_SUCCESS, .flags = CCI_FLAG_WRITE, .key = 11,
 	                           .rkey = 5, .addr = 4096, .len = 100 };
 	struct verbs_mr_rep no = { .status = CCI_ERR_RMA_HANDLE, .key = 22 };
 	struct verbs_mr_rep stray = { .status = CCI_SUCCESS, .key = 33 };
 
-	CU_ASSERT_PTR_EQUAL(verbs_mrc_find(head, 11), c);
+	CU_ASSERT_PTR_EQUAL(cci__peer_reg_find(head, 11), c);
 	CU_ASSERT_EQUAL(verbs_mrc_learn(head, 9, &ok), CCI_EINVAL); /* wrong request id */
 	CU_ASSERT_EQUAL(verbs_mrc_learn(head, 1, &ok), CCI_SUCCESS);
-	CU_ASSERT_EQUAL(c->state, VERBS_MRC_KNOWN);
+	CU_ASSERT_EQUAL(c->state, CCI__PEER_REG_KNOWN);
 	CU_ASSERT_EQUAL(verbs_mrc_learn(head, 1, &ok), CCI_EINVAL); /* asked once, answered once */
 	CU_ASSERT_EQUAL(verbs_mrc_learn(head, 2, &no), CCI_SUCCESS);
-	CU_ASSERT_EQUAL(d->state, VERBS_MRC_REFUSED);
+	CU_ASSERT_EQUAL(d->state, CCI__PEER_REG_REFUSED);
 	CU_ASSERT_EQUAL(verbs_mrc_learn(head, 3, &stray), CCI_EINVAL);
-	CU_ASSERT_PTR_EQUAL(verbs_mrc_unlink(&head, 11), c);
-	CU_ASSERT_PTR_NULL(verbs_mrc_find(head, 11));
-	CU_ASSERT_PTR_NULL(verbs_mrc_unlink(&head, 11));
+	CU_ASSERT_PTR_EQUAL(cci__peer_reg_unlink(&head, 11), c);
+	CU_ASSERT_PTR_NULL(cci__peer_reg_find(head, 11));
+	CU_ASSERT_PTR_NULL(cci__peer_reg_unlink(&head, 11));
 	free(c);
-	free(verbs_mrc_unlink(&head, 22));
+	free(cci__peer_reg_unlink(&head, 22));
 	CU_ASSERT_PTR_NULL(head);
 }
 
 static void test_rma_checked_before_posting(void)
 {
-	struct verbs_mrc c = { .key = 1, .state = VERBS_MRC_KNOWN, .flags = CCI_FLAG_WRITE,
+	struct cci__peer_reg c = { .key = 1, .state = CCI__PEER_REG_KNOWN, .flags = CCI_FLAG_WRITE,
 	                       .rkey = 9, .addr = 0x10000, .len = 4096 };
 	uint64_t raddr = 0;
 
-	CU_ASSERT_EQUAL(verbs_mrc_check(&c, 0, 0, 4096, &raddr), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(cci__peer_reg_check(&c, 0, 0, 4096, &raddr), CCI_SUCCESS);
 	CU_ASSERT_EQUAL(raddr, 0x10000);
-	CU_ASSERT_EQUAL(verbs_mrc_check(&c, 0, 4095, 1, &raddr), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(cci__peer_reg_check(&c, 0, 4095, 1, &raddr), CCI_SUCCESS);
 	CU_ASSERT_EQUAL(raddr, 0x10000 + 4095);
-	CU_ASSERT_EQUAL(verbs_mrc_check(&c, 0, 4095, 2, &raddr), CCI_EINVAL);
-	CU_ASSERT_EQUAL(verbs_mrc_check(&c, 0, 4097, 1, &raddr), CCI_EINVAL);
-	CU_ASSERT_EQUAL(verbs_mrc_check(&c, 0, 1, UINT64_MAX, &raddr), CCI_EINVAL);
-	CU_ASSERT_EQUAL(verbs_mrc_check(&c, 0, UINT64_MAX, 1, &raddr), CCI_EINVAL);
-	CU_ASSERT_EQUAL(verbs_mrc_check(&c, 0, 0, 0, &raddr), CCI_EINVAL);
-	CU_ASSERT_EQUAL(verbs_mrc_check(&c, 1, 0, 1, &raddr), CCI_ERR_RMA_HANDLE); /* no READ */
-	c.state = VERBS_MRC_REFUSED;
-	CU_ASSERT_EQUAL(verbs_mrc_check(&c, 0, 0, 1, &raddr), CCI_ERR_RMA_HANDLE);
-	c.state = VERBS_MRC_ASKED;
-	CU_ASSERT_EQUAL(verbs_mrc_check(&c, 0, 0, 1, &raddr), CCI_ERR_RMA_HANDLE);
-	CU_ASSERT_EQUAL(verbs_mrc_check(NULL, 0, 0, 1, &raddr), CCI_ERR_RMA_HANDLE);
+	CU_ASSERT_EQUAL(cci__peer_reg_check(&c, 0, 4095, 2, &raddr), CCI_EINVAL);
+	CU_ASSERT_EQUAL(cci__peer_reg_check(&c, 0, 4097, 1, &raddr), CCI_EINVAL);
+	CU_ASSERT_EQUAL(cci__peer_reg_check(&c, 0, 1, UINT64_MAX, &raddr), CCI_EINVAL);
+	CU_ASSERT_EQUAL(cci__peer_reg_check(&c, 0, UINT64_MAX, 1, &raddr), CCI_EINVAL);
+	CU_ASSERT_EQUAL(cci__peer_reg_check(&c, 0, 0, 0, &raddr), CCI_EINVAL);
+	CU_ASSERT_EQUAL(cci__peer_reg_check(&c, 1, 0, 1, &raddr), CCI_ERR_RMA_HANDLE); /* no READ */
+	c.state = CCI__PEER_REG_REFUSED;
+	CU_ASSERT_EQUAL(cci__peer_reg_check(&c, 0, 0, 1, &raddr), CCI_ERR_RMA_HANDLE);
+	c.state = CCI__PEER_REG_ASKED;
+	CU_ASSERT_EQUAL(cci__peer_reg_check(&c, 0, 0, 1, &raddr), CCI_ERR_RMA_HANDLE);
+	CU_ASSERT_EQUAL(cci__peer_reg_check(NULL, 0, 0, 1, &raddr), CCI_ERR_RMA_HANDLE);
 }
 
 static void test_client_steps(void)
