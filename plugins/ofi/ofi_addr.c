@@ -289,23 +289,30 @@ static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
 	return h;
 }
 
+/* The file at path into buf (cap bytes), NUL-terminated: the bytes read,
+ * or -1 when it cannot be opened (for /proc/<pid>: no such process). */
+static ssize_t file_read(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
 /* Start time of pid (field 22 of /proc/pid/stat), 0 if unknown. */
 static uint64_t proc_start(uint32_t pid)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long start = 0;
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (file_read(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	p = strrchr(buf, ')');
 	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
 	                        "%*d %*d %*d %*d %llu", &start) != 1)
@@ -316,13 +323,8 @@ static uint64_t proc_start(uint32_t pid)
 void ofi_proc_self(struct ofi_proc *p)
 {
 	char boot[64] = "", host[256] = "";
-	ssize_t n = 0;
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n = file_read("/proc/sys/kernel/random/boot_id", boot, sizeof(boot));
 
-	if (fd >= 0) {
-		n = read(fd, boot, sizeof(boot) - 1);
-		close(fd);
-	}
 	gethostname(host, sizeof(host) - 1);
 	memset(p, 0, sizeof(*p));
 	p->host = fnv1a(fnv1a(0xcbf29ce484222325ull, boot, n > 0 ? (size_t)n : 0), host,
@@ -387,8 +389,6 @@ int ofi_pidw_exited(const struct ofi_pidw *w)
 int ofi_pidw_unreachable(const struct ofi_ep *sep, const struct ofi_pidw *w)
 {
 	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
 
 	if (!w)
 		return 0;
@@ -397,12 +397,8 @@ int ofi_pidw_unreachable(const struct ofi_ep *sep, const struct ofi_pidw *w)
 	if (sep->info->addr_format != FI_ADDR_STR)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%u/stat", w->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (file_read(path, buf, sizeof(buf)) < 0)
 		return 1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
 	p = strrchr(buf, ')');
 	return p && p[1] == ' ' && strchr("tTZX", p[2]) != NULL;
 }
