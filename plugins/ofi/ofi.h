@@ -415,7 +415,6 @@ struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p);
 int ofi_pidw_exited(const struct ofi_pidw *w);
 int ofi_pidw_unreachable(const struct ofi_ep *sep, const struct ofi_pidw *w);
 void ofi_pidw_put(struct ofi_pidw *w);
-void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now);
 
 /* ofi_pool.c */
 int ofi_rx_grow(struct ofi_ep *sep, uint32_t count);

@@ -255,31 +255,6 @@ void ofi_peer_put(struct ofi_ep *sep, struct ofi_peer *peer)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* Remove the entries unused for OFI_PEER_IDLE_NS (progress thread). */
-void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now)
-{
-	pthread_mutex_lock(&sep->lock);
-	for (struct ofi_peer **pp = &sep->peers; *pp;) {
-		struct ofi_peer *p = *pp;
-		if (p->refs > 0 || (int64_t)(now - p->idle_ns) < (int64_t)OFI_PEER_IDLE_NS) {
-			pp = &p->next;
-			continue;
-		}
-		*pp = p->next;
-		if (!__atomic_load_n(&p->cut, __ATOMIC_ACQUIRE))
-			fi_av_remove(sep->av, &p->fa, 1, 0);
-		free(p);
-	}
-	pthread_mutex_unlock(&sep->lock);
-}
-
-/* The address vector closes with the endpoint: just free. */
-void ofi_peers_free(struct ofi_ep *sep)
-{
-	for (struct ofi_peer *p; CCI__SLIST_POP(&sep->peers, p, next);)
-		free(p);
-}
-
 /* ---- Processes of this host ---- */
 
 static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
@@ -411,11 +386,22 @@ void ofi_pidw_put(struct ofi_pidw *w)
 		w->idle_ns = cci__now_ns();
 }
 
-/* Close the watches unused for OFI_PEER_IDLE_NS (progress thread, loop
- * lock held). */
-void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now)
+/* Remove the AV entries and close the pid watches unused for
+ * OFI_PEER_IDLE_NS (progress thread, loop lock held). */
+void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now)
 {
 	pthread_mutex_lock(&sep->lock);
+	for (struct ofi_peer **pp = &sep->peers; *pp;) {
+		struct ofi_peer *p = *pp;
+		if (p->refs > 0 || (int64_t)(now - p->idle_ns) < (int64_t)OFI_PEER_IDLE_NS) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		if (!__atomic_load_n(&p->cut, __ATOMIC_ACQUIRE))
+			fi_av_remove(sep->av, &p->fa, 1, 0);
+		free(p);
+	}
 	for (struct ofi_pidw **pp = &sep->pidws; *pp;) {
 		struct ofi_pidw *w = *pp;
 		if (w->refs > 0 || (!w->dead && (int64_t)(now - w->idle_ns) < (int64_t)OFI_PEER_IDLE_NS)) {
@@ -430,4 +416,17 @@ void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now)
 		free(w);
 	}
 	pthread_mutex_unlock(&sep->lock);
+}
+
+/* Endpoint destruction, its connections freed and its loop gone: the
+ * address vector closes with the endpoint, so just free. */
+void ofi_peers_free(struct ofi_ep *sep)
+{
+	for (struct ofi_peer *p; CCI__SLIST_POP(&sep->peers, p, next);)
+		free(p);
+	for (struct ofi_pidw *w; CCI__SLIST_POP(&sep->pidws, w, next);) {
+		if (w->fd >= 0)
+			close(w->fd);
+		free(w);
+	}
 }

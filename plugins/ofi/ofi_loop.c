@@ -339,7 +339,6 @@ static void timers(struct ofi_ep *sep, uint64_t now)
 
 	ofi_conns_sweep(sep);
 	ofi_peers_sweep(sep, now);
-	ofi_pidws_sweep(sep, now);
 	pthread_mutex_lock(&sep->lock);
 	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
 		pthread_mutex_lock(&oc->lock);
@@ -513,7 +512,7 @@ int ofi_thread_start(struct ofi_ep *sep)
 }
 
 /* Join the thread and free the loop; the pid watches it had stay for
- * ofi_conns_free_all to close. */
+ * ofi_peers_free to close. */
 void ofi_thread_stop(struct ofi_ep *sep)
 {
 	cci__engine_stop(&sep->eng);
