@@ -177,8 +177,7 @@ int ofi_uri_parse(struct ofi_ep *sep, const char *uri, uint8_t *addr, size_t *le
 int ofi_service_check(const struct fi_info *info, const char *service)
 {
 	size_t n = strlen(service);
-	char *end;
-	unsigned long port;
+	uint16_t port;
 
 	if (n == 0 || n > 32)
 		return CCI_EINVAL;
@@ -190,8 +189,7 @@ int ofi_service_check(const struct fi_info *info, const char *service)
 	if (info->addr_format != FI_SOCKADDR_IN && info->addr_format != FI_SOCKADDR_IN6 &&
 	    info->addr_format != FI_SOCKADDR)
 		return CCI_EINVAL;
-	port = strtoul(service, &end, 10);
-	return (*end != '\0' || port == 0 || port > 65535) ? CCI_EINVAL : CCI_SUCCESS;
+	return (uri_parse_port(service, &port) != 0 || port == 0) ? CCI_EINVAL : CCI_SUCCESS;
 }
 
 /* ---- Address vector entries ---- */
