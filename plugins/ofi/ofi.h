@@ -129,8 +129,8 @@ struct ofi_op {
 	struct ofi_conn *oc;        /* holds a reference while set */
 	uint8_t kind;               /* MSG and RMA count against send_buf_count */
 	uint8_t in_msgq, in_rmaq;
-	uint8_t in_flight;          /* owned by the provider */
-	uint8_t on_list;            /* on oc->inflight */
+	uint8_t in_flight;          /* owned by the provider; on oc->inflight when
+	                             * posted from the connection's queues */
 	uint8_t tracked;            /* counted in sep->ctl_out */
 	uint8_t reported;           /* the core was told (or never will be) */
 	uint8_t data_done;          /* RMA: the data moved (or failed) */

@@ -62,32 +62,25 @@ static void hdr_fill(struct ofi_conn *oc, struct ofi_hdr *h, uint8_t type, uint3
 void ofi_flight_add(struct ofi_conn *oc, struct ofi_op *op)
 {
 	op->in_flight = 1;
-	op->on_list = 1;
-	op->inext = NULL;
 	op->iprev = oc->inflight_tail;
-	if (oc->inflight_tail)
-		oc->inflight_tail->inext = op;
-	else
-		oc->inflight = op;
-	oc->inflight_tail = op;
+	CCI__FIFO_PUSH(&oc->inflight, &oc->inflight_tail, op, inext);
 }
 
 /* The provider gave op back (it may have been on no list). */
 void ofi_flight_del(struct ofi_conn *oc, struct ofi_op *op)
 {
 	op->in_flight = 0;
-	if (!op->on_list)
-		return;
 	if (op->iprev)
 		op->iprev->inext = op->inext;
-	else
+	else if (oc->inflight == op)
 		oc->inflight = op->inext;
+	else
+		return; /* a control message posted outside the connection's queues */
 	if (op->inext)
 		op->inext->iprev = op->iprev;
 	else
 		oc->inflight_tail = op->iprev;
 	op->inext = op->iprev = NULL;
-	op->on_list = 0;
 }
 
 /* Tell the core once (a control message never is). */
