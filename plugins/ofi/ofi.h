@@ -42,8 +42,9 @@
  *   sep->pool_lock  the free list of operations and the control queue;
  *   sep->rx_lock    the free list of receive buffers.  These two are
  *                   never held together.
- * app_armed, hot_ns, now_ns, tx_pending, ctl_out, rx_lent and the
- * connections' refs and owed are atomics, read and written without locks.
+ * app_armed, hot_ns, now_ns, tx_pending, ctl_out, rx_lent, the
+ * connections' refs and owed and the requests' cancelled are atomics,
+ * read and written without locks.
  */
 #ifndef CCI_OFI_H
 #define CCI_OFI_H
@@ -213,7 +214,7 @@ struct ofi_conn {
  * (accept or reject), so it needs no state of its own. */
 struct ofi_req {
 	struct ofi_req *next;
-	int cancelled;              /* under sep->lock: the client gave up */
+	int cancelled;              /* atomic: the client gave up */
 	struct ofi_peer *peer;
 	struct ofi_hello hello;
 };

@@ -216,7 +216,7 @@ static void on_cancel(struct ofi_ep *sep, const struct ofi_cancel *cp)
 	pthread_mutex_lock(&sep->lock);
 	for (struct ofi_req *r = sep->reqs; r; r = r->next)
 		if (r->hello.id == c.id && r->hello.nonce == c.nonce)
-			r->cancelled = 1;
+			__atomic_store_n(&r->cancelled, 1, __ATOMIC_RELAXED);
 	for (struct ofi_conn *oc = sep->conns; oc && !hit; oc = oc->next)
 		if (!oc->is_client && oc->peer_id == c.id && oc->nonce == c.nonce)
 			hit = oc;
@@ -254,16 +254,6 @@ void ofi_on_conn_msg(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_m
 	}
 }
 
-static int req_cancelled(struct ofi_ep *sep, const struct ofi_req *req)
-{
-	int cancelled;
-
-	pthread_mutex_lock(&sep->lock);
-	cancelled = req->cancelled;
-	pthread_mutex_unlock(&sep->lock);
-	return cancelled;
-}
-
 int ofi_accept(cci__evt_t *evt, void *context)
 {
 	struct ofi_req *req = evt->req_state;
@@ -271,7 +261,7 @@ int ofi_accept(cci__evt_t *evt, void *context)
 	struct ofi_hello mine;
 	struct ofi_pidw *w;
 	struct ofi_conn *oc;
-	int cancelled = req_cancelled(sep, req);
+	int cancelled = __atomic_load_n(&req->cancelled, __ATOMIC_RELAXED);
 
 	oc = ofi_conn_new(sep, (cci_conn_attribute_t)req->hello.attr, context);
 	if (!oc) {
@@ -303,7 +293,7 @@ int ofi_reject(cci__evt_t *evt)
 	struct ofi_req *req = evt->req_state;
 	struct ofi_ep *sep = ofi_ep_of(evt->ep);
 
-	if (!req_cancelled(sep, req))
+	if (!__atomic_load_n(&req->cancelled, __ATOMIC_RELAXED))
 		ofi_ctl_to(sep, req->peer, req->hello.id, OFI_T_REJECT, NULL, 0);
 	return CCI_SUCCESS;
 }
