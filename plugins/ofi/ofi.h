@@ -190,7 +190,8 @@ struct ofi_conn {
 	uint32_t id;                /* ours: slot | generation << 16 */
 	uint32_t peer_id;
 	struct ofi_peer *peer;
-	struct ofi_pidw *pidw;      /* the peer process, when on this host */
+	struct ofi_pidw *pidw;      /* the peer process, when on this host; set
+	                             * once, under lock, and atomically */
 	uint64_t nonce;
 	int is_client;
 	int attr;

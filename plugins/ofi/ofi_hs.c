@@ -163,7 +163,7 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_
 		}
 		return;
 	}
-	oc->pidw = w;
+	__atomic_store_n(&oc->pidw, w, __ATOMIC_RELEASE); /* ctl_peer_gone reads it unlocked */
 	conn_set_peer(oc, &h);
 	ofi_core->post_connect(sep->ep, oc->conn->pub.context, CCI_SUCCESS, oc->conn);
 	ofi_held_drain(oc); /* what arrived early goes out now */
@@ -274,7 +274,7 @@ int ofi_accept(cci__evt_t *evt, void *context)
 	oc->peer = req->peer;
 	w = ofi_pidw_get(sep, &req->hello.proc);
 	pthread_mutex_lock(&oc->lock);
-	oc->pidw = w;
+	__atomic_store_n(&oc->pidw, w, __ATOMIC_RELEASE); /* ctl_peer_gone reads it unlocked */
 	conn_set_peer(oc, &req->hello);
 	hello_fill(oc, &mine);
 	/* ACCEPT goes first on the connection, and the ACCEPT event is

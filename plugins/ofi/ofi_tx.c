@@ -278,16 +278,9 @@ static int ctl_stale(const struct ofi_op *op)
 
 /* The provider refused op: is its peer a process of this host that is
  * gone?  Then it never will take it. */
-static int ctl_peer_gone(struct ofi_op *op)
+static int ctl_peer_gone(const struct ofi_op *op)
 {
-	int gone;
-
-	if (!op->oc)
-		return 0;
-	pthread_mutex_lock(&op->oc->lock);
-	gone = ofi_pidw_exited(op->oc->pidw);
-	pthread_mutex_unlock(&op->oc->lock);
-	return gone;
+	return op->oc && ofi_pidw_exited(__atomic_load_n(&op->oc->pidw, __ATOMIC_ACQUIRE));
 }
 
 static int refused_has(struct ofi_peer *const *refused, int n, const struct ofi_peer *peer)
