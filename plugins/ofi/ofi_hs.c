@@ -41,8 +41,6 @@ static void connect_failed(struct ofi_conn *oc, int status, int cq_held)
 	oc->conn = NULL;
 	ofi_tx_fail_all(oc, status, 0);
 	pthread_mutex_unlock(&oc->lock);
-	if (!conn)
-		return;
 	OFI_LOG(CCI_LOG_CONN, "ofi: connect %08x failed (status %d)", oc->id, status);
 	ofi_core->post_connect(oc->sep->ep, conn->pub.context, status, NULL);
 	ofi_core->conn_release(conn);
@@ -154,13 +152,11 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_
 		return;
 	w = ofi_pidw_get(sep, &h.proc);
 	pthread_mutex_lock(&oc->lock);
-	if (ofi_conn_state(oc) != CCI__CONN_CONNECTING || !oc->conn) {
+	if (ofi_conn_state(oc) != CCI__CONN_CONNECTING) {
 		pthread_mutex_unlock(&oc->lock);
-		if (w) {
-			pthread_mutex_lock(&sep->lock);
-			ofi_pidw_put(w);
-			pthread_mutex_unlock(&sep->lock);
-		}
+		pthread_mutex_lock(&sep->lock);
+		ofi_pidw_put(w);
+		pthread_mutex_unlock(&sep->lock);
 		return;
 	}
 	__atomic_store_n(&oc->pidw, w, __ATOMIC_RELEASE); /* ctl_peer_gone reads it unlocked */
