@@ -191,10 +191,8 @@ static void retry_queued(struct ofi_ep *sep)
 		/* The queues are read under oc->lock only: an application
 		 * thread's send may be changing them (ThreadSanitizer). */
 		pthread_mutex_lock(&oc->lock);
-		if (oc->msgq)
-			ofi_msgq_flush(oc);
-		if (oc->rmaq)
-			ofi_rmaq_flush(oc);
+		ofi_msgq_flush(oc);
+		ofi_rmaq_flush(oc);
 		pthread_mutex_unlock(&oc->lock);
 	}
 	pthread_mutex_unlock(&sep->lock);
