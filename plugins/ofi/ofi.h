@@ -32,7 +32,8 @@
  *                   they take the locks below inside it.  Other threads
  *                   never do; they send an engine command (OFI_CMD_*).
  *   sep->cq_lock    one reader of the completion queue at a time; also
- *                   guards the connection table (slots) and the backlog.
+ *                   guards the connection table (slots), the backlog and
+ *                   the control queue's flush passes (ctlq_pass).
  *                   progress() and the thread only try-lock it to read.
  *   sep->lock       connection lists (conns, gone), requests, peers, the
  *                   list of pid watches and their counts.
@@ -227,6 +228,7 @@ struct ofi_peer {
 	int refs;                   /* 0: unused since idle_ns, removed later */
 	int cut;                    /* atomic: removed from the AV (ofi_live.c) */
 	uint32_t ctl_queued;        /* atomic, changed under pool_lock: its ops on sep->ctlq */
+	uint64_t ctlq_refused;      /* the ctlq pass that found it refusing (cq_lock) */
 	uint64_t idle_ns;
 	size_t len;
 	uint8_t addr[OFI_ADDR_MAX];
@@ -312,6 +314,7 @@ struct ofi_ep {
 	struct ofi_op *ctlq, *ctlq_tail; /* control messages the provider refused, in
 	                                  * order per destination */
 	uint32_t ctl_out;           /* atomic: tracked control messages alive */
+	uint64_t ctlq_pass;         /* ofi_ctlq_flush's passes (cq_lock) */
 	uint32_t pool_user;         /* user operations out */
 	uint32_t pool_limit;        /* send_buf_count */
 

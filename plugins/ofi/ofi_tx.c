@@ -283,14 +283,6 @@ static int ctl_peer_gone(const struct ofi_op *op)
 	return op->oc && ofi_pidw_exited(__atomic_load_n(&op->oc->pidw, __ATOMIC_ACQUIRE));
 }
 
-static int refused_has(struct ofi_peer *const *refused, int n, const struct ofi_peer *peer)
-{
-	for (int i = 0; i < n; i++)
-		if (refused[i] == peer)
-			return 1;
-	return 0;
-}
-
 /* A control op to the provider.  A connection's last word (the DISC of
  * cci_disconnect or of a closing endpoint, tracked) asks for delivery
  * complete where the provider offers it: its completion then says that
@@ -317,7 +309,7 @@ static ssize_t ctl_fi_send(struct ofi_ep *sep, struct ofi_op *op)
  * progress calls it (cq_lock held: one flush at a time). */
 void ofi_ctlq_flush(struct ofi_ep *sep)
 {
-	struct ofi_peer *refused[OFI_CTLQ_REFUSED];
+	uint64_t pass = ++sep->ctlq_pass;
 	struct ofi_op *prev = NULL, *op;
 	int nref = 0;
 
@@ -331,16 +323,16 @@ void ofi_ctlq_flush(struct ofi_ep *sep)
 
 		if (ctl_stale(op)) {
 			rc = -FI_ECANCELED;
-		} else if (refused_has(refused, nref, peer)) {
+		} else if (peer->ctlq_refused == pass) {
 			rc = -FI_EAGAIN; /* it keeps its place behind the refused one */
 		} else {
 			rc = ctl_fi_send(sep, op);
 			if (rc == -FI_EAGAIN && ctl_peer_gone(op))
 				rc = -FI_ECANCELED;
-			if (rc == -FI_EAGAIN && nref == OFI_CTLQ_REFUSED)
+			if (rc == -FI_EAGAIN && nref++ == OFI_CTLQ_REFUSED)
 				return; /* the rest waits for the next pass */
 			if (rc == -FI_EAGAIN)
-				refused[nref++] = peer;
+				peer->ctlq_refused = pass;
 		}
 		if (rc == -FI_EAGAIN) {
 			cci__spin_lock(&sep->pool_lock);
