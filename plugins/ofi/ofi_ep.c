@@ -221,9 +221,7 @@ int ofi_ep_create(cci__ep_t *ep, const char *service)
 	struct ofi_ep *sep = ofi_ep_of(ep);
 	int rc;
 
-	if (!ep->dev->priv || !((const struct ofi_dev *)ep->dev->priv)->info)
-		return CCI_ENODEV;
-	ep_init_fields(sep, ep);
+	ep_init_fields(sep, ep); /* the device is up: dev_publish gave it its fi_info */
 	rc = ep_info(sep, service);
 	if (rc == CCI_SUCCESS)
 		rc = ep_open_domain(sep);
