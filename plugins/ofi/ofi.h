@@ -32,7 +32,8 @@
  *                   they take the locks below inside it.  Other threads
  *                   never do; they send an engine command (OFI_CMD_*).
  *   sep->cq_lock    one reader of the completion queue at a time; also
- *                   guards the connection table (slots) and the backlog.
+ *                   guards the connection table (slots), the backlog and
+ *                   the control queue's flush passes (ctlq_pass).
  *                   progress() and the thread only try-lock it to read.
  *   sep->lock       connection lists (conns, gone), requests, peers, the
  *                   list of pid watches and their counts.
@@ -42,8 +43,9 @@
  *   sep->pool_lock  the free list of operations and the control queue;
  *   sep->rx_lock    the free list of receive buffers.  These two are
  *                   never held together.
- * app_armed, hot_ns, now_ns, tx_pending, ctl_out, rx_lent and the
- * connections' refs and owed are atomics, read and written without locks.
+ * app_armed, hot_ns, now_ns, tx_pending, ctl_out, rx_lent, the
+ * connections' refs and owed and the requests' cancelled are atomics,
+ * read and written without locks.
  */
 #ifndef CCI_OFI_H
 #define CCI_OFI_H
@@ -129,8 +131,8 @@ struct ofi_op {
 	struct ofi_conn *oc;        /* holds a reference while set */
 	uint8_t kind;               /* MSG and RMA count against send_buf_count */
 	uint8_t in_msgq, in_rmaq;
-	uint8_t in_flight;          /* owned by the provider */
-	uint8_t on_list;            /* on oc->inflight */
+	uint8_t in_flight;          /* owned by the provider; on oc->inflight when
+	                             * posted from the connection's queues */
 	uint8_t tracked;            /* counted in sep->ctl_out */
 	uint8_t reported;           /* the core was told (or never will be) */
 	uint8_t data_done;          /* RMA: the data moved (or failed) */
@@ -189,7 +191,8 @@ struct ofi_conn {
 	uint32_t id;                /* ours: slot | generation << 16 */
 	uint32_t peer_id;
 	struct ofi_peer *peer;
-	struct ofi_pidw *pidw;      /* the peer process, when on this host */
+	struct ofi_pidw *pidw;      /* the peer process, when on this host; set
+	                             * once, under lock, and atomically */
 	uint64_t nonce;
 	int is_client;
 	int attr;
@@ -213,7 +216,7 @@ struct ofi_conn {
  * (accept or reject), so it needs no state of its own. */
 struct ofi_req {
 	struct ofi_req *next;
-	int cancelled;              /* under sep->lock: the client gave up */
+	int cancelled;              /* atomic: the client gave up */
 	struct ofi_peer *peer;
 	struct ofi_hello hello;
 };
@@ -225,6 +228,7 @@ struct ofi_peer {
 	int refs;                   /* 0: unused since idle_ns, removed later */
 	int cut;                    /* atomic: removed from the AV (ofi_live.c) */
 	uint32_t ctl_queued;        /* atomic, changed under pool_lock: its ops on sep->ctlq */
+	uint64_t ctlq_refused;      /* the ctlq pass that found it refusing (cq_lock) */
 	uint64_t idle_ns;
 	size_t len;
 	uint8_t addr[OFI_ADDR_MAX];
@@ -310,6 +314,7 @@ struct ofi_ep {
 	struct ofi_op *ctlq, *ctlq_tail; /* control messages the provider refused, in
 	                                  * order per destination */
 	uint32_t ctl_out;           /* atomic: tracked control messages alive */
+	uint64_t ctlq_pass;         /* ofi_ctlq_flush's passes (cq_lock) */
 	uint32_t pool_user;         /* user operations out */
 	uint32_t pool_limit;        /* send_buf_count */
 
@@ -415,7 +420,6 @@ struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p);
 int ofi_pidw_exited(const struct ofi_pidw *w);
 int ofi_pidw_unreachable(const struct ofi_ep *sep, const struct ofi_pidw *w);
 void ofi_pidw_put(struct ofi_pidw *w);
-void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now);
 
 /* ofi_pool.c */
 int ofi_rx_grow(struct ofi_ep *sep, uint32_t count);

@@ -177,8 +177,7 @@ int ofi_uri_parse(struct ofi_ep *sep, const char *uri, uint8_t *addr, size_t *le
 int ofi_service_check(const struct fi_info *info, const char *service)
 {
 	size_t n = strlen(service);
-	char *end;
-	unsigned long port;
+	uint16_t port;
 
 	if (n == 0 || n > 32)
 		return CCI_EINVAL;
@@ -190,8 +189,7 @@ int ofi_service_check(const struct fi_info *info, const char *service)
 	if (info->addr_format != FI_SOCKADDR_IN && info->addr_format != FI_SOCKADDR_IN6 &&
 	    info->addr_format != FI_SOCKADDR)
 		return CCI_EINVAL;
-	port = strtoul(service, &end, 10);
-	return (*end != '\0' || port == 0 || port > 65535) ? CCI_EINVAL : CCI_SUCCESS;
+	return (uri_parse_port(service, &port) != 0 || port == 0) ? CCI_EINVAL : CCI_SUCCESS;
 }
 
 /* ---- Address vector entries ---- */
@@ -255,31 +253,6 @@ void ofi_peer_put(struct ofi_ep *sep, struct ofi_peer *peer)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* Remove the entries unused for OFI_PEER_IDLE_NS (progress thread). */
-void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now)
-{
-	pthread_mutex_lock(&sep->lock);
-	for (struct ofi_peer **pp = &sep->peers; *pp;) {
-		struct ofi_peer *p = *pp;
-		if (p->refs > 0 || (int64_t)(now - p->idle_ns) < (int64_t)OFI_PEER_IDLE_NS) {
-			pp = &p->next;
-			continue;
-		}
-		*pp = p->next;
-		if (!__atomic_load_n(&p->cut, __ATOMIC_ACQUIRE))
-			fi_av_remove(sep->av, &p->fa, 1, 0);
-		free(p);
-	}
-	pthread_mutex_unlock(&sep->lock);
-}
-
-/* The address vector closes with the endpoint: just free. */
-void ofi_peers_free(struct ofi_ep *sep)
-{
-	for (struct ofi_peer *p; CCI__SLIST_POP(&sep->peers, p, next);)
-		free(p);
-}
-
 /* ---- Processes of this host ---- */
 
 static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
@@ -289,23 +262,30 @@ static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
 	return h;
 }
 
+/* The file at path into buf (cap bytes), NUL-terminated: the bytes read,
+ * or -1 when it cannot be opened (for /proc/<pid>: no such process). */
+static ssize_t file_read(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
 /* Start time of pid (field 22 of /proc/pid/stat), 0 if unknown. */
 static uint64_t proc_start(uint32_t pid)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long start = 0;
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (file_read(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	p = strrchr(buf, ')');
 	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
 	                        "%*d %*d %*d %*d %llu", &start) != 1)
@@ -316,13 +296,8 @@ static uint64_t proc_start(uint32_t pid)
 void ofi_proc_self(struct ofi_proc *p)
 {
 	char boot[64] = "", host[256] = "";
-	ssize_t n = 0;
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n = file_read("/proc/sys/kernel/random/boot_id", boot, sizeof(boot));
 
-	if (fd >= 0) {
-		n = read(fd, boot, sizeof(boot) - 1);
-		close(fd);
-	}
 	gethostname(host, sizeof(host) - 1);
 	memset(p, 0, sizeof(*p));
 	p->host = fnv1a(fnv1a(0xcbf29ce484222325ull, boot, n > 0 ? (size_t)n : 0), host,
@@ -387,8 +362,6 @@ int ofi_pidw_exited(const struct ofi_pidw *w)
 int ofi_pidw_unreachable(const struct ofi_ep *sep, const struct ofi_pidw *w)
 {
 	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
 
 	if (!w)
 		return 0;
@@ -397,12 +370,8 @@ int ofi_pidw_unreachable(const struct ofi_ep *sep, const struct ofi_pidw *w)
 	if (sep->info->addr_format != FI_ADDR_STR)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%u/stat", w->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (file_read(path, buf, sizeof(buf)) < 0)
 		return 1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
 	p = strrchr(buf, ')');
 	return p && p[1] == ' ' && strchr("tTZX", p[2]) != NULL;
 }
@@ -415,11 +384,22 @@ void ofi_pidw_put(struct ofi_pidw *w)
 		w->idle_ns = cci__now_ns();
 }
 
-/* Close the watches unused for OFI_PEER_IDLE_NS (progress thread, loop
- * lock held). */
-void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now)
+/* Remove the AV entries and close the pid watches unused for
+ * OFI_PEER_IDLE_NS (progress thread, loop lock held). */
+void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now)
 {
 	pthread_mutex_lock(&sep->lock);
+	for (struct ofi_peer **pp = &sep->peers; *pp;) {
+		struct ofi_peer *p = *pp;
+		if (p->refs > 0 || (int64_t)(now - p->idle_ns) < (int64_t)OFI_PEER_IDLE_NS) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		if (!__atomic_load_n(&p->cut, __ATOMIC_ACQUIRE))
+			fi_av_remove(sep->av, &p->fa, 1, 0);
+		free(p);
+	}
 	for (struct ofi_pidw **pp = &sep->pidws; *pp;) {
 		struct ofi_pidw *w = *pp;
 		if (w->refs > 0 || (!w->dead && (int64_t)(now - w->idle_ns) < (int64_t)OFI_PEER_IDLE_NS)) {
@@ -434,4 +414,17 @@ void ofi_pidws_sweep(struct ofi_ep *sep, uint64_t now)
 		free(w);
 	}
 	pthread_mutex_unlock(&sep->lock);
+}
+
+/* Endpoint destruction, its connections freed and its loop gone: the
+ * address vector closes with the endpoint, so just free. */
+void ofi_peers_free(struct ofi_ep *sep)
+{
+	for (struct ofi_peer *p; CCI__SLIST_POP(&sep->peers, p, next);)
+		free(p);
+	for (struct ofi_pidw *w; CCI__SLIST_POP(&sep->pidws, w, next);) {
+		if (w->fd >= 0)
+			close(w->fd);
+		free(w);
+	}
 }

@@ -8,7 +8,6 @@
  * ofi_hs.c's.
  */
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "ofi.h"
 
@@ -161,11 +160,6 @@ void ofi_conns_free_all(struct ofi_ep *sep)
 				ofi_core->conn_release(oc->conn);
 			conn_free(oc);
 		}
-	}
-	for (struct ofi_pidw *w; CCI__SLIST_POP(&sep->pidws, w, next);) {
-		if (w->fd >= 0)
-			close(w->fd);
-		free(w);
 	}
 }
 

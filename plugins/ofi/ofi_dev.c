@@ -295,10 +295,7 @@ void ofi_dev_free(cci__dev_t *dev)
 {
 	struct ofi_dev *d = dev->priv;
 
-	if (!d)
-		return;
-	if (d->info)
+	if (d && d->info) /* a device that is down may have none, and no libfabric */
 		ofi_lib.freeinfo(d->info);
-	free(d);
-	dev->priv = NULL;
+	cci__dev_free_priv(dev);
 }

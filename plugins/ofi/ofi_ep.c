@@ -176,11 +176,13 @@ static void close_fid(struct fid *f)
 		fi_close(f);
 }
 
-/* Free everything ep_create built; no thread runs. */
+/* Free everything ep_create built; no thread runs.  The provider endpoint
+ * closes first, so that it holds nothing of what is freed after it. */
 static void ep_release(struct ofi_ep *sep)
 {
 	close_fid(sep->fep ? &sep->fep->fid : NULL);
-	sep->fep = NULL;
+	ofi_conns_free_all(sep);
+	ofi_reqs_free(sep);
 	ofi_mrs_free(sep);
 	ofi_pool_fini(sep);
 	ofi_peers_free(sep);
@@ -219,9 +221,7 @@ int ofi_ep_create(cci__ep_t *ep, const char *service)
 	struct ofi_ep *sep = ofi_ep_of(ep);
 	int rc;
 
-	if (!ep->dev->priv || !((const struct ofi_dev *)ep->dev->priv)->info)
-		return CCI_ENODEV;
-	ep_init_fields(sep, ep);
+	ep_init_fields(sep, ep); /* the device is up: dev_publish gave it its fi_info */
 	rc = ep_info(sep, service);
 	if (rc == CCI_SUCCESS)
 		rc = ep_open_domain(sep);
@@ -272,10 +272,6 @@ void ofi_ep_destroy(cci__ep_t *ep)
 	/* No other thread runs on this endpoint any more (API contract). */
 	ofi_conns_close_all(sep);
 	ep_flush_ctl(sep);
-	close_fid(&sep->fep->fid);
-	sep->fep = NULL;
-	ofi_conns_free_all(sep);
-	ofi_reqs_free(sep);
 	ep_release(sep);
 }
 

@@ -41,8 +41,6 @@ static void connect_failed(struct ofi_conn *oc, int status, int cq_held)
 	oc->conn = NULL;
 	ofi_tx_fail_all(oc, status, 0);
 	pthread_mutex_unlock(&oc->lock);
-	if (!conn)
-		return;
 	OFI_LOG(CCI_LOG_CONN, "ofi: connect %08x failed (status %d)", oc->id, status);
 	ofi_core->post_connect(oc->sep->ep, conn->pub.context, status, NULL);
 	ofi_core->conn_release(conn);
@@ -154,16 +152,14 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_
 		return;
 	w = ofi_pidw_get(sep, &h.proc);
 	pthread_mutex_lock(&oc->lock);
-	if (ofi_conn_state(oc) != CCI__CONN_CONNECTING || !oc->conn) {
+	if (ofi_conn_state(oc) != CCI__CONN_CONNECTING) {
 		pthread_mutex_unlock(&oc->lock);
-		if (w) {
-			pthread_mutex_lock(&sep->lock);
-			ofi_pidw_put(w);
-			pthread_mutex_unlock(&sep->lock);
-		}
+		pthread_mutex_lock(&sep->lock);
+		ofi_pidw_put(w);
+		pthread_mutex_unlock(&sep->lock);
 		return;
 	}
-	oc->pidw = w;
+	__atomic_store_n(&oc->pidw, w, __ATOMIC_RELEASE); /* ctl_peer_gone reads it unlocked */
 	conn_set_peer(oc, &h);
 	ofi_core->post_connect(sep->ep, oc->conn->pub.context, CCI_SUCCESS, oc->conn);
 	ofi_held_drain(oc); /* what arrived early goes out now */
@@ -216,7 +212,7 @@ static void on_cancel(struct ofi_ep *sep, const struct ofi_cancel *cp)
 	pthread_mutex_lock(&sep->lock);
 	for (struct ofi_req *r = sep->reqs; r; r = r->next)
 		if (r->hello.id == c.id && r->hello.nonce == c.nonce)
-			r->cancelled = 1;
+			__atomic_store_n(&r->cancelled, 1, __ATOMIC_RELAXED);
 	for (struct ofi_conn *oc = sep->conns; oc && !hit; oc = oc->next)
 		if (!oc->is_client && oc->peer_id == c.id && oc->nonce == c.nonce)
 			hit = oc;
@@ -254,16 +250,6 @@ void ofi_on_conn_msg(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_m
 	}
 }
 
-static int req_cancelled(struct ofi_ep *sep, const struct ofi_req *req)
-{
-	int cancelled;
-
-	pthread_mutex_lock(&sep->lock);
-	cancelled = req->cancelled;
-	pthread_mutex_unlock(&sep->lock);
-	return cancelled;
-}
-
 int ofi_accept(cci__evt_t *evt, void *context)
 {
 	struct ofi_req *req = evt->req_state;
@@ -271,7 +257,7 @@ int ofi_accept(cci__evt_t *evt, void *context)
 	struct ofi_hello mine;
 	struct ofi_pidw *w;
 	struct ofi_conn *oc;
-	int cancelled = req_cancelled(sep, req);
+	int cancelled = __atomic_load_n(&req->cancelled, __ATOMIC_RELAXED);
 
 	oc = ofi_conn_new(sep, (cci_conn_attribute_t)req->hello.attr, context);
 	if (!oc) {
@@ -284,7 +270,7 @@ int ofi_accept(cci__evt_t *evt, void *context)
 	oc->peer = req->peer;
 	w = ofi_pidw_get(sep, &req->hello.proc);
 	pthread_mutex_lock(&oc->lock);
-	oc->pidw = w;
+	__atomic_store_n(&oc->pidw, w, __ATOMIC_RELEASE); /* ctl_peer_gone reads it unlocked */
 	conn_set_peer(oc, &req->hello);
 	hello_fill(oc, &mine);
 	/* ACCEPT goes first on the connection, and the ACCEPT event is
@@ -303,7 +289,7 @@ int ofi_reject(cci__evt_t *evt)
 	struct ofi_req *req = evt->req_state;
 	struct ofi_ep *sep = ofi_ep_of(evt->ep);
 
-	if (!req_cancelled(sep, req))
+	if (!__atomic_load_n(&req->cancelled, __ATOMIC_RELAXED))
 		ofi_ctl_to(sep, req->peer, req->hello.id, OFI_T_REJECT, NULL, 0);
 	return CCI_SUCCESS;
 }

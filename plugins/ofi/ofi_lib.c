@@ -50,23 +50,16 @@ int ofi_lib_load(const char **why)
 	if (ofi_lib.loaded)
 		return CCI_SUCCESS;
 	dl = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-	if (!dl) {
+	if (!dl)
 		snprintf(reason, sizeof(reason), "cannot load libfabric: %s", dlerror());
-		*why = reason;
-		return CCI_ENODEV;
-	}
-	if (!lib_resolve(dl)) {
+	else if (!lib_resolve(dl))
 		snprintf(reason, sizeof(reason), "libfabric.so.1 lacks the functions of its 1.x API");
-		*why = reason;
-		return CCI_ENODEV;
-	}
-	v = ofi_lib.version();
-	if (FI_VERSION(FI_MAJOR(v), FI_MINOR(v)) < OFI_API_VERSION) {
+	else if ((v = ofi_lib.version()) < OFI_API_VERSION) /* major << 16 | minor */
 		snprintf(reason, sizeof(reason), "libfabric %u.%u is older than %u.%u", FI_MAJOR(v),
 		         FI_MINOR(v), FI_MAJOR(OFI_API_VERSION), FI_MINOR(OFI_API_VERSION));
+	else
+		ofi_lib.loaded = 1;
+	if (!ofi_lib.loaded)
 		*why = reason;
-		return CCI_ENODEV;
-	}
-	ofi_lib.loaded = 1;
-	return CCI_SUCCESS;
+	return ofi_lib.loaded ? CCI_SUCCESS : CCI_ENODEV;
 }

@@ -191,10 +191,8 @@ static void retry_queued(struct ofi_ep *sep)
 		/* The queues are read under oc->lock only: an application
 		 * thread's send may be changing them (ThreadSanitizer). */
 		pthread_mutex_lock(&oc->lock);
-		if (oc->msgq)
-			ofi_msgq_flush(oc);
-		if (oc->rmaq)
-			ofi_rmaq_flush(oc);
+		ofi_msgq_flush(oc);
+		ofi_rmaq_flush(oc);
 		pthread_mutex_unlock(&oc->lock);
 	}
 	pthread_mutex_unlock(&sep->lock);
@@ -339,7 +337,6 @@ static void timers(struct ofi_ep *sep, uint64_t now)
 
 	ofi_conns_sweep(sep);
 	ofi_peers_sweep(sep, now);
-	ofi_pidws_sweep(sep, now);
 	pthread_mutex_lock(&sep->lock);
 	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
 		pthread_mutex_lock(&oc->lock);
@@ -513,7 +510,7 @@ int ofi_thread_start(struct ofi_ep *sep)
 }
 
 /* Join the thread and free the loop; the pid watches it had stay for
- * ofi_conns_free_all to close. */
+ * ofi_peers_free to close. */
 void ofi_thread_stop(struct ofi_ep *sep)
 {
 	cci__engine_stop(&sep->eng);

@@ -12,11 +12,6 @@ static int ofi_init(const struct cci_core *core)
 	return cci__plugin_take_core(core, &ofi_core);
 }
 
-static void ofi_finalize(void)
-{
-	ofi_live_fini();
-}
-
 static const char *ofi_strerror(cci__ep_t *ep, int status)
 {
 	(void)ep;
@@ -36,7 +31,7 @@ __attribute__((visibility("default"))) const struct cci_plugin cci_ctp_ofi_plugi
 	.ep_priv_size = sizeof(struct ofi_ep),
 	.conn_priv_size = sizeof(struct ofi_conn *),
 	.init = ofi_init,
-	.finalize = ofi_finalize,
+	.finalize = ofi_live_fini, /* the process's record of its endpoints (ofi_live.c) */
 	.discover = ofi_discover,
 	.dev_configure = ofi_dev_configure,
 	.dev_free = ofi_dev_free,

@@ -127,16 +127,11 @@ static int rx_post(struct ofi_ep *sep, struct ofi_rxbuf *rb)
 	return ofi_fi_status((int)-rc);
 }
 
-static uint32_t rx_target(uint32_t count)
-{
-	return count + OFI_RX_RESERVE;
-}
-
 /* Post buffers (allocating them if needed) until count + the control
  * reserve are with the provider. */
 int ofi_rx_grow(struct ofi_ep *sep, uint32_t count)
 {
-	uint32_t want = rx_target(count);
+	uint32_t want = count + OFI_RX_RESERVE;
 
 	while (__atomic_load_n(&sep->rx_posted, __ATOMIC_RELAXED) < want) {
 		struct ofi_rxbuf *rb;
@@ -147,13 +142,10 @@ int ofi_rx_grow(struct ofi_ep *sep, uint32_t count)
 		if (rb)
 			sep->rx_free = rb->next;
 		cci__spin_unlock(&sep->rx_lock);
-		if (!rb) {
+		if (rb)
+			rc = rx_post(sep, rb);
+		else
 			rc = rx_slab_add(sep, want - __atomic_load_n(&sep->rx_posted, __ATOMIC_RELAXED));
-			if (rc != CCI_SUCCESS)
-				return rc;
-			continue;
-		}
-		rc = rx_post(sep, rb);
 		if (rc != CCI_SUCCESS)
 			return rc;
 	}
@@ -165,7 +157,7 @@ int ofi_rx_grow(struct ofi_ep *sep, uint32_t count)
 void ofi_rx_repost(struct ofi_ep *sep, struct ofi_rxbuf *rb)
 {
 	if (__atomic_load_n(&sep->rx_posted, __ATOMIC_RELAXED) <
-	    rx_target(__atomic_load_n(&sep->rx_count, __ATOMIC_RELAXED))) {
+	    __atomic_load_n(&sep->rx_count, __ATOMIC_RELAXED) + OFI_RX_RESERVE) {
 		rx_post(sep, rb);
 		return;
 	}
@@ -252,15 +244,12 @@ void ofi_op_put(struct ofi_ep *sep, struct ofi_op *op)
 	ofi_peer_put(sep, peer);
 }
 
-/* Every slab, receive buffers and operations (no thread runs). */
+/* Every slab, receive buffers and operations (no thread runs; the
+ * endpoint is freed next, its free lists unread). */
 void ofi_pool_fini(struct ofi_ep *sep)
 {
-	struct ofi_slab *lists[2] = { sep->rx_slabs, sep->op_slabs };
-
-	for (int i = 0; i < 2; i++)
-		for (struct ofi_slab *s; CCI__SLIST_POP(&lists[i], s, next);)
-			slab_free(s);
-	sep->rx_slabs = sep->op_slabs = NULL;
-	sep->rx_free = NULL;
-	sep->pool = NULL;
+	for (struct ofi_slab *s; CCI__SLIST_POP(&sep->rx_slabs, s, next);)
+		slab_free(s);
+	for (struct ofi_slab *s; CCI__SLIST_POP(&sep->op_slabs, s, next);)
+		slab_free(s);
 }

@@ -268,8 +268,8 @@ static void rma_finish(struct ofi_op *op, int status)
 {
 	struct ofi_conn *oc = op->oc;
 
-	if (op->on_list)
-		oc->rma_busy--;
+	if (op->in_flight)
+		oc->rma_busy--; /* its data operation was posted */
 	ofi_flight_del(oc, op);
 	op->data_done = 1;
 	if (op->status == CCI_SUCCESS)

@@ -62,32 +62,25 @@ static void hdr_fill(struct ofi_conn *oc, struct ofi_hdr *h, uint8_t type, uint3
 void ofi_flight_add(struct ofi_conn *oc, struct ofi_op *op)
 {
 	op->in_flight = 1;
-	op->on_list = 1;
-	op->inext = NULL;
 	op->iprev = oc->inflight_tail;
-	if (oc->inflight_tail)
-		oc->inflight_tail->inext = op;
-	else
-		oc->inflight = op;
-	oc->inflight_tail = op;
+	CCI__FIFO_PUSH(&oc->inflight, &oc->inflight_tail, op, inext);
 }
 
 /* The provider gave op back (it may have been on no list). */
 void ofi_flight_del(struct ofi_conn *oc, struct ofi_op *op)
 {
 	op->in_flight = 0;
-	if (!op->on_list)
-		return;
 	if (op->iprev)
 		op->iprev->inext = op->inext;
-	else
+	else if (oc->inflight == op)
 		oc->inflight = op->inext;
+	else
+		return; /* a control message posted outside the connection's queues */
 	if (op->inext)
 		op->inext->iprev = op->iprev;
 	else
 		oc->inflight_tail = op->iprev;
 	op->inext = op->iprev = NULL;
-	op->on_list = 0;
 }
 
 /* Tell the core once (a control message never is). */
@@ -285,24 +278,9 @@ static int ctl_stale(const struct ofi_op *op)
 
 /* The provider refused op: is its peer a process of this host that is
  * gone?  Then it never will take it. */
-static int ctl_peer_gone(struct ofi_op *op)
+static int ctl_peer_gone(const struct ofi_op *op)
 {
-	int gone;
-
-	if (!op->oc)
-		return 0;
-	pthread_mutex_lock(&op->oc->lock);
-	gone = ofi_pidw_exited(op->oc->pidw);
-	pthread_mutex_unlock(&op->oc->lock);
-	return gone;
-}
-
-static int refused_has(struct ofi_peer *const *refused, int n, const struct ofi_peer *peer)
-{
-	for (int i = 0; i < n; i++)
-		if (refused[i] == peer)
-			return 1;
-	return 0;
+	return op->oc && ofi_pidw_exited(__atomic_load_n(&op->oc->pidw, __ATOMIC_ACQUIRE));
 }
 
 /* A control op to the provider.  A connection's last word (the DISC of
@@ -331,7 +309,7 @@ static ssize_t ctl_fi_send(struct ofi_ep *sep, struct ofi_op *op)
  * progress calls it (cq_lock held: one flush at a time). */
 void ofi_ctlq_flush(struct ofi_ep *sep)
 {
-	struct ofi_peer *refused[OFI_CTLQ_REFUSED];
+	uint64_t pass = ++sep->ctlq_pass;
 	struct ofi_op *prev = NULL, *op;
 	int nref = 0;
 
@@ -345,16 +323,16 @@ void ofi_ctlq_flush(struct ofi_ep *sep)
 
 		if (ctl_stale(op)) {
 			rc = -FI_ECANCELED;
-		} else if (refused_has(refused, nref, peer)) {
+		} else if (peer->ctlq_refused == pass) {
 			rc = -FI_EAGAIN; /* it keeps its place behind the refused one */
 		} else {
 			rc = ctl_fi_send(sep, op);
 			if (rc == -FI_EAGAIN && ctl_peer_gone(op))
 				rc = -FI_ECANCELED;
-			if (rc == -FI_EAGAIN && nref == OFI_CTLQ_REFUSED)
+			if (rc == -FI_EAGAIN && nref++ == OFI_CTLQ_REFUSED)
 				return; /* the rest waits for the next pass */
 			if (rc == -FI_EAGAIN)
-				refused[nref++] = peer;
+				peer->ctlq_refused = pass;
 		}
 		if (rc == -FI_EAGAIN) {
 			cci__spin_lock(&sep->pool_lock);

@@ -7,33 +7,15 @@
 
 #include "ofi_wire.h"
 
-/* The body size of a fixed-size type, 0 for an empty one, -1 for MSG and
- * REQ (checked by their own rules), -2 for an unknown type. */
-static long body_size(uint8_t type)
-{
-	switch (type) {
-	case OFI_T_MSG:
-	case OFI_T_REQ:
-		return -1;
-	case OFI_T_ACCEPT:
-		return (long)sizeof(struct ofi_hello);
-	case OFI_T_REJECT:
-	case OFI_T_DISC:
-	case OFI_T_CREDIT:
-	case OFI_T_PING:
-	case OFI_T_PONG:
-		return 0;
-	case OFI_T_CANCEL:
-		return (long)sizeof(struct ofi_cancel);
-	case OFI_T_MR_REQ:
-	case OFI_T_MR_INVAL:
-		return (long)sizeof(uint64_t);
-	case OFI_T_MR_REP:
-		return (long)sizeof(struct ofi_mr_rep);
-	default:
-		return -2;
-	}
-}
+/* The body size of each type: MSG and REQ have rules of their own (never
+ * looked up here); REJECT, DISC, CREDIT, PING and PONG carry none. */
+static const uint32_t body_len[OFI_T_MR_INVAL + 1] = {
+	[OFI_T_ACCEPT] = sizeof(struct ofi_hello),
+	[OFI_T_CANCEL] = sizeof(struct ofi_cancel),
+	[OFI_T_MR_REQ] = sizeof(uint64_t),
+	[OFI_T_MR_REP] = sizeof(struct ofi_mr_rep),
+	[OFI_T_MR_INVAL] = sizeof(uint64_t),
+};
 
 /* The fields both hellos share; NULL or why they are refused. */
 static const char *hello_check(const struct ofi_hello *h)
@@ -116,7 +98,6 @@ int ofi_wire_decode(const void *buf, size_t len, struct ofi_msg *m, const char *
 {
 	const char *why = NULL;
 	int rc = CCI_EINVAL;
-	long want;
 
 	if (!buf || len < OFI_HDR_LEN)
 		why = "shorter than a header";
@@ -130,10 +111,9 @@ int ofi_wire_decode(const void *buf, size_t len, struct ofi_msg *m, const char *
 	m->body = (const uint8_t *)buf + OFI_HDR_LEN;
 	m->body_len = (uint32_t)(len - OFI_HDR_LEN);
 	m->addr = m->data = NULL;
-	want = body_size(m->hdr.type);
 	if (m->hdr.version != OFI_WIRE_VERSION) {
 		why = "unsupported version";
-	} else if (want == -2) {
+	} else if (m->hdr.type < OFI_T_MSG || m->hdr.type > OFI_T_MR_INVAL) {
 		why = "unknown message type";
 	} else if ((m->hdr.dst == 0) != (m->hdr.type == OFI_T_REQ || m->hdr.type == OFI_T_CANCEL)) {
 		why = m->hdr.dst ? "connection id in a message to the endpoint" :
@@ -142,7 +122,7 @@ int ofi_wire_decode(const void *buf, size_t len, struct ofi_msg *m, const char *
 		rc = CCI_SUCCESS;
 	} else if (m->hdr.type == OFI_T_REQ) {
 		rc = req_decode(m, &why);
-	} else if ((long)m->body_len != want) {
+	} else if (m->body_len != body_len[m->hdr.type]) {
 		why = "body length not its type's";
 		rc = CCI_EMSGSIZE;
 	} else {
