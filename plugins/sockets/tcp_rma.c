@@ -147,18 +147,14 @@ static int rd_req(struct tcp_conn *tc, const char **why)
 
 /* ---- initiator side ----------------------------------------------------- */
 
-/* The read op of id, under tx_lock; unlinked when unlink is set. */
-static struct tcp_op *read_find(struct tcp_conn *tc, uint32_t id, int unlink)
+/* The read op of id, under tx_lock. */
+static struct tcp_op *read_find(struct tcp_conn *tc, uint32_t id)
 {
-	for (struct tcp_op **pp = &tc->reads; *pp; pp = &(*pp)->next) {
-		struct tcp_op *op = *pp;
-		if (op->op_id != id)
-			continue;
-		if (unlink)
-			*pp = op->next;
-		return op;
-	}
-	return NULL;
+	struct tcp_op *op = tc->reads;
+
+	while (op && op->op_id != id)
+		op = op->next;
+	return op;
 }
 
 static int rd_data_begin(struct tcp_conn *tc, uint64_t dlen, const char **why)
@@ -166,7 +162,7 @@ static int rd_data_begin(struct tcp_conn *tc, uint64_t dlen, const char **why)
 	struct tcp_op *op;
 
 	cci__spin_lock(&tc->tx_lock);
-	op = read_find(tc, tc->sub.op, 0);
+	op = read_find(tc, tc->sub.op);
 	cci__spin_unlock(&tc->tx_lock);
 	/* Only the next bytes of a read we asked for, nowhere else. */
 	if (!op || tc->sub.off != op->done || dlen > op->total - op->done) {
@@ -183,13 +179,13 @@ static int rd_end(struct tcp_conn *tc, const char **why)
 	struct tcp_op *op, *done = NULL;
 
 	cci__spin_lock(&tc->tx_lock);
-	op = read_find(tc, tc->sub.op, 0);
+	op = read_find(tc, tc->sub.op);
 	if (!op || (tc->sub.status == CCI_SUCCESS && op->done != op->total)) {
 		cci__spin_unlock(&tc->tx_lock);
 		*why = "RMA read end that does not match a request";
 		return -1;
 	}
-	read_find(tc, tc->sub.op, 1);
+	CCI__SLIST_UNLINK(&tc->reads, op, next);
 	op->started = 0;
 	tc->rma_out--;
 	if (tc->sub.status != CCI_SUCCESS)
