@@ -89,20 +89,19 @@ static void wr_data_begin(struct tcp_conn *tc, uint64_t dlen)
 	if (tc->wr_op != tc->sub.op)
 		tc->wr_status = CCI_SUCCESS;
 	tc->wr_op = tc->sub.op;
-	if (tc->wr_status != CCI_SUCCESS) {
-		tcp_rx_sink(tc, TCP_SINK_DROP, NULL, dlen);
-		return;
+	if (tc->wr_status == CCI_SUCCESS) {
+		rc = tcp_core->rma_lookup(tc->sep->ep, tc->sub.key, tc->sub.off, dlen,
+		                          CCI_FLAG_WRITE, &addr);
+		if (rc == CCI_SUCCESS) {
+			tcp_rx_sink(tc, TCP_SINK_MEM, addr, dlen);
+			return;
+		}
+		refuse(tc, "RMA write", rc);
+		tc->wr_status = rc;
+		nack.status = (uint32_t)rc;
+		tcp_tx_flush_now(tc, SOCK_F_RMA_NACK, &nack);
 	}
-	rc = tcp_core->rma_lookup(tc->sep->ep, tc->sub.key, tc->sub.off, dlen, CCI_FLAG_WRITE,
-	                          &addr);
-	if (rc == CCI_SUCCESS) {
-		tcp_rx_sink(tc, TCP_SINK_MEM, addr, dlen);
-		return;
-	}
-	refuse(tc, "RMA write", rc);
-	tc->wr_status = rc;
-	nack.status = (uint32_t)rc;
-	tcp_tx_flush_now(tc, SOCK_F_RMA_NACK, &nack);
+	/* Refused, now or at an earlier fragment of this write. */
 	tcp_rx_sink(tc, TCP_SINK_DROP, NULL, dlen);
 }
 
