@@ -251,7 +251,7 @@ struct tcp_conn {
 };
 
 /* A connection request, server side. */
-enum tcp_req_state { TCP_REQ_READING, TCP_REQ_POSTED, TCP_REQ_DONE };
+enum tcp_req_state { TCP_REQ_READING, TCP_REQ_POSTED };
 struct tcp_req {
 	struct tcp_req *next, *prev;   /* sep->reqs (READING) or sep->posted */
 	struct tcp_ep *sep;
