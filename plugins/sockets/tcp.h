@@ -412,7 +412,7 @@ void tcp_conn_timeouts_changed(cci__conn_t *conn);
 /* tcp_pool.c */
 struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force);
 void tcp_op_put(struct tcp_ep *sep, struct tcp_op *op);
-void tcp_ops_free(struct tcp_ep *sep);
+void tcp_pool_fini(struct tcp_ep *sep);
 int tcp_ops_prealloc(struct tcp_ep *sep, uint32_t n);
 void tcp_op_copy_free(struct tcp_op *op);
 /* Give back op's big copy buffer, if any: its bytes are in the socket (or
@@ -428,7 +428,6 @@ int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, 
 struct tcp_buf *tcp_rb_get(struct tcp_ep *sep);
 void tcp_rb_put(struct tcp_ep *sep, struct tcp_buf *rb);
 int tcp_rb_available(struct tcp_ep *sep);
-void tcp_rb_fini(struct tcp_ep *sep);
 void tcp_recv_returned(cci__evt_t *evt);
 
 /* tcp_tx.c */

@@ -68,8 +68,7 @@ static void ep_release(struct tcp_ep *sep)
 		close(sep->rx_epfd);
 	if (sep->manual_tfd >= 0)
 		close(sep->manual_tfd);
-	tcp_ops_free(sep);
-	tcp_rb_fini(sep);
+	tcp_pool_fini(sep);
 	free(sep->open);
 	pthread_mutex_destroy(&sep->lock);
 }
