@@ -44,9 +44,7 @@ struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force)
 		cci__spin_unlock(&sep->pool_lock);
 		return NULL;
 	}
-	op = sep->pool;
-	if (op)
-		sep->pool = op->next;
+	CCI__SLIST_POP(&sep->pool, op, next);
 	pool_out_add(sep, 1);
 	cci__spin_unlock(&sep->pool_lock);
 	/* The pool only grows while warming up. */
@@ -133,9 +131,7 @@ static char *op_copy_space(struct tcp_op *op, uint32_t len)
 		return op->buf;
 	}
 	cci__spin_lock(&sep->pool_lock);
-	cb = sep->cb_free;
-	if (cb)
-		sep->cb_free = cb->next;
+	CCI__SLIST_POP(&sep->cb_free, cb, next);
 	cci__spin_unlock(&sep->pool_lock);
 	if (!cb) {
 		cb = malloc(sizeof(*cb) + sep->mss);
