@@ -281,7 +281,7 @@ struct tcp_ep {
 	_Atomic uint64_t manual_next_ns;
 	int manual_tfd;                /* ... with an OS handle: a timerfd in it, armed
 	                                * for one tick while anything waits for the
-	                                * loop (tcp_loop_manual_arm) */
+	                                * loop (tcp_arm) */
 	struct cci__engine eng;        /* the loop; eng.lock is the loop lock */
 	ev_io listen_w, rx_w;
 	_Atomic int thread_mode;
@@ -377,13 +377,12 @@ static inline uint64_t tcp_ack_take(struct tcp_conn *tc)
 int tcp_ep_create(cci__ep_t *ep, const char *service);
 void tcp_ep_destroy(cci__ep_t *ep);
 int tcp_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);
-int tcp_arm(cci__ep_t *ep);
 
 /* tcp_loop.c */
 int tcp_loop_start(struct tcp_ep *sep);
 int tcp_progress(cci__ep_t *ep);
 int tcp_loop_manual_handle(struct tcp_ep *sep);
-void tcp_loop_manual_arm(struct tcp_ep *sep);
+int tcp_arm(cci__ep_t *ep);
 
 /* tcp_hs.c */
 /* TCP_NODELAY, and SO_SNDBUF/SO_RCVBUF of bufsize unless 0. */
