@@ -381,7 +381,6 @@ int tcp_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);
 /* tcp_loop.c */
 int tcp_loop_start(struct tcp_ep *sep);
 int tcp_progress(cci__ep_t *ep);
-int tcp_loop_manual_handle(struct tcp_ep *sep);
 int tcp_arm(cci__ep_t *ep);
 
 /* tcp_hs.c */

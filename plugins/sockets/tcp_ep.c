@@ -108,8 +108,6 @@ int tcp_ep_create(cci__ep_t *ep, const char *service)
 		rc = CCI_ENOMEM;
 	if (rc == CCI_SUCCESS)
 		rc = tcp_loop_start(sep);
-	if (rc == CCI_SUCCESS && sep->manual && ep->os_epfd >= 0)
-		rc = tcp_loop_manual_handle(sep);
 	if (rc != CCI_SUCCESS) {
 		free(ep->uri);
 		ep->uri = NULL;

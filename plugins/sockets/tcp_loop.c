@@ -215,7 +215,7 @@ static void loop_manual(struct tcp_ep *sep)
  * tick.  libev does not expose its epoll descriptor, hence the tick for
  * handshakes and sockets full of queued bytes.
  */
-int tcp_loop_manual_handle(struct tcp_ep *sep)
+static int tcp_loop_manual_handle(struct tcp_ep *sep)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 
@@ -288,7 +288,8 @@ static void watchers_init(struct tcp_ep *sep)
 }
 
 /* With progress=manual nothing sleeps in the loop (loop_manual runs it
- * without waiting), so the engine runs without a thread. */
+ * without waiting), so the engine runs without a thread, and an OS handle
+ * takes the loop's descriptors (tcp_loop_manual_handle). */
 int tcp_loop_start(struct tcp_ep *sep)
 {
 	if (cci__engine_init(&sep->eng, sep, TCP_TICK_S, !sep->manual, on_cmd, on_tick) !=
@@ -302,7 +303,7 @@ int tcp_loop_start(struct tcp_ep *sep)
 		cci__engine_fini(&sep->eng);
 		return CCI_ENOMEM;
 	}
-	return CCI_SUCCESS;
+	return sep->manual && sep->ep->os_epfd >= 0 ? tcp_loop_manual_handle(sep) : CCI_SUCCESS;
 }
 
 /* The ops table's progress: one pass over the endpoint for the caller
