@@ -34,18 +34,31 @@ static uint64_t if_rate(const char *ifname)
 	return (uint64_t)mbps * 1000000u;
 }
 
-static void dev_fill(struct sock_dev *d, const struct sockaddr *sa, const char *ifname,
-                     uint32_t mss, const char *proto)
+/* A discovered device named name: the address of ifa. */
+static int dev_add(const struct cci_core *core, const struct sock_transport *t,
+                   const char *name, const struct ifaddrs *ifa)
 {
-	memset(d, 0, sizeof(*d));
+	const struct sockaddr *sa = ifa->ifa_addr;
+	struct sock_dev *d = calloc(1, sizeof(*d));
+	cci__dev_t *dev;
+
+	if (!d)
+		return CCI_ENOMEM;
 	memcpy(&d->addr, sa, sa_len(sa->sa_family));
 	d->addrlen = sa_len(sa->sa_family);
 	((struct sockaddr_in *)&d->addr)->sin_port = 0; /* same offset in sin6 */
-	snprintf(d->ifname, sizeof(d->ifname), "%s", ifname);
+	snprintf(d->ifname, sizeof(d->ifname), "%s", ifa->ifa_name);
 	cci__sockaddr_host(sa, d->host, sizeof(d->host));
-	d->mss = mss;
+	d->mss = t->mss;
 	d->up = 1;
-	snprintf(d->info, sizeof(d->info), "%s on %s, address %s", proto, ifname, d->host);
+	snprintf(d->info, sizeof(d->info), "%s on %s, address %s", t->proto, ifa->ifa_name, d->host);
+	dev = core->dev_add(t->plugin, name);
+	if (!dev) {
+		free(d);
+		return CCI_ENOMEM;
+	}
+	cci__dev_publish(dev, d, d->up, d->mss, if_rate(ifa->ifa_name), d->info);
+	return CCI_SUCCESS;
 }
 
 /* How many addresses of this family on this interface came before ifa. */
@@ -60,28 +73,9 @@ static int addr_index(const struct ifaddrs *all, const struct ifaddrs *ifa)
 	return n;
 }
 
-static int add_copy(const struct cci_core *core, const struct sock_transport *t,
-                    const char *name, const struct sock_dev *d, uint64_t rate)
-{
-	struct sock_dev *copy = malloc(sizeof(*copy));
-	cci__dev_t *dev;
-
-	if (!copy)
-		return CCI_ENOMEM;
-	*copy = *d;
-	dev = core->dev_add(t->plugin, name);
-	if (!dev) {
-		free(copy);
-		return CCI_ENOMEM;
-	}
-	cci__dev_publish(dev, copy, copy->up, copy->mss, rate, copy->info);
-	return CCI_SUCCESS;
-}
-
 int sock_devs_discover(const struct cci_core *core, const struct sock_transport *t)
 {
 	struct ifaddrs *all, *ifa;
-	struct sock_dev d;
 	char name[64];
 	int rc = CCI_SUCCESS;
 
@@ -98,8 +92,7 @@ int sock_devs_discover(const struct cci_core *core, const struct sock_transport 
 			snprintf(nth, sizeof(nth), "-%d", idx + 1);
 		snprintf(name, sizeof(name), "%s%s-%s%s", t->name,
 		         ifa->ifa_addr->sa_family == AF_INET6 ? "6" : "", ifa->ifa_name, nth);
-		dev_fill(&d, ifa->ifa_addr, ifa->ifa_name, t->mss, t->proto);
-		rc = add_copy(core, t, name, &d, if_rate(ifa->ifa_name));
+		rc = dev_add(core, t, name, ifa);
 	}
 	freeifaddrs(all);
 	return rc;

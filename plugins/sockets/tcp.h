@@ -251,7 +251,7 @@ struct tcp_conn {
 };
 
 /* A connection request, server side. */
-enum tcp_req_state { TCP_REQ_READING, TCP_REQ_POSTED, TCP_REQ_DONE };
+enum tcp_req_state { TCP_REQ_READING, TCP_REQ_POSTED };
 struct tcp_req {
 	struct tcp_req *next, *prev;   /* sep->reqs (READING) or sep->posted */
 	struct tcp_ep *sep;
@@ -281,7 +281,7 @@ struct tcp_ep {
 	_Atomic uint64_t manual_next_ns;
 	int manual_tfd;                /* ... with an OS handle: a timerfd in it, armed
 	                                * for one tick while anything waits for the
-	                                * loop (tcp_loop_manual_arm) */
+	                                * loop (tcp_arm) */
 	struct cci__engine eng;        /* the loop; eng.lock is the loop lock */
 	ev_io listen_w, rx_w;
 	_Atomic int thread_mode;
@@ -377,13 +377,11 @@ static inline uint64_t tcp_ack_take(struct tcp_conn *tc)
 int tcp_ep_create(cci__ep_t *ep, const char *service);
 void tcp_ep_destroy(cci__ep_t *ep);
 int tcp_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);
-int tcp_arm(cci__ep_t *ep);
 
 /* tcp_loop.c */
 int tcp_loop_start(struct tcp_ep *sep);
 int tcp_progress(cci__ep_t *ep);
-int tcp_loop_manual_handle(struct tcp_ep *sep);
-void tcp_loop_manual_arm(struct tcp_ep *sep);
+int tcp_arm(cci__ep_t *ep);
 
 /* tcp_hs.c */
 /* TCP_NODELAY, and SO_SNDBUF/SO_RCVBUF of bufsize unless 0. */
@@ -412,7 +410,7 @@ void tcp_conn_timeouts_changed(cci__conn_t *conn);
 /* tcp_pool.c */
 struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force);
 void tcp_op_put(struct tcp_ep *sep, struct tcp_op *op);
-void tcp_ops_free(struct tcp_ep *sep);
+void tcp_pool_fini(struct tcp_ep *sep);
 int tcp_ops_prealloc(struct tcp_ep *sep, uint32_t n);
 void tcp_op_copy_free(struct tcp_op *op);
 /* Give back op's big copy buffer, if any: its bytes are in the socket (or
@@ -428,7 +426,6 @@ int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, 
 struct tcp_buf *tcp_rb_get(struct tcp_ep *sep);
 void tcp_rb_put(struct tcp_ep *sep, struct tcp_buf *rb);
 int tcp_rb_available(struct tcp_ep *sep);
-void tcp_rb_fini(struct tcp_ep *sep);
 void tcp_recv_returned(cci__evt_t *evt);
 
 /* tcp_tx.c */

@@ -20,11 +20,6 @@ void tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, i
 	tc->fd = fd;
 }
 
-static void set_state(struct tcp_conn *tc, int to)
-{
-	cci__conn_move(&tc->base, to, tcp_core, tc->conn);
-}
-
 /*
  * Whether the open sockets belong in rx_epfd.  A socket in an epoll set
  * pays a wake-up callback for every segment that arrives (about 0.2 us of
@@ -92,7 +87,7 @@ int tcp_conn_open(struct tcp_conn *tc, uint32_t peer_mss)
 		return CCI_ENOMEM;
 	}
 	cci__ct_arm(&tc->base.timers, tc->conn->keepalive_us, atomic_load(&sep->now_ns));
-	set_state(tc, CCI__CONN_OPEN);
+	cci__conn_move(&tc->base, CCI__CONN_OPEN, tcp_core, tc->conn);
 	return CCI_SUCCESS;
 }
 
@@ -122,7 +117,7 @@ static struct tcp_op *ops_detach(struct tcp_conn *tc, int to)
 {
 	struct tcp_op *all = tc->infl, **tail = &all;
 
-	set_state(tc, to);
+	cci__conn_move(&tc->base, to, tcp_core, tc->conn);
 	while (*tail)
 		tail = &(*tail)->next;
 	*tail = tc->txq;
@@ -242,7 +237,7 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why)
 {
 	TCP_LOG(CCI_LOG_CONN, "tcp: connecting to %s failed: %s", tc->peer, why);
-	set_state(tc, CCI__CONN_FAILED);
+	cci__conn_move(&tc->base, CCI__CONN_FAILED, tcp_core, tc->conn);
 	tcp_core->post_connect(tc->sep->ep, tc->context, status, tc->conn);
 	tcp_conn_destroy(tc);
 }

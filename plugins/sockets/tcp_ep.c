@@ -1,7 +1,6 @@
 /*
  * tcp_ep.c - a tcp endpoint: its listening socket, the set of readable
- * connections, its progress engine (tcp_loop.c), buffer counts and the
- * arming of its OS handle.
+ * connections, its progress engine (tcp_loop.c) and buffer counts.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -68,8 +67,7 @@ static void ep_release(struct tcp_ep *sep)
 		close(sep->rx_epfd);
 	if (sep->manual_tfd >= 0)
 		close(sep->manual_tfd);
-	tcp_ops_free(sep);
-	tcp_rb_fini(sep);
+	tcp_pool_fini(sep);
 	free(sep->open);
 	pthread_mutex_destroy(&sep->lock);
 }
@@ -110,8 +108,6 @@ int tcp_ep_create(cci__ep_t *ep, const char *service)
 		rc = CCI_ENOMEM;
 	if (rc == CCI_SUCCESS)
 		rc = tcp_loop_start(sep);
-	if (rc == CCI_SUCCESS && sep->manual && ep->os_epfd >= 0)
-		rc = tcp_loop_manual_handle(sep);
 	if (rc != CCI_SUCCESS) {
 		free(ep->uri);
 		ep->uri = NULL;
@@ -154,25 +150,4 @@ int tcp_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
 		cci__spin_unlock(&sep->pool_lock);
 	}
 	return CCI_SUCCESS;
-}
-
-/* About to sleep on the OS handle: socket bytes wake it by themselves
- * (the readable set is in it); queued bytes need the thread, or with
- * progress=manual the handle's timerfd (tcp_loop_manual_arm).  Acks read
- * but not applied yet (rx_conn in tcp_rx.c leaves them to the next pass) and a
- * receive buffer returned while starved are work for cci_get_event now. */
-int tcp_arm(cci__ep_t *ep)
-{
-	struct tcp_ep *sep = tcp_ep_of(ep);
-	int pending;
-
-	if (sep->manual)
-		tcp_loop_manual_arm(sep);
-	else if (atomic_load(&sep->tx_busy) && !atomic_load(&sep->thread_mode))
-		tcp_loop_cmd(sep, TCP_CMD_WAKE);
-	pthread_mutex_lock(&sep->lock);
-	pending = sep->acks_pending ||
-	          (atomic_load(&sep->rx_starved) && tcp_rb_available(sep));
-	pthread_mutex_unlock(&sep->lock);
-	return pending ? CCI_EAGAIN : CCI_SUCCESS;
 }

@@ -260,20 +260,18 @@ static int reject_locked(struct tcp_req *req, const struct sock_reply *r)
 	return CCI_SUCCESS;
 }
 
-/* cci_accept (accept set) or cci_reject: once per posted request. */
+/* cci_accept (accept set) or cci_reject of a posted request: the core
+ * calls one of them at most once per request. */
 static int req_answer(cci__evt_t *evt, void *context, int accept)
 {
 	struct tcp_req *req = evt->req_state;
 	struct tcp_ep *sep = req->sep;
 	struct sock_reply r = { .mss = sep->mss, .id = sep->id, .nonce = req->hello.nonce };
-	int rc = CCI_EINVAL;
+	int rc;
 
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
-	if (req->state == TCP_REQ_POSTED) {
-		req->state = TCP_REQ_DONE;
-		rc = accept ? accept_locked(req, context, &r) : reject_locked(req, &r);
-	}
+	rc = accept ? accept_locked(req, context, &r) : reject_locked(req, &r);
 	pthread_mutex_unlock(&sep->lock);
 	pthread_mutex_unlock(&sep->eng.lock);
 	return rc;

@@ -2,7 +2,8 @@
  * tcp_loop.c - the endpoint's progress: the shared engine
  * (plugins/common/engine.h, a libev loop) with the listening socket,
  * handshake sockets, a tick for timers and, in thread mode, the
- * connections' sockets; and progress(), the pass the application runs.
+ * connections' sockets; progress(), the pass the application runs, and
+ * arm(), before it sleeps on the OS handle.
  *
  * Other threads touch the loop's watchers only with the loop lock
  * (sep->eng.lock) held and then wake it.  The data path never does: it
@@ -214,7 +215,7 @@ static void loop_manual(struct tcp_ep *sep)
  * tick.  libev does not expose its epoll descriptor, hence the tick for
  * handshakes and sockets full of queued bytes.
  */
-int tcp_loop_manual_handle(struct tcp_ep *sep)
+static int tcp_loop_manual_handle(struct tcp_ep *sep)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 
@@ -243,16 +244,31 @@ static int manual_tick_wanted(struct tcp_ep *sep)
 	return 0;
 }
 
-/* The application is about to sleep on the OS handle (progress=manual):
- * arm the timerfd for one tick if anything waits, else disarm it.  Either
- * clears an expiry that woke the application.  Under sep->lock: a
- * connection linked meanwhile (under that lock, its tcp_loop_cmd
- * after) is either seen here or wakes the handle after this call. */
-void tcp_loop_manual_arm(struct tcp_ep *sep)
+/*
+ * The ops table's arm: the application is about to sleep on the OS handle.
+ * Socket bytes wake it by themselves (the readable set is in it); queued
+ * bytes need the thread or, with progress=manual, the handle's timerfd:
+ * armed for one tick if anything waits, else disarmed (either clears an
+ * expiry that woke the application).  Under sep->lock: a connection
+ * linked meanwhile (under that lock, its tcp_loop_cmd after) is either
+ * seen here or wakes the handle after this call.  Acks read but not
+ * applied yet (rx_conn in tcp_rx.c leaves them to the next pass) and a
+ * receive buffer returned while starved are work for cci_get_event now.
+ */
+int tcp_arm(cci__ep_t *ep)
 {
+	struct tcp_ep *sep = tcp_ep_of(ep);
+	int pending;
+
+	if (!sep->manual && atomic_load(&sep->tx_busy) && !atomic_load(&sep->thread_mode))
+		tcp_loop_cmd(sep, TCP_CMD_WAKE);
 	pthread_mutex_lock(&sep->lock);
-	tcp_manual_timer(sep, manual_tick_wanted(sep) ? (long)(TCP_TICK_S * 1e9) : 0);
+	if (sep->manual)
+		tcp_manual_timer(sep, manual_tick_wanted(sep) ? (long)(TCP_TICK_S * 1e9) : 0);
+	pending = sep->acks_pending ||
+	          (atomic_load(&sep->rx_starved) && tcp_rb_available(sep));
 	pthread_mutex_unlock(&sep->lock);
+	return pending ? CCI_EAGAIN : CCI_SUCCESS;
 }
 
 static void watchers_init(struct tcp_ep *sep)
@@ -272,7 +288,8 @@ static void watchers_init(struct tcp_ep *sep)
 }
 
 /* With progress=manual nothing sleeps in the loop (loop_manual runs it
- * without waiting), so the engine runs without a thread. */
+ * without waiting), so the engine runs without a thread, and an OS handle
+ * takes the loop's descriptors (tcp_loop_manual_handle). */
 int tcp_loop_start(struct tcp_ep *sep)
 {
 	if (cci__engine_init(&sep->eng, sep, TCP_TICK_S, !sep->manual, on_cmd, on_tick) !=
@@ -286,7 +303,7 @@ int tcp_loop_start(struct tcp_ep *sep)
 		cci__engine_fini(&sep->eng);
 		return CCI_ENOMEM;
 	}
-	return CCI_SUCCESS;
+	return sep->manual && sep->ep->os_epfd >= 0 ? tcp_loop_manual_handle(sep) : CCI_SUCCESS;
 }
 
 /* The ops table's progress: one pass over the endpoint for the caller

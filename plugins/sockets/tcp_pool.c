@@ -44,9 +44,7 @@ struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force)
 		cci__spin_unlock(&sep->pool_lock);
 		return NULL;
 	}
-	op = sep->pool;
-	if (op)
-		sep->pool = op->next;
+	CCI__SLIST_POP(&sep->pool, op, next);
 	pool_out_add(sep, 1);
 	cci__spin_unlock(&sep->pool_lock);
 	/* The pool only grows while warming up. */
@@ -67,7 +65,7 @@ int tcp_ops_prealloc(struct tcp_ep *sep, uint32_t n)
 	for (uint32_t i = 0; i < n; i++) {
 		struct tcp_op *op = op_new(sep);
 		if (!op || !(op->buf = malloc(TCP_COPY_SMALL)))
-			return CCI_ENOMEM; /* what was made is freed by tcp_ops_free */
+			return CCI_ENOMEM; /* what was made is freed by tcp_pool_fini */
 		op->next = sep->pool;
 		sep->pool = op;
 	}
@@ -93,18 +91,17 @@ static void bufs_free(struct tcp_buf *all)
 	}
 }
 
-void tcp_ops_free(struct tcp_ep *sep)
+/* Free every op, copy buffer and receive buffer of the endpoint, which
+ * dies: no thread runs on it, and nothing reads the lists after. */
+void tcp_pool_fini(struct tcp_ep *sep)
 {
-	struct tcp_op *op = sep->ops_all, *next;
-
-	for (; op; op = next) {
+	for (struct tcp_op *op = sep->ops_all, *next; op; op = next) {
 		next = op->all_next;
 		free(op->buf);
 		free(op);
 	}
-	sep->ops_all = sep->pool = NULL;
 	bufs_free(sep->cb_all);
-	sep->cb_all = sep->cb_free = NULL;
+	bufs_free(sep->rb_all);
 }
 
 void tcp_op_copy_free(struct tcp_op *op)
@@ -134,9 +131,7 @@ static char *op_copy_space(struct tcp_op *op, uint32_t len)
 		return op->buf;
 	}
 	cci__spin_lock(&sep->pool_lock);
-	cb = sep->cb_free;
-	if (cb)
-		sep->cb_free = cb->next;
+	CCI__SLIST_POP(&sep->cb_free, cb, next);
 	cci__spin_unlock(&sep->pool_lock);
 	if (!cb) {
 		cb = malloc(sizeof(*cb) + sep->mss);
@@ -210,14 +205,6 @@ void tcp_rb_put(struct tcp_ep *sep, struct tcp_buf *rb)
 	                                              memory_order_relaxed));
 	if (atomic_load_explicit(&sep->rx_starved, memory_order_relaxed))
 		tcp_loop_cmd(sep, TCP_CMD_RX);
-}
-
-void tcp_rb_fini(struct tcp_ep *sep)
-{
-	bufs_free(sep->rb_all);
-	sep->rb_all = sep->rb_free = NULL;
-	atomic_store(&sep->rb_back, NULL);
-	sep->rb_count = 0;
 }
 
 /* Could tcp_rb_get() succeed now?  sep->lock held. */

@@ -89,20 +89,19 @@ static void wr_data_begin(struct tcp_conn *tc, uint64_t dlen)
 	if (tc->wr_op != tc->sub.op)
 		tc->wr_status = CCI_SUCCESS;
 	tc->wr_op = tc->sub.op;
-	if (tc->wr_status != CCI_SUCCESS) {
-		tcp_rx_sink(tc, TCP_SINK_DROP, NULL, dlen);
-		return;
+	if (tc->wr_status == CCI_SUCCESS) {
+		rc = tcp_core->rma_lookup(tc->sep->ep, tc->sub.key, tc->sub.off, dlen,
+		                          CCI_FLAG_WRITE, &addr);
+		if (rc == CCI_SUCCESS) {
+			tcp_rx_sink(tc, TCP_SINK_MEM, addr, dlen);
+			return;
+		}
+		refuse(tc, "RMA write", rc);
+		tc->wr_status = rc;
+		nack.status = (uint32_t)rc;
+		tcp_tx_flush_now(tc, SOCK_F_RMA_NACK, &nack);
 	}
-	rc = tcp_core->rma_lookup(tc->sep->ep, tc->sub.key, tc->sub.off, dlen, CCI_FLAG_WRITE,
-	                          &addr);
-	if (rc == CCI_SUCCESS) {
-		tcp_rx_sink(tc, TCP_SINK_MEM, addr, dlen);
-		return;
-	}
-	refuse(tc, "RMA write", rc);
-	tc->wr_status = rc;
-	nack.status = (uint32_t)rc;
-	tcp_tx_flush_now(tc, SOCK_F_RMA_NACK, &nack);
+	/* Refused, now or at an earlier fragment of this write. */
 	tcp_rx_sink(tc, TCP_SINK_DROP, NULL, dlen);
 }
 
@@ -147,18 +146,14 @@ static int rd_req(struct tcp_conn *tc, const char **why)
 
 /* ---- initiator side ----------------------------------------------------- */
 
-/* The read op of id, under tx_lock; unlinked when unlink is set. */
-static struct tcp_op *read_find(struct tcp_conn *tc, uint32_t id, int unlink)
+/* The read op of id, under tx_lock. */
+static struct tcp_op *read_find(struct tcp_conn *tc, uint32_t id)
 {
-	for (struct tcp_op **pp = &tc->reads; *pp; pp = &(*pp)->next) {
-		struct tcp_op *op = *pp;
-		if (op->op_id != id)
-			continue;
-		if (unlink)
-			*pp = op->next;
-		return op;
-	}
-	return NULL;
+	struct tcp_op *op = tc->reads;
+
+	while (op && op->op_id != id)
+		op = op->next;
+	return op;
 }
 
 static int rd_data_begin(struct tcp_conn *tc, uint64_t dlen, const char **why)
@@ -166,7 +161,7 @@ static int rd_data_begin(struct tcp_conn *tc, uint64_t dlen, const char **why)
 	struct tcp_op *op;
 
 	cci__spin_lock(&tc->tx_lock);
-	op = read_find(tc, tc->sub.op, 0);
+	op = read_find(tc, tc->sub.op);
 	cci__spin_unlock(&tc->tx_lock);
 	/* Only the next bytes of a read we asked for, nowhere else. */
 	if (!op || tc->sub.off != op->done || dlen > op->total - op->done) {
@@ -183,13 +178,13 @@ static int rd_end(struct tcp_conn *tc, const char **why)
 	struct tcp_op *op, *done = NULL;
 
 	cci__spin_lock(&tc->tx_lock);
-	op = read_find(tc, tc->sub.op, 0);
+	op = read_find(tc, tc->sub.op);
 	if (!op || (tc->sub.status == CCI_SUCCESS && op->done != op->total)) {
 		cci__spin_unlock(&tc->tx_lock);
 		*why = "RMA read end that does not match a request";
 		return -1;
 	}
-	read_find(tc, tc->sub.op, 1);
+	CCI__SLIST_UNLINK(&tc->reads, op, next);
 	op->started = 0;
 	tc->rma_out--;
 	if (tc->sub.status != CCI_SUCCESS)
