@@ -154,7 +154,6 @@ struct sm_pend {
 	uint8_t kind;
 	uint8_t pooled;     /* from the endpoint's pool (else malloc'd) */
 	uint8_t req_sent;   /* READ: the request left, waiting for data/ACK */
-	uint8_t want_fence;
 	int flags;
 	void *context;
 	int status;         /* completion status so far */
@@ -194,7 +193,6 @@ struct sm_conn {
 	int peer_sleeps;            /* its page says SM_PAGE_SLEEPS */
 	struct sm_pend *txq, *txq_tail;
 	struct sm_pend *rma_wait;   /* copy RMAs sent, waiting for their ACK */
-	int tx_err;                 /* the status senders get once broken */
 	uint32_t next_op_id;
 	int rma_copy;               /* use the copy fallback for RMA */
 	_Atomic int cma_busy;       /* cross-memory-attach copies running (for FENCE) */

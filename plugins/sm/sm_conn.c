@@ -101,7 +101,6 @@ struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *
 	sc->sep = sep;
 	sc->sock = sc->peer_bell = sc->rx_fd = -1;
 	sc->rma_copy = sep->dev->rma_copy;
-	sc->tx_err = CCI_ERR_DISCONNECTED;
 	pthread_mutex_init(&sc->tx_lock, NULL);
 	if (rx_create(sc, sep->ep->recv_buf_count, sep->mss) != CCI_SUCCESS)
 		goto err_free;
@@ -204,7 +203,6 @@ void sm_conn_break(struct sm_conn *sc, int status)
 	conn_close_sock(sc);
 	pthread_mutex_lock(&sc->tx_lock);
 	cci__conn_move(&sc->base, CCI__CONN_BROKEN, sm_core, sc->conn);
-	sc->tx_err = CCI_ERR_DISCONNECTED;
 	sm_txq_fail(sc, status, 1);
 	pthread_mutex_unlock(&sc->tx_lock);
 }

@@ -191,9 +191,8 @@ static int cma_finish(struct sm_conn *sc, const void *msg, uint32_t msg_len, voi
 
 	pthread_mutex_lock(&sc->tx_lock);
 	if (!cci__conn_is_open(&sc->base)) {
-		int rc = sc->tx_err;
 		pthread_mutex_unlock(&sc->tx_lock);
-		return rc;
+		return CCI_ERR_DISCONNECTED;
 	}
 	if (!sc->txq && (msg_len == 0 || sm_tx_place(sc, SM_REC_MSG, 0, &iov, 1, msg_len) ==
 	                                         CCI_SUCCESS)) {
@@ -228,7 +227,7 @@ static int rma_cma(struct sm_conn *sc, char *local, const struct cci_rma_handle 
 	pid_t pid;
 
 	pthread_mutex_lock(&sc->tx_lock);
-	rc = cci__conn_is_open(&sc->base) ? CCI_SUCCESS : sc->tx_err;
+	rc = cci__conn_is_open(&sc->base) ? CCI_SUCCESS : CCI_ERR_DISCONNECTED;
 	if (rc == CCI_SUCCESS)
 		rc = peer_lookup(sc->peer_page, remote, roff, len,
 		                 write ? CCI_FLAG_WRITE : CCI_FLAG_READ, &raddr);
@@ -257,9 +256,8 @@ static int rma_copy_start(struct sm_conn *sc, const void *msg, uint32_t msg_len,
 
 	pthread_mutex_lock(&sc->tx_lock);
 	if (!cci__conn_is_open(&sc->base)) {
-		int rc = sc->tx_err;
 		pthread_mutex_unlock(&sc->tx_lock);
-		return rc;
+		return CCI_ERR_DISCONNECTED;
 	}
 	p = sm_pend_get(sc->sep);
 	if (!p) {
@@ -267,7 +265,6 @@ static int rma_copy_start(struct sm_conn *sc, const void *msg, uint32_t msg_len,
 		return CCI_ENOBUFS;
 	}
 	p->kind = (flags & CCI_FLAG_WRITE) ? SM_PEND_WRITE : SM_PEND_READ;
-	p->want_fence = (flags & CCI_FLAG_FENCE) != 0;
 	p->context = context;
 	p->flags = flags;
 	p->len = msg_len;

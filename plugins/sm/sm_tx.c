@@ -207,7 +207,8 @@ static int rma_place(struct sm_conn *sc, struct sm_pend *p)
 	struct iovec iov = { p->buf, p->len };
 	uint64_t rq[3];
 
-	if ((p->kind == SM_PEND_WRITE || p->kind == SM_PEND_READ) && p->want_fence && sc->rma_wait)
+	/* A FENCE waits for the ACKs of the copy RMAs before it (replies have no flags). */
+	if ((p->flags & CCI_FLAG_FENCE) && sc->rma_wait)
 		return CCI_EAGAIN;
 	switch (p->kind) {
 	case SM_PEND_WRITE:
@@ -314,9 +315,8 @@ int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_
 
 	pthread_mutex_lock(&sc->tx_lock);
 	if (!cci__conn_is_open(&sc->base)) {
-		int rc = sc->tx_err;
 		pthread_mutex_unlock(&sc->tx_lock);
-		return rc;
+		return CCI_ERR_DISCONNECTED;
 	}
 	if (!sc->txq && sm_tx_place(sc, SM_REC_MSG, 0, iov, iovcnt, len) == CCI_SUCCESS) {
 		pthread_mutex_unlock(&sc->tx_lock);
