@@ -144,8 +144,7 @@ enum sm_pend_kind {
 	SM_PEND_DONE,   /* an RMA whose data already moved: just its completion */
 	SM_PEND_WRITE,  /* copy-fallback RMA write: frames, then WR_END (+msg) */
 	SM_PEND_READ,   /* copy-fallback RMA read: RD_REQ, wait for the data, then msg */
-	SM_PEND_RDRESP, /* target side: stream read data back */
-	SM_PEND_ACK     /* target side: RMA_ACK */
+	SM_PEND_REPLY   /* target side: read data back (if any), then RMA_ACK */
 };
 
 /* A queued unit of transmit work; its fields are the sender's arguments. */
@@ -162,7 +161,7 @@ struct sm_pend {
 	uint64_t queued_ns; /* enqueue time, for the send timeout */
 	uint64_t key;       /* copy RMA: remote key */
 	uint64_t roff;      /* copy RMA: remote offset */
-	char *laddr;        /* copy RMA: local bytes (RDRESP: the target's) */
+	char *laddr;        /* copy RMA: local bytes (REPLY: the target's) */
 	uint64_t total;     /* copy RMA: bytes to move */
 	uint64_t done;      /* copy RMA: bytes framed (write) or received (read) */
 	char *buf;          /* mss bytes for pooled descriptors */
