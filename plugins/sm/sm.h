@@ -243,7 +243,6 @@ struct sm_ep {
 	 * every control socket; the tick runs while there is something to time. */
 	struct cci__engine eng;
 	ev_io listen_w;
-	ev_prepare tick_arm_w;
 
 	/* Naming. */
 	int listen_fd;

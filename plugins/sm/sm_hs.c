@@ -110,8 +110,9 @@ static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* List sc and watch its control socket; the loop lock and sep->lock held.
- * Another thread than the loop's then wakes it (cci__engine_cmd). */
+/* List sc, watch its control socket and run the tick; the loop lock and
+ * sep->lock held.  Another thread than the loop's then wakes it
+ * (cci__engine_cmd). */
 static void conn_watch(struct sm_conn *sc)
 {
 	sc->next = sc->sep->conns;
@@ -119,6 +120,7 @@ static void conn_watch(struct sm_conn *sc)
 	ev_io_init(&sc->ctl_w, conn_cb, sc->sock, EV_READ);
 	sc->ctl_w.data = sc;
 	ev_io_start(sc->sep->eng.loop, &sc->ctl_w);
+	cci__engine_tick(&sc->sep->eng, 1);
 }
 
 void sm_hs_on_listen(struct sm_ep *sep)
@@ -149,6 +151,7 @@ void sm_hs_on_listen(struct sm_ep *sep)
 		ev_io_init(&req->w, req_cb, fd, EV_READ);
 		req->w.data = req;
 		ev_io_start(sep->eng.loop, &req->w);
+		cci__engine_tick(&sep->eng, 1); /* its request must come in time */
 	}
 }
 
