@@ -300,9 +300,9 @@ int sm_disconnect(cci__conn_t *conn);
 void sm_conn_timeouts_changed(cci__conn_t *conn);
 
 /* sm_hs.c */
-/* Take the connections waiting on the listening socket; loop thread,
- * sep->lock held. */
-void sm_hs_on_listen(struct sm_ep *sep);
+/* The watcher of the listening socket (sep->listen_w): take the
+ * connections waiting on it. */
+void sm_hs_on_listen(struct ev_loop *loop, ev_io *w, int revents);
 void sm_req_drop(struct sm_ep *sep, struct sm_req *req);
 void sm_req_free(struct sm_req *req);
 int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
@@ -313,7 +313,6 @@ void sm_request_done(cci__evt_t *evt);
 
 /* sm_loop.c */
 int sm_loop_start(struct sm_ep *sep);
-void sm_loop_stop(struct sm_ep *sep);
 
 /* sm_ep.c */
 int sm_ep_create(cci__ep_t *ep, const char *service);

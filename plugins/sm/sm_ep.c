@@ -135,7 +135,8 @@ void sm_ep_destroy(cci__ep_t *ep)
 {
 	struct sm_ep *sep = sm_ep_of(ep);
 
-	sm_loop_stop(sep);
+	cci__engine_stop(&sep->eng);
+	cci__engine_fini(&sep->eng);
 	/* No other thread runs on this endpoint any more (API contract). */
 	for (struct sm_conn *sc; CCI__SLIST_POP(&sep->conns, sc, next);)
 		sm_conn_destroy(sc);

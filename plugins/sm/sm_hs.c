@@ -123,11 +123,15 @@ static void conn_watch(struct sm_conn *sc)
 	cci__engine_tick(&sc->sep->eng, 1);
 }
 
-void sm_hs_on_listen(struct sm_ep *sep)
+void sm_hs_on_listen(struct ev_loop *loop, ev_io *w, int revents)
 {
+	struct sm_ep *sep = w->data;
 	struct sm_req *req;
 	int fd;
 
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&sep->lock);
 	while ((fd = accept4(sep->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 		pid_t pid = 0;
 		if (sm_peer_pid(fd, &pid) != CCI_SUCCESS) {
@@ -153,6 +157,7 @@ void sm_hs_on_listen(struct sm_ep *sep)
 		ev_io_start(sep->eng.loop, &req->w);
 		cci__engine_tick(&sep->eng, 1); /* its request must come in time */
 	}
+	pthread_mutex_unlock(&sep->lock);
 }
 
 int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,

@@ -106,24 +106,13 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-static void listen_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct sm_ep *sep = w->data;
-
-	(void)loop;
-	(void)revents;
-	pthread_mutex_lock(&sep->lock);
-	sm_hs_on_listen(sep);
-	pthread_mutex_unlock(&sep->lock);
-}
-
 int sm_loop_start(struct sm_ep *sep)
 {
 	if (cci__engine_init(&sep->eng, sep, SM_TICK_S, 1, NULL, on_tick) != CCI_SUCCESS) {
 		SM_ERR("sm: cannot set up the control thread of %s: out of memory", sep->sock_path);
 		return CCI_ENOMEM;
 	}
-	ev_io_init(&sep->listen_w, listen_cb, sep->listen_fd, EV_READ);
+	ev_io_init(&sep->listen_w, sm_hs_on_listen, sep->listen_fd, EV_READ);
 	sep->listen_w.data = sep;
 	ev_io_start(sep->eng.loop, &sep->listen_w);
 	if (cci__engine_start(&sep->eng) != CCI_SUCCESS) {
@@ -132,10 +121,4 @@ int sm_loop_start(struct sm_ep *sep)
 		return CCI_ENOMEM;
 	}
 	return CCI_SUCCESS;
-}
-
-void sm_loop_stop(struct sm_ep *sep)
-{
-	cci__engine_stop(&sep->eng);
-	cci__engine_fini(&sep->eng);
 }
