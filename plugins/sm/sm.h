@@ -212,13 +212,11 @@ struct sm_conn {
 };
 
 /* A connection request on the server side. */
-enum sm_req_state { SM_REQ_WAIT, SM_REQ_POSTED, SM_REQ_DONE };
 struct sm_req {
-	ev_io w;                    /* its socket until posted; the loop lock */
+	ev_io w;                    /* its socket, active until posted; the loop lock */
 	struct sm_ep *sep;
 	struct sm_req *next;        /* sep->reqs */
 	int sock;
-	int state;
 	int fds[SM_HELLO_FDS];
 	pid_t peer_pid;
 	uint64_t since_ns;

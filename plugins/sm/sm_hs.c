@@ -81,7 +81,45 @@ static void client_on_readable(struct sm_conn *sc)
 		client_on_answer(sc, &raw, n, fds, nfds);
 }
 
-static void req_on_readable(struct sm_ep *sep, struct sm_req *req);
+/* The request in the n bytes of buf, decoded into req->hello: NULL, or
+ * why it is refused. */
+static const char *req_check(struct sm_req *req, const void *buf, int n, int nfds)
+{
+	const char *why;
+
+	if (n <= 0)
+		return "the socket closed before a request";
+	if (sm_ctl_decode(buf, (size_t)n, nfds, &req->hello, &why) != CCI_SUCCESS)
+		return why;
+	if (req->hello.hdr.type != SM_CTL_REQ)
+		return "not a connection request";
+	return NULL;
+}
+
+/* A connection request arrived (or the socket failed); sep->lock held. */
+static void req_on_readable(struct sm_ep *sep, struct sm_req *req)
+{
+	struct sm_ctl_hello raw;
+	int nfds, n = sm_ctl_recv(req->sock, &raw, sizeof(raw), req->fds, &nfds);
+	const char *why;
+
+	if (n == -1)
+		return;
+	why = req_check(req, &raw, n, nfds);
+	if (why) {
+		SM_WARN("sm: %s: request from pid %d dropped: %s", sep->sock_path,
+		        (int)req->peer_pid, why);
+		sm_req_drop(sep, req);
+		return;
+	}
+	/* The request is the event's now; the socket waits for the answer
+	 * (sep->lock, held, keeps cci_accept off it until it is posted). */
+	ev_io_stop(sep->eng.loop, &req->w);
+	if (sm_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.attr, req->hello.data,
+	                          req->hello.data_len, req) != CCI_SUCCESS) {
+		sm_req_drop(sep, req);
+	}
+}
 
 static void req_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -246,91 +284,36 @@ void sm_req_drop(struct sm_ep *sep, struct sm_req *req)
 	sm_req_free(req);
 }
 
-/* The request in the n bytes of buf, decoded into req->hello: NULL, or
- * why it is refused. */
-static const char *req_check(struct sm_req *req, const void *buf, int n, int nfds)
-{
-	const char *why;
-
-	if (n <= 0)
-		return "the socket closed before a request";
-	if (sm_ctl_decode(buf, (size_t)n, nfds, &req->hello, &why) != CCI_SUCCESS)
-		return why;
-	if (req->hello.hdr.type != SM_CTL_REQ)
-		return "not a connection request";
-	return NULL;
-}
-
-/* A connection request arrived (or the socket failed); sep->lock held. */
-static void req_on_readable(struct sm_ep *sep, struct sm_req *req)
-{
-	struct sm_ctl_hello raw;
-	int nfds, n = sm_ctl_recv(req->sock, &raw, sizeof(raw), req->fds, &nfds);
-	const char *why;
-
-	if (n == -1)
-		return;
-	why = req_check(req, &raw, n, nfds);
-	if (why) {
-		SM_WARN("sm: %s: request from pid %d dropped: %s", sep->sock_path,
-		        (int)req->peer_pid, why);
-		sm_req_drop(sep, req);
-		return;
-	}
-	/* The request is the event's now; the socket waits for the answer
-	 * (sep->lock, held, keeps cci_accept off it until it is posted). */
-	ev_io_stop(sep->eng.loop, &req->w);
-	req->state = SM_REQ_POSTED;
-	if (sm_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.attr, req->hello.data,
-	                          req->hello.data_len, req) != CCI_SUCCESS) {
-		sm_req_drop(sep, req);
-	}
-}
-
-/* Answer REJECT and close; sep->lock held. */
-static void req_refuse(struct sm_req *req)
-{
-	if (req->sock >= 0) {
-		sm_ctl_send(req->sock, SM_CTL_REJECT, NULL, NULL, 0);
-		close(req->sock);
-		req->sock = -1;
-	}
-	req->state = SM_REQ_DONE;
-}
-
+/*
+ * The core answers each posted request exactly once, by accept or reject
+ * (it refuses a second answer itself).  The request is the event's: the
+ * control thread no longer watches its socket nor times it.
+ */
 int sm_accept(cci__evt_t *evt, void *context)
 {
-	struct sm_req *req = evt->req_state;
 	struct sm_ep *sep = sm_ep_of(evt->ep);
-	int rc = CCI_EINVAL;
+	int rc;
 
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
-	if (req->state == SM_REQ_POSTED) {
-		rc = accept_locked(sep, req, context);
-		if (rc != CCI_SUCCESS)
-			req_refuse(req);
-		req->state = SM_REQ_DONE;
-	}
+	rc = accept_locked(sep, evt->req_state, context);
 	pthread_mutex_unlock(&sep->lock);
 	pthread_mutex_unlock(&sep->eng.lock);
+	if (rc != CCI_SUCCESS)
+		sm_reject(evt);
 	cci__engine_cmd(&sep->eng, 0); /* the loop sees the new watcher */
 	return rc;
 }
 
+/* Answer REJECT and close. */
 int sm_reject(cci__evt_t *evt)
 {
 	struct sm_req *req = evt->req_state;
-	struct sm_ep *sep = sm_ep_of(evt->ep);
-	int rc = CCI_EINVAL;
 
-	pthread_mutex_lock(&sep->lock);
-	if (req->state == SM_REQ_POSTED) {
-		req_refuse(req);
-		rc = CCI_SUCCESS;
-	}
-	pthread_mutex_unlock(&sep->lock);
-	return rc;
+	sm_ctl_send(req->sock, SM_CTL_REJECT, NULL, NULL, 0);
+	close(req->sock);
+	req->sock = -1;
+	return CCI_SUCCESS;
 }
 
 void sm_req_free(struct sm_req *req)

@@ -70,8 +70,9 @@ static const struct cci__conn_tick_ops tick_ops = {
 };
 
 /* Each tick: faults, timers and queued sends of the connections, requests
- * that never came; then the tick stops if nothing is left to time (listing
- * a connection or a request starts it again). */
+ * that never came (their socket still watched); then the tick stops if
+ * nothing is left to time (listing a connection or a request starts it
+ * again). */
 static void on_tick(void *owner, uint64_t now, int app_polled)
 {
 	struct sm_ep *sep = owner;
@@ -96,7 +97,7 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 	}
 	for (req = sep->reqs; req; req = rnext) {
 		rnext = req->next;
-		if (req->state == SM_REQ_WAIT && now - req->since_ns > SM_REQ_WAIT_NS) {
+		if (ev_is_active(&req->w) && now - req->since_ns > SM_REQ_WAIT_NS) {
 			SM_WARN("sm: %s: pid %d connected but never asked; dropped", sep->sock_path,
 			        (int)req->peer_pid);
 			sm_req_drop(sep, req);
