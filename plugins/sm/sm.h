@@ -288,8 +288,7 @@ int sm_peer_pid(int sock, pid_t *pid);
 /* sm_conn.c */
 struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *context);
 int sm_ep_attach_peer(struct sm_conn *sc, const struct sm_ctl_hello *h, int *fds);
-void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h);
-void sm_rxset_add(struct sm_ep *sep, struct sm_conn *sc, cci_event_type_t type, void *context);
+void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h, cci_event_type_t type);
 void sm_conn_on_ctl(struct sm_conn *sc);
 void sm_conn_break(struct sm_conn *sc, int status);
 void sm_connect_failed(struct sm_conn *sc, int status, int listed);

@@ -33,52 +33,41 @@ static int hello_send(struct sm_conn *sc, int sock, uint16_t type, struct sm_ctl
 	return sm_ctl_send(sock, type, h, fds, SM_HELLO_FDS);
 }
 
-/* Client side: the server's answer, n bytes in buf.  sep->lock held. */
-static void client_on_answer(struct sm_conn *sc, const void *buf, int n, int *fds, int nfds)
-{
-	struct sm_ctl_hello h;
-	const char *why;
-	int rc = sm_ctl_decode(buf, (size_t)n, nfds, &h, &why);
-
-	if (rc == CCI_SUCCESS && h.hdr.type == SM_CTL_REJECT) {
-		sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
-		return;
-	}
-	if (rc == CCI_SUCCESS && h.hdr.type != SM_CTL_ACCEPT) {
-		why = "not an answer to a request";
-		rc = CCI_EINVAL;
-	}
-	if (rc != CCI_SUCCESS) {
-		for (int i = 0; i < nfds; i++)
-			close(fds[i]);
-		SM_WARN("sm: malformed answer from the server (pid %d): %s; connection refused",
-		        (int)sc->peer_pid, why);
-		sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
-		return;
-	}
-	if (sm_ep_attach_peer(sc, &h, fds) != CCI_SUCCESS) {
-		SM_WARN("sm: cannot map the segments of the server (pid %d); connection refused",
-		        (int)sc->peer_pid);
-		sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
-		return;
-	}
-	sm_conn_open(sc, &h);
-	sm_rxset_add(sc->sep, sc, CCI_EVENT_CONNECT, sc->conn->pub.context);
-}
-
 /* Client side: the server answered, or hung up.  sep->lock held. */
 static void client_on_readable(struct sm_conn *sc)
 {
-	struct sm_ctl_hello raw;
+	struct sm_ctl_hello raw, h;
 	int fds[SM_HELLO_FDS], nfds;
 	int n = sm_ctl_recv(sc->sock, &raw, sizeof(raw), fds, &nfds);
+	const char *why;
 
 	if (n == -1)
 		return;
 	if (n <= 0)
-		sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
-	else
-		client_on_answer(sc, &raw, n, fds, nfds);
+		goto err_refused;
+	if (sm_ctl_decode(&raw, (size_t)n, nfds, &h, &why) == CCI_SUCCESS) {
+		if (h.hdr.type == SM_CTL_REJECT)
+			goto err_refused;
+		if (h.hdr.type != SM_CTL_ACCEPT)
+			why = "not an answer to a request";
+	}
+	if (why) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		SM_WARN("sm: malformed answer from the server (pid %d): %s; connection refused",
+		        (int)sc->peer_pid, why);
+		goto err_refused;
+	}
+	if (sm_ep_attach_peer(sc, &h, fds) != CCI_SUCCESS) {
+		SM_WARN("sm: cannot map the segments of the server (pid %d); connection refused",
+		        (int)sc->peer_pid);
+		goto err_refused;
+	}
+	sm_conn_open(sc, &h, CCI_EVENT_CONNECT);
+	return;
+
+err_refused:
+	sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
 }
 
 /* The request in the n bytes of buf, decoded into req->hello: NULL, or
@@ -270,9 +259,8 @@ static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 	}
 	sc->sock = req->sock; /* the connection owns the socket now */
 	req->sock = -1;
-	sm_conn_open(sc, &req->hello);
 	conn_watch(sc);
-	sm_rxset_add(sep, sc, CCI_EVENT_ACCEPT, context);
+	sm_conn_open(sc, &req->hello, CCI_EVENT_ACCEPT);
 	return CCI_SUCCESS;
 }
 
