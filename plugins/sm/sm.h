@@ -144,8 +144,7 @@ enum sm_pend_kind {
 	SM_PEND_DONE,   /* an RMA whose data already moved: just its completion */
 	SM_PEND_WRITE,  /* copy-fallback RMA write: frames, then WR_END (+msg) */
 	SM_PEND_READ,   /* copy-fallback RMA read: RD_REQ, wait for the data, then msg */
-	SM_PEND_RDRESP, /* target side: stream read data back */
-	SM_PEND_ACK     /* target side: RMA_ACK */
+	SM_PEND_REPLY   /* target side: read data back (if any), then RMA_ACK */
 };
 
 /* A queued unit of transmit work; its fields are the sender's arguments. */
@@ -154,7 +153,6 @@ struct sm_pend {
 	uint8_t kind;
 	uint8_t pooled;     /* from the endpoint's pool (else malloc'd) */
 	uint8_t req_sent;   /* READ: the request left, waiting for data/ACK */
-	uint8_t want_fence;
 	int flags;
 	void *context;
 	int status;         /* completion status so far */
@@ -163,7 +161,7 @@ struct sm_pend {
 	uint64_t queued_ns; /* enqueue time, for the send timeout */
 	uint64_t key;       /* copy RMA: remote key */
 	uint64_t roff;      /* copy RMA: remote offset */
-	char *laddr;        /* copy RMA: local bytes (RDRESP: the target's) */
+	char *laddr;        /* copy RMA: local bytes (REPLY: the target's) */
 	uint64_t total;     /* copy RMA: bytes to move */
 	uint64_t done;      /* copy RMA: bytes framed (write) or received (read) */
 	char *buf;          /* mss bytes for pooled descriptors */
@@ -194,7 +192,6 @@ struct sm_conn {
 	int peer_sleeps;            /* its page says SM_PAGE_SLEEPS */
 	struct sm_pend *txq, *txq_tail;
 	struct sm_pend *rma_wait;   /* copy RMAs sent, waiting for their ACK */
-	int tx_err;                 /* the status senders get once broken */
 	uint32_t next_op_id;
 	int rma_copy;               /* use the copy fallback for RMA */
 	_Atomic int cma_busy;       /* cross-memory-attach copies running (for FENCE) */
@@ -215,13 +212,11 @@ struct sm_conn {
 };
 
 /* A connection request on the server side. */
-enum sm_req_state { SM_REQ_WAIT, SM_REQ_POSTED, SM_REQ_DONE };
 struct sm_req {
-	ev_io w;                    /* its socket until posted; the loop lock */
+	ev_io w;                    /* its socket, active until posted; the loop lock */
 	struct sm_ep *sep;
 	struct sm_req *next;        /* sep->reqs */
 	int sock;
-	int state;
 	int fds[SM_HELLO_FDS];
 	pid_t peer_pid;
 	uint64_t since_ns;
@@ -246,7 +241,6 @@ struct sm_ep {
 	 * every control socket; the tick runs while there is something to time. */
 	struct cci__engine eng;
 	ev_io listen_w;
-	ev_prepare tick_arm_w;
 
 	/* Naming. */
 	int listen_fd;
@@ -294,8 +288,7 @@ int sm_peer_pid(int sock, pid_t *pid);
 /* sm_conn.c */
 struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *context);
 int sm_ep_attach_peer(struct sm_conn *sc, const struct sm_ctl_hello *h, int *fds);
-void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h);
-void sm_rxset_add(struct sm_ep *sep, struct sm_conn *sc, cci_event_type_t type, void *context);
+void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h, cci_event_type_t type);
 void sm_conn_on_ctl(struct sm_conn *sc);
 void sm_conn_break(struct sm_conn *sc, int status);
 void sm_connect_failed(struct sm_conn *sc, int status, int listed);
@@ -304,9 +297,9 @@ int sm_disconnect(cci__conn_t *conn);
 void sm_conn_timeouts_changed(cci__conn_t *conn);
 
 /* sm_hs.c */
-/* Take the connections waiting on the listening socket; loop thread,
- * sep->lock held. */
-void sm_hs_on_listen(struct sm_ep *sep);
+/* The watcher of the listening socket (sep->listen_w): take the
+ * connections waiting on it. */
+void sm_hs_on_listen(struct ev_loop *loop, ev_io *w, int revents);
 void sm_req_drop(struct sm_ep *sep, struct sm_req *req);
 void sm_req_free(struct sm_req *req);
 int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
@@ -317,7 +310,6 @@ void sm_request_done(cci__evt_t *evt);
 
 /* sm_loop.c */
 int sm_loop_start(struct sm_ep *sep);
-void sm_loop_stop(struct sm_ep *sep);
 
 /* sm_ep.c */
 int sm_ep_create(cci__ep_t *ep, const char *service);

@@ -101,7 +101,6 @@ struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *
 	sc->sep = sep;
 	sc->sock = sc->peer_bell = sc->rx_fd = -1;
 	sc->rma_copy = sep->dev->rma_copy;
-	sc->tx_err = CCI_ERR_DISCONNECTED;
 	pthread_mutex_init(&sc->tx_lock, NULL);
 	if (rx_create(sc, sep->ep->recv_buf_count, sep->mss) != CCI_SUCCESS)
 		goto err_free;
@@ -158,36 +157,6 @@ static void conn_close_sock(struct sm_conn *sc)
 	sc->sock = -1;
 }
 
-/* The CONNECT or ACCEPT event that ends a connection's set-up. */
-static void post_conn_event(struct sm_ep *sep, cci_event_type_t type, int status,
-                            void *context, cci__conn_t *conn)
-{
-	if (type == CCI_EVENT_CONNECT)
-		sm_core->post_connect(sep->ep, context, status, conn);
-	else
-		sm_core->post_accept(sep->ep, context, status, conn);
-}
-
-/*
- * Start scanning sc's receive ring, and post the event that announces the
- * connection (CONNECT or ACCEPT) under the same rx_lock hold: a message
- * the peer sent at once is then seen by the arm() that follows the event,
- * yet its RECV event can never be posted ahead of the announcement.
- */
-void sm_rxset_add(struct sm_ep *sep, struct sm_conn *sc, cci_event_type_t type, void *context)
-{
-	cci__spin_lock(&sep->rx_lock);
-	if (cci__grow(&sep->rx_set, sep->rx_n, &sep->rx_cap, 8, sizeof(*sep->rx_set)) != CCI_SUCCESS) {
-		cci__spin_unlock(&sep->rx_lock);
-		SM_ERR("sm: out of memory: connection to pid %d will not receive", (int)sc->peer_pid);
-		post_conn_event(sep, type, CCI_ENOMEM, context, NULL);
-		return;
-	}
-	sep->rx_set[sep->rx_n++] = sc;
-	post_conn_event(sep, type, CCI_SUCCESS, context, sc->conn);
-	cci__spin_unlock(&sep->rx_lock);
-}
-
 /*
  * The connection cannot carry data any more (peer gone, timed out, told us
  * it disconnected): queued work completes with status (the first) and
@@ -204,7 +173,6 @@ void sm_conn_break(struct sm_conn *sc, int status)
 	conn_close_sock(sc);
 	pthread_mutex_lock(&sc->tx_lock);
 	cci__conn_move(&sc->base, CCI__CONN_BROKEN, sm_core, sc->conn);
-	sc->tx_err = CCI_ERR_DISCONNECTED;
 	sm_txq_fail(sc, status, 1);
 	pthread_mutex_unlock(&sc->tx_lock);
 }
@@ -223,10 +191,18 @@ void sm_connect_failed(struct sm_conn *sc, int status, int listed)
 	sm_conn_destroy(sc);
 }
 
-/* Common to both sides once the peer's hello is mapped. */
-void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h)
+/*
+ * Both sides, once the peer's hello is mapped: open sc, start scanning its
+ * receive ring, and post the event that announces the connection (type
+ * CONNECT or ACCEPT) under the same rx_lock hold: a message the peer sent
+ * at once is then seen by the arm() that follows the event, yet its RECV
+ * event can never be posted ahead of the announcement.
+ */
+void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h, cci_event_type_t type)
 {
+	struct sm_ep *sep = sc->sep;
 	cci__conn_t *conn = sc->conn;
+	int rc;
 
 	if (h->mss < conn->pub.max_send_size)
 		conn->pub.max_send_size = h->mss;
@@ -236,6 +212,18 @@ void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h)
 	pthread_mutex_lock(&sc->tx_lock);
 	cci__conn_move(&sc->base, CCI__CONN_OPEN, sm_core, sc->conn);
 	pthread_mutex_unlock(&sc->tx_lock);
+	cci__spin_lock(&sep->rx_lock);
+	rc = cci__grow(&sep->rx_set, sep->rx_n, &sep->rx_cap, 8, sizeof(*sep->rx_set));
+	if (rc == CCI_SUCCESS)
+		sep->rx_set[sep->rx_n++] = sc;
+	/* conn->pub.context: connect's or accept's; a failure names no conn. */
+	if (type == CCI_EVENT_CONNECT)
+		sm_core->post_connect(sep->ep, conn->pub.context, rc, conn);
+	else
+		sm_core->post_accept(sep->ep, conn->pub.context, rc, conn);
+	cci__spin_unlock(&sep->rx_lock);
+	if (rc != CCI_SUCCESS)
+		SM_ERR("sm: out of memory: connection to pid %d will not receive", (int)sc->peer_pid);
 }
 
 /* The control socket of an open connection is readable or hung up: PING,

@@ -22,21 +22,17 @@ static int is_bare(uint16_t type)
 size_t sm_ctl_encode(uint16_t type, const struct sm_ctl_hello *body, void *buf, size_t cap)
 {
 	struct sm_ctl_hdr h = { SM_CTL_MAGIC, SM_CTL_VERSION, type };
-	size_t n;
+	size_t n = sizeof(h);
 
-	if (is_bare(type)) {
-		if (cap < sizeof(h))
-			return 0;
-		memcpy(buf, &h, sizeof(h));
-		return sizeof(h);
-	}
-	if (!is_hello(type) || !body || body->data_len > CCI_CONN_REQ_LEN)
+	if (is_hello(type) && body && body->data_len <= CCI_CONN_REQ_LEN)
+		n = SM_CTL_HELLO_HEAD + body->data_len;
+	else if (!is_bare(type))
 		return 0;
-	n = SM_CTL_HELLO_HEAD + body->data_len;
 	if (cap < n)
 		return 0;
 	memcpy(buf, &h, sizeof(h));
-	memcpy((char *)buf + sizeof(h), (const char *)body + sizeof(h), n - sizeof(h));
+	if (n > sizeof(h)) /* a hello: its fields after the header, and the payload */
+		memcpy((char *)buf + sizeof(h), (const char *)body + sizeof(h), n - sizeof(h));
 	return n;
 }
 

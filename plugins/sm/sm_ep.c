@@ -13,13 +13,21 @@
 
 #include "sm.h"
 
-/* The endpoint page: RW here, sealed so that peers can only map it read-only. */
-static int page_create(struct sm_ep *sep)
+/* The doorbell (in the OS handle's epoll set, if any), and the endpoint
+ * page: RW here, sealed so that peers can only map it read-only. */
+static int bell_page_create(struct sm_ep *sep)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	size_t len = (sizeof(struct sm_ep_page) + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
+	struct epoll_event ev = { .events = EPOLLIN };
+	int epfd = sep->ep->os_epfd;
+	const char *what = "doorbell";
 	void *p;
 
+	sep->bell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (sep->bell_fd < 0 || (epfd >= 0 && epoll_ctl(epfd, EPOLL_CTL_ADD, sep->bell_fd, &ev) != 0))
+		goto err_errno;
+	what = "page (memfd)";
 	sep->page_fd = memfd_create("cci-sm-ep", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (sep->page_fd < 0 || ftruncate(sep->page_fd, (off_t)len) != 0)
 		goto err_errno;
@@ -32,31 +40,14 @@ static int page_create(struct sm_ep *sep)
 	sep->page->version = SM_PAGE_VERSION;
 	sep->page->pid = (uint32_t)getpid();
 	sep->page->nslots = SM_REG_SLOTS;
-	sep->page->flags = sep->ep->os_epfd >= 0 ? SM_PAGE_SLEEPS : 0;
+	sep->page->flags = epfd >= 0 ? SM_PAGE_SLEEPS : 0;
 	if (fcntl(sep->page_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE |
 	          F_SEAL_SEAL) != 0)
 		goto err_errno;
 	return CCI_SUCCESS;
 
 err_errno:
-	SM_ERR("sm: cannot create the endpoint page (memfd): %s", strerror(errno));
-	return cci__errno_status(errno);
-}
-
-static int bell_create(struct sm_ep *sep)
-{
-	cci__ep_t *ep = sep->ep;
-	struct epoll_event ev = { .events = EPOLLIN };
-
-	sep->bell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (sep->bell_fd < 0)
-		goto err_errno;
-	if (ep->os_epfd >= 0 && epoll_ctl(ep->os_epfd, EPOLL_CTL_ADD, sep->bell_fd, &ev) != 0)
-		goto err_errno;
-	return CCI_SUCCESS;
-
-err_errno:
-	SM_ERR("sm: cannot create the endpoint doorbell: %s", strerror(errno));
+	SM_ERR("sm: cannot create the endpoint %s: %s", what, strerror(errno));
 	return cci__errno_status(errno);
 }
 
@@ -64,8 +55,7 @@ static void ep_init_fields(struct sm_ep *sep, cci__ep_t *ep)
 {
 	const struct sm_dev *d = ep->dev->priv;
 
-	memset(sep, 0, sizeof(*sep));
-	sep->ep = ep;
+	sep->ep = ep; /* the rest is zero (the core's allocation) */
 	sep->dev = d;
 	sep->mss = d->mss;
 	sep->listen_fd = -1;
@@ -104,9 +94,7 @@ int sm_ep_create(cci__ep_t *ep, const char *service)
 	ep_init_fields(sep, ep);
 	rc = sm_path_listen(sep, service);
 	if (rc == CCI_SUCCESS)
-		rc = page_create(sep);
-	if (rc == CCI_SUCCESS)
-		rc = bell_create(sep);
+		rc = bell_page_create(sep);
 	if (rc == CCI_SUCCESS)
 		rc = sm_pool_resize(sep, ep->send_buf_count);
 	if (rc != CCI_SUCCESS)
@@ -135,11 +123,11 @@ void sm_ep_destroy(cci__ep_t *ep)
 {
 	struct sm_ep *sep = sm_ep_of(ep);
 
-	sm_loop_stop(sep);
+	cci__engine_stop(&sep->eng);
+	cci__engine_fini(&sep->eng);
 	/* No other thread runs on this endpoint any more (API contract). */
-	for (struct sm_conn *sc; CCI__SLIST_POP(&sep->conns, sc, next);)
-		sm_conn_destroy(sc);
-	for (struct sm_conn *sc; CCI__SLIST_POP(&sep->zombies, sc, next);)
+	for (struct sm_conn *sc;
+	     CCI__SLIST_POP(&sep->conns, sc, next) || CCI__SLIST_POP(&sep->zombies, sc, next);)
 		sm_conn_destroy(sc);
 	for (struct sm_req *req; CCI__SLIST_POP(&sep->reqs, req, next);)
 		sm_req_free(req);

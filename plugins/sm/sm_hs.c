@@ -33,55 +33,82 @@ static int hello_send(struct sm_conn *sc, int sock, uint16_t type, struct sm_ctl
 	return sm_ctl_send(sock, type, h, fds, SM_HELLO_FDS);
 }
 
-/* Client side: the server's answer, n bytes in buf.  sep->lock held. */
-static void client_on_answer(struct sm_conn *sc, const void *buf, int n, int *fds, int nfds)
-{
-	struct sm_ctl_hello h;
-	const char *why;
-	int rc = sm_ctl_decode(buf, (size_t)n, nfds, &h, &why);
-
-	if (rc == CCI_SUCCESS && h.hdr.type == SM_CTL_REJECT) {
-		sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
-		return;
-	}
-	if (rc == CCI_SUCCESS && h.hdr.type != SM_CTL_ACCEPT) {
-		why = "not an answer to a request";
-		rc = CCI_EINVAL;
-	}
-	if (rc != CCI_SUCCESS) {
-		for (int i = 0; i < nfds; i++)
-			close(fds[i]);
-		SM_WARN("sm: malformed answer from the server (pid %d): %s; connection refused",
-		        (int)sc->peer_pid, why);
-		sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
-		return;
-	}
-	if (sm_ep_attach_peer(sc, &h, fds) != CCI_SUCCESS) {
-		SM_WARN("sm: cannot map the segments of the server (pid %d); connection refused",
-		        (int)sc->peer_pid);
-		sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
-		return;
-	}
-	sm_conn_open(sc, &h);
-	sm_rxset_add(sc->sep, sc, CCI_EVENT_CONNECT, sc->conn->pub.context);
-}
-
 /* Client side: the server answered, or hung up.  sep->lock held. */
 static void client_on_readable(struct sm_conn *sc)
 {
-	struct sm_ctl_hello raw;
+	struct sm_ctl_hello raw, h;
 	int fds[SM_HELLO_FDS], nfds;
 	int n = sm_ctl_recv(sc->sock, &raw, sizeof(raw), fds, &nfds);
+	const char *why;
 
 	if (n == -1)
 		return;
 	if (n <= 0)
-		sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
-	else
-		client_on_answer(sc, &raw, n, fds, nfds);
+		goto err_refused;
+	if (sm_ctl_decode(&raw, (size_t)n, nfds, &h, &why) == CCI_SUCCESS) {
+		if (h.hdr.type == SM_CTL_REJECT)
+			goto err_refused;
+		if (h.hdr.type != SM_CTL_ACCEPT)
+			why = "not an answer to a request";
+	}
+	if (why) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		SM_WARN("sm: malformed answer from the server (pid %d): %s; connection refused",
+		        (int)sc->peer_pid, why);
+		goto err_refused;
+	}
+	if (sm_ep_attach_peer(sc, &h, fds) != CCI_SUCCESS) {
+		SM_WARN("sm: cannot map the segments of the server (pid %d); connection refused",
+		        (int)sc->peer_pid);
+		goto err_refused;
+	}
+	sm_conn_open(sc, &h, CCI_EVENT_CONNECT);
+	return;
+
+err_refused:
+	sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
 }
 
-static void req_on_readable(struct sm_ep *sep, struct sm_req *req);
+/* The request in the n bytes of buf, decoded into req->hello: NULL, or
+ * why it is refused. */
+static const char *req_check(struct sm_req *req, const void *buf, int n, int nfds)
+{
+	const char *why;
+
+	if (n <= 0)
+		return "the socket closed before a request";
+	if (sm_ctl_decode(buf, (size_t)n, nfds, &req->hello, &why) != CCI_SUCCESS)
+		return why;
+	if (req->hello.hdr.type != SM_CTL_REQ)
+		return "not a connection request";
+	return NULL;
+}
+
+/* A connection request arrived (or the socket failed); sep->lock held. */
+static void req_on_readable(struct sm_ep *sep, struct sm_req *req)
+{
+	struct sm_ctl_hello raw;
+	int nfds, n = sm_ctl_recv(req->sock, &raw, sizeof(raw), req->fds, &nfds);
+	const char *why;
+
+	if (n == -1)
+		return;
+	why = req_check(req, &raw, n, nfds);
+	if (why) {
+		SM_WARN("sm: %s: request from pid %d dropped: %s", sep->sock_path,
+		        (int)req->peer_pid, why);
+		sm_req_drop(sep, req);
+		return;
+	}
+	/* The request is the event's now; the socket waits for the answer
+	 * (sep->lock, held, keeps cci_accept off it until it is posted). */
+	ev_io_stop(sep->eng.loop, &req->w);
+	if (sm_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.attr, req->hello.data,
+	                          req->hello.data_len, req) != CCI_SUCCESS) {
+		sm_req_drop(sep, req);
+	}
+}
 
 static void req_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -110,8 +137,9 @@ static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* List sc and watch its control socket; the loop lock and sep->lock held.
- * Another thread than the loop's then wakes it (cci__engine_cmd). */
+/* List sc, watch its control socket and run the tick; the loop lock and
+ * sep->lock held.  Another thread than the loop's then wakes it
+ * (cci__engine_cmd). */
 static void conn_watch(struct sm_conn *sc)
 {
 	sc->next = sc->sep->conns;
@@ -119,13 +147,18 @@ static void conn_watch(struct sm_conn *sc)
 	ev_io_init(&sc->ctl_w, conn_cb, sc->sock, EV_READ);
 	sc->ctl_w.data = sc;
 	ev_io_start(sc->sep->eng.loop, &sc->ctl_w);
+	cci__engine_tick(&sc->sep->eng, 1);
 }
 
-void sm_hs_on_listen(struct sm_ep *sep)
+void sm_hs_on_listen(struct ev_loop *loop, ev_io *w, int revents)
 {
+	struct sm_ep *sep = w->data;
 	struct sm_req *req;
 	int fd;
 
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&sep->lock);
 	while ((fd = accept4(sep->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 		pid_t pid = 0;
 		if (sm_peer_pid(fd, &pid) != CCI_SUCCESS) {
@@ -149,7 +182,9 @@ void sm_hs_on_listen(struct sm_ep *sep)
 		ev_io_init(&req->w, req_cb, fd, EV_READ);
 		req->w.data = req;
 		ev_io_start(sep->eng.loop, &req->w);
+		cci__engine_tick(&sep->eng, 1); /* its request must come in time */
 	}
+	pthread_mutex_unlock(&sep->lock);
 }
 
 int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
@@ -224,9 +259,8 @@ static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 	}
 	sc->sock = req->sock; /* the connection owns the socket now */
 	req->sock = -1;
-	sm_conn_open(sc, &req->hello);
 	conn_watch(sc);
-	sm_rxset_add(sep, sc, CCI_EVENT_ACCEPT, context);
+	sm_conn_open(sc, &req->hello, CCI_EVENT_ACCEPT);
 	return CCI_SUCCESS;
 }
 
@@ -238,91 +272,36 @@ void sm_req_drop(struct sm_ep *sep, struct sm_req *req)
 	sm_req_free(req);
 }
 
-/* The request in the n bytes of buf, decoded into req->hello: NULL, or
- * why it is refused. */
-static const char *req_check(struct sm_req *req, const void *buf, int n, int nfds)
-{
-	const char *why;
-
-	if (n <= 0)
-		return "the socket closed before a request";
-	if (sm_ctl_decode(buf, (size_t)n, nfds, &req->hello, &why) != CCI_SUCCESS)
-		return why;
-	if (req->hello.hdr.type != SM_CTL_REQ)
-		return "not a connection request";
-	return NULL;
-}
-
-/* A connection request arrived (or the socket failed); sep->lock held. */
-static void req_on_readable(struct sm_ep *sep, struct sm_req *req)
-{
-	struct sm_ctl_hello raw;
-	int nfds, n = sm_ctl_recv(req->sock, &raw, sizeof(raw), req->fds, &nfds);
-	const char *why;
-
-	if (n == -1)
-		return;
-	why = req_check(req, &raw, n, nfds);
-	if (why) {
-		SM_WARN("sm: %s: request from pid %d dropped: %s", sep->sock_path,
-		        (int)req->peer_pid, why);
-		sm_req_drop(sep, req);
-		return;
-	}
-	/* The request is the event's now; the socket waits for the answer
-	 * (sep->lock, held, keeps cci_accept off it until it is posted). */
-	ev_io_stop(sep->eng.loop, &req->w);
-	req->state = SM_REQ_POSTED;
-	if (sm_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.attr, req->hello.data,
-	                          req->hello.data_len, req) != CCI_SUCCESS) {
-		sm_req_drop(sep, req);
-	}
-}
-
-/* Answer REJECT and close; sep->lock held. */
-static void req_refuse(struct sm_req *req)
-{
-	if (req->sock >= 0) {
-		sm_ctl_send(req->sock, SM_CTL_REJECT, NULL, NULL, 0);
-		close(req->sock);
-		req->sock = -1;
-	}
-	req->state = SM_REQ_DONE;
-}
-
+/*
+ * The core answers each posted request exactly once, by accept or reject
+ * (it refuses a second answer itself).  The request is the event's: the
+ * control thread no longer watches its socket nor times it.
+ */
 int sm_accept(cci__evt_t *evt, void *context)
 {
-	struct sm_req *req = evt->req_state;
 	struct sm_ep *sep = sm_ep_of(evt->ep);
-	int rc = CCI_EINVAL;
+	int rc;
 
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
-	if (req->state == SM_REQ_POSTED) {
-		rc = accept_locked(sep, req, context);
-		if (rc != CCI_SUCCESS)
-			req_refuse(req);
-		req->state = SM_REQ_DONE;
-	}
+	rc = accept_locked(sep, evt->req_state, context);
 	pthread_mutex_unlock(&sep->lock);
 	pthread_mutex_unlock(&sep->eng.lock);
+	if (rc != CCI_SUCCESS)
+		sm_reject(evt);
 	cci__engine_cmd(&sep->eng, 0); /* the loop sees the new watcher */
 	return rc;
 }
 
+/* Answer REJECT and close. */
 int sm_reject(cci__evt_t *evt)
 {
 	struct sm_req *req = evt->req_state;
-	struct sm_ep *sep = sm_ep_of(evt->ep);
-	int rc = CCI_EINVAL;
 
-	pthread_mutex_lock(&sep->lock);
-	if (req->state == SM_REQ_POSTED) {
-		req_refuse(req);
-		rc = CCI_SUCCESS;
-	}
-	pthread_mutex_unlock(&sep->lock);
-	return rc;
+	sm_ctl_send(req->sock, SM_CTL_REJECT, NULL, NULL, 0);
+	close(req->sock);
+	req->sock = -1;
+	return CCI_SUCCESS;
 }
 
 void sm_req_free(struct sm_req *req)

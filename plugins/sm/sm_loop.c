@@ -69,11 +69,18 @@ static const struct cci__conn_tick_ops tick_ops = {
 	.send_expired = send_expired,
 };
 
-static void ctl_tick(struct sm_ep *sep, uint64_t now)
+/* Each tick: faults, timers and queued sends of the connections, requests
+ * that never came (their socket still watched); then the tick stops if
+ * nothing is left to time (listing a connection or a request starts it
+ * again). */
+static void on_tick(void *owner, uint64_t now, int app_polled)
 {
+	struct sm_ep *sep = owner;
 	struct sm_conn *sc, *next;
 	struct sm_req *req, *rnext;
 
+	(void)app_polled; /* the data path is the application's alone */
+	pthread_mutex_lock(&sep->lock);
 	for (sc = sep->conns; sc; sc = next) {
 		int fault;
 		next = sc->next;
@@ -90,47 +97,14 @@ static void ctl_tick(struct sm_ep *sep, uint64_t now)
 	}
 	for (req = sep->reqs; req; req = rnext) {
 		rnext = req->next;
-		if (req->state == SM_REQ_WAIT && now - req->since_ns > SM_REQ_WAIT_NS) {
+		if (ev_is_active(&req->w) && now - req->since_ns > SM_REQ_WAIT_NS) {
 			SM_WARN("sm: %s: pid %d connected but never asked; dropped", sep->sock_path,
 			        (int)req->peer_pid);
 			sm_req_drop(sep, req);
 		}
 	}
-}
-
-static void listen_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct sm_ep *sep = w->data;
-
-	(void)loop;
-	(void)revents;
-	pthread_mutex_lock(&sep->lock);
-	sm_hs_on_listen(sep);
+	cci__engine_tick(&sep->eng, sep->conns != NULL || sep->reqs != NULL);
 	pthread_mutex_unlock(&sep->lock);
-}
-
-static void on_tick(void *owner, uint64_t now, int app_polled)
-{
-	struct sm_ep *sep = owner;
-
-	(void)app_polled; /* the data path is the application's alone */
-	pthread_mutex_lock(&sep->lock);
-	ctl_tick(sep, now);
-	pthread_mutex_unlock(&sep->lock);
-}
-
-/* Before each sleep: run the tick only while there is something to time. */
-static void tick_arm_cb(struct ev_loop *loop, ev_prepare *w, int revents)
-{
-	struct sm_ep *sep = w->data;
-	int want;
-
-	(void)loop;
-	(void)revents;
-	pthread_mutex_lock(&sep->lock);
-	want = sep->conns != NULL || sep->reqs != NULL;
-	pthread_mutex_unlock(&sep->lock);
-	cci__engine_tick(&sep->eng, want);
 }
 
 int sm_loop_start(struct sm_ep *sep)
@@ -139,22 +113,13 @@ int sm_loop_start(struct sm_ep *sep)
 		SM_ERR("sm: cannot set up the control thread of %s: out of memory", sep->sock_path);
 		return CCI_ENOMEM;
 	}
-	ev_io_init(&sep->listen_w, listen_cb, sep->listen_fd, EV_READ);
+	ev_io_init(&sep->listen_w, sm_hs_on_listen, sep->listen_fd, EV_READ);
 	sep->listen_w.data = sep;
 	ev_io_start(sep->eng.loop, &sep->listen_w);
-	ev_prepare_init(&sep->tick_arm_w, tick_arm_cb);
-	sep->tick_arm_w.data = sep;
-	ev_prepare_start(sep->eng.loop, &sep->tick_arm_w);
 	if (cci__engine_start(&sep->eng) != CCI_SUCCESS) {
 		SM_ERR("sm: cannot start the control thread of %s", sep->sock_path);
 		cci__engine_fini(&sep->eng);
 		return CCI_ENOMEM;
 	}
 	return CCI_SUCCESS;
-}
-
-void sm_loop_stop(struct sm_ep *sep)
-{
-	cci__engine_stop(&sep->eng);
-	cci__engine_fini(&sep->eng);
 }

@@ -52,7 +52,7 @@ static const struct cci_conf_key sm_conf_keys[] = {
 
 /* The device's settings: the defaults, then for a configured device (dev)
  * its ini keys; without dev, the device is added (discovery). */
-static int dev_setup(cci__dev_t *dev)
+static int sm_dev_configure(cci__dev_t *dev)
 {
 	struct sm_dev *d = calloc(1, sizeof(*d));
 	int rc = CCI_ENOMEM;
@@ -75,12 +75,7 @@ static int dev_setup(cci__dev_t *dev)
 
 static int sm_discover(void)
 {
-	return dev_setup(NULL);
-}
-
-static int sm_dev_configure(cci__dev_t *dev)
-{
-	return dev_setup(dev);
+	return sm_dev_configure(NULL);
 }
 
 static const char *const sm_transports[] = { "sm", NULL };

@@ -191,9 +191,8 @@ static int cma_finish(struct sm_conn *sc, const void *msg, uint32_t msg_len, voi
 
 	pthread_mutex_lock(&sc->tx_lock);
 	if (!cci__conn_is_open(&sc->base)) {
-		int rc = sc->tx_err;
 		pthread_mutex_unlock(&sc->tx_lock);
-		return rc;
+		return CCI_ERR_DISCONNECTED;
 	}
 	if (!sc->txq && (msg_len == 0 || sm_tx_place(sc, SM_REC_MSG, 0, &iov, 1, msg_len) ==
 	                                         CCI_SUCCESS)) {
@@ -228,7 +227,7 @@ static int rma_cma(struct sm_conn *sc, char *local, const struct cci_rma_handle 
 	pid_t pid;
 
 	pthread_mutex_lock(&sc->tx_lock);
-	rc = cci__conn_is_open(&sc->base) ? CCI_SUCCESS : sc->tx_err;
+	rc = cci__conn_is_open(&sc->base) ? CCI_SUCCESS : CCI_ERR_DISCONNECTED;
 	if (rc == CCI_SUCCESS)
 		rc = peer_lookup(sc->peer_page, remote, roff, len,
 		                 write ? CCI_FLAG_WRITE : CCI_FLAG_READ, &raddr);
@@ -257,9 +256,8 @@ static int rma_copy_start(struct sm_conn *sc, const void *msg, uint32_t msg_len,
 
 	pthread_mutex_lock(&sc->tx_lock);
 	if (!cci__conn_is_open(&sc->base)) {
-		int rc = sc->tx_err;
 		pthread_mutex_unlock(&sc->tx_lock);
-		return rc;
+		return CCI_ERR_DISCONNECTED;
 	}
 	p = sm_pend_get(sc->sep);
 	if (!p) {
@@ -267,7 +265,6 @@ static int rma_copy_start(struct sm_conn *sc, const void *msg, uint32_t msg_len,
 		return CCI_ENOBUFS;
 	}
 	p->kind = (flags & CCI_FLAG_WRITE) ? SM_PEND_WRITE : SM_PEND_READ;
-	p->want_fence = (flags & CCI_FLAG_FENCE) != 0;
 	p->context = context;
 	p->flags = flags;
 	p->len = msg_len;
@@ -309,9 +306,9 @@ int sm_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_re
 /* Copy fallback: records arriving (progress, rx_lock held)                  */
 /* ------------------------------------------------------------------------ */
 
-/* Queue a reply (read data or ACK) to the initiator. */
-static void reply_queue(struct sm_conn *sc, int kind, uint32_t op_id, int status, void *addr,
-                        uint64_t len)
+/* Queue the reply to the initiator: len bytes of read data at addr (none
+ * for a write or a refused read), then the ACK with status. */
+static void reply_queue(struct sm_conn *sc, uint32_t op_id, int status, void *addr, uint64_t len)
 {
 	struct sm_pend *p = calloc(1, sizeof(*p));
 
@@ -319,7 +316,7 @@ static void reply_queue(struct sm_conn *sc, int kind, uint32_t op_id, int status
 		sm_rx_fault(sc);
 		return;
 	}
-	p->kind = (uint8_t)kind;
+	p->kind = SM_PEND_REPLY;
 	p->op_id = op_id;
 	p->status = status;
 	p->laddr = addr;
@@ -362,7 +359,7 @@ static int on_wr_end(struct sm_conn *sc, struct sm_rec *rec)
 	} else {
 		sm_rx_consume_release(sc, rec);
 	}
-	reply_queue(sc, SM_PEND_ACK, op, status, NULL, 0);
+	reply_queue(sc, op, status, NULL, 0);
 	return 1;
 }
 
@@ -372,10 +369,7 @@ static void on_rd_req(struct sm_conn *sc, struct sm_rec *rec)
 	void *addr = NULL;
 	int rc = sm_core->rma_lookup(sc->sep->ep, rq[0], rq[1], rq[2], CCI_FLAG_READ, &addr);
 
-	if (rc == CCI_SUCCESS)
-		reply_queue(sc, SM_PEND_RDRESP, rec->aux, CCI_SUCCESS, addr, rq[2]);
-	else
-		reply_queue(sc, SM_PEND_ACK, rec->aux, rc, NULL, 0);
+	reply_queue(sc, rec->aux, rc, addr, rc == CCI_SUCCESS ? rq[2] : 0);
 }
 
 /* Read data for the read at the head of our queue. */
@@ -407,7 +401,6 @@ static void on_ack(struct sm_conn *sc, struct sm_rec *rec)
 		p->status = status;
 		if (status != CCI_SUCCESS)
 			p->len = 0;
-		sm_txq_flush_locked(sc);
 	} else {
 		for (pp = &sc->rma_wait; (p = *pp) != NULL; pp = &p->next) {
 			if (p->op_id == rec->aux) {
@@ -417,8 +410,8 @@ static void on_ack(struct sm_conn *sc, struct sm_rec *rec)
 				break;
 			}
 		}
-		sm_txq_flush_locked(sc); /* a FENCE may have waited for this */
 	}
+	sm_txq_flush_locked(sc); /* the read's completion, or a FENCE that waited for this */
 	pthread_mutex_unlock(&sc->tx_lock);
 }
 

@@ -165,7 +165,7 @@ static void txq_pop(struct sm_conn *sc)
 /* Sends and RMA initiations complete through the core; replies do not. */
 static int pend_is_user(const struct sm_pend *p)
 {
-	return p->kind != SM_PEND_RDRESP && p->kind != SM_PEND_ACK;
+	return p->kind != SM_PEND_REPLY;
 }
 
 /* Fragments of a write or of read data, as many as fit; tx_lock held. */
@@ -193,21 +193,15 @@ static int frags_place(struct sm_conn *sc, struct sm_pend *p, uint16_t type)
 	return p->done == p->total ? CCI_SUCCESS : CCI_EAGAIN;
 }
 
-static int ack_place(struct sm_conn *sc, uint32_t op_id, int status)
-{
-	int32_t st = status;
-	struct iovec iov = { &st, sizeof(st) };
-
-	return sm_tx_place(sc, SM_REC_RMA_ACK, op_id, &iov, 1, sizeof(st));
-}
-
 /* Copy-RMA steps at the head of the queue. */
 static int rma_place(struct sm_conn *sc, struct sm_pend *p)
 {
 	struct iovec iov = { p->buf, p->len };
 	uint64_t rq[3];
+	int32_t st;
 
-	if ((p->kind == SM_PEND_WRITE || p->kind == SM_PEND_READ) && p->want_fence && sc->rma_wait)
+	/* A FENCE waits for the ACKs of the copy RMAs before it (replies have no flags). */
+	if ((p->flags & CCI_FLAG_FENCE) && sc->rma_wait)
 		return CCI_EAGAIN;
 	switch (p->kind) {
 	case SM_PEND_WRITE:
@@ -223,16 +217,15 @@ static int rma_place(struct sm_conn *sc, struct sm_pend *p)
 		rq[1] = p->roff;
 		rq[2] = p->total;
 		iov = (struct iovec){ rq, sizeof(rq) };
-		if (sm_tx_place(sc, SM_REC_RD_REQ, p->op_id, &iov, 1, sizeof(rq)) != CCI_SUCCESS)
-			return CCI_EAGAIN;
-		p->req_sent = 1;
+		if (sm_tx_place(sc, SM_REC_RD_REQ, p->op_id, &iov, 1, sizeof(rq)) == CCI_SUCCESS)
+			p->req_sent = 1;
 		return CCI_EAGAIN;
-	case SM_PEND_RDRESP:
+	case SM_PEND_REPLY:
 		if (frags_place(sc, p, SM_REC_RD_FRAG) != CCI_SUCCESS)
 			return CCI_EAGAIN;
-		return ack_place(sc, p->op_id, CCI_SUCCESS);
-	case SM_PEND_ACK:
-		return ack_place(sc, p->op_id, p->status);
+		st = p->status;
+		iov = (struct iovec){ &st, sizeof(st) };
+		return sm_tx_place(sc, SM_REC_RMA_ACK, p->op_id, &iov, 1, sizeof(st));
 	}
 	return CCI_SUCCESS;
 }
@@ -314,9 +307,8 @@ int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_
 
 	pthread_mutex_lock(&sc->tx_lock);
 	if (!cci__conn_is_open(&sc->base)) {
-		int rc = sc->tx_err;
 		pthread_mutex_unlock(&sc->tx_lock);
-		return rc;
+		return CCI_ERR_DISCONNECTED;
 	}
 	if (!sc->txq && sm_tx_place(sc, SM_REC_MSG, 0, iov, iovcnt, len) == CCI_SUCCESS) {
 		pthread_mutex_unlock(&sc->tx_lock);

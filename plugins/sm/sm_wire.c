@@ -85,18 +85,13 @@ int sm_ctl_recv(int sock, void *buf, size_t len, int *fds, int *nfds)
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
 	                     .msg_controllen = sizeof(cm.buf) };
 	ssize_t n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	int cut;
 
 	*nfds = 0;
 	if (n < 0)
 		return (errno == EAGAIN || errno == EINTR) ? -1 : -2;
-	ctl_take_fds(&mh, fds, nfds, SM_HELLO_FDS);
-	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
-		for (int i = 0; i < *nfds; i++) {
-			close(fds[i]);
-			fds[i] = -1;
-		}
-		*nfds = 0;
-		return -2;
-	}
-	return n > INT32_MAX ? -2 : (int)n;
+	/* A truncated message is an error: it keeps none of its descriptors. */
+	cut = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0;
+	ctl_take_fds(&mh, fds, nfds, cut ? 0 : SM_HELLO_FDS);
+	return cut || n > INT32_MAX ? -2 : (int)n;
 }
