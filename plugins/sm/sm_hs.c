@@ -39,23 +39,21 @@ static void client_on_readable(struct sm_conn *sc)
 	struct sm_ctl_hello raw, h;
 	int fds[SM_HELLO_FDS], nfds;
 	int n = sm_ctl_recv(sc->sock, &raw, sizeof(raw), fds, &nfds);
-	const char *why;
+	const char *why = NULL;
 
 	if (n == -1)
 		return;
-	if (n <= 0)
-		goto err_refused;
-	if (sm_ctl_decode(&raw, (size_t)n, nfds, &h, &why) == CCI_SUCCESS) {
-		if (h.hdr.type == SM_CTL_REJECT)
-			goto err_refused;
-		if (h.hdr.type != SM_CTL_ACCEPT)
-			why = "not an answer to a request";
-	}
-	if (why) {
+	if (n > 0 && sm_ctl_decode(&raw, (size_t)n, nfds, &h, &why) == CCI_SUCCESS &&
+	    h.hdr.type != SM_CTL_ACCEPT && h.hdr.type != SM_CTL_REJECT)
+		why = "not an answer to a request";
+	/* An empty record (the server closed, or sent nothing) may carry
+	 * descriptors too: only an ACCEPT's are kept. */
+	if (n <= 0 || why || h.hdr.type == SM_CTL_REJECT) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
-		SM_WARN("sm: malformed answer from the server (pid %d): %s; connection refused",
-		        (int)sc->peer_pid, why);
+		if (why)
+			SM_WARN("sm: malformed answer from the server (pid %d): %s; connection refused",
+			        (int)sc->peer_pid, why);
 		goto err_refused;
 	}
 	if (sm_ep_attach_peer(sc, &h, fds) != CCI_SUCCESS) {

@@ -5,6 +5,8 @@
  * afterwards a well-formed connect from another endpoint is still
  * requested, accepted and connected.  The records are built with the
  * transport's own encoder (plugins/sm/sm_ctl_wire.c), then spoiled.
+ * The other way round, a client facing a fake server that answers with
+ * an empty record carrying descriptors is refused and keeps none of them.
  */
 #include <CUnit/Basic.h>
 #include <fcntl.h>
@@ -12,7 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <dirent.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "cci.h"
@@ -23,25 +28,18 @@
 static cci_endpoint_t *server;
 static char *server_uri;
 
-/* Send one record with nfds descriptors (of /dev/null) to the server's
- * socket; the connected socket, or -1. */
-static int send_raw(const void *rec, size_t len, int nfds)
+/* Pass nfds descriptors (of /dev/null) with a record of len bytes on s. */
+static int send_with_fds(int s, const void *rec, size_t len, int nfds)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * SM_HELLO_FDS)];
 		struct cmsghdr align;
 	} cm;
 	struct iovec iov = { (void *)rec, len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	int fds[SM_HELLO_FDS], s, rc;
+	int fds[SM_HELLO_FDS];
+	ssize_t rc;
 
-	if (strncmp(server_uri, "sm://", 5) != 0 || strlen(server_uri + 5) >= sizeof(sa.sun_path))
-		return -1;
-	strcpy(sa.sun_path, server_uri + 5);
-	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0)
-		goto err;
 	for (int i = 0; i < nfds; i++)
 		fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (nfds > 0) {
@@ -55,16 +53,30 @@ static int send_raw(const void *rec, size_t len, int nfds)
 		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
 		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
 	}
-	rc = (int)sendmsg(s, &mh, MSG_NOSIGNAL);
+	rc = sendmsg(s, &mh, MSG_NOSIGNAL);
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
-	if (rc != (int)len)
-		goto err;
+	return rc == (ssize_t)len ? 0 : -1;
+}
+
+/* Send one record with nfds descriptors (of /dev/null) to the server's
+ * socket; the connected socket, or -1. */
+static int send_raw(const void *rec, size_t len, int nfds)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int s;
+
+	if (strncmp(server_uri, "sm://", 5) != 0 || strlen(server_uri + 5) >= sizeof(sa.sun_path))
+		return -1;
+	strcpy(sa.sun_path, server_uri + 5);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    send_with_fds(s, rec, len, nfds) != 0) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
 	return s;
-err:
-	if (s >= 0)
-		close(s);
-	return -1;
 }
 
 /* The server closed s (EOF) within WAIT_MS, without answering. */
@@ -179,6 +191,91 @@ static void test_good_connect_after_garbage(void)
 	cci_destroy_endpoint(client);
 }
 
+/* Read one record from s, closing the descriptors it carries: its
+ * length, or -1. */
+static ssize_t recv_closing_fds(int s)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * SM_HELLO_FDS)];
+		struct cmsghdr align;
+	} cm;
+	char rec[sizeof(struct sm_ctl_hello)];
+	struct iovec iov = { rec, sizeof(rec) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+	                     .msg_controllen = sizeof(cm.buf) };
+	ssize_t n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); n >= 0 && c; c = CMSG_NXTHDR(&mh, c)) {
+		int fd;
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			close(fd);
+		}
+	}
+	return n;
+}
+
+/* The descriptors this process has open. */
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/*
+ * A fake server (a socket at an sm-shaped path, <dir>/<pid>/<id>) answers
+ * a connect with an empty record carrying three descriptors.  The client
+ * reads it as the server closing: its connect fails with ECONNREFUSED and
+ * it closes the descriptors that came with the record.
+ */
+static void test_empty_answer_with_fds_refused(void)
+{
+	char dir[] = "/tmp/cci-sm-hostile-XXXXXX", pdir[64], path[96], uri[112];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	cci_endpoint_t *client = NULL;
+	const cci_event_t *ev;
+	int lsock, s, before;
+
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(pdir, sizeof(pdir), "%s/%d", dir, (int)getpid());
+	snprintf(path, sizeof(path), "%s/1", pdir);
+	snprintf(uri, sizeof(uri), "sm://%s", path);
+	CU_ASSERT_FATAL(mkdir(pdir, 0700) == 0);
+	strcpy(sa.sun_path, path);
+	lsock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	CU_ASSERT_FATAL(lsock >= 0 && bind(lsock, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	                listen(lsock, 1) == 0);
+	CU_ASSERT_FATAL(cci_create_endpoint(NULL, 0, &client, NULL) == CCI_SUCCESS);
+	before = open_fds();
+	CU_ASSERT_FATAL(cci_connect(client, uri, "x", 1, CCI_CONN_ATTR_RO, NULL, 0, NULL) ==
+	                CCI_SUCCESS);
+	s = accept(lsock, NULL, NULL);
+	CU_ASSERT_FATAL(s >= 0);
+	CU_ASSERT_FATAL(recv_closing_fds(s) > 0); /* the request */
+	CU_ASSERT_FATAL(send_with_fds(s, "", 0, SM_HELLO_FDS) == 0);
+	ev = next_event(client, 1);
+	CU_ASSERT_FATAL(ev != NULL);
+	CU_ASSERT_EQUAL(ev->type, CCI_EVENT_CONNECT);
+	CU_ASSERT_EQUAL(ev->connect.status, CCI_ECONNREFUSED);
+	cci_return_event(ev);
+	close(s);
+	CU_ASSERT_EQUAL(open_fds(), before);
+	cci_destroy_endpoint(client);
+	close(lsock);
+	unlink(path);
+	rmdir(pdir);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -194,6 +291,8 @@ int main(void)
 	CU_add_test(s, "malformed requests: socket closed, no CONNECT_REQUEST",
 	            test_malformed_requests_dropped);
 	CU_add_test(s, "a good connect is served after them", test_good_connect_after_garbage);
+	CU_add_test(s, "an empty answer with descriptors: connect refused, none kept",
+	            test_empty_answer_with_fds_refused);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = (int)(CU_get_number_of_failures() + CU_get_number_of_tests_failed());
