@@ -300,8 +300,7 @@ int tcp_loop_start(struct tcp_ep *sep)
 	watchers_init(sep);
 	if (cci__engine_start(&sep->eng) != CCI_SUCCESS) {
 		TCP_ERR("tcp: cannot start the progress thread of %s", sep->ep->uri);
-		cci__engine_fini(&sep->eng);
-		return CCI_ENOMEM;
+		return CCI_ENOMEM; /* ep_release ends the engine */
 	}
 	return sep->manual && sep->ep->os_epfd >= 0 ? tcp_loop_manual_handle(sep) : CCI_SUCCESS;
 }
