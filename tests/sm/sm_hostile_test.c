@@ -11,16 +11,16 @@
 #include <CUnit/Basic.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <dirent.h>
-#include <stdio.h>
 #include <unistd.h>
 
 #include "cci.h"
+#include "harness.h" /* h_count_fds */
 #include "sm_ctl_wire.h"
 
 #define WAIT_MS 5000 /* bound of every wait; far above what the loop needs */
@@ -217,20 +217,6 @@ static ssize_t recv_closing_fds(int s)
 	return n;
 }
 
-/* The descriptors this process has open. */
-static int open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
-
 /*
  * A fake server (a socket at an sm-shaped path, <dir>/<pid>/<id>) answers
  * a connect with an empty record carrying three descriptors.  The client
@@ -255,7 +241,7 @@ static void test_empty_answer_with_fds_refused(void)
 	CU_ASSERT_FATAL(lsock >= 0 && bind(lsock, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
 	                listen(lsock, 1) == 0);
 	CU_ASSERT_FATAL(cci_create_endpoint(NULL, 0, &client, NULL) == CCI_SUCCESS);
-	before = open_fds();
+	before = h_count_fds();
 	CU_ASSERT_FATAL(cci_connect(client, uri, "x", 1, CCI_CONN_ATTR_RO, NULL, 0, NULL) ==
 	                CCI_SUCCESS);
 	s = accept(lsock, NULL, NULL);
@@ -268,7 +254,7 @@ static void test_empty_answer_with_fds_refused(void)
 	CU_ASSERT_EQUAL(ev->connect.status, CCI_ECONNREFUSED);
 	cci_return_event(ev);
 	close(s);
-	CU_ASSERT_EQUAL(open_fds(), before);
+	CU_ASSERT_EQUAL(h_count_fds(), before);
 	cci_destroy_endpoint(client);
 	close(lsock);
 	unlink(path);
