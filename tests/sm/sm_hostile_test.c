@@ -221,7 +221,8 @@ static ssize_t recv_closing_fds(int s)
  * A fake server (a socket at an sm-shaped path, <dir>/<pid>/<id>) answers
  * a connect with an empty record carrying three descriptors.  The client
  * reads it as the server closing: its connect fails with ECONNREFUSED and
- * it closes the descriptors that came with the record.
+ * it closes the descriptors that came with the record (which, before the
+ * fix, stayed open for good: the wait below then runs out).
  */
 static void test_empty_answer_with_fds_refused(void)
 {
@@ -241,7 +242,15 @@ static void test_empty_answer_with_fds_refused(void)
 	CU_ASSERT_FATAL(lsock >= 0 && bind(lsock, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
 	                listen(lsock, 1) == 0);
 	CU_ASSERT_FATAL(cci_create_endpoint(NULL, 0, &client, NULL) == CCI_SUCCESS);
+	/* The server endpoint's thread may still be closing what the tests
+	 * before left: count once the number holds still. */
 	before = h_count_fds();
+	for (int i = 0, same = 0; i < WAIT_MS && same < 20; i++) {
+		int now = h_count_fds();
+		same = now == before ? same + 1 : 0;
+		before = now;
+		usleep(1000);
+	}
 	CU_ASSERT_FATAL(cci_connect(client, uri, "x", 1, CCI_CONN_ATTR_RO, NULL, 0, NULL) ==
 	                CCI_SUCCESS);
 	s = accept(lsock, NULL, NULL);
@@ -254,6 +263,10 @@ static void test_empty_answer_with_fds_refused(void)
 	CU_ASSERT_EQUAL(ev->connect.status, CCI_ECONNREFUSED);
 	cci_return_event(ev);
 	close(s);
+	/* The event is posted before the loop thread closes the
+	 * connection's own descriptors: wait for them, boundedly. */
+	for (int i = 0; i < WAIT_MS && h_count_fds() != before; i++)
+		usleep(1000);
 	CU_ASSERT_EQUAL(h_count_fds(), before);
 	cci_destroy_endpoint(client);
 	close(lsock);
