@@ -559,6 +559,16 @@ CCI_DECLSPEC int cci_sendv(cci_connection_t *connection,
 /*
  * A registration, already serialised: copy its 32 bytes into a message to
  * give the peer access.  Opaque; its key is random, never a pointer.
+ *
+ * A handle is a value.  Any byte copy of it (memcpy'd into the
+ * application's own structures, or sent to a peer and echoed back) is as
+ * good as the pointer cci_rma_register() returned: as the local or the
+ * remote handle of cci_rma(), and for cci_rma_deregister().  The members
+ * are const: copy the whole struct (assignment or memcpy of
+ * sizeof(struct cci_rma_handle) bytes), never change a byte of a copy.
+ * After cci_rma_deregister(), through the original or any copy, every
+ * copy fails: CCI_ERR_RMA_HANDLE from cci_rma(), CCI_EINVAL from a second
+ * cci_rma_deregister(), and a peer's RMA naming it fails at the target.
  */
 typedef const struct cci_rma_handle {
 	uint64_t stuff[4];
@@ -574,10 +584,10 @@ CCI_DECLSPEC int cci_rma_register(cci_endpoint_t *endpoint, void *start,
                                   uint64_t length, int flags,
                                   cci_rma_handle_t **rma_handle);
 
-/* Drop a registration; later RMAs naming it fail with
- * CCI_ERR_RMA_HANDLE, at this side (as the local handle, or the pointer
- * itself as the remote one) and at peers.  A handle deregistered already
- * or registered on another endpoint gives CCI_EINVAL. */
+/* Drop a registration, given its handle or any copy of it; later RMAs
+ * naming it (through any copy) fail with CCI_ERR_RMA_HANDLE, at this side
+ * (as the local or the remote handle) and at peers.  A handle deregistered
+ * already, registered on another endpoint, or altered gives CCI_EINVAL. */
 CCI_DECLSPEC int cci_rma_deregister(cci_endpoint_t *endpoint,
                                     cci_rma_handle_t *rma_handle);
 
@@ -656,7 +666,8 @@ CCI_DECLSPEC int cci_rma(cci_connection_t *connection, const void *msg_ptr,
  *  - Memory the library never handed out (a copy of an event, a buffer):
  *    read at the mark's offset, within the first 256 bytes; CCI_EINVAL when
  *    those bytes are readable (a zeroed or foreign heap block), undefined
- *    otherwise.  Keep the library's pointers, not copies of its structs.
+ *    otherwise.  Keep the library's pointers, not copies of its structs
+ *    (RMA handles excepted: they are values, see cci_rma_handle_t).
  *  - The library's state: calls before cci_init() or after the last
  *    cci_finalize() give CCI_ERROR (those that take no object) and an
  *    extra cci_finalize() gives CCI_ERROR; cci_init() is counted.

@@ -67,8 +67,7 @@ struct cci__ep_core {
 	int closing;
 	pthread_mutex_t rma_lock;
 	cci__rma_reg_t **rma_table;  /* hash of registrations by key */
-	cci__rma_reg_t **rma_by_ptr; /* the same, by handle address */
-	uint32_t rma_buckets;        /* of each table: a power of two, 0 before the first */
+	uint32_t rma_buckets;        /* of rma_table: a power of two, 0 before the first */
 	uint32_t rma_count;          /* registrations in the tables */
 	cci__ep_t *next_ep;          /* cci__g.eps */
 };
@@ -84,7 +83,6 @@ struct cci__rma_reg_core {
 	cci__rma_reg_t reg;
 	uint64_t magic;            /* CCI__MAGIC_REG, or _DEAD_REG once deregistered */
 	cci__rma_reg_t *hnext;     /* hash chain by key */
-	cci__rma_reg_t *pnext;     /* hash chain by handle address */
 };
 
 static inline struct cci__dev_core *core_dev(cci__dev_t *d) { return (struct cci__dev_core *)d; }

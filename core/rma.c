@@ -2,10 +2,14 @@
  * rma.c - RMA registrations (random 64-bit keys in a per-endpoint hash
  * table), the target-side lookup, and cci_rma's checks.
  *
- * Two chained hash tables index an endpoint's registrations, by key (the
- * target's lookup) and by handle address (a local handle's check).  Both
- * double when the registrations outnumber the buckets, so a lookup costs
- * the same with ten registrations or a million.
+ * A handle is a value, as in CCI 2: the application may copy its 32 bytes
+ * anywhere (its own structures, a message that a peer echoes back) and
+ * pass the copy wherever the original goes.  So a handle is resolved from
+ * its contents, never its address: its key finds the registration in a
+ * chained hash table of the endpoint, and the whole 32 bytes must then
+ * equal the registration's own.  The table doubles when the registrations
+ * outnumber its buckets, so a lookup costs the same with ten
+ * registrations or a million.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,13 +33,6 @@ static uint32_t bucket_of(cci__ep_t *ep, uint64_t key)
 	return hash_of(key) & (core_ep(ep)->rma_buckets - 1);
 }
 
-/* Bucket of a handle's address: the handle itself is never read, since
- * an application may pass one it already deregistered (and we freed). */
-static uint32_t bucket_of_ptr(cci__ep_t *ep, const struct cci_rma_handle *h)
-{
-	return bucket_of(ep, (uint64_t)(uintptr_t)h >> 5);
-}
-
 /* With rma_lock held. */
 static cci__rma_reg_t *reg_find(cci__ep_t *ep, uint64_t key)
 {
@@ -55,46 +52,31 @@ static void link_key(cci__ep_t *ep, cci__rma_reg_t *reg)
 	core_ep(ep)->rma_table[b] = reg;
 }
 
-static void link_ptr(cci__ep_t *ep, cci__rma_reg_t *reg)
-{
-	uint32_t b = bucket_of_ptr(ep, &reg->handle);
-
-	core_reg(reg)->pnext = core_ep(ep)->rma_by_ptr[b];
-	core_ep(ep)->rma_by_ptr[b] = reg;
-}
-
 /*
- * Make room for one more registration: the tables at first use, or both
+ * Make room for one more registration: the table at first use, or one
  * twice as large once the registrations would outnumber the buckets (all
  * entries relinked).  With rma_lock held.  If memory runs out the old
- * tables stay: longer chains, still correct.
+ * table stays: longer chains, still correct.
  */
-static int tables_reserve(cci__ep_t *ep)
+static int table_reserve(cci__ep_t *ep)
 {
 	struct cci__ep_core *ce = core_ep(ep);
 	uint32_t n = ce->rma_buckets ? ce->rma_buckets * 2 : RMA_BUCKETS_MIN;
-	cci__rma_reg_t **by_key, **by_ptr, **old_key, *r, *next;
+	cci__rma_reg_t **by_key, **old_key, *r, *next;
 	uint32_t old = ce->rma_buckets;
 
 	if (ce->rma_table && (ce->rma_count < old || old >= 1u << 30))
 		return CCI_SUCCESS;
 	by_key = calloc(n, sizeof(*by_key));
-	by_ptr = calloc(n, sizeof(*by_ptr));
-	if (!by_key || !by_ptr) {
-		free(by_key);
-		free(by_ptr);
+	if (!by_key)
 		return ce->rma_table ? CCI_SUCCESS : CCI_ENOMEM;
-	}
 	old_key = ce->rma_table;
-	free(ce->rma_by_ptr); /* every entry is on the key chains too */
 	ce->rma_table = by_key;
-	ce->rma_by_ptr = by_ptr;
 	ce->rma_buckets = n;
 	for (uint32_t b = 0; b < old; b++) {
 		for (r = old_key[b]; r; r = next) {
 			next = core_reg(r)->hnext;
 			link_key(ep, r);
-			link_ptr(ep, r);
 		}
 	}
 	free(old_key);
@@ -105,7 +87,7 @@ static int tables_reserve(cci__ep_t *ep)
 static int reg_insert(cci__ep_t *ep, cci__rma_reg_t *reg)
 {
 	uint64_t key;
-	int rc = tables_reserve(ep);
+	int rc = table_reserve(ep);
 
 	if (rc != CCI_SUCCESS)
 		return rc;
@@ -118,7 +100,6 @@ static int reg_insert(cci__ep_t *ep, cci__rma_reg_t *reg)
 	} while (key == 0 || reg_find(ep, key)); /* 0 marks a dead handle */
 	reg->handle.stuff[0] = key;
 	link_key(ep, reg);
-	link_ptr(ep, reg);
 	core_ep(ep)->rma_count++;
 	return CCI_SUCCESS;
 }
@@ -133,19 +114,13 @@ static void reg_unlink(cci__ep_t *ep, cci__rma_reg_t *reg)
 			break;
 		}
 	}
-	for (pp = &core_ep(ep)->rma_by_ptr[bucket_of_ptr(ep, &reg->handle)]; *pp; pp = &core_reg((*pp))->pnext) {
-		if (*pp == reg) {
-			*pp = core_reg(reg)->pnext;
-			break;
-		}
-	}
 	core_ep(ep)->rma_count--;
 }
 
 /*
- * A registration is over: its handle reads as key 0 (never issued), so
- * the application's pointer to it, still mapped (shell.c), is refused as
- * a local handle (not in the table) and as a remote one (key 0).
+ * A registration is over: its key is out of the table, so every copy of
+ * its handle is refused, and the original reads as key 0 (never issued),
+ * since the application's pointer to it stays mapped (shell.c).
  */
 static void reg_free(cci__rma_reg_t *r)
 {
@@ -154,15 +129,21 @@ static void reg_free(cci__rma_reg_t *r)
 	cci__shell_free(r);
 }
 
-/* The live registration whose handle is at h, or NULL; rma_lock held. */
-static cci__rma_reg_t *reg_find_ptr(cci__ep_t *ep, const struct cci_rma_handle *h)
+/*
+ * The live registration of this endpoint whose handle h is, the original
+ * or any byte copy of it, or NULL; rma_lock held.  h is read once, whole,
+ * in case the application changes its copy meanwhile; every byte must
+ * match, so a handle of another endpoint (another key) or an altered copy
+ * never resolves.
+ */
+static cci__rma_reg_t *reg_find_handle(cci__ep_t *ep, const struct cci_rma_handle *h)
 {
-	if (!core_ep(ep)->rma_by_ptr)
-		return NULL;
-	for (cci__rma_reg_t *r = core_ep(ep)->rma_by_ptr[bucket_of_ptr(ep, h)]; r; r = core_reg(r)->pnext)
-		if (&r->handle == h)
-			return r;
-	return NULL;
+	struct cci_rma_handle v;
+	cci__rma_reg_t *r;
+
+	memcpy(&v, h, sizeof(v));
+	r = v.stuff[0] ? reg_find(ep, v.stuff[0]) : NULL;
+	return r && memcmp(&r->handle, &v, sizeof(v)) == 0 ? r : NULL;
 }
 
 CCI_API int cci_rma_register(cci_endpoint_t *endpoint, void *start, uint64_t length, int flags,
@@ -212,7 +193,7 @@ static cci__rma_reg_t *local_reg(cci__ep_t *ep, const struct cci_rma_handle *h)
 	cci__rma_reg_t *r;
 
 	pthread_mutex_lock(&core_ep(ep)->rma_lock);
-	r = reg_find_ptr(ep, h);
+	r = reg_find_handle(ep, h);
 	pthread_mutex_unlock(&core_ep(ep)->rma_lock);
 	return r;
 }
@@ -225,7 +206,7 @@ CCI_API int cci_rma_deregister(cci_endpoint_t *endpoint, cci_rma_handle_t *rma_h
 	if (!ep || !rma_handle)
 		return CCI_EINVAL;
 	pthread_mutex_lock(&core_ep(ep)->rma_lock);
-	r = reg_find_ptr(ep, rma_handle);
+	r = reg_find_handle(ep, rma_handle);
 	if (r)
 		reg_unlink(ep, r);
 	pthread_mutex_unlock(&core_ep(ep)->rma_lock);
@@ -286,9 +267,7 @@ void cci__rma_table_free(cci__ep_t *ep)
 		}
 	}
 	free(core_ep(ep)->rma_table);
-	free(core_ep(ep)->rma_by_ptr);
 	core_ep(ep)->rma_table = NULL;
-	core_ep(ep)->rma_by_ptr = NULL;
 	core_ep(ep)->rma_buckets = 0;
 	core_ep(ep)->rma_count = 0;
 }

@@ -17,6 +17,7 @@ int main(int argc, char **argv)
 		H_SUITE("messages", t_msg),
 		H_SUITE("rma", t_rma),
 		H_SUITE("rma refusals", t_rma_refuse),
+		H_SUITE("rma handles are values", t_handles),
 		H_SUITE("teardown and failures", t_teardown),
 		H_SUITE("threads", t_threads),
 		H_SUITE("bad arguments", t_args),
