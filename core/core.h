@@ -62,6 +62,7 @@ struct cci__ep_core {
 	uint32_t evq_len;
 	int os_evfd;                 /* eventfd readable while events are queued, -1 if none */
 	int rung;                    /* os_evfd was rung and not drained yet */
+	int work_rung;               /* ... for plugin work, not for queued events (event.c) */
 	int pollers;                 /* threads in cci_get_event's progress: they ring for it */
 	int starved;                 /* cci_get_event said CCI_ENOBUFS: a return rings */
 	int closing;

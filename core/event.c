@@ -204,10 +204,20 @@ static void os_handle_drain(cci__ep_t *ep)
 	while (n < 0 && errno == EINTR);
 }
 
+/* Quiet the OS handle if it was rung for events and none is queued now;
+ * with core_ep(ep)->lock held (so a ring for a later event is never
+ * eaten), and only when rung (endpoints without a handle pay no system
+ * call).  A ring for plugin work (work_rung) stays: see os_handle_ring_work. */
+static void os_handle_quiet_locked(cci__ep_t *ep)
+{
+	if (!core_ep(ep)->evq_head && core_ep(ep)->rung && !core_ep(ep)->work_rung) {
+		os_handle_drain(ep);
+		core_ep(ep)->rung = 0;
+	}
+}
+
 /* Pop the next queued event and lend it; NULL if none.  With core_ep(ep)->lock
- * held.  An emptied queue quiets the OS handle again if it was rung
- * (under the lock, so a ring for a later event is never eaten; only when
- * rung, so endpoints without a handle pay no system call). */
+ * held.  An emptied queue quiets the OS handle. */
 static cci__evt_t *evq_pop_locked(cci__ep_t *ep)
 {
 	cci__evt_t *e = core_ep(ep)->evq_head;
@@ -219,11 +229,17 @@ static cci__evt_t *evq_pop_locked(cci__ep_t *ep)
 		core_ep(ep)->evq_len--;
 		core_evt(e)->lent = 1;
 	}
-	if (!core_ep(ep)->evq_head && core_ep(ep)->rung) {
-		os_handle_drain(ep);
-		core_ep(ep)->rung = 0;
-	}
+	os_handle_quiet_locked(ep);
 	return e;
+}
+
+/* This thread runs progress next (and arms after it, if it leaves the
+ * queue empty): the work a ring announced is looked at now, so the ring
+ * may go.  With core_ep(ep)->lock held. */
+static void os_handle_take_work_locked(cci__ep_t *ep)
+{
+	core_ep(ep)->work_rung = 0;
+	os_handle_quiet_locked(ep);
 }
 
 static cci__evt_t *evq_pop(cci__ep_t *ep)
@@ -236,32 +252,40 @@ static cci__evt_t *evq_pop(cci__ep_t *ep)
 	return e;
 }
 
-/* Quiet an OS handle that was rung for events no longer queued (purged
- * with their connection, say).  Returns whether any event is queued. */
+/* Before a progress call: quiet an OS handle rung for events no longer
+ * queued (purged with their connection, say) or for work that progress
+ * is about to take.  Returns whether any event is queued. */
 int cci__evq_settle(cci__ep_t *ep)
 {
 	int queued;
 
 	cci__spin_lock(&core_ep(ep)->lock);
-	if (!core_ep(ep)->evq_head && core_ep(ep)->rung) {
-		os_handle_drain(ep);
-		core_ep(ep)->rung = 0;
-	}
+	os_handle_take_work_locked(ep);
 	queued = core_ep(ep)->evq_head != NULL;
 	cci__spin_unlock(&core_ep(ep)->lock);
 	return queued;
 }
 
-/* Make the OS handle readable although the queue may be empty: the
- * plugin has something that the next cci_get_event will turn into an
- * event. */
-static void os_handle_ring_now(cci__ep_t *ep)
+/*
+ * Make the OS handle readable although the queue may be empty: the plugin
+ * has something (a record in a ring, a buffer given back to a starved
+ * endpoint) that only the next cci_get_event's progress turns into an
+ * event.  Such a ring is marked work_rung, and popping the queue empty
+ * does not quiet it: only a thread about to run progress does
+ * (os_handle_take_work_locked).  Otherwise a pop that followed this ring
+ * in the same call (an event another thread posted meanwhile) would drain
+ * the handle while the plugin, armed already, rings nothing more for what
+ * it holds: the application would sleep on a handle that stays quiet
+ * while cci_get_event has an event for it.
+ */
+static void os_handle_ring_work(cci__ep_t *ep)
 {
 	int ring;
 
 	cci__spin_lock(&core_ep(ep)->lock);
 	ring = !core_ep(ep)->rung;
 	core_ep(ep)->rung = 1;
+	core_ep(ep)->work_rung = 1;
 	cci__spin_unlock(&core_ep(ep)->lock);
 	if (ring)
 		os_handle_ring(ep);
@@ -270,16 +294,18 @@ static void os_handle_ring_now(cci__ep_t *ep)
 /*
  * The queue was left empty: let the plugin arrange for the handle to turn
  * readable when something arrives.  Returns CCI_EAGAIN, with the handle
- * readable, when something already has.
+ * readable, when something already has: work the plugin holds (rung for
+ * until a progress call takes it), or an event another thread queued
+ * (rung for by its post, or by the thread whose progress posted it).
  */
 int cci__ep_arm(cci__ep_t *ep)
 {
 	int rc = ep->plugin->arm ? ep->plugin->arm(ep) : CCI_SUCCESS;
 
-	if (rc == CCI_SUCCESS && cci__evq_nonempty(ep))
-		rc = CCI_EAGAIN;
 	if (rc == CCI_EAGAIN)
-		os_handle_ring_now(ep);
+		os_handle_ring_work(ep);
+	else if (rc == CCI_SUCCESS && cci__evq_nonempty(ep))
+		rc = CCI_EAGAIN;
 	return rc;
 }
 
@@ -297,8 +323,10 @@ static int get_event_with_handle(cci__ep_t *ep, cci__evt_t **e_p)
 
 	cci__spin_lock(&core_ep(ep)->lock);
 	e = evq_pop_locked(ep);
-	if (!e)
+	if (!e) {
 		core_ep(ep)->pollers++;
+		os_handle_take_work_locked(ep);
+	}
 	cci__spin_unlock(&core_ep(ep)->lock);
 	if (!e) {
 		prc = ep->plugin->progress(ep);
@@ -375,7 +403,7 @@ CCI_API int cci_return_event(cci_event_t *event)
 	 * waiter on the OS handle must look. */
 	if (__atomic_load_n(&core_ep(ep)->starved, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&core_ep(ep)->starved, 0, __ATOMIC_RELAXED);
-		os_handle_ring_now(ep);
+		os_handle_ring_work(ep);
 	}
 	return CCI_SUCCESS;
 }

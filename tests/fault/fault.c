@@ -14,6 +14,7 @@ int main(int argc, char **argv)
 		H_SUITE("blackholed peer", t_blackhole),
 		H_SUITE("teardown orders", t_teardown),
 		H_SUITE("load and back-pressure", t_load),
+		H_SUITE("sleeping on the OS handle", t_blocking),
 	};
 
 	return h_main("fault", argc, argv, suites, sizeof(suites) / sizeof(suites[0]));
