@@ -192,7 +192,10 @@ static int rx_drain_all(struct sm_ep *sep, int *got_p)
 /*
  * Arm: drain the doorbell, raise the flag peers look at after publishing,
  * then look again so that a record published before the flag was visible
- * is not slept through.
+ * is not slept through.  Such a record got no doorbell and will get none:
+ * on CCI_EAGAIN the core keeps the OS handle readable until a progress
+ * call has run (core/event.c, os_handle_ring_work), since no ring of ours
+ * will come for it.
  */
 int sm_arm(cci__ep_t *ep)
 {
