@@ -144,6 +144,78 @@ static void bogus_addresses(void)
 	h_teardown(ep);
 }
 
+/* A failure the transport can know of at once: nobody is there. */
+static int refusal(int st)
+{
+	return st == CCI_ECONNREFUSED || st == CCI_ETIMEDOUT;
+}
+
+/* A server that exited (cci_finalize, then exit) or was killed (arg 1). */
+static void gone_server(struct srv *s, int killed)
+{
+	struct srv_opts o = { 0 };
+
+	srv_start(s, &o);
+	if (killed)
+		h_peer_kill(&s->peer);
+	else
+		srv_stop(s, NULL);
+}
+
+/* CCI 2's pingpong retries a connect that failed: twenty connects to a
+ * server that exited, each with a 1 s timeout, each answered in time. */
+static void exited_server_retries(void)
+{
+	struct srv s;
+	cci_endpoint_t *ep;
+	uint64_t ms, worst = 0;
+	int st = CCI_SUCCESS;
+
+	gone_server(&s, 0);
+	ep = h_endpoint(h_setup(), NULL);
+	for (int i = 0; i < 20; i++) {
+		st = connect_fails(ep, s.uri, &ms);
+		CHECKF(refusal(st), "connect %d of 20 to an exited server gave %s", i + 1,
+		       h_status_name(st));
+		worst = ms > worst ? ms : worst;
+	}
+	h_note("20 connects to an exited server (%s): %s, the slowest after %llu ms", s.uri,
+	       h_status_name(st), (unsigned long long)worst);
+	h_teardown(ep);
+}
+
+/* With no connect timeout, a transport that can know nobody is there says
+ * so at once (F_SLACK_MS): an exited server (arg 0) or a killed one (1). */
+static void nobody_answers_without_timeout(void)
+{
+	const int killed = *(const int *)h_current->arg;
+	struct srv s;
+	cci_endpoint_t *ep;
+	cci_event_t *ev;
+	uint64_t t0;
+	int rc;
+
+	gone_server(&s, killed);
+	ep = h_endpoint(h_setup(), NULL);
+	t0 = h_now_ms();
+	rc = cci_connect(ep, s.uri, NULL, 0, CCI_CONN_ATTR_RO, NULL, 0, NULL);
+	if (rc == CCI_SUCCESS) {
+		ev = EXPECT_EVENT(ep, CCI_EVENT_CONNECT, F_SLACK_MS);
+		rc = CCI_ERROR; /* no event: reported as such below */
+		if (CHECKF(ev != NULL, "no CONNECT event within %u ms for a connect without "
+		           "timeout to %s", F_SLACK_MS, s.uri)) {
+			rc = ev->connect.status;
+			CHECK(ev->connect.connection == NULL);
+			CHECK_RC(cci_return_event(ev), CCI_SUCCESS);
+		}
+	}
+	CHECKF(rc == CCI_ECONNREFUSED, "a connect without timeout to the endpoint of %s "
+	       "process gave %s", killed ? "a killed" : "an exited", h_status_name(rc));
+	h_note("a connect without timeout to %s: %s after %llu ms", s.uri, h_status_name(rc),
+	       (unsigned long long)(h_now_ms() - t0));
+	h_teardown(ep);
+}
+
 const struct h_test t_connfail_tests[] = {
 	{ "a connect to an endpoint destroyed in a live process fails with a clear status "
 	  "within the timeout", destroyed_endpoint, H_NEEDS_DEVICE, 30 },
@@ -153,5 +225,11 @@ const struct h_test t_connfail_tests[] = {
 	  silent_process, H_NEEDS_DEVICE, 30, &(const int){ 0 } },
 	{ "connects to bogus addresses of the transport fail with a clear status within the "
 	  "timeout", bogus_addresses, H_NEEDS_DEVICE, 60 },
+	{ "twenty connects in a row to a server that exited each fail with CCI_ECONNREFUSED "
+	  "or CCI_ETIMEDOUT within the 1 s timeout", exited_server_retries, H_NEEDS_DEVICE, 60 },
+	{ "a connect without timeout to a server that exited is refused at once",
+	  nobody_answers_without_timeout, H_NEEDS_DEVICE, 30, &(const int){ 0 } },
+	{ "a connect without timeout to a server that was killed is refused at once",
+	  nobody_answers_without_timeout, H_NEEDS_DEVICE, 30, &(const int){ 1 } },
 };
 const size_t t_connfail_count = sizeof(t_connfail_tests) / sizeof(t_connfail_tests[0]);
