@@ -53,6 +53,7 @@ H_TABLE(t_blackhole)
 H_TABLE(t_teardown)
 H_TABLE(t_load)
 H_TABLE(t_blocking)
+H_TABLE(t_storm)
 
 /* What was posted to a stopped peer and how it ended (f_flight_*). */
 struct f_flight {
