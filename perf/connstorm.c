@@ -1,0 +1,486 @@
+/*
+ * connstorm.c - connections per second, and what a message costs with
+ * many connections open.  One client endpoint opens N reliable-ordered
+ * connections to one server endpoint with at most W connects outstanding,
+ * then runs an 8-byte ping-pong on the last one, for each N of a list.
+ * Public API (cci.h) only.
+ *
+ *   connstorm [-n LIST] [-w W] [-i ITERS] [-b] [-D DEV] [--json]   (forks its server)
+ *   connstorm -s [-o FILE] [-b] [-D DEV]                          (server)
+ *   connstorm -h URI [-n LIST] [-w W] [-i ITERS] [-b] [--json]      (client)
+ *
+ * Each row gives the connects per second, the one-way latency with N
+ * connections open, and the descriptors and KiB of resident memory that
+ * each connection costs the client and the server.  With -b both sides
+ * sleep on the OS handle (CCI 2's blocking loop: epoll, then
+ * cci_get_event until CCI_EAGAIN) and the row counts the sleeps that
+ * outlasted a second while an event was waiting (missed wake-ups; there
+ * must be none): "connstorm -n 1 -i 1000000 -b" is a million blocking
+ * round trips.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "perf_util.h"
+
+#define CS_MAGIC 0x73746f726d636373ull /* no 8-byte ping holds it */
+#define CS_MAX_CONNS 1000000u
+#define CS_TIMEOUT_S 120   /* a connect's, and the longest wait for any event */
+
+enum cs_ctl { CS_STATS = 1, CS_STATS_REP, CS_DONE };
+
+/* A control message; pings are 8 bytes, so never mistaken for one. */
+struct cs_msg {
+	uint64_t magic;
+	uint32_t type, pad;
+	int64_t fds, rss_kib; /* CS_STATS_REP: the server's, above its idle level */
+};
+
+struct cs {
+	bool json, blocking;
+	const char *uri, *outfile, *device;
+	uint32_t window, iters;
+	uint32_t counts[16], ncounts;
+	cci_endpoint_t *ep;
+	int epfd;
+	uint64_t sleeps, missed;
+	cci_connection_t **conns;
+	uint32_t nconns, outstanding, failed;
+	int first_fail;
+};
+
+/* Open descriptors of this process. */
+static int64_t fd_count(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int64_t n = 0;
+
+	if (!d)
+		return 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n - 3; /* ".", ".." and the directory's own descriptor */
+}
+
+/* Resident memory, in KiB. */
+static int64_t rss_kib(void)
+{
+	long pages = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+			rss = 0;
+		fclose(f);
+	}
+	return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* A process that holds thousands of connections needs the descriptors:
+ * raise the limit (root may raise the hard one too). */
+static void raise_fd_limit(uint64_t want)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+		return;
+	if (rl.rlim_max < want) {
+		struct rlimit more = { want, want };
+		if (setrlimit(RLIMIT_NOFILE, &more) == 0)
+			return;
+	}
+	rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+	setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+/* ------------------------------------------------------------- events */
+
+/* One event, waiting at most CS_TIMEOUT_S.  Blocking: sleep in epoll for
+ * at most a second at a time; a sleep that timed out while an event was
+ * there is a missed wake-up. */
+static cci_event_t *cs_wait(struct cs *c)
+{
+	uint64_t deadline = perf_now_ns() + (uint64_t)CS_TIMEOUT_S * 1000000000ull;
+	cci_event_t *ev;
+	int slept_out = 0;
+
+	for (;;) {
+		int rc = cci_get_event(c->ep, &ev);
+
+		if (rc == CCI_SUCCESS) {
+			c->missed += slept_out;
+			return ev;
+		}
+		if (rc != CCI_EAGAIN && rc != CCI_ENOBUFS)
+			perf_check(rc, "cci_get_event");
+		if (perf_now_ns() > deadline)
+			perf_die("no event for %d s: the peer is gone or stuck", CS_TIMEOUT_S);
+		if (c->blocking) {
+			struct epoll_event e;
+			c->sleeps++;
+			slept_out = epoll_wait(c->epfd, &e, 1, 1000) == 0;
+		}
+	}
+}
+
+static void cs_open(struct cs *c)
+{
+	cci_os_handle_t fd = -1;
+	uint32_t caps;
+	cci_device_t *dev = NULL;
+
+	perf_check(cci_init(CCI_ABI_VERSION, 0, &caps), "cci_init");
+	if (c->device)
+		dev = perf_find_device(c->device);
+	perf_check(cci_create_endpoint(dev, 0, &c->ep, c->blocking ? &fd : NULL),
+	           "cci_create_endpoint");
+	perf_set_ep(c->ep);
+	if (c->blocking) {
+		struct epoll_event e = { .events = EPOLLIN };
+		c->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (c->epfd < 0 || epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &e) != 0)
+			perf_die("epoll on the OS handle: %s", strerror(errno));
+	}
+}
+
+static void cs_close(struct cs *c)
+{
+	if (c->blocking)
+		close(c->epfd);
+	perf_check(cci_destroy_endpoint(c->ep), "cci_destroy_endpoint");
+	perf_check(cci_finalize(), "cci_finalize");
+	free(c->conns);
+}
+
+static const struct cs_msg *cs_ctl_of(cci_event_t *ev)
+{
+	return perf_ctl_payload(ev, sizeof(struct cs_msg), CS_MAGIC);
+}
+
+static void cs_send(cci_connection_t *conn, const void *buf, uint32_t len, int flags)
+{
+	perf_check(cci_send(conn, buf, len, NULL, flags), "cci_send");
+}
+
+/* ------------------------------------------------------------- server */
+
+/* Accept everything, echo pings; CS_STATS answers with what the
+ * connections cost, then closes them all; CS_DONE ends. */
+static void cs_serve(struct cs *c)
+{
+	int64_t fds0 = fd_count(), rss0 = rss_kib();
+	bool done = false;
+
+	c->conns = calloc(CS_MAX_CONNS, sizeof(*c->conns));
+	if (!c->conns)
+		perf_die("out of memory");
+	while (!done) {
+		cci_event_t *ev = cs_wait(c);
+		const struct cs_msg *m;
+
+		switch (ev->type) {
+		case CCI_EVENT_CONNECT_REQUEST:
+			perf_check(cci_accept(ev, NULL), "cci_accept");
+			break;
+		case CCI_EVENT_ACCEPT:
+			perf_check(ev->accept.status, "the ACCEPT event");
+			if (c->nconns < CS_MAX_CONNS)
+				c->conns[c->nconns++] = ev->accept.connection;
+			break;
+		case CCI_EVENT_RECV:
+			m = cs_ctl_of(ev);
+			if (!m) {
+				cs_send(ev->recv.connection, ev->recv.ptr, ev->recv.len, CCI_FLAG_SILENT);
+			} else if (m->type == CS_STATS) {
+				struct cs_msg r = { CS_MAGIC, CS_STATS_REP, 0, fd_count() - fds0,
+				                    rss_kib() - rss0 };
+				cs_send(ev->recv.connection, &r, sizeof(r), CCI_FLAG_BLOCKING);
+				for (uint32_t i = 0; i < c->nconns; i++)
+					perf_check(cci_disconnect(c->conns[i]), "cci_disconnect");
+				c->nconns = 0;
+			} else {
+				done = true;
+			}
+			break;
+		default:
+			break;
+		}
+		perf_check(cci_return_event(ev), "cci_return_event");
+	}
+}
+
+/* ------------------------------------------------------------- client */
+
+static void cs_take_connect(struct cs *c, cci_event_t *ev)
+{
+	if (ev->type != CCI_EVENT_CONNECT)
+		perf_die("a %s event during the connects", cci_event_type_str(ev->type));
+	c->outstanding--;
+	if (ev->connect.status == CCI_SUCCESS)
+		c->conns[c->nconns++] = ev->connect.connection;
+	else if (!c->failed++)
+		c->first_fail = ev->connect.status;
+	perf_check(cci_return_event(ev), "cci_return_event");
+}
+
+/* Open n connections, at most window outstanding; nanoseconds taken. */
+static uint64_t cs_connect_n(struct cs *c, uint32_t n)
+{
+	struct timeval tv = { .tv_sec = CS_TIMEOUT_S };
+	uint32_t issued = 0, window = c->window ? c->window : n;
+	uint64_t t0 = perf_now_ns();
+
+	c->nconns = c->failed = c->outstanding = 0;
+	while (c->nconns + c->failed < n) {
+		while (issued < n && c->outstanding < window) {
+			perf_check(cci_connect(c->ep, c->uri, NULL, 0, CCI_CONN_ATTR_RO, NULL, 0, &tv),
+			           "cci_connect");
+			issued++;
+			c->outstanding++;
+		}
+		cs_take_connect(c, cs_wait(c));
+	}
+	if (c->failed)
+		perf_die("%u of %u connects failed, the first with %s", c->failed, n,
+		         cci_strerror(c->ep, c->first_fail));
+	return perf_now_ns() - t0;
+}
+
+/* 8-byte ping-pong on conn: mean one-way microseconds over iters. */
+static double cs_pingpong(struct cs *c, cci_connection_t *conn, uint32_t iters)
+{
+	uint64_t ping = 0, t0 = 0;
+
+	for (uint32_t i = 0; i < iters + 100; i++) {
+		cci_event_t *ev;
+
+		if (i == 100)
+			t0 = perf_now_ns();
+		cs_send(conn, &ping, sizeof(ping), CCI_FLAG_SILENT);
+		while ((ev = cs_wait(c))->type != CCI_EVENT_RECV)
+			perf_check(cci_return_event(ev), "cci_return_event");
+		perf_check(cci_return_event(ev), "cci_return_event");
+	}
+	return (double)(perf_now_ns() - t0) / 1e3 / 2 / iters;
+}
+
+/* The server's cost of the open connections; it closes them after. */
+static struct cs_msg cs_server_stats(struct cs *c)
+{
+	struct cs_msg m = { CS_MAGIC, CS_STATS, 0, 0, 0 };
+	cci_event_t *ev;
+
+	cs_send(c->conns[0], &m, sizeof(m), CCI_FLAG_SILENT);
+	for (;;) {
+		const struct cs_msg *r;
+
+		ev = cs_wait(c);
+		r = ev->type == CCI_EVENT_RECV ? cs_ctl_of(ev) : NULL;
+		if (r && r->type == CS_STATS_REP) {
+			m = *r;
+			perf_check(cci_return_event(ev), "cci_return_event");
+			return m;
+		}
+		perf_check(cci_return_event(ev), "cci_return_event");
+	}
+}
+
+static void cs_row(struct cs *c, uint32_t n, uint64_t ns, double lat, int64_t fds,
+                   int64_t rss, const struct cs_msg *srv)
+{
+	double per_s = n * 1e9 / (double)ns;
+
+	if (c->json) {
+		printf("{\"conns\":%u,\"window\":%u,\"seconds\":%.6f,\"conns_per_s\":%.0f,"
+		       "\"latency_us\":%.3f,\"client_fds\":%" PRId64 ",\"client_kib\":%" PRId64 ","
+		       "\"server_fds\":%" PRId64 ",\"server_kib\":%" PRId64 ",\"sleeps\":%" PRIu64
+		       ",\"missed_wakeups\":%" PRIu64 "}\n", n, c->window ? c->window : n, ns / 1e9,
+		       per_s, lat, fds, rss, srv->fds, srv->rss_kib, c->sleeps, c->missed);
+	} else {
+		printf("%8u %8u %9.3f %10.0f %9.2f %9.2f %9.2f %9.2f %9.2f", n,
+		       c->window ? c->window : n, ns / 1e9, per_s, lat, (double)fds / n,
+		       (double)rss / n, (double)srv->fds / n, (double)srv->rss_kib / n);
+		if (c->blocking)
+			printf(" %8" PRIu64 " %6" PRIu64, c->sleeps, c->missed);
+		putchar('\n');
+	}
+	fflush(stdout);
+}
+
+static void cs_client(struct cs *c)
+{
+	uint32_t max = 0;
+
+	for (uint32_t i = 0; i < c->ncounts; i++)
+		max = c->counts[i] > max ? c->counts[i] : max;
+	c->conns = calloc(max, sizeof(*c->conns));
+	if (!c->conns)
+		perf_die("out of memory");
+	if (!c->json)
+		printf("%8s %8s %9s %10s %9s %9s %9s %9s %9s%s\n", "conns", "window", "seconds",
+		       "conns/s", "lat_us", "cli_fd/c", "cli_KiB/c", "srv_fd/c", "srv_KiB/c",
+		       c->blocking ? "   sleeps missed" : "");
+	for (uint32_t i = 0; i < c->ncounts; i++) {
+		uint32_t n = c->counts[i];
+		int64_t fds0 = fd_count(), rss0 = rss_kib();
+		uint64_t ns = cs_connect_n(c, n);
+		int64_t fds = fd_count() - fds0, rss = rss_kib() - rss0;
+		double lat;
+		struct cs_msg srv;
+
+		c->sleeps = c->missed = 0;
+		lat = cs_pingpong(c, c->conns[n - 1], c->iters);
+		srv = cs_server_stats(c);
+		cs_row(c, n, ns, lat, fds, rss, &srv);
+		for (uint32_t k = 0; k < c->nconns; k++)
+			perf_check(cci_disconnect(c->conns[k]), "cci_disconnect");
+	}
+	/* One more connection carries the end: the others are closed. */
+	struct cs_msg done = { CS_MAGIC, CS_DONE, 0, 0, 0 };
+	c->window = 1;
+	cs_connect_n(c, 1);
+	cs_send(c->conns[0], &done, sizeof(done), CCI_FLAG_BLOCKING);
+}
+
+/* -------------------------------------------------------------- main */
+
+static void cs_parse_counts(struct cs *c, const char *list)
+{
+	char *copy = strdup(list), *save = NULL;
+
+	c->ncounts = 0;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (c->ncounts == sizeof(c->counts) / sizeof(c->counts[0]))
+			perf_die("-n: at most 16 counts");
+		c->counts[c->ncounts++] = perf_parse_count(t, 1, CS_MAX_CONNS);
+	}
+	free(copy);
+	if (!c->ncounts)
+		perf_die("-n: no count");
+}
+
+static void cs_usage(void)
+{
+	puts("usage: connstorm [-n LIST] [-w W] [-i ITERS] [-b] [-D DEV] [--json]\n"
+	     "       connstorm -s [-o FILE] [-b] [-D DEV]\n"
+	     "       connstorm -h URI [-n LIST] [-w W] [-i ITERS] [-b] [--json]\n"
+	     "  -n LIST   connection counts, comma-separated (default 1,100,1000,10000)\n"
+	     "  -w W      connects outstanding at most (default 256; 0: all at once)\n"
+	     "  -i ITERS  8-byte round trips on the last connection (default 10000)\n"
+	     "  -b        both sides sleep on the OS handle\n"
+	     "  -D DEV    the device (default: the default device)\n"
+	     "  -s, -o    server, writing its URI to FILE; -h URI: client\n"
+	     "  --json    one JSON object per row");
+}
+
+static void cs_options(struct cs *c, int argc, char **argv, bool *server)
+{
+	static const struct option longopts[] = { { "json", no_argument, NULL, 'j' },
+	                                          { "help", no_argument, NULL, 'H' },
+	                                          { NULL, 0, NULL, 0 } };
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "n:w:i:bD:so:h:", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'n': cs_parse_counts(c, optarg); break;
+		case 'w': c->window = perf_parse_count(optarg, 0, CS_MAX_CONNS); break;
+		case 'i': c->iters = perf_parse_count(optarg, 1, 1u << 30); break;
+		case 'b': c->blocking = true; break;
+		case 'D': c->device = optarg; break;
+		case 's': *server = true; break;
+		case 'o': c->outfile = optarg; break;
+		case 'h': c->uri = optarg; break;
+		case 'j': c->json = true; break;
+		case 'H': cs_usage(); exit(EXIT_SUCCESS);
+		default: cs_usage(); exit(2);
+		}
+	}
+	if (optind != argc || (*server && c->uri))
+		perf_die("give -s, -h URI or neither (--help for usage)");
+}
+
+/* The server in a child of ours, forked before either calls cci_init;
+ * its URI comes back through a pipe. */
+static pid_t cs_fork_server(struct cs *c, char *uri, size_t cap)
+{
+	int p[2];
+	pid_t pid;
+	ssize_t n, got = 0;
+
+	if (pipe(p) != 0)
+		perf_die("pipe: %s", strerror(errno));
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		perf_die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		char *own;
+		close(p[0]);
+		cs_open(c);
+		perf_check(cci_get_opt(c->ep, CCI_OPT_ENDPT_URI, &own), "cci_get_opt(URI)");
+		if (write(p[1], own, strlen(own) + 1) < 0)
+			_exit(1);
+		close(p[1]);
+		free(own);
+		cs_serve(c);
+		cs_close(c);
+		exit(EXIT_SUCCESS);
+	}
+	close(p[1]);
+	while ((size_t)got < cap && (n = read(p[0], uri + got, cap - (size_t)got)) > 0)
+		got += n;
+	close(p[0]);
+	if (got == 0 || uri[got - 1] != '\0')
+		perf_die("the server did not start");
+	return pid;
+}
+
+int main(int argc, char **argv)
+{
+	struct cs c = { .window = 256, .iters = 10000, .counts = { 1, 100, 1000, 10000 },
+	                .ncounts = 4, .epfd = -1 };
+	bool server = false;
+	char uri[1024];
+	pid_t child = 0;
+	int status = 0;
+
+	perf_set_prog("connstorm");
+	cs_options(&c, argc, argv, &server);
+	/* Four descriptors a connection leave room for any transport here. */
+	for (uint32_t i = 0; i < c.ncounts; i++)
+		raise_fd_limit(4ull * c.counts[i] + 4096);
+	if (server) {
+		char *own;
+		cs_open(&c);
+		perf_check(cci_get_opt(c.ep, CCI_OPT_ENDPT_URI, &own), "cci_get_opt(URI)");
+		fprintf(stderr, "Opened %s\n", own);
+		if (c.outfile)
+			perf_write_uri(c.outfile, own);
+		free(own);
+		cs_serve(&c);
+		cs_close(&c);
+		return EXIT_SUCCESS;
+	}
+	if (!c.uri) {
+		child = cs_fork_server(&c, uri, sizeof(uri));
+		c.uri = uri;
+	}
+	cs_open(&c);
+	cs_client(&c);
+	cs_close(&c);
+	if (child && (waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+	              WEXITSTATUS(status) != 0))
+		perf_die("the server failed (status 0x%x)", status);
+	return EXIT_SUCCESS;
+}
