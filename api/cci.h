@@ -625,6 +625,34 @@ CCI_DECLSPEC int cci_rma(cci_connection_t *connection, const void *msg_ptr,
  */
 
 /* ------------------------------------------------------------------------ */
+/* Processes: fork() and exec                                               */
+/* ------------------------------------------------------------------------ */
+/*
+ * A program may fork() at any time, from any thread, with endpoints open
+ * and traffic in flight.
+ *
+ *  - The parent is not affected: its endpoints and connections keep
+ *    working while a child runs, execs or ends (by exit(), _exit() or a
+ *    signal), and peers may still connect to it afterwards.
+ *  - Every descriptor the library opens is close-on-exec: a program that
+ *    a child execs inherits none of them (nor keeps a connection of the
+ *    parent's open after the parent closed it).
+ *  - In the child, what the parent opened (endpoints, their connections,
+ *    events and registrations) is the parent's: every call on it returns
+ *    CCI_EINVAL and touches nothing (no message is sent, no file removed,
+ *    no buffer released).  The child starts with the library
+ *    uninitialised, whatever the parent's cci_init() count: cci_finalize()
+ *    there returns CCI_ERROR, and calls that take no object return
+ *    CCI_ERROR until the child calls cci_init().
+ *  - The child may call cci_init() and open endpoints of its own, as a
+ *    new process would (new URIs; its peers see a new process).  It must
+ *    not use the parent's pointers for that: they stay the parent's.
+ *
+ * Memory registered by the parent stays registered in the parent only;
+ * the child's copy of it is ordinary memory.
+ */
+
+/* ------------------------------------------------------------------------ */
 /* Misuse                                                                    */
 /* ------------------------------------------------------------------------ */
 /*

@@ -42,6 +42,8 @@ struct cci__dev_core {
 #define CCI__MAGIC_DEAD_CONN 0x1f6b8d2a4c9e3a12ull
 #define CCI__MAGIC_DEAD_REG 0x93c2e7d15b8a4f13ull
 #define CCI__MAGIC_DEAD_EVT 0x5e8b1c4d2a7f6914ull
+/* In a child of fork(), an endpoint the parent opened (fork.c). */
+#define CCI__MAGIC_PARENT_EP 0x3c9d6a1e8f2b5715ull
 
 struct cci__evt_core {
 	cci__evt_t evt;
@@ -207,6 +209,9 @@ void cci__evt_purge_conn(cci__ep_t *ep, cci__conn_t *conn);
 int cci__ep_arm(cci__ep_t *ep);
 int cci__evq_settle(cci__ep_t *ep);
 void cci__evt_drop_conn_refs(cci__ep_t *ep);
+/* Around fork() (fork.c): the lock of the orphaned events' list. */
+void cci__evt_orphans_lock(void);
+void cci__evt_orphans_unlock(void);
 
 /* endpoint.c */
 cci__ep_t *cci__ep_from_pub(cci_endpoint_t *pub);
@@ -224,9 +229,14 @@ void cci__conn_free(cci__conn_t *conn);
 #define CCI__QUARANTINE 256u
 void *cci__shell_alloc(void);
 void cci__shell_free(void *shell);
+/* Around fork() (fork.c): the shells' lock, so that the child's is free. */
+void cci__shell_lock_all(void);
+void cci__shell_unlock_all(void);
 
 /* The live object behind an application's pointer, or NULL: a load and a
- * compare (the pointer must be one the library handed out, or NULL). */
+ * compare (the pointer must be one the library handed out, or NULL).
+ * A connection or an event is live while its endpoint is: in a child of
+ * fork() the parent's endpoints are not, and neither is what they hold. */
 static inline cci__ep_t *cci__ep_live(const void *p)
 {
 	cci__ep_t *ep = (cci__ep_t *)p;
@@ -237,7 +247,8 @@ static inline cci__conn_t *cci__conn_live(const void *p)
 {
 	cci__conn_t *c = (cci__conn_t *)p;
 
-	return c && __builtin_expect(core_conn(c)->magic == CCI__MAGIC_CONN, 1) ? c : NULL;
+	return c && __builtin_expect(core_conn(c)->magic == CCI__MAGIC_CONN &&
+	                             core_ep(c->ep)->magic == CCI__MAGIC_EP, 1) ? c : NULL;
 }
 static inline int cci__conn_is_dead(const void *p)
 {
@@ -247,7 +258,8 @@ static inline cci__evt_t *cci__evt_live(const void *p)
 {
 	cci__evt_t *e = (cci__evt_t *)p;
 
-	return e && __builtin_expect(core_evt(e)->magic == CCI__MAGIC_EVT, 1) ? e : NULL;
+	return e && __builtin_expect(core_evt(e)->magic == CCI__MAGIC_EVT &&
+	                             core_ep(e->ep)->magic == CCI__MAGIC_EP, 1) ? e : NULL;
 }
 
 /* strerror.c */

@@ -443,6 +443,16 @@ __attribute__((destructor)) static void orphans_release(void)
 	pthread_mutex_unlock(&orphans_lock);
 }
 
+void cci__evt_orphans_lock(void)
+{
+	pthread_mutex_lock(&orphans_lock);
+}
+
+void cci__evt_orphans_unlock(void)
+{
+	pthread_mutex_unlock(&orphans_lock);
+}
+
 static int chunk_has_lent(const struct evt_chunk *c)
 {
 	for (int i = 0; i < EVT_CHUNK; i++)

@@ -43,6 +43,16 @@ static void **shell_link(void *s)
 	return (void **)((char *)s + SHELL_LINK_OFF);
 }
 
+void cci__shell_lock_all(void)
+{
+	pthread_mutex_lock(&shell_lock);
+}
+
+void cci__shell_unlock_all(void)
+{
+	pthread_mutex_unlock(&shell_lock);
+}
+
 void *cci__shell_alloc(void)
 {
 	void *s = NULL;

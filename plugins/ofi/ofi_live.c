@@ -128,6 +128,25 @@ void ofi_live_del(struct ofi_ep *sep)
 	pthread_mutex_unlock(&live_lock);
 }
 
+/*
+ * In a child of fork() the endpoints listed are the parent's (core/fork.c):
+ * the child starts with none and no dead names, and with a lock that a
+ * thread the child does not have may have held at the fork.  The lists'
+ * memory is the parent's copy, left as it is.
+ */
+static void live_fork_child(void)
+{
+	pthread_mutex_init(&live_lock, NULL);
+	live = NULL;
+	dead = NULL;
+	ndead = 0;
+}
+
+__attribute__((constructor)) static void live_fork_handler_install(void)
+{
+	pthread_atfork(NULL, NULL, live_fork_child);
+}
+
 void ofi_live_fini(void)
 {
 	pthread_mutex_lock(&live_lock);

@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,15 @@ struct verbs_conf {
 	char ip[INET6_ADDRSTRLEN], interface[VERBS_NAME_LEN];
 	uint32_t mss, sq_depth, recv_count;
 };
+
+static void verbs_fork_init(void)
+{
+	int rc = ibv_fork_init();
+
+	if (rc != 0)
+		VERBS_LOG(CCI_LOG_INIT, "verbs: ibv_fork_init: %s: a child of fork() could take "
+		          "over registered pages", strerror(rc < 0 ? -rc : rc));
+}
 
 static int check_ip(const char *value, void *field, char *why, size_t whylen)
 {
@@ -160,12 +170,28 @@ static uint64_t port_rate(const struct ibv_port_attr *pa)
 	return mbps * lanes * 1000000ull;
 }
 
+/*
+ * Registered memory must survive the application's fork() (api/cci.h,
+ * "Processes"): a child must never take over the parent's pinned pages.
+ * From Linux 5.13 the kernel copies pinned pages for the child and this
+ * is a no-op; older kernels need the registrations marked MADV_DONTFORK,
+ * which ibv_fork_init() makes libibverbs do.  It must precede every other
+ * verbs call of the process, hence here, before the first device list.
+ */
+static void fork_protect(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, verbs_fork_init);
+}
+
 /* The list, or NULL with the reason logged once (the caller says the rest). */
 static struct ibv_device **device_list(int *n_p)
 {
 	struct ibv_device **list;
 	int err;
 
+	fork_protect();
 	errno = 0;
 	list = ibv_get_device_list(n_p);
 	err = errno;

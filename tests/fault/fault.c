@@ -16,6 +16,7 @@ int main(int argc, char **argv)
 		H_SUITE("load and back-pressure", t_load),
 		H_SUITE("sleeping on the OS handle", t_blocking),
 		H_SUITE("connect storms", t_storm),
+		H_SUITE("fork", t_fork),
 	};
 
 	return h_main("fault", argc, argv, suites, sizeof(suites) / sizeof(suites[0]));

@@ -54,6 +54,7 @@ H_TABLE(t_teardown)
 H_TABLE(t_load)
 H_TABLE(t_blocking)
 H_TABLE(t_storm)
+H_TABLE(t_fork)
 
 /* What was posted to a stopped peer and how it ended (f_flight_*). */
 struct f_flight {
