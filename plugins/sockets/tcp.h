@@ -189,7 +189,8 @@ struct tcp_conn {
 	struct tcp_conn *next, *prev;  /* sep->conns */
 	int fd;
 	_Atomic int fault;             /* status to break with (from a sender) */
-	int in_rx;                     /* in sep->open */
+	int in_rx;                     /* in sep->open, at open_idx */
+	uint32_t open_idx;
 	int in_epoll;                  /* in rx_epfd (see tcp_conn_watch_update) */
 	char peer[64];
 	uint32_t mss;
@@ -293,6 +294,8 @@ struct tcp_ep {
 	struct tcp_conn *conns;        /* every connection with a socket */
 	struct tcp_conn **open;        /* the readable ones */
 	uint32_t nopen, open_cap;
+	int watch_want, watch_failed;  /* the open sockets' rx_epfd membership, and
+	                                * whether an update failed for some */
 	struct tcp_req *reqs, *posted;
 	uint32_t nreqs;
 	_Atomic int nfaults;
