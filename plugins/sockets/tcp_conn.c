@@ -239,9 +239,17 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 	ops_drop(sep, ops, CCI_SUCCESS);
 	if (atomic_exchange(&tc->fault, 0))
 		atomic_fetch_sub(&sep->nfaults, 1);
-	if (tc->fd >= 0)
+	if (tc->fd >= 0) {
 		close(tc->fd);
+		/* A descriptor is free: accepting, if it waits for one, tries
+		 * again at the next tick (tcp_hs.c). */
+		sep->nofd_retry_ns = 0;
+	}
 	tc->fd = -1;
+	if (tc->retry_ns) {
+		tc->retry_ns = 0;
+		sep->nretry--;
+	}
 	CCI__DLIST_UNLINK(&tc->sep->conns, tc);
 	free(tc->stage);
 	tc->stage = NULL;
