@@ -31,7 +31,7 @@
  *   struct sock_rxbuf  a received message, lent with its RECV event.
  *   struct sock_held   a copy of an early datagram (RO/RU order).
  *   struct sock_req    a connection request, from its HELLO until the
- *                      event comes back (then its outcome is remembered
+ *                      event comes back (then, if rejected, remembered
  *                      for SOCK_DECIDED_NS to answer repeated HELLOs).
  */
 #ifndef CCI_SOCK_H
@@ -86,6 +86,11 @@ extern const struct cci_core *sock_core;
 #define SOCK_HS_RETRY_MAX_NS 1000000000ull /* ... up to 1 s */
 #define SOCK_DECIDED_NS 30000000000ull    /* answered requests are remembered this long */
 #define SOCK_REQS_MAX 1024u          /* requests waiting for the application */
+#define SOCK_HS_BURST 256u           /* HELLOs sent per tick at most (the others wait) */
+#define SOCK_ICMP_PROBE_NS 50000000ull /* an open connection whose peer's port is said
+                                       * closed: probed this often ... */
+#define SOCK_ICMP_CONFIRM 3u           /* ... and broken after this many ICMP errors ... */
+#define SOCK_ICMP_SILENCE_NS 200000000ull /* ... and this long without a word from it */
 #define SOCK_READS_MAX 256u          /* peer reads answered at once per connection */
 
 enum sock_op_kind {
@@ -108,7 +113,7 @@ struct sock_conn;
 
 struct sock_op {
 	TAILQ_ENTRY(sock_op) q;    /* sc->txq while it has datagrams to push */
-	LIST_ENTRY(sock_op) live;  /* sc->ops from start to completion */
+	TAILQ_ENTRY(sock_op) live; /* sc->ops from start to completion, oldest first */
 	struct sock_op *next;      /* the free list */
 	struct sock_op *all_next;  /* every op of the endpoint */
 	struct sock_conn *sc;
@@ -163,11 +168,28 @@ struct sock_held {
 
 struct sock_ep;
 
+/* Who asked for a connection: the client's token and address.  Server
+ * connections and requests are indexed by it (tsearch trees in sock_ep),
+ * so that a repeated HELLO finds its answer. */
+struct sock_peer_key {
+	uint64_t token;
+	const struct sockaddr_storage *addr;
+};
+
 struct sock_conn {
 	struct cci__conn_base base; /* first */
 	cci__conn_t *conn;
 	struct sock_ep *sep;
 	LIST_ENTRY(sock_conn) link; /* sep->conns */
+	TAILQ_ENTRY(sock_conn) hs_link; /* sep->connecting, while in_connecting */
+	int in_connecting;         /* client: a HELLO is to be sent again */
+	struct sock_peer_key key;  /* (peer_token, peer): in sep->by_peer while in_index */
+	int in_index;
+	int is_server;             /* accepted here */
+	uint64_t suspect_ns;       /* an ICMP error said the peer's port is closed at this
+	                            * time, and nothing was heard from it since ... */
+	uint32_t icmp_count;       /* ... of so many such errors */
+	uint64_t last_probe_ns;    /* the last PING sent to a suspect peer */
 	uint64_t token, peer_token;
 	uint32_t slot;
 	struct sockaddr_storage peer;
@@ -188,7 +210,7 @@ struct sock_conn {
 
 	/* Transmit. */
 	TAILQ_HEAD(, sock_op) txq;
-	LIST_HEAD(, sock_op) ops;
+	TAILQ_HEAD(, sock_op) ops;
 	uint32_t rma_out, next_op_id, nrdresp;
 	uint32_t uu_seq;
 
@@ -216,17 +238,15 @@ struct sock_conn {
 
 /* A connection request, server side. */
 struct sock_req {
-	LIST_ENTRY(sock_req) link;  /* sep->reqs */
+	LIST_ENTRY(sock_req) link;  /* sep->reqs, newest first */
+	struct sock_peer_key key;   /* in sep->req_index */
 	struct sock_ep *sep;
 	struct sockaddr_storage from;
 	socklen_t fromlen;
 	char peer_str[64];
 	struct sock_dg_hello hello;
 	int answered, accepted, done;
-	uint64_t expire_ns;         /* done: forgotten at this time */
-	uint64_t sc_token;          /* accepted: the connection's token ... */
-	uint64_t isn;               /* ... and first sequence */
-	uint8_t reply[SOCK_DG_ACCEPT_LEN];
+	uint64_t expire_ns;         /* done (rejected): forgotten at this time */
 };
 
 struct sock_stats {
@@ -237,6 +257,8 @@ struct sock_stats {
 	uint64_t uu_drop;    /* UU messages dropped (no buffer) */
 	uint64_t rma_refused;
 	uint64_t send_err;
+	uint64_t icmp_ignored; /* ICMP errors not naming a pending connect */
+	uint64_t hello_dropped; /* HELLOs dropped: too many requests wait */
 };
 
 struct sock_txslot {
@@ -266,9 +288,18 @@ struct sock_ep {
 	pthread_mutex_t lock;
 	struct sock_conn **slots;
 	uint32_t nslots;
+	uint32_t slot_top;          /* slots below this have been used */
+	uint32_t *slot_free;        /* freed slots below slot_top, a stack ... */
+	uint32_t nslot_free, slot_free_cap; /* ... with room for slot_top of them */
 	LIST_HEAD(, sock_conn) conns;
+	TAILQ_HEAD(, sock_conn) connecting; /* client connections awaiting an answer, oldest
+	                                     * first */
+	uint32_t hs_budget;         /* HELLOs that may still go out before the next tick */
+	void *by_peer;              /* tsearch root: open connections by sock_peer_key */
 	LIST_HEAD(, sock_req) reqs;
+	void *req_index;            /* tsearch root: reqs by sock_peer_key */
 	uint32_t nreqs;
+	uint64_t rng;               /* xorshift state: jitter of HELLO retries */
 	uint64_t timer_ns;          /* earliest reliability timer of any connection */
 	struct sock_conn *pend;     /* connections with messages waiting for a buffer */
 	struct sock_conn *touched;  /* connections this pass moved */
@@ -291,6 +322,7 @@ struct sock_ep {
 	struct sockaddr_storage rx_from[SOCK_RX_BATCH];
 	uint8_t *rx_mem;
 	int rx_bulk, rx_last;       /* sock_rx_poll's mode, and whether the last poll found any */
+	int errq_due;               /* a send consumed an ICMP error: read the error queue */
 	struct mmsghdr tx_mh[SOCK_TX_BATCH];
 	struct sock_txslot tx_slot[SOCK_TX_BATCH];
 	uint32_t ntx;
@@ -341,13 +373,20 @@ int sock_rma_rx(struct sock_conn *sc, const struct sock_dg *d, uint64_t now);
 
 /* ---- sock_conn.c ---- */
 int sock_conn_slot(struct sock_ep *sep, struct sock_conn *sc);
+void sock_conn_slot_release(struct sock_ep *sep, struct sock_conn *sc);
 struct sock_conn *sock_conn_find(struct sock_ep *sep, uint64_t token);
+int sock_peer_key_cmp(const void *a, const void *b);
+/* Connections by the peer's token and address (once the peer's token is
+ * known): repeated HELLOs and ICMP errors find theirs. */
+int sock_conn_index(struct sock_conn *sc);
+struct sock_conn *sock_conn_by_peer(struct sock_ep *sep, const struct sock_peer_key *k);
 int sock_conn_rel_init(struct sock_conn *sc, uint64_t tx_isn, uint64_t rx_isn,
                        uint32_t peer_window);
 void sock_conn_open(struct sock_conn *sc, uint64_t now);
 void sock_conn_break(struct sock_conn *sc, int status, const char *why);
 void sock_conn_destroy(struct sock_conn *sc);
-void sock_conn_peer_gone(struct sock_ep *sep, const struct sockaddr_storage *ss);
+void sock_conn_icmp_refused(struct sock_ep *sep, const struct sockaddr_storage *ss, uint8_t type,
+                            uint64_t token, uint64_t now);
 void sock_conn_tick(struct sock_ep *sep, uint64_t now);
 void sock_conn_timers(struct sock_ep *sep, uint64_t now);
 void sock_connect_fail(struct sock_conn *sc, int status, const char *why);
@@ -357,6 +396,7 @@ void sock_conn_timeouts_changed(cci__conn_t *conn);
 /* ---- sock_rx.c ---- */
 void sock_rx_batch_init(struct sock_ep *sep);
 int sock_rx_poll(struct sock_ep *sep, uint64_t *now_p);
+void sock_rx_errqueue(struct sock_ep *sep);
 void sock_rx_back(struct sock_ep *sep);
 void sock_rx_pend(struct sock_ep *sep);
 void sock_rx_finish(struct sock_ep *sep, uint64_t now);

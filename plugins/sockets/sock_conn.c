@@ -4,6 +4,7 @@
  * tick of the shared connection base (connect deadline, send timeout,
  * keepalive).  sep->lock held throughout.
  */
+#include <search.h>
 #include <stdlib.h>
 
 #include "sock.h"
@@ -24,26 +25,108 @@ int sock_addr_same(const struct sockaddr_storage *a, const struct sockaddr_stora
 	return 0;
 }
 
-/* Give sc a slot and a token: a random tag over the slot number, so that
+/* An order on addresses (family, port, address bytes), for the indexes. */
+static int addr_cmp(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return a->ss_family < b->ss_family ? -1 : 1;
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+		if (x->sin_port != y->sin_port)
+			return x->sin_port < y->sin_port ? -1 : 1;
+		return memcmp(&x->sin_addr, &y->sin_addr, sizeof(x->sin_addr));
+	}
+	if (a->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+		if (x->sin6_port != y->sin6_port)
+			return x->sin6_port < y->sin6_port ? -1 : 1;
+		return memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
+	}
+	return 0;
+}
+
+int sock_peer_key_cmp(const void *a, const void *b)
+{
+	const struct sock_peer_key *x = a, *y = b;
+
+	if (x->token != y->token)
+		return x->token < y->token ? -1 : 1;
+	return addr_cmp(x->addr, y->addr);
+}
+
+/*
+ * Give sc a slot and a token: a random tag over the slot number, so that
  * a datagram for an earlier connection of the slot, or of an earlier
- * incarnation of this endpoint, finds nothing. */
+ * incarnation of this endpoint, finds nothing.  Freed slots are reused
+ * from a stack, which always has room for every slot ever used (so that
+ * freeing one cannot fail): a storm of connects costs no scan.
+ */
 int sock_conn_slot(struct sock_ep *sep, struct sock_conn *sc)
 {
-	uint32_t i;
+	uint32_t i = sep->nslot_free ? sep->slot_free[sep->nslot_free - 1] : sep->slot_top;
 	uint64_t tag = 0;
 
-	for (i = 0; i < sep->nslots && sep->slots[i]; i++)
-		;
-	if (cci__grow(&sep->slots, i, &sep->nslots, 16, sizeof(*sep->slots)) != CCI_SUCCESS)
+	if (!sep->nslot_free &&
+	    (cci__grow(&sep->slots, i, &sep->nslots, 16, sizeof(*sep->slots)) != CCI_SUCCESS ||
+	     cci__grow(&sep->slot_free, i, &sep->slot_free_cap, 16, sizeof(*sep->slot_free)) !=
+	             CCI_SUCCESS))
 		return CCI_ENOMEM;
 	while ((uint32_t)tag == 0)
 		if (cci__random64(&tag) != CCI_SUCCESS)
 			return CCI_ERROR;
+	if (sep->nslot_free)
+		sep->nslot_free--;
+	else
+		sep->slot_top++;
 	sc->slot = i;
 	sc->token = (tag << 32) | i;
 	sep->slots[i] = sc;
 	LIST_INSERT_HEAD(&sep->conns, sc, link);
 	return CCI_SUCCESS;
+}
+
+/* sc leaves its slot and the endpoint's lists and indexes. */
+void sock_conn_slot_release(struct sock_ep *sep, struct sock_conn *sc)
+{
+	if (sc->in_index && !tdelete(&sc->key, &sep->by_peer, sock_peer_key_cmp))
+		SOCK_ERR("sock: %s: a connection was missing from its index", sep->ep->uri);
+	sc->in_index = 0;
+	if (sc->in_connecting)
+		TAILQ_REMOVE(&sep->connecting, sc, hs_link);
+	sc->in_connecting = 0;
+	if (sep->slots[sc->slot] == sc) {
+		sep->slots[sc->slot] = NULL;
+		sep->slot_free[sep->nslot_free++] = sc->slot;
+	}
+	LIST_REMOVE(sc, link);
+}
+
+/* Index a connection by its peer's token and address: CCI_SUCCESS, or
+ * CCI_ENOMEM (CCI_ERROR if the key is taken: random tokens make that a
+ * forgery or a bug). */
+int sock_conn_index(struct sock_conn *sc)
+{
+	void *node;
+
+	sc->key.token = sc->peer_token;
+	sc->key.addr = &sc->peer;
+	node = tsearch(&sc->key, &sc->sep->by_peer, sock_peer_key_cmp);
+	if (!node)
+		return CCI_ENOMEM;
+	if (*(struct sock_peer_key **)node != &sc->key)
+		return CCI_ERROR; /* one client connection, one server connection */
+	sc->in_index = 1;
+	return CCI_SUCCESS;
+}
+
+struct sock_conn *sock_conn_by_peer(struct sock_ep *sep, const struct sock_peer_key *k)
+{
+	void *node = tfind(k, &sep->by_peer, sock_peer_key_cmp);
+
+	if (!node)
+		return NULL;
+	return (struct sock_conn *)((char *)*(struct sock_peer_key **)node -
+	                            offsetof(struct sock_conn, key));
 }
 
 struct sock_conn *sock_conn_find(struct sock_ep *sep, uint64_t token)
@@ -161,9 +244,7 @@ void sock_conn_destroy(struct sock_conn *sc)
 	sc->rel_on = 0;
 	touched_unlink(sep, sc);
 	sc->touched = sc->in_pend = sc->ack_kept_set = 0;
-	if (sep->slots[sc->slot] == sc)
-		sep->slots[sc->slot] = NULL;
-	LIST_REMOVE(sc, link);
+	sock_conn_slot_release(sep, sc);
 	free(sc->hello);
 	sc->hello = NULL;
 	cci__conn_move(&sc->base, CCI__CONN_CLOSED, sock_core, sc->conn);
@@ -181,19 +262,64 @@ void sock_connect_fail(struct sock_conn *sc, int status, const char *why)
 	sock_core->conn_release(conn);
 }
 
-/* An ICMP port unreachable for ss: nobody listens there any more. */
-void sock_conn_peer_gone(struct sock_ep *sep, const struct sockaddr_storage *ss)
+/*
+ * An ICMP port unreachable came back for a datagram of ours of type,
+ * naming token, sent to ss.  An ICMP error carries no proof of origin;
+ * the token it quotes does (it is random, and only the two ends see it),
+ * so only one naming a connection of ours, at that very address, counts:
+ *  - our HELLO (token: ours): that connect, still unanswered, fails at
+ *    once, CCI_ECONNREFUSED (nobody listens there);
+ *  - any other (token: the peer's): never breaks the connection on its
+ *    own.  It becomes suspect and is probed (sock_conn_tick); only when
+ *    SOCK_ICMP_CONFIRM errors came and nothing was heard from the peer for
+ *    SOCK_ICMP_SILENCE_NS is it broken, as a dead peer's would be (a
+ *    killed process leaves no other trace on UDP).  A word from the peer
+ *    clears the suspicion (sock_rx.c).
+ */
+void sock_conn_icmp_refused(struct sock_ep *sep, const struct sockaddr_storage *ss, uint8_t type,
+                            uint64_t token, uint64_t now)
 {
-	struct sock_conn *sc = LIST_FIRST(&sep->conns), *next;
+	struct sock_peer_key k = { token, ss };
+	struct sock_conn *sc = type == SOCK_DG_HELLO ? sock_conn_find(sep, token)
+	                                             : sock_conn_by_peer(sep, &k);
+	int state = sc ? cci__conn_state(&sc->base) : -1;
 
-	for (; sc; sc = next) {
-		next = LIST_NEXT(sc, link);
-		if (!sock_addr_same(&sc->peer, ss))
-			continue;
-		if (cci__conn_state(&sc->base) == CCI__CONN_CONNECTING)
-			sock_connect_fail(sc, CCI_ECONNREFUSED, "nobody listens at the address");
-		else
-			sock_conn_break(sc, CCI_ERR_DISCONNECTED, "the peer's port is closed");
+	if (!sc || !sock_addr_same(&sc->peer, ss) ||
+	    state != (type == SOCK_DG_HELLO ? CCI__CONN_CONNECTING : CCI__CONN_OPEN)) {
+		sep->stats.icmp_ignored++;
+		return;
+	}
+	if (type == SOCK_DG_HELLO) {
+		sock_connect_fail(sc, CCI_ECONNREFUSED,
+		                  "nobody listens at the address (ICMP port unreachable)");
+		return;
+	}
+	if (!sc->suspect_ns) {
+		SOCK_LOG(CCI_LOG_CONN, "sock: connection to %s: ICMP port unreachable; probing it",
+		         sc->peer_str);
+		sc->suspect_ns = now;
+		sc->last_probe_ns = now;
+		sc->icmp_count = 0;
+		sock_tx_ctl(sc, SOCK_DG_PING, SOCK_DG_F_ACK_NOW);
+	}
+	sc->icmp_count++;
+}
+
+/* The tick of a suspect connection: probe it, or break it if its peer
+ * stayed silent through enough ICMP errors. */
+static void suspect_tick(struct sock_conn *sc, uint64_t now)
+{
+	uint64_t silent = cci__ns_since(sc->suspect_ns, now);
+
+	if (sc->icmp_count >= SOCK_ICMP_CONFIRM && silent >= SOCK_ICMP_SILENCE_NS) {
+		sc->suspect_ns = 0;
+		sock_conn_break(sc, CCI_ERR_DISCONNECTED,
+		                "the peer's port is closed (ICMP port unreachable, nothing heard)");
+		return;
+	}
+	if (now - sc->last_probe_ns >= SOCK_ICMP_PROBE_NS) {
+		sc->last_probe_ns = now;
+		sock_tx_ctl(sc, SOCK_DG_PING, SOCK_DG_F_ACK_NOW);
 	}
 }
 
@@ -203,12 +329,13 @@ static uint64_t oldest_send_ns(void *pc)
 {
 	struct sock_conn *sc = pc;
 	struct sock_op *op;
-	uint64_t oldest = UINT64_MAX;
 
-	LIST_FOREACH(op, &sc->ops, live)
-		if (op->app && op->t_ns < oldest)
-			oldest = op->t_ns;
-	return oldest;
+	/* The list is in queueing order: the first send of the application's
+	 * is the oldest (answers to the peer's reads do not count). */
+	TAILQ_FOREACH(op, &sc->ops, live)
+		if (op->app)
+			return op->t_ns;
+	return UINT64_MAX;
 }
 
 static void ping(void *pc)
@@ -239,7 +366,9 @@ void sock_conn_tick(struct sock_ep *sep, uint64_t now)
 
 	for (; sc; sc = next) {
 		next = LIST_NEXT(sc, link);
-		cci__conn_tick(&sc->base, sc->conn, sock_core, &tick_ops, sc, now);
+		if (cci__conn_tick(&sc->base, sc->conn, sock_core, &tick_ops, sc, now) &&
+		    sc->suspect_ns)
+			suspect_tick(sc, now);
 	}
 }
 

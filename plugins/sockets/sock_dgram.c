@@ -168,6 +168,23 @@ void sock_dg_hello_encode(uint8_t *b, const struct sock_dg_hello *h)
 	cci__put64(b + 32, h->isn);
 }
 
+int sock_dg_quoted(const uint8_t *b, size_t len, uint8_t *type, uint64_t *token)
+{
+	const uint8_t *body = b + SOCK_DG_HDR_LEN;
+
+	if (len < SOCK_DG_HDR_LEN || b[0] != SOCK_DG_MARK || b[3] != SOCK_DG_VERSION ||
+	    b[1] == 0 || b[1] >= SOCK_DG_TYPE_END)
+		return -1;
+	*type = b[1];
+	*token = cci__get64(b + 8);
+	if (*type == SOCK_DG_HELLO) {
+		if (len < SOCK_DG_HDR_LEN + SOCK_DG_HELLO_TOKEN_END || cci__get32(body) != SOCK_DG_MAGIC)
+			return -1;
+		*token = cci__get64(body + 24);
+	}
+	return *token ? 0 : -1;
+}
+
 int sock_dg_hello_decode(const uint8_t *b, uint32_t len, struct sock_dg_hello *h,
                          const char **why)
 {

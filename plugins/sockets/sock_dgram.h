@@ -117,6 +117,13 @@ int sock_dg_decode(const uint8_t *b, size_t len, uint32_t mss, struct sock_dg *d
                    const char **why);
 
 void sock_dg_hello_encode(uint8_t *b, const struct sock_dg_hello *h);
+/* A datagram of ours of which only the first len bytes are known, as an
+ * ICMP error quotes it: 0 with its type and the token that names its
+ * connection (the receiver's from the header; a HELLO's, the client's
+ * from its body), or -1 when they are not the start of one up to that
+ * token. */
+#define SOCK_DG_HELLO_TOKEN_END 32u /* a HELLO's token ends this far into the body */
+int sock_dg_quoted(const uint8_t *b, size_t len, uint8_t *type, uint64_t *token);
 /* The HELLO body (body/body_len of a decoded HELLO): 0 or -1 with *why. */
 int sock_dg_hello_decode(const uint8_t *b, uint32_t len, struct sock_dg_hello *h,
                          const char **why);

@@ -64,7 +64,8 @@ static void rx_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	sock_rx_back(sep);
 	sep->rx_bulk = 1; /* woken because bytes wait: take them all */
-	sock_rx_poll(sep, &now);
+	if (sock_rx_poll(sep, &now) == 0)
+		sock_rx_errqueue(sep); /* woken by an error queue alone */
 	if (!now)
 		now = cci__now_ns();
 	if (sep->timer_ns <= now)
@@ -151,7 +152,8 @@ static uint64_t manual_wait_ns(struct sock_ep *sep, uint64_t now)
 		int state = cci__conn_state(&sc->base);
 
 		if (state == CCI__CONN_CONNECTING ||
-		    (state == CCI__CONN_OPEN && (!LIST_EMPTY(&sc->ops) || sc->base.timers.ka_us)))
+		    (state == CCI__CONN_OPEN &&
+		     (!TAILQ_EMPTY(&sc->ops) || sc->base.timers.ka_us || sc->suspect_ns)))
 			due = due < now + SOCK_TICK_NS ? due : now + SOCK_TICK_NS;
 		if (sc->rel_on && state == CCI__CONN_OPEN) {
 			uint64_t t = sock_rel_next_timer(&sc->rel);
@@ -344,6 +346,8 @@ static void ep_fields_init(struct sock_ep *sep, cci__ep_t *ep)
 	sep->fd = sep->tfd = -1;
 	sep->timer_ns = SOCK_REL_NEVER;
 	LIST_INIT(&sep->conns);
+	TAILQ_INIT(&sep->connecting);
+	sep->hs_budget = SOCK_HS_BURST;
 	LIST_INIT(&sep->reqs);
 	pthread_mutex_init(&sep->lock, NULL);
 	ep->recv_buf_count = SOCK_RECV_COUNT_DEFAULT;
@@ -368,6 +372,7 @@ static void ep_release(struct sock_ep *sep)
 	sock_rb_free_all(sep);
 	free(sep->rx_mem);
 	free(sep->slots);
+	free(sep->slot_free);
 	pthread_mutex_destroy(&sep->lock);
 }
 
@@ -381,6 +386,9 @@ int sock_ep_create(cci__ep_t *ep, const char *service)
 	port = sep->dev->port;
 	if (service && uri_parse_port(service, &port) != CCI_SUCCESS)
 		rc = CCI_EINVAL;
+	if (rc == CCI_SUCCESS)
+		rc = cci__random64(&sep->rng);
+	sep->rng |= 1; /* xorshift never leaves 0 */
 	if (rc == CCI_SUCCESS)
 		rc = socket_open(sep, port);
 	if (rc == CCI_SUCCESS) {
@@ -413,9 +421,11 @@ void sock_ep_destroy(cci__ep_t *ep)
 	if (sep->eng_on)
 		cci__engine_stop(&sep->eng);
 	SOCK_LOG(CCI_LOG_EP, "sock: endpoint %s closing: %llu datagrams in, %llu out, %llu "
-	         "refused, %llu foreign", ep->uri, (unsigned long long)sep->stats.rx_dgrams,
+	         "refused, %llu foreign, %llu HELLOs dropped (too many requests), %llu ICMP "
+	         "errors ignored", ep->uri, (unsigned long long)sep->stats.rx_dgrams,
 	         (unsigned long long)sep->stats.tx_dgrams, (unsigned long long)sep->stats.bad,
-	         (unsigned long long)sep->stats.foreign);
+	         (unsigned long long)sep->stats.foreign, (unsigned long long)sep->stats.hello_dropped,
+	         (unsigned long long)sep->stats.icmp_ignored);
 	pthread_mutex_lock(&sep->lock);
 	while (!LIST_EMPTY(&sep->conns)) {
 		struct sock_conn *sc = LIST_FIRST(&sep->conns);

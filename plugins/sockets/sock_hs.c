@@ -3,12 +3,18 @@
  *
  * The client sends HELLO (its token, first sequence, window, mss, largest
  * datagram and the connect payload) again and again, backing off from
- * 100 ms to 1 s, until ACCEPT or REJECT comes or the connect deadline
- * passes.  The server posts one CONNECT_REQUEST per (address, client
- * token); a repeated HELLO gets the answer again (the answered request is
- * remembered for SOCK_DECIDED_NS), or nothing while the application
- * decides.  An ICMP "port unreachable" fails the attempt at once.
+ * 100 ms to 1 s (each wait drawn from 3/4 to 5/4 of it, so that a storm of
+ * connects does not come back in one burst), until ACCEPT or REJECT comes
+ * or the connect deadline passes.  The server posts one CONNECT_REQUEST
+ * per (address, client token); a repeated HELLO gets the answer again, or
+ * nothing while the application decides.  The answer comes from the
+ * connection itself once accepted (indexed by its client's token and
+ * address for as long as it lives), from the request for SOCK_DECIDED_NS
+ * once rejected.  At most SOCK_REQS_MAX requests wait: past that a HELLO
+ * is dropped and the client's next one tries again.  An ICMP "port
+ * unreachable" fails the attempt at once (sock_rx.c).
  */
+#include <search.h>
 #include <stdlib.h>
 
 #include "sock.h"
@@ -20,6 +26,22 @@ static void hello_send(struct sock_conn *sc)
 	struct sock_dg d = { .type = SOCK_DG_HELLO };
 
 	sock_tx_emit(sc->sep, &sc->peer, sc->peerlen, &d, sc->hello, sc->hello_len);
+}
+
+/* When to send the HELLO again: the wait doubles up to its cap, and each
+ * is drawn from 3/4 to 5/4 of it (xorshift64 of the endpoint). */
+static void hello_next(struct sock_conn *sc, uint64_t now)
+{
+	struct sock_ep *sep = sc->sep;
+	uint64_t x = sep->rng;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	sep->rng = x;
+	sc->hs_next_ns = now + sc->hs_wait_ns * 3 / 4 + x % (sc->hs_wait_ns / 2 + 1);
+	sc->hs_wait_ns = sc->hs_wait_ns * 2 < SOCK_HS_RETRY_MAX_NS ? sc->hs_wait_ns * 2
+	                                                             : SOCK_HS_RETRY_MAX_NS;
 }
 
 static int hello_build(struct sock_conn *sc, const void *data, uint32_t len)
@@ -47,7 +69,7 @@ static void conn_fields(struct sock_conn *sc, struct sock_ep *sep, cci__conn_t *
 	sc->attr = attr;
 	sc->reliable = attr != CCI_CONN_ATTR_UU;
 	TAILQ_INIT(&sc->txq);
-	LIST_INIT(&sc->ops);
+	TAILQ_INIT(&sc->ops);
 }
 
 static int connect_locked(struct sock_conn *sc, const void *data, uint32_t len,
@@ -63,15 +85,20 @@ static int connect_locked(struct sock_conn *sc, const void *data, uint32_t len,
 	if (rc == CCI_SUCCESS)
 		rc = hello_build(sc, data, len);
 	if (rc != CCI_SUCCESS) {
-		sep->slots[sc->slot] = NULL;
-		LIST_REMOVE(sc, link);
+		sock_conn_slot_release(sep, sc);
 		return rc;
 	}
 	cci__ct_connecting(&sc->base.timers, timeout, now);
+	TAILQ_INSERT_TAIL(&sep->connecting, sc, hs_link);
+	sc->in_connecting = 1;
 	sc->hs_wait_ns = SOCK_HS_RETRY_NS;
-	sc->hs_next_ns = now + sc->hs_wait_ns;
-	hello_send(sc);
-	sock_tx_flush(sep);
+	sc->hs_next_ns = 0; /* past its tick's budget: at the next tick */
+	if (sep->hs_budget) {
+		sep->hs_budget--;
+		hello_next(sc, now);
+		hello_send(sc);
+		sock_tx_flush(sep);
+	}
 	return CCI_SUCCESS;
 }
 
@@ -135,6 +162,8 @@ static void got_accept(struct sock_conn *sc, const struct sock_dg *d, uint64_t n
 		return;
 	}
 	sc->peer_token = a.token;
+	if (sock_conn_index(sc) != CCI_SUCCESS) /* only ICMP errors will not find it */
+		SOCK_LOG(CCI_LOG_CONN, "sock: connection to %s: cannot index it", sc->peer_str);
 	conn_sizes(sc, a.mss, a.dgram);
 	if (sc->reliable && sock_conn_rel_init(sc, sc->isn, a.isn, a.window) != CCI_SUCCESS) {
 		sock_connect_fail(sc, CCI_ENOMEM, "out of memory");
@@ -142,16 +171,37 @@ static void got_accept(struct sock_conn *sc, const struct sock_dg *d, uint64_t n
 	}
 	free(sc->hello);
 	sc->hello = NULL;
+	TAILQ_REMOVE(&sc->sep->connecting, sc, hs_link);
+	sc->in_connecting = 0;
 	sock_conn_open(sc, now);
 	SOCK_LOG(CCI_LOG_CONN, "sock: connected to %s (mss %u)", sc->peer_str, sc->mss);
 	sock_core->post_connect(sc->sep->ep, sc->context, CCI_SUCCESS, sc->conn);
 }
 
+/* An ACCEPT for a connect that is no more (it timed out, or failed, while
+ * the answer was on its way): tell the server, whose connection would
+ * otherwise wait for a client that gave up. */
+static void accept_orphan(struct sock_ep *sep, const struct sock_dg *d,
+                          const struct sockaddr_storage *from, socklen_t fromlen)
+{
+	struct sock_dg_accept a;
+	struct sock_dg bye = { .type = SOCK_DG_BYE };
+	const char *why = NULL;
+
+	if (sock_dg_accept_decode(d->body, d->body_len, &a, &why) != 0 || a.client_token != d->token)
+		return;
+	bye.token = a.token;
+	sock_tx_emit(sep, from, fromlen, &bye, NULL, 0);
+	sock_tx_flush(sep);
+}
+
 static void client_rx(struct sock_ep *sep, const struct sock_dg *d,
-                      const struct sockaddr_storage *from, uint64_t now)
+                      const struct sockaddr_storage *from, socklen_t fromlen, uint64_t now)
 {
 	struct sock_conn *sc = sock_conn_find(sep, d->token);
 
+	if (!sc && d->type == SOCK_DG_ACCEPT)
+		accept_orphan(sep, d, from, fromlen);
 	if (!sc || !sock_addr_same(from, &sc->peer) ||
 	    cci__conn_state(&sc->base) != CCI__CONN_CONNECTING) {
 		sep->stats.foreign++; /* late, repeated or forged */
@@ -165,45 +215,42 @@ static void client_rx(struct sock_ep *sep, const struct sock_dg *d,
 
 /* ---- server ------------------------------------------------------------- */
 
-static void reply_send(struct sock_ep *sep, struct sock_req *req)
+/* The ACCEPT of a server connection, sent now (again, when the client's
+ * HELLO comes back: our first one was lost). */
+static void accept_send(struct sock_conn *sc)
 {
-	struct sock_dg d = { .type = req->accepted ? SOCK_DG_ACCEPT : SOCK_DG_REJECT,
-	                     .token = req->hello.token };
-	struct sock_conn *sc = req->accepted ? sock_conn_find(sep, req->sc_token) : NULL;
-	uint8_t *b = req->reply;
+	struct sock_ep *sep = sc->sep;
+	struct sock_dg d = { .type = SOCK_DG_ACCEPT, .token = sc->peer_token };
+	struct sock_dg_accept a = {
+		.mss = sep->mss, .window = sep->window, .client_token = sc->peer_token,
+		.token = sc->token, .isn = sc->isn, .dgram = sep->dgram,
+	};
+	uint8_t b[SOCK_DG_ACCEPT_LEN];
 
-	if (req->accepted) {
-		struct sock_dg_accept a = {
-			.mss = sep->mss, .window = sep->window, .client_token = req->hello.token,
-			.token = req->sc_token, .isn = req->isn, .dgram = sep->dgram,
-		};
-		if (!sc)
-			return; /* closed since: the client will time out */
-		sock_dg_accept_encode(b, &a);
-	}
-	sock_tx_emit(sep, &req->from, req->fromlen, &d, b, req->accepted ? SOCK_DG_ACCEPT_LEN : 0);
+	sock_dg_accept_encode(b, &a);
+	sock_tx_emit(sep, &sc->peer, sc->peerlen, &d, b, sizeof(b));
+	sock_tx_flush(sep); /* b is on the stack */
 }
 
-static struct sock_req *req_find(struct sock_ep *sep, const struct sockaddr_storage *from,
-                                 uint64_t token)
+static void reject_send(struct sock_ep *sep, struct sock_req *req)
 {
-	struct sock_req *req;
+	struct sock_dg d = { .type = SOCK_DG_REJECT, .token = req->hello.token };
 
-	LIST_FOREACH(req, &sep->reqs, link)
-		if (req->hello.token == token && sock_addr_same(&req->from, from))
-			return req;
-	return NULL;
+	sock_tx_emit(sep, &req->from, req->fromlen, &d, NULL, 0);
 }
 
 static void req_free(struct sock_ep *sep, struct sock_req *req)
 {
-	sock_tx_flush(sep); /* a reply may point into req */
+	sock_tx_flush(sep); /* a reply may point at req->from */
+	if (!tdelete(&req->key, &sep->req_index, sock_peer_key_cmp))
+		SOCK_ERR("sock: %s: a request was missing from its index", sep->ep->uri);
 	LIST_REMOVE(req, link);
 	sep->nreqs--;
 	free(req);
 }
 
-/* Room for one more request: forget the oldest answered one if full. */
+/* Room for one more request: forget the oldest rejected one if full
+ * (accepted ones are forgotten once their event comes back). */
 static int req_room(struct sock_ep *sep)
 {
 	struct sock_req *req, *old = NULL;
@@ -219,38 +266,69 @@ static int req_room(struct sock_ep *sep)
 	return 1;
 }
 
+/* A new request from h; NULL when it cannot be kept (the client asks
+ * again). */
+static struct sock_req *req_new(struct sock_ep *sep, const struct sock_dg_hello *h,
+                                const struct sockaddr_storage *from, socklen_t fromlen)
+{
+	struct sock_req *req;
+	void *node;
+
+	if (!req_room(sep) || !(req = calloc(1, sizeof(*req))))
+		return NULL;
+	req->sep = sep;
+	req->from = *from;
+	req->fromlen = fromlen;
+	req->hello = *h;
+	req->key.token = h->token;
+	req->key.addr = &req->from;
+	node = tsearch(&req->key, &sep->req_index, sock_peer_key_cmp);
+	if (!node || *(struct sock_peer_key **)node != &req->key) {
+		free(req);
+		return NULL;
+	}
+	cci__sockaddr_str((const struct sockaddr *)from, req->peer_str, sizeof(req->peer_str));
+	LIST_INSERT_HEAD(&sep->reqs, req, link);
+	sep->nreqs++;
+	return req;
+}
+
 static void hello_rx(struct sock_ep *sep, const struct sock_dg *d,
                      const struct sockaddr_storage *from, socklen_t fromlen)
 {
+	struct sock_peer_key k = { 0, from };
 	struct sock_dg_hello h;
+	struct sock_conn *sc;
 	struct sock_req *req;
 	const char *why = NULL;
+	void *node;
 
 	if (sock_dg_hello_decode(d->body, d->body_len, &h, &why) != 0) {
 		sep->stats.bad++;
 		SOCK_LOG(CCI_LOG_CONN, "sock: bad HELLO: %s", why);
 		return;
 	}
-	req = req_find(sep, from, h.token);
-	if (req) {
-		if (req->answered)
-			reply_send(sep, req);
+	k.token = h.token;
+	if ((sc = sock_conn_by_peer(sep, &k))) {
+		if (sc->is_server && cci__conn_is_open(&sc->base))
+			accept_send(sc);
 		return;
 	}
-	if (!req_room(sep) || !(req = calloc(1, sizeof(*req)))) {
-		sep->stats.foreign++;
+	if ((node = tfind(&k, &sep->req_index, sock_peer_key_cmp))) {
+		req = (struct sock_req *)((char *)*(struct sock_peer_key **)node -
+		                          offsetof(struct sock_req, key));
+		if (req->answered && !req->accepted)
+			reject_send(sep, req);
+		return; /* else the application decides */
+	}
+	if (!(req = req_new(sep, &h, from, fromlen))) {
+		sep->stats.hello_dropped++;
 		return;
 	}
-	req->sep = sep;
-	req->from = *from;
-	req->fromlen = fromlen;
-	req->hello = h;
-	cci__sockaddr_str((const struct sockaddr *)from, req->peer_str, sizeof(req->peer_str));
-	LIST_INSERT_HEAD(&sep->reqs, req, link);
-	sep->nreqs++;
 	if (sock_core->post_request(sep->ep, (cci_conn_attribute_t)h.attr,
 	                            d->body + SOCK_DG_HELLO_LEN, h.data_len, req) != CCI_SUCCESS) {
 		req_free(sep, req); /* the client asks again */
+		sep->stats.hello_dropped++;
 		return;
 	}
 	SOCK_LOG(CCI_LOG_CONN, "sock: connection request from %s", req->peer_str);
@@ -262,7 +340,7 @@ void sock_hs_rx(struct sock_ep *sep, const struct sock_dg *d,
 	if (d->type == SOCK_DG_HELLO)
 		hello_rx(sep, d, from, fromlen);
 	else
-		client_rx(sep, d, from, now);
+		client_rx(sep, d, from, fromlen, now);
 }
 
 static int accept_locked(struct sock_req *req, void *context)
@@ -280,25 +358,27 @@ static int accept_locked(struct sock_req *req, void *context)
 	sc->peer = req->from;
 	sc->peerlen = req->fromlen;
 	sc->peer_token = req->hello.token;
+	sc->is_server = 1;
 	memcpy(sc->peer_str, req->peer_str, sizeof(sc->peer_str));
 	conn_sizes(sc, req->hello.mss, req->hello.dgram);
 	rc = sock_conn_slot(sep, sc);
-	if (rc == CCI_SUCCESS)
-		rc = cci__random64(&sc->isn);
+	if (rc != CCI_SUCCESS) {
+		sock_core->conn_release(conn);
+		return rc;
+	}
+	rc = cci__random64(&sc->isn);
 	if (rc == CCI_SUCCESS && sc->reliable)
 		rc = sock_conn_rel_init(sc, sc->isn, req->hello.isn, req->hello.window);
+	if (rc == CCI_SUCCESS)
+		rc = sock_conn_index(sc);
 	if (rc != CCI_SUCCESS) {
-		if (sep->slots && sep->slots[sc->slot] == sc)
-			sock_conn_destroy(sc);
+		sock_conn_destroy(sc);
 		sock_core->conn_release(conn);
 		return rc;
 	}
 	req->accepted = 1;
-	req->sc_token = sc->token;
-	req->isn = sc->isn;
 	sock_conn_open(sc, cci__now_ns());
-	reply_send(sep, req);
-	sock_tx_flush(sep);
+	accept_send(sc);
 	SOCK_LOG(CCI_LOG_CONN, "sock: accepted %s (mss %u)", sc->peer_str, sc->mss);
 	sock_core->post_accept(sep->ep, context, CCI_SUCCESS, conn);
 	return CCI_SUCCESS;
@@ -318,7 +398,7 @@ static int answer(cci__evt_t *evt, void *context, int accept)
 			rc = accept_locked(req, context);
 		if (!accept || rc != CCI_SUCCESS) {
 			req->accepted = 0;
-			reply_send(sep, req);
+			reject_send(sep, req);
 			sock_tx_flush(sep);
 		}
 	}
@@ -336,32 +416,42 @@ int sock_reject(cci__evt_t *evt)
 	return answer(evt, NULL, 0);
 }
 
-/* The request's event came back: remember the answer for a while, for
- * HELLOs still on their way. */
+/* The request's event came back.  An accepted request is done with: its
+ * connection answers repeated HELLOs from now on.  A rejected one is
+ * remembered for a while, for HELLOs still on their way. */
 void sock_request_done(cci__evt_t *evt)
 {
 	struct sock_req *req = evt->req_state;
 	struct sock_ep *sep = req->sep;
 
 	pthread_mutex_lock(&sep->lock);
-	req->done = 1;
-	req->expire_ns = cci__now_ns() + SOCK_DECIDED_NS;
+	if (req->accepted) {
+		req_free(sep, req);
+	} else {
+		req->done = 1;
+		req->expire_ns = cci__now_ns() + SOCK_DECIDED_NS;
+	}
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* HELLOs again, and forgetting old answers. */
+/* HELLOs due (again, or held back by the budget), oldest connect first,
+ * at most SOCK_HS_BURST a tick: a storm of connects reaches the server
+ * as a stream its socket can take, not as one burst that overflows it;
+ * and forgetting old answers. */
 void sock_hs_tick(struct sock_ep *sep, uint64_t now)
 {
 	struct sock_conn *sc;
 	struct sock_req *req, *next;
 
-	LIST_FOREACH(sc, &sep->conns, link) {
-		if (cci__conn_state(&sc->base) != CCI__CONN_CONNECTING || now < sc->hs_next_ns)
+	sep->hs_budget = SOCK_HS_BURST;
+	TAILQ_FOREACH(sc, &sep->connecting, hs_link) {
+		if (now < sc->hs_next_ns)
 			continue;
+		if (!sep->hs_budget)
+			break;
+		sep->hs_budget--;
 		hello_send(sc);
-		sc->hs_wait_ns = sc->hs_wait_ns * 2 < SOCK_HS_RETRY_MAX_NS ? sc->hs_wait_ns * 2
-		                                                             : SOCK_HS_RETRY_MAX_NS;
-		sc->hs_next_ns = now + sc->hs_wait_ns;
+		hello_next(sc, now);
 	}
 	for (req = LIST_FIRST(&sep->reqs); req; req = next) {
 		next = LIST_NEXT(req, link);

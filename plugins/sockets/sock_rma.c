@@ -171,7 +171,7 @@ static int wr_done(struct sock_conn *sc, const struct sock_dg *d)
 {
 	struct sock_op *op;
 
-	LIST_FOREACH(op, &sc->ops, live)
+	TAILQ_FOREACH(op, &sc->ops, live)
 		if (op->kind == SOCK_OP_WRITE && op->op_id == d->sub.op && op->remote_wait)
 			break;
 	if (!op)

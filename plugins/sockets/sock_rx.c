@@ -342,6 +342,7 @@ static void conn_rx(struct sock_conn *sc, const struct sock_dg *d, const uint8_t
 	int data_first = sock_dg_sequenced(d->type);
 
 	cci__ct_heard(&sc->base.timers, now);
+	sc->suspect_ns = 0; /* alive, whatever an ICMP error said */
 	if (!data_first)
 		sock_tx_acked(sc, d, now);
 	switch (d->type) {
@@ -397,31 +398,49 @@ static void dgram_rx(struct sock_ep *sep, const uint8_t *b, uint32_t len,
 	conn_rx(sc, &d, b, len, now);
 }
 
-/* ICMP errors queued on the socket (IP_RECVERR): a port that refused us
- * means the peer is gone. */
-static void errqueue_drain(struct sock_ep *sep)
+/* One error of the queue: an ICMP port unreachable quoting a datagram of
+ * ours goes to sock_conn_icmp_refused; anything else is ignored. */
+static void errqueue_one(struct sock_ep *sep, struct msghdr *mh, size_t quoted)
 {
+	const uint8_t *b = mh->msg_iov[0].iov_base;
+	uint64_t token;
+	uint8_t type;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		struct sock_extended_err ee;
+
+		if (!((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_RECVERR) ||
+		      (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_RECVERR)))
+			continue;
+		memcpy(&ee, CMSG_DATA(c), sizeof(ee));
+		if (ee.ee_errno == ECONNREFUSED && mh->msg_namelen > 0 &&
+		    sock_dg_quoted(b, quoted, &type, &token) == 0)
+			sock_conn_icmp_refused(sep, mh->msg_name, type, token, cci__now_ns());
+		else
+			sep->stats.icmp_ignored++;
+	}
+}
+
+/* The ICMP errors queued on the socket (IP_RECVERR), each with the start
+ * of the datagram that caused it and the address it went to.  Read when a
+ * receive reports the error, when a send did (sep->errq_due), and when
+ * the progress thread was woken with nothing to read (an error queue
+ * that is not empty keeps the socket ready). */
+void sock_rx_errqueue(struct sock_ep *sep)
+{
+	sep->errq_due = 0;
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_storage to;
 		char ctl[512];
-		uint8_t dummy[64];
-		struct iovec iov = { dummy, sizeof(dummy) };
+		uint8_t quoted[SOCK_DG_HDR_LEN + SOCK_DG_HELLO_TOKEN_END];
+		struct iovec iov = { quoted, sizeof(quoted) };
 		struct msghdr mh = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = &iov,
 		                     .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl) };
-		struct cmsghdr *c;
+		ssize_t n = recvmsg(sep->fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT);
 
-		if (recvmsg(sep->fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+		if (n < 0)
 			return;
-		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			struct sock_extended_err ee;
-
-			if (!((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_RECVERR) ||
-			      (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_RECVERR)))
-				continue;
-			memcpy(&ee, CMSG_DATA(c), sizeof(ee));
-			if (ee.ee_errno == ECONNREFUSED && mh.msg_namelen > 0)
-				sock_conn_peer_gone(sep, &to);
-		}
+		errqueue_one(sep, &mh, (size_t)n);
 	}
 }
 
@@ -461,7 +480,7 @@ static int rx_one(struct sock_ep *sep, uint64_t *now_p)
 	while (n < 0 && errno == EINTR);
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			errqueue_drain(sep);
+			sock_rx_errqueue(sep);
 		return 0;
 	}
 	if (!*now_p)
@@ -485,7 +504,7 @@ static int rx_batches(struct sock_ep *sep, uint64_t *now_p)
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				errqueue_drain(sep);
+				sock_rx_errqueue(sep);
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOMEM || errno == EBADF)
 				break;
 			continue;
@@ -521,6 +540,8 @@ int sock_rx_poll(struct sock_ep *sep, uint64_t *now_p)
 {
 	int n;
 
+	if (sep->errq_due)
+		sock_rx_errqueue(sep);
 	if (!sep->rx_bulk) {
 		n = rx_one(sep, now_p);
 		if (n && sep->rx_last)

@@ -55,8 +55,14 @@ void sock_tx_flush(struct sock_ep *sep)
 			sep->stats.tx_dgrams += (uint64_t)n;
 			continue;
 		}
-		if (n < 0 && send_error_transient(errno) && ++retries < 8)
+		if (n < 0 && send_error_transient(errno) && ++retries < 8) {
+			/* The send took the socket's pending error: the receive
+			 * side would not see it, so the error queue is read at
+			 * the next poll. */
+			if (errno != EINTR)
+				sep->errq_due = 1;
 			continue;
+		}
 		/* Full socket or a datagram the kernel refuses: it is lost, and
 		 * the reliability layer resends it if it is sequenced. */
 		sep->stats.send_err++;
@@ -238,7 +244,7 @@ void sock_op_queue(struct sock_conn *sc, struct sock_op *op)
 	op->in_txq = 1;
 	op->t_ns = cci__now_ns();
 	TAILQ_INSERT_TAIL(&sc->txq, op, q);
-	LIST_INSERT_HEAD(&sc->ops, op, live);
+	TAILQ_INSERT_TAIL(&sc->ops, op, live);
 	sock_conn_touch(sc);
 }
 
@@ -384,7 +390,7 @@ void sock_op_maybe_done(struct sock_op *op)
 
 	if (op->phase != SOCK_PH_DONE || op->in_txq || op->txd_out || op->remote_wait)
 		return;
-	LIST_REMOVE(op, live);
+	TAILQ_REMOVE(&sc->ops, op, live);
 	if (op->started)
 		sc->rma_out--;
 	if (op->kind == SOCK_OP_RDRESP)
@@ -534,8 +540,9 @@ void sock_tx_fail_all(struct sock_conn *sc, int status, int report)
 
 	while (sc->rel_on && sock_rel_tx_abort(&sc->rel, &h))
 		txd_put(sc->sep, (struct sock_txd *)(uintptr_t)h);
-	while ((op = LIST_FIRST(&sc->ops))) {
-		LIST_REMOVE(op, live);
+	/* Oldest first, as they would have completed. */
+	while ((op = TAILQ_FIRST(&sc->ops))) {
+		TAILQ_REMOVE(&sc->ops, op, live);
 		if (op->in_txq)
 			TAILQ_REMOVE(&sc->txq, op, q);
 		if (op->app && report)

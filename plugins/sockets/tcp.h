@@ -92,7 +92,13 @@ extern const struct cci_core *tcp_core;
 #define TCP_FRAG_MAX (4u << 20)       /* RMA data per frame we accept */
 #define TCP_TICK_S 0.01               /* timers and mode switches */
 #define TCP_HS_TIMEOUT_NS 5000000000ull /* an accepted socket must say HELLO by then */
-#define TCP_HS_MAX 256u               /* handshakes in progress; the oldest is dropped */
+#define TCP_HS_MAX 256u               /* handshakes in progress; then accepting waits ... */
+#define TCP_HS_EVICT_NS 1000000000ull /* ... unless the oldest has waited this long (dropped) */
+#define TCP_NOFD_RETRY_NS 100000000ull /* out of descriptors: accept again after this */
+#define TCP_NOFD_WARN_NS 10000000000ull /* ... saying so at most this often */
+#define TCP_CONNECT_RETRY_NS 50000000ull /* a connect dropped by the server: again after
+                                         * this, doubling ... */
+#define TCP_CONNECT_RETRY_MAX_NS 1000000000ull /* ... up to this */
 #define TCP_ACK_EVERY 16u             /* ack at once after this many frames */
 #define TCP_ACK_BYTES (256u << 10)    /* ... or this many bytes */
 #define TCP_CTL_LEN 1024u             /* queued control frames of a connection */
@@ -110,6 +116,9 @@ extern const struct cci_core *tcp_core;
 #define TCP_FULL_SKIP 8               /* polls without a write after a full socket */
 #define TCP_MANUAL_LOOP_NS 100000ull /* progress=manual: loop work at most this often */
 #define TCP_MANUAL_CLOCK_EVERY 16u    /* ... judged by a clock read every this many polls */
+
+#define TCP_PAUSE_NOFD 1u  /* accept failed for want of descriptors or memory */
+#define TCP_PAUSE_FULL 2u  /* TCP_HS_MAX handshakes wait for their HELLO */
 
 /* Commands for the progress thread (engine command bits). */
 #define TCP_CMD_TX 2u     /* a connection has queued bytes (thread mode) */
@@ -189,7 +198,8 @@ struct tcp_conn {
 	struct tcp_conn *next, *prev;  /* sep->conns */
 	int fd;
 	_Atomic int fault;             /* status to break with (from a sender) */
-	int in_rx;                     /* in sep->open */
+	int in_rx;                     /* in sep->open, at open_idx */
+	uint32_t open_idx;
 	int in_epoll;                  /* in rx_epfd (see tcp_conn_watch_update) */
 	char peer[64];
 	uint32_t mss;
@@ -201,6 +211,10 @@ struct tcp_conn {
 	uint64_t nonce;
 	void *context;
 	int hello_sent;                /* CONNECTING: our HELLO is out, the reply awaited */
+	struct sockaddr_storage addr;  /* the server's, for a new attempt */
+	socklen_t addrlen;
+	uint64_t retry_ns;             /* CONNECTING without a socket: try again then */
+	uint64_t retry_wait_ns;        /* the wait before the next attempt */
 
 	/* Transmit side, under tx_lock. */
 	cci__spinlock_t tx_lock;
@@ -258,6 +272,7 @@ struct tcp_req {
 	int fd;
 	int state;
 	ev_io w;
+	uint64_t t0_ns;                /* accepted at */
 	uint64_t deadline_ns;
 	char peer[64];
 	uint8_t buf[SOCK_HDR_LEN + SOCK_HELLO_LEN + CCI_CONN_REQ_LEN];
@@ -273,6 +288,19 @@ struct tcp_ep {
 	int listen_fd;
 	int rx_epfd;                   /* every open connection socket */
 	uint16_t port;
+
+	/* Accepting, under the loop lock (tcp_hs.c).  While listen_paused
+	 * has a bit, the listening socket is not watched: connection
+	 * requests wait in its backlog. */
+	_Atomic unsigned listen_paused; /* TCP_PAUSE_*; read without the loop lock by tcp_arm */
+	uint64_t nofd_retry_ns;        /* TCP_PAUSE_NOFD: accept again at this time (0: at
+	                                * the next tick; a connection that closes sets it) */
+	uint64_t nofd_since_ns;        /* the shortage began (0: none) */
+	uint64_t nofd_warned_ns;       /* the last warning about one */
+	uint64_t nofd_fails;           /* accepts refused for want of descriptors since */
+	int nofd_warned;               /* this shortage was reported */
+	uint32_t nretry;               /* client connections waiting to try again */
+	uint64_t connect_warned_ns;    /* the last warning about a connect without a socket */
 
 	/* Progress thread (none with progress=manual: progress() runs the
 	 * loop's work itself, see loop_manual in tcp_loop.c). */
@@ -293,6 +321,8 @@ struct tcp_ep {
 	struct tcp_conn *conns;        /* every connection with a socket */
 	struct tcp_conn **open;        /* the readable ones */
 	uint32_t nopen, open_cap;
+	int watch_want, watch_failed;  /* the open sockets' rx_epfd membership, and
+	                                * whether an update failed for some */
 	struct tcp_req *reqs, *posted;
 	uint32_t nreqs;
 	_Atomic int nfaults;

@@ -47,22 +47,33 @@ static int epoll_set(struct tcp_conn *tc, int on)
 	return 0;
 }
 
+static void watch_one(struct tcp_ep *sep, struct tcp_conn *tc)
+{
+	int err = epoll_set(tc, sep->watch_want);
+
+	if (err) {
+		sep->watch_failed = 1;
+		TCP_ERR("tcp: connection with %s: cannot watch its socket: %s", tc->peer,
+		        strerror(err));
+	}
+}
+
 /* Bring every open socket in line with want_epoll; after a mode
- * change, and when connections open or close.  An ADD that fails (no
- * kernel memory) is logged and tried again at the next update; until
- * then that socket is read only when the application polls.  sep->lock
- * held. */
+ * change, and when connections open or close.  Only a change of the
+ * answer walks the sockets (a storm of connects costs no walk per
+ * connection).  An ADD that fails (no kernel memory) is logged and tried
+ * again at the next update; until then that socket is read only when the
+ * application polls.  sep->lock held. */
 void tcp_conn_watch_update(struct tcp_ep *sep)
 {
 	int want = want_epoll(sep);
 
-	for (uint32_t i = 0; i < sep->nopen; i++) {
-		struct tcp_conn *tc = sep->open[i];
-		int err = epoll_set(tc, want);
-		if (err)
-			TCP_ERR("tcp: connection with %s: cannot watch its socket: %s", tc->peer,
-			        strerror(err));
-	}
+	if (want == sep->watch_want && !sep->watch_failed)
+		return;
+	sep->watch_want = want;
+	sep->watch_failed = 0;
+	for (uint32_t i = 0; i < sep->nopen; i++)
+		watch_one(sep, sep->open[i]);
 }
 
 /* Handshake done, the peer's mss known: make the connection readable.
@@ -78,10 +89,13 @@ int tcp_conn_open(struct tcp_conn *tc, uint32_t peer_mss)
 		return CCI_ENOMEM;
 	if (cci__grow(&sep->open, sep->nopen, &sep->open_cap, 16, sizeof(*sep->open)) != CCI_SUCCESS)
 		return CCI_ENOMEM;
+	tc->open_idx = sep->nopen;
 	sep->open[sep->nopen++] = tc;
 	tc->in_rx = 1;
 	tcp_conn_watch_update(sep);
-	if (tc->in_epoll != want_epoll(sep)) {
+	if (tc->in_epoll != sep->watch_want)
+		watch_one(sep, tc);
+	if (tc->in_epoll != sep->watch_want) {
 		sep->nopen--;
 		tc->in_rx = 0;
 		return CCI_ENOMEM;
@@ -106,7 +120,8 @@ static void rx_end(struct tcp_conn *tc)
 	if (!tc->in_rx)
 		return;
 	epoll_set(tc, 0);
-	CCI__SET_REMOVE(sep->open, sep->nopen, tc);
+	sep->open[tc->open_idx] = sep->open[--sep->nopen];
+	sep->open[tc->open_idx]->open_idx = tc->open_idx;
 	tc->in_rx = 0;
 	tcp_conn_watch_update(sep); /* fewer sockets may leave epoll */
 }
@@ -224,9 +239,17 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 	ops_drop(sep, ops, CCI_SUCCESS);
 	if (atomic_exchange(&tc->fault, 0))
 		atomic_fetch_sub(&sep->nfaults, 1);
-	if (tc->fd >= 0)
+	if (tc->fd >= 0) {
 		close(tc->fd);
+		/* A descriptor is free: accepting, if it waits for one, tries
+		 * again at the next tick (tcp_hs.c). */
+		sep->nofd_retry_ns = 0;
+	}
 	tc->fd = -1;
+	if (tc->retry_ns) {
+		tc->retry_ns = 0;
+		sep->nretry--;
+	}
 	CCI__DLIST_UNLINK(&tc->sep->conns, tc);
 	free(tc->stage);
 	tc->stage = NULL;

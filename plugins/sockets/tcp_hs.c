@@ -7,16 +7,29 @@
  * Server: the progress thread accepts without blocking, reads exactly one
  * HELLO per socket, and posts a CONNECT_REQUEST; cci_accept/cci_reject
  * answer it.  Sockets that do not finish their HELLO within
- * TCP_HS_TIMEOUT_NS are closed, and at most TCP_HS_MAX wait at a time
- * (the oldest is dropped), so half-open connections cannot crowd out
- * legitimate ones.  Handshake sockets are read exactly to the end of their
- * frame: bytes after it belong to the connection.
+ * TCP_HS_TIMEOUT_NS are closed, and at most TCP_HS_MAX wait at a time:
+ * then accepting waits (requests stay in the kernel's backlog) until one
+ * is done, or drops the oldest if it waited TCP_HS_EVICT_NS, so that
+ * half-open connections cannot crowd out legitimate ones for long.  When
+ * accept() fails for want of descriptors (or memory), the listening socket
+ * stays readable: rather than spin on it, the loop stops watching it, says
+ * so once, and tries again every TCP_NOFD_RETRY_NS or at the next tick
+ * after one of the endpoint's connections closed.  Handshake sockets are
+ * read exactly to the end of their frame: bytes after it belong to the
+ * connection.
+ *
+ * Client: a server that closes the socket before any reply dropped the
+ * handshake (it was overloaded, or its HELLO timer ran out): the client
+ * tries again with a new socket, after TCP_CONNECT_RETRY_NS doubling,
+ * until the connect deadline.  A refused TCP connect (nobody listens)
+ * fails at once.
  */
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "tcp.h"
@@ -83,7 +96,42 @@ static int hs_frame(int fd, uint8_t *buf, uint32_t *have, uint32_t mss, int want
 	return r;
 }
 
+static void hs_retry_due(struct tcp_ep *sep, uint64_t now);
+
 /* ---- server ------------------------------------------------------------- */
+
+/* Stop or start watching the listening socket (and, with progress=manual
+ * and an OS handle, its place in the handle, which would stay readable
+ * with nobody accepting).  The loop lock held. */
+static void listen_watch(struct tcp_ep *sep, int on)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	if (on)
+		ev_io_start(sep->eng.loop, &sep->listen_w);
+	else
+		ev_io_stop(sep->eng.loop, &sep->listen_w);
+	if (sep->manual_tfd >= 0 &&
+	    epoll_ctl(sep->ep->os_epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, sep->listen_fd, &ev) != 0)
+		TCP_ERR("tcp: %s: cannot %s the listening socket in the OS handle: %s", sep->ep->uri,
+		        on ? "put back" : "take out", strerror(errno));
+}
+
+static void listen_pause(struct tcp_ep *sep, unsigned why)
+{
+	if (!sep->listen_paused)
+		listen_watch(sep, 0);
+	sep->listen_paused |= why;
+}
+
+static void listen_resume(struct tcp_ep *sep, unsigned why)
+{
+	if (!(sep->listen_paused & why))
+		return;
+	sep->listen_paused &= ~why;
+	if (!sep->listen_paused)
+		listen_watch(sep, 1);
+}
 
 static void req_unlink(struct tcp_req *req)
 {
@@ -91,16 +139,18 @@ static void req_unlink(struct tcp_req *req)
 	struct tcp_req **head = req->state == TCP_REQ_READING ? &sep->reqs : &sep->posted;
 
 	CCI__DLIST_UNLINK(head, req);
-	if (req->state == TCP_REQ_READING)
-		sep->nreqs--;
+	if (req->state == TCP_REQ_READING && sep->nreqs-- == TCP_HS_MAX)
+		listen_resume(sep, TCP_PAUSE_FULL);
 }
 
 void tcp_req_free(struct tcp_req *req)
 {
 	if (ev_is_active(&req->w))
 		ev_io_stop(req->sep->eng.loop, &req->w);
-	if (req->fd >= 0)
+	if (req->fd >= 0) {
 		close(req->fd);
+		req->sep->nofd_retry_ns = 0; /* a descriptor is free: accept again */
+	}
 	free(req);
 }
 
@@ -148,27 +198,23 @@ static void req_cb(struct ev_loop *loop, ev_io *w, int revents)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-static void req_new(struct tcp_ep *sep, int fd, const struct sockaddr_storage *ss)
+static void req_new(struct tcp_ep *sep, int fd, const struct sockaddr_storage *ss, uint64_t now)
 {
 	struct tcp_req *req = calloc(1, sizeof(*req));
 
 	if (!req) {
+		TCP_WARN("tcp: %s: no memory for a connection request: closed", sep->ep->uri);
 		close(fd);
 		return;
 	}
 	req->sep = sep;
 	req->fd = fd;
 	req->state = TCP_REQ_READING;
-	req->deadline_ns = cci__now_ns() + TCP_HS_TIMEOUT_NS;
+	req->t0_ns = now;
+	req->deadline_ns = now + TCP_HS_TIMEOUT_NS;
 	cci__sockaddr_str((const struct sockaddr *)ss, req->peer, sizeof(req->peer));
 	tcp_sock_opts(fd, sep->dev->bufsize);
 	pthread_mutex_lock(&sep->lock);
-	if (sep->nreqs >= TCP_HS_MAX) {
-		struct tcp_req *old = sep->reqs;
-		while (old->next)
-			old = old->next;
-		req_drop(old, "too many handshakes pending");
-	}
 	CCI__DLIST_PUSH(&sep->reqs, req);
 	sep->nreqs++;
 	ev_io_init(&req->w, req_cb, fd, EV_READ);
@@ -177,26 +223,92 @@ static void req_new(struct tcp_ep *sep, int fd, const struct sockaddr_storage *s
 	pthread_mutex_unlock(&sep->lock);
 }
 
+static struct tcp_req *req_oldest(struct tcp_ep *sep)
+{
+	struct tcp_req *old = sep->reqs;
+
+	while (old && old->next)
+		old = old->next;
+	return old;
+}
+
+/* Room for one more handshake: 1, or 0 when accepting must wait for one
+ * to finish (TCP_PAUSE_FULL).  The oldest is dropped if it waited long
+ * enough for its HELLO to have come from any live client (the client
+ * of one dropped too early tries again). */
+static int hs_room(struct tcp_ep *sep, uint64_t now)
+{
+	struct tcp_req *old;
+
+	if (sep->nreqs < TCP_HS_MAX)
+		return 1;
+	old = req_oldest(sep);
+	if (now - old->t0_ns < TCP_HS_EVICT_NS) {
+		listen_pause(sep, TCP_PAUSE_FULL);
+		return 0;
+	}
+	pthread_mutex_lock(&sep->lock);
+	req_drop(old, "too many handshakes pending");
+	pthread_mutex_unlock(&sep->lock);
+	return 1;
+}
+
+/* accept() failed for want of descriptors or memory (err): leave the
+ * listening socket alone for a while, saying so once. */
+static void accept_short(struct tcp_ep *sep, int err, uint64_t now)
+{
+	listen_pause(sep, TCP_PAUSE_NOFD);
+	sep->nofd_retry_ns = now + TCP_NOFD_RETRY_NS;
+	sep->nofd_fails++;
+	if (sep->nofd_since_ns)
+		return;
+	sep->nofd_since_ns = now;
+	sep->nofd_fails = 1;
+	sep->nofd_warned = !sep->nofd_warned_ns || now - sep->nofd_warned_ns >= TCP_NOFD_WARN_NS;
+	if (!sep->nofd_warned)
+		return;
+	sep->nofd_warned_ns = now;
+	TCP_WARN("tcp: %s: cannot accept connections: %s; they wait in the listen backlog, "
+	         "tried again every %llu ms and when a connection of this endpoint closes",
+	         sep->ep->uri, strerror(err), (unsigned long long)(TCP_NOFD_RETRY_NS / 1000000));
+}
+
+/* An accept worked: a shortage, if any, is over. */
+static void accept_recovered(struct tcp_ep *sep, uint64_t now)
+{
+	if (sep->nofd_warned)
+		TCP_WARN("tcp: %s: accepting connections again, after %llu attempts failed in %.1f s",
+		         sep->ep->uri, (unsigned long long)sep->nofd_fails,
+		         (double)(now - sep->nofd_since_ns) / 1e9);
+	sep->nofd_since_ns = 0;
+	sep->nofd_warned = 0;
+}
+
 void tcp_listen_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct tcp_ep *sep = w->data;
+	uint64_t now = cci__now_ns();
 
 	(void)loop;
 	(void)revents;
-	for (int i = 0; i < 64; i++) {
+	for (int i = 0; i < 64 && hs_room(sep, now); i++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
 		int fd = accept4(sep->listen_fd, (struct sockaddr *)&ss, &sl,
 		                 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int err = errno;
+
 		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno == EMFILE || errno == ENFILE)
-				TCP_WARN("tcp: cannot accept a connection on %s: %s", sep->ep->uri,
-				         strerror(errno));
-			break;
+			if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM)
+				accept_short(sep, err, now);
+			if (err == EAGAIN || err == EWOULDBLOCK || sep->listen_paused)
+				break;
+			continue; /* EINTR, ECONNABORTED, or a network error of that one
+			           * connection (accept(2)): the next may be fine */
 		}
-		req_new(sep, fd, &ss);
+		if (sep->nofd_since_ns)
+			accept_recovered(sep, now);
+		req_new(sep, fd, &ss, now);
 	}
 }
 
@@ -207,6 +319,16 @@ void tcp_hs_timers(struct tcp_ep *sep, uint64_t now)
 		if (now >= req->deadline_ns)
 			req_drop(req, "no request within the handshake timeout");
 	}
+	/* libev calls tcp_listen_cb if the socket is readable. */
+	if ((sep->listen_paused & TCP_PAUSE_NOFD) && now >= sep->nofd_retry_ns)
+		listen_resume(sep, TCP_PAUSE_NOFD);
+	if (sep->listen_paused & TCP_PAUSE_FULL) {
+		struct tcp_req *old = req_oldest(sep);
+		if (!old || now - old->t0_ns >= TCP_HS_EVICT_NS)
+			listen_resume(sep, TCP_PAUSE_FULL); /* hs_room drops the oldest */
+	}
+	if (sep->nretry)
+		hs_retry_due(sep, now);
 }
 
 /* Send a short handshake frame on a fresh socket (it always fits). */
@@ -330,6 +452,38 @@ static void hs_got_reply(struct tcp_conn *tc)
 	tcp_core->post_connect(tc->sep->ep, tc->context, CCI_SUCCESS, tc->conn);
 }
 
+/* Is a failed attempt worth another?  The server, or the kernel for it,
+ * dropped it (an overloaded server's backlog, its HELLO timer, a reset):
+ * yes.  Nobody listening (ECONNREFUSED), no route and the rest: no. */
+static int attempt_transient(int err)
+{
+	return err == ETIMEDOUT || err == ECONNRESET || err == EPIPE || err == ECONNABORTED;
+}
+
+/* The attempt failed for a passing reason: close its socket and try again
+ * after a wait that doubles, until the connect deadline (the tick) ends
+ * it.  The HELLO in tc->hs is intact: no reply byte was read over it.
+ * Both locks held. */
+static void hs_retry(struct tcp_conn *tc, const char *why)
+{
+	struct tcp_ep *sep = tc->sep;
+
+	ev_io_stop(sep->eng.loop, &tc->hs_w);
+	close(tc->fd);
+	tc->fd = -1;
+	sep->nofd_retry_ns = 0; /* a descriptor is free */
+	tc->hello_sent = 0;
+	tc->hs_off = 0;
+	if (!tc->retry_wait_ns)
+		tc->retry_wait_ns = TCP_CONNECT_RETRY_NS;
+	tc->retry_ns = cci__now_ns() + tc->retry_wait_ns;
+	TCP_LOG(CCI_LOG_CONN, "tcp: connecting to %s: %s; trying again in %llu ms", tc->peer, why,
+	        (unsigned long long)(tc->retry_wait_ns / 1000000));
+	if (tc->retry_wait_ns < TCP_CONNECT_RETRY_MAX_NS)
+		tc->retry_wait_ns *= 2;
+	sep->nretry++;
+}
+
 /* Connected: send HELLO (maybe over several writable events). */
 static void hs_send_hello(struct tcp_conn *tc)
 {
@@ -338,13 +492,17 @@ static void hs_send_hello(struct tcp_conn *tc)
 
 	if (tc->hs_off == 0) { /* the first writable event: connected, or not */
 		getsockopt(tc->fd, SOL_SOCKET, SO_ERROR, &err, &el);
-		if (err) {
+		if (err && attempt_transient(err))
+			hs_retry(tc, strerror(err));
+		else if (err)
 			tcp_connect_fail(tc, cci__errno_status(err), strerror(err));
+		if (err)
 			return;
-		}
 	}
 	r = io_exact(tc->fd, tc->hs, &tc->hs_off, tc->hs_len, 1);
-	if (r < 0)
+	if (r < 0 && attempt_transient(errno) && tc->hs_off == 0)
+		hs_retry(tc, strerror(errno));
+	else if (r < 0)
 		tcp_connect_fail(tc, cci__errno_status(errno), strerror(errno));
 	if (r <= 0)
 		return;
@@ -369,7 +527,9 @@ static void hs_cb(struct ev_loop *loop, ev_io *w, int revents)
 		hs_send_hello(tc);
 	} else {
 		r = hs_frame(tc->fd, tc->hs, &tc->hs_off, sep->mss, 0, &why);
-		if (r < 0)
+		if (r < 0 && why && !strncmp(why, "closed", 6) && tc->hs_off == 0)
+			hs_retry(tc, "the server closed the socket before answering");
+		else if (r < 0)
 			tcp_connect_fail(tc, why && !strncmp(why, "closed", 6) ? CCI_ECONNREFUSED
 			                                                        : CCI_ERROR,
 			                 why ? why : "socket error");
@@ -395,21 +555,65 @@ static void hello_build(struct tcp_conn *tc, cci_conn_attribute_t attr, const vo
 	tc->hs_off = 0;
 }
 
+/* A non-blocking connect to ss: 0 with *fd_p, or the errno. */
 static int connect_socket(const struct sockaddr_storage *ss, socklen_t sl, uint32_t bufsize,
                           int *fd_p)
 {
 	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
-		return cci__errno_status(errno);
+		return errno;
 	tcp_sock_opts(fd, bufsize);
 	if (connect(fd, (const struct sockaddr *)ss, sl) != 0 && errno != EINPROGRESS) {
-		int rc = cci__errno_status(errno);
+		int err = errno;
 		close(fd);
-		return rc;
+		return err;
 	}
 	*fd_p = fd;
-	return CCI_SUCCESS;
+	return 0;
+}
+
+/* A connect to uri could not even begin (err): say so, naming it; a
+ * shortage of descriptors or memory as a warning, at most once a second
+ * (each call returns its status anyway).  The status for it. */
+static int connect_failed_now(struct tcp_ep *sep, const char *uri, int err)
+{
+	int shortage = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+	uint64_t now = cci__now_ns();
+	uint64_t last = __atomic_load_n(&sep->connect_warned_ns, __ATOMIC_RELAXED);
+
+	if (shortage && (!last || now - last >= 1000000000ull) &&
+	    __atomic_compare_exchange_n(&sep->connect_warned_ns, &last, now, 0, __ATOMIC_RELAXED,
+	                                __ATOMIC_RELAXED))
+		TCP_WARN("tcp: %s: cannot connect to %s: no socket: %s", sep->ep->uri, uri,
+		         strerror(err));
+	else
+		TCP_LOG(CCI_LOG_CONN, "tcp: %s: cannot connect to %s: %s", sep->ep->uri, uri,
+		        strerror(err));
+	return cci__errno_status(err);
+}
+
+/* The tick, both locks held: connections whose wait after a dropped
+ * attempt is over try again. */
+static void hs_retry_due(struct tcp_ep *sep, uint64_t now)
+{
+	for (struct tcp_conn *tc = sep->conns, *next; tc && sep->nretry; tc = next) {
+		int err;
+
+		next = tc->next;
+		if (!tc->retry_ns || now < tc->retry_ns)
+			continue;
+		tc->retry_ns = 0;
+		sep->nretry--;
+		err = connect_socket(&tc->addr, tc->addrlen, sep->dev->bufsize, &tc->fd);
+		if (err) {
+			connect_failed_now(sep, tc->peer, err);
+			tcp_connect_fail(tc, cci__errno_status(err), strerror(err));
+			continue;
+		}
+		ev_io_init(&tc->hs_w, hs_cb, tc->fd, EV_WRITE);
+		ev_io_start(sep->eng.loop, &tc->hs_w);
+	}
 }
 
 int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
@@ -421,16 +625,16 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	cci__conn_t *conn;
 	struct tcp_conn *tc;
 	uint64_t nonce;
-	int fd = -1, rc;
+	int fd = -1, rc, err;
 
 	rc = sock_uri_resolve(uri, "tcp", &ss, &sl);
 	if (rc != CCI_SUCCESS)
 		return rc;
 	if (cci__random64(&nonce) != CCI_SUCCESS)
 		return CCI_ERROR;
-	rc = connect_socket(&ss, sl, sep->dev->bufsize, &fd);
-	if (rc != CCI_SUCCESS)
-		return rc;
+	err = connect_socket(&ss, sl, sep->dev->bufsize, &fd);
+	if (err)
+		return connect_failed_now(sep, uri, err);
 	conn = tcp_core->conn_alloc(ep, attr, context);
 	if (!conn) {
 		close(fd);
@@ -439,6 +643,8 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	tc = tcp_conn_of(conn);
 	tcp_conn_init(tc, sep, conn, fd);
 	tc->context = context;
+	tc->addr = ss;
+	tc->addrlen = sl;
 	cci__sockaddr_str((struct sockaddr *)&ss, tc->peer, sizeof(tc->peer));
 	hello_build(tc, attr, data, data_len, nonce);
 	cci__ct_connecting(&tc->base.timers, timeout, cci__now_ns());

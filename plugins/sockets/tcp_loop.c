@@ -232,8 +232,9 @@ static int tcp_loop_manual_handle(struct tcp_ep *sep)
 /* Does anything on sep wait for the loop or a timer?  sep->lock held. */
 static int manual_tick_wanted(struct tcp_ep *sep)
 {
-	if (sep->reqs || atomic_load(&sep->tx_busy) || atomic_load(&sep->pool_out) > 0 ||
-	    atomic_load(&sep->nfaults) || cci__engine_cmd_pending(&sep->eng))
+	if (sep->reqs || (sep->listen_paused & TCP_PAUSE_NOFD) || atomic_load(&sep->tx_busy) ||
+	    atomic_load(&sep->pool_out) > 0 || atomic_load(&sep->nfaults) ||
+	    cci__engine_cmd_pending(&sep->eng))
 		return 1;
 	/* An ack still owed goes out on a tick (timers_run): the peer's
 	 * completions wait for it. */

@@ -3,7 +3,8 @@
  * decoder (plugins/sockets/sock_dgram.c): every byte string decodes to a
  * datagram within its promises, or is refused with a reason; never a
  * crash, never a read outside the input.  A decoded datagram encodes back
- * to the same header bytes.
+ * to the same header bytes.  The reader of datagrams quoted by ICMP errors
+ * (any prefix of one) agrees with the decoder on the type and token.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -56,12 +57,36 @@ static void check_bodies(const struct sock_dg *d)
 		abort();
 }
 
+/* The quoted reader on the whole input, knowing whether it decoded (ok,
+ * d). */
+static void check_quoted(const uint8_t *data, size_t size, int ok, const struct sock_dg *d)
+{
+	struct sock_dg_hello h;
+	const char *why = NULL;
+	uint64_t token;
+	uint8_t type;
+
+	if (sock_dg_quoted(data, size, &type, &token) != 0)
+		return;
+	if (type == 0 || type >= SOCK_DG_TYPE_END || token == 0 || size < SOCK_DG_HDR_LEN)
+		abort();
+	if (!ok || type != d->type)
+		return;
+	if (type != SOCK_DG_HELLO && token != d->token)
+		abort();
+	if (type == SOCK_DG_HELLO && sock_dg_hello_decode(d->body, d->body_len, &h, &why) == 0 &&
+	    token != h.token)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sock_dg d;
 	const char *why = NULL;
+	int ok = sock_dg_decode(data, size, MSS, &d, &why) == 0;
 
-	if (sock_dg_decode(data, size, MSS, &d, &why) != 0) {
+	check_quoted(data, size, ok, &d);
+	if (!ok) {
 		if (!why)
 			abort();
 		return 0;

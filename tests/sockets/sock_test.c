@@ -201,6 +201,10 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
 	  "completion at the next call, RO and RU", t_ack_after_answer },
 	{ "the SEND completion an answer's ack brings wakes a thread asleep on the OS handle",
 	  t_ack_wakes_os_handle },
+	{ "an ICMP port unreachable quoting our HELLO refuses that connect at once; one "
+	  "quoting another token or address does nothing", t_icmp_refuses_its_connect },
+	{ "ICMP port unreachable errors for an open connection whose peer answers do not "
+	  "break it", t_icmp_does_not_break_open_connection },
 };
 
 int main(int argc, char **argv)

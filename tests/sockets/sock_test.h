@@ -63,5 +63,7 @@ void t_hostile_datagrams(void);
 void t_restarted_peer_not_mistaken(void);
 void t_ack_after_answer(void);
 void t_ack_wakes_os_handle(void);
+void t_icmp_refuses_its_connect(void);
+void t_icmp_does_not_break_open_connection(void);
 
 #endif /* SOCK_TEST_H */

@@ -320,7 +320,8 @@ int main(int argc, char **argv)
 		return 1;
 	CU_set_fail_on_inactive(CU_FALSE);
 	if (st_add_wire_tests() || st_add_raw_tests() || st_add_peer_tests() ||
-	    st_add_watch_tests() || st_add_manual_tests() || st_add_burst_tests()) {
+	    st_add_watch_tests() || st_add_manual_tests() || st_add_burst_tests() ||
+	    st_add_limits_tests()) {
 		CU_cleanup_registry();
 		return 1;
 	}

@@ -89,5 +89,6 @@ int st_add_peer_tests(void);
 int st_add_watch_tests(void);
 int st_add_manual_tests(void);
 int st_add_burst_tests(void);
+int st_add_limits_tests(void);
 
 #endif /* SOCKETS_TEST_H */
