@@ -159,8 +159,9 @@ static void conn_close_sock(struct sm_conn *sc)
 
 /*
  * The connection cannot carry data any more (peer gone, timed out, told us
- * it disconnected): queued work completes with status (the first) and
- * CCI_ERR_DISCONNECTED (the rest), later sends fail.  sep->lock held.
+ * it disconnected): queued work completes (sm_txq_fail: with status
+ * CCI_ETIMEDOUT, the sends that waited past the send timeout get it, the
+ * others CCI_ERR_DISCONNECTED), later sends fail.  sep->lock held.
  */
 void sm_conn_break(struct sm_conn *sc, int status)
 {
