@@ -146,8 +146,10 @@ int sm_tx_place(struct sm_conn *sc, uint16_t type, uint32_t aux, const struct io
 void sm_txq_queue(struct sm_conn *sc, struct sm_pend *p)
 {
 	p->queued_ns = cci__now_ns();
-	if (!sc->txq)
+	if (!sc->txq) {
 		atomic_fetch_add_explicit(&sc->sep->txq_busy, 1, memory_order_relaxed);
+		sm_tick_ask(sc); /* its send timeout, and a flush if nobody polls */
+	}
 	CCI__FIFO_PUSH(&sc->txq, &sc->txq_tail, p, next);
 	/* Ask the consumer for a doorbell when it frees space. */
 	atomic_store_explicit(&sc->tx.ctl->prod_waiting, 1, memory_order_relaxed);
