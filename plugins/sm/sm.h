@@ -247,6 +247,8 @@ struct sm_conn {
 	int sock;                   /* control socket, -1 once closed */
 	_Atomic int fault;          /* a status the control thread must break with */
 	pid_t peer_pid;
+	uint32_t peer_mss;          /* server: the client's, until open */
+	int answering;              /* server: its ACCEPT waits for the kernel */
 	uint32_t rx_idx;            /* its place in sep->rx_set while open */
 
 	/* Producer side, under tx_lock (the peer's doorbell and page also
@@ -437,6 +439,7 @@ int sm_peer_pid(int sock, pid_t *pid);
 /* sm_conn.c */
 struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *context);
 int sm_conn_rx_create(struct sm_conn *sc);
+void sm_conn_rx_drop(struct sm_conn *sc);
 void sm_conn_attach(struct sm_conn *sc, struct sm_hello_maps *m);
 void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h, cci_event_type_t type);
 void sm_conn_on_ctl(struct sm_conn *sc);
@@ -473,6 +476,10 @@ void sm_hs_on_listen(struct ev_loop *loop, ev_io *w, int revents);
 /* The tick: watch the listening socket again after accept(2) ran out of
  * descriptors; the loop lock and sep->lock held. */
 void sm_hs_listen_resume(struct sm_ep *sep);
+/* The tick: try sc's ACCEPT again (sc->answering); 1 if it still waits,
+ * -1 if sc is gone (failed), else whether sc needs the tick (open).  The
+ * loop lock and sep->lock held. */
+int sm_hs_answer_retry(struct sm_conn *sc, uint64_t now);
 void sm_req_drop(struct sm_ep *sep, struct sm_req *req);
 void sm_req_free(struct sm_req *req);
 int sm_accept(cci__evt_t *evt, void *context);

@@ -53,6 +53,18 @@ err_errno:
 	return cci__errno_status(rc);
 }
 
+/* Unmap and close a receive ring that no peer has been handed. */
+void sm_conn_rx_drop(struct sm_conn *sc)
+{
+	if (sc->rx_seg)
+		munmap(sc->rx_seg, sc->rx_seg_len);
+	if (sc->rx_fd >= 0)
+		close(sc->rx_fd);
+	sc->rx_seg = NULL;
+	sc->rx_fd = -1;
+	memset(&sc->rx, 0, sizeof(sc->rx));
+}
+
 /* Take what the peer's hello handed over (sm_hello_map) for sc. */
 void sm_conn_attach(struct sm_conn *sc, struct sm_hello_maps *m)
 {
@@ -112,10 +124,7 @@ void sm_conn_destroy(struct sm_conn *sc)
 		close(sc->sock);
 	conn_detach_tx(sc, &m);
 	sm_hello_unmap(sc->sep, &m);
-	if (sc->rx_seg)
-		munmap(sc->rx_seg, sc->rx_seg_len);
-	if (sc->rx_fd >= 0)
-		close(sc->rx_fd);
+	sm_conn_rx_drop(sc);
 	free(sc->dial);
 	if (sc->conn)
 		sm_core->conn_release(sc->conn);

@@ -52,8 +52,12 @@ static int dial_send(struct sm_conn *sc)
 
 	memcpy(h.data, d->data, d->data_len);
 	if (sm_hello_send(sc, sc->sock, SM_CTL_REQ, &h) != CCI_SUCCESS) {
-		if (errno == EAGAIN || errno == ETOOMANYREFS)
+		if (errno == EAGAIN || errno == ETOOMANYREFS) {
+			/* Wait holding the socket alone: nobody has the ring
+			 * yet, the next attempt makes it again. */
+			sm_conn_rx_drop(sc);
 			return CCI_EAGAIN;
+		}
 		SM_LOG(CCI_LOG_CONN, "sm: cannot send the request to %s: %s", d->sa.sun_path,
 		       strerror(errno));
 		return CCI_ECONNREFUSED;
@@ -292,7 +296,8 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 	if (rc == CCI_SUCCESS) {
 		sm_conn_watch(sc);
 	} else {
-		SM_LOG(CCI_LOG_CONN, "sm: %s: backlog full, the connect waits", sc->dial->sa.sun_path);
+		SM_LOG(CCI_LOG_CONN, "sm: %s: backlog full (or too many descriptors in flight), "
+		       "the connect waits", sc->dial->sa.sun_path);
 		CCI__DQ_APPEND(&sep->dials, &sep->dials_tail, sc->dial);
 		cci__engine_tick(&sep->eng, 1);
 	}

@@ -188,11 +188,79 @@ void sm_hs_on_listen(struct ev_loop *loop, ev_io *w, int revents)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* Server side, the loop lock and sep->lock held: build the connection and
- * answer ACCEPT.  CCI_ENOMEM (logged) when this process cannot afford it. */
-static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
+/* Send sc's ACCEPT (its ring made again if it was dropped while the
+ * answer waited).  CCI_EAGAIN when the kernel refuses for now: too many
+ * descriptors in flight for this user (ETOOMANYREFS, a limit of
+ * RLIMIT_NOFILE unless CAP_SYS_RESOURCE) while a storm of requests waits
+ * in the backlog; the ring is dropped then, so that a waiting answer
+ * holds only its socket. */
+static int answer_send(struct sm_conn *sc)
 {
 	struct sm_ctl_hello h = { .data_len = 0 };
+	int rc;
+
+	if (!sc->rx_seg) {
+		rc = sm_conn_rx_create(sc);
+		if (rc != CCI_SUCCESS) {
+			SM_LIMIT_LOG(sc->sep, "sm: %s: cannot accept pid %d: no receive ring: %s",
+			             sc->sep->sock_path, (int)sc->peer_pid, strerror(errno));
+			return CCI_ENOMEM;
+		}
+	}
+	if (sm_hello_send(sc, sc->sock, SM_CTL_ACCEPT, &h) == CCI_SUCCESS) {
+		close(sc->rx_fd); /* the answer holds the file */
+		sc->rx_fd = -1;
+		return CCI_SUCCESS;
+	}
+	if (errno == EAGAIN || errno == ETOOMANYREFS) {
+		sm_conn_rx_drop(sc);
+		return CCI_EAGAIN;
+	}
+	SM_LOG(CCI_LOG_CONN, "sm: client pid %d left before the answer", (int)sc->peer_pid);
+	return CCI_ERR_DISCONNECTED;
+}
+
+/* The ACCEPT went (rc CCI_SUCCESS): open sc; or it cannot go: the
+ * ACCEPT event fails with rc.  The loop lock and sep->lock held. */
+static void answer_done(struct sm_conn *sc, int rc)
+{
+	struct sm_ep *sep = sc->sep;
+	struct sm_ctl_hello h = { .mss = sc->peer_mss };
+
+	sc->answering = 0;
+	if (rc == CCI_SUCCESS) {
+		sm_conn_watch(sc);
+		sm_conn_open(sc, &h, CCI_EVENT_ACCEPT);
+		return;
+	}
+	if (rc == CCI_ENOMEM)
+		sm_ctl_send(sc->sock, SM_CTL_NORES, NULL, NULL, 0);
+	sm_core->post_accept(sep->ep, sc->conn->pub.context, rc, NULL);
+	CCI__DLIST_UNLINK(&sep->conns, sc);
+	sm_timed_remove(sc);
+	sm_conn_destroy(sc);
+}
+
+int sm_hs_answer_retry(struct sm_conn *sc, uint64_t now)
+{
+	int rc = answer_send(sc);
+
+	if (rc == CCI_EAGAIN && now < sc->base.timers.deadline_ns)
+		return 1;
+	if (rc == CCI_EAGAIN)
+		SM_LIMIT_LOG(sc->sep, "sm: %s: cannot answer pid %d: the kernel kept refusing "
+		             "its descriptors (too many in flight)", sc->sep->sock_path,
+		             (int)sc->peer_pid);
+	answer_done(sc, rc == CCI_EAGAIN ? CCI_ENOMEM : rc);
+	return rc == CCI_SUCCESS ? sc->base.timers.ka_us != 0 : -1;
+}
+
+/* Server side, the loop lock and sep->lock held: build the connection and
+ * answer ACCEPT, now or, when the kernel refuses the descriptors for now,
+ * at a later tick (sm_hs_answer_retry).  CCI_ENOMEM (logged) when this
+ * process cannot afford the connection. */
+static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
+{
 	struct sm_conn *sc = sm_conn_new(sep, (cci_conn_attribute_t)req->hello.attr, context);
 	int rc;
 
@@ -202,6 +270,7 @@ static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 		return CCI_ENOMEM;
 	}
 	sc->peer_pid = req->peer_pid;
+	sc->peer_mss = req->hello.mss;
 	rc = sm_conn_rx_create(sc);
 	if (rc != CCI_SUCCESS) {
 		SM_LIMIT_LOG(sep, "sm: %s: cannot accept pid %d: no receive ring: %s",
@@ -210,19 +279,20 @@ static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 		return rc;
 	}
 	sm_conn_attach(sc, &req->maps);
-	if (sm_hello_send(sc, req->sock, SM_CTL_ACCEPT, &h) != CCI_SUCCESS) {
-		SM_LOG(CCI_LOG_CONN, "sm: client pid %d left before the answer", (int)req->peer_pid);
-		sm_core->post_accept(sep->ep, context, CCI_ERR_DISCONNECTED, NULL);
-		sm_conn_destroy(sc);
-		return CCI_SUCCESS;
-	}
-	close(sc->rx_fd); /* the answer holds the file */
-	sc->rx_fd = -1;
 	sc->sock = req->sock; /* the connection owns the socket now */
 	req->sock = -1;
 	CCI__DLIST_PUSH(&sep->conns, sc);
-	sm_conn_watch(sc);
-	sm_conn_open(sc, &req->hello, CCI_EVENT_ACCEPT);
+	rc = answer_send(sc);
+	if (rc != CCI_EAGAIN) {
+		answer_done(sc, rc);
+		return CCI_SUCCESS;
+	}
+	SM_LOG(CCI_LOG_CONN, "sm: %s: the answer to pid %d waits: too many descriptors in flight",
+	       sep->sock_path, (int)sc->peer_pid);
+	sc->answering = 1;
+	sc->base.timers.deadline_ns = cci__now_ns() + SM_REQ_WAIT_NS;
+	sm_timed_add(sc);
+	cci__engine_tick(&sep->eng, 1);
 	return CCI_SUCCESS;
 }
 

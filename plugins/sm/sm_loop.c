@@ -82,6 +82,8 @@ static int conn_tick(struct sm_conn *sc, uint64_t now)
 	int fault;
 
 	if (cci__conn_state(&sc->base) == CCI__CONN_CONNECTING) {
+		if (sc->answering)
+			return sm_hs_answer_retry(sc, now);
 		if (cci__ct_connect_expired(&sc->base.timers, now)) {
 			sm_connect_failed(sc, CCI_ETIMEDOUT, 1);
 			return -1;
