@@ -463,9 +463,10 @@ int sm_hello_send(struct sm_conn *sc, int sock, uint16_t type, struct sm_ctl_hel
  * sep->lock held.  Another thread than the loop's then wakes it
  * (cci__engine_cmd). */
 void sm_conn_watch(struct sm_conn *sc);
-/* Try the connects waiting for a full backlog again, in order; the loop
- * lock and sep->lock held. */
-void sm_dial_retry(struct sm_ep *sep);
+/* Try the connects waiting for a full backlog again, in order: all of
+ * them (a server found full stops only those to it), or (all 0) up to the
+ * first that must still wait.  The loop lock and sep->lock held. */
+void sm_dial_retry(struct sm_ep *sep, int all);
 int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
                cci_conn_attribute_t attr, void *context, const struct timeval *timeout);
 

@@ -179,9 +179,11 @@ static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
 	pthread_mutex_lock(&sep->lock);
 	if (cci__conn_state(&sc->base) == CCI__CONN_CONNECTING) {
 		client_on_readable(sc);
-		/* The server takes requests: its backlog may have room. */
+		/* The server takes requests: its backlog may have room.  Up
+		 * to the first still full: an answer frees about one place,
+		 * and a walk of thousands per answer would cost more. */
 		if (sep->dials)
-			sm_dial_retry(sep);
+			sm_dial_retry(sep, 0);
 	} else {
 		sm_conn_on_ctl(sc);
 	}
@@ -196,7 +198,7 @@ void sm_conn_watch(struct sm_conn *sc)
 	cci__engine_tick(&sc->sep->eng, 1);
 }
 
-void sm_dial_retry(struct sm_ep *sep)
+void sm_dial_retry(struct sm_ep *sep, int all)
 {
 	const char *full[SM_DIAL_FULL_MAX];
 	int nfull = 0;
@@ -210,7 +212,7 @@ void sm_dial_retry(struct sm_ep *sep)
 			continue;
 		rc = dial_step(d->sc);
 		if (rc == CCI_EAGAIN) {
-			if (nfull == SM_DIAL_FULL_MAX)
+			if (!all || nfull == SM_DIAL_FULL_MAX)
 				break;
 			full[nfull++] = d->sa.sun_path; /* d stays listed: the text lives */
 			continue;

@@ -122,7 +122,7 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 	pthread_mutex_lock(&sep->lock);
 	sm_hs_listen_resume(sep);
 	if (sep->dials)
-		sm_dial_retry(sep);
+		sm_dial_retry(sep, 1);
 	sm_timed_take_asked(sep);
 	for (struct sm_tlink *l = sep->timed, *next; l; l = next) {
 		struct sm_conn *sc = sm_conn_of_tlink(l);
