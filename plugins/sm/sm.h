@@ -380,8 +380,8 @@ static inline void sm_rx_lock(struct sm_ep *sep)
 
 /*
  * Ask the tick to visit sc (its queue filled, or its ring held garbage):
- * any thread, no lock, two atomic operations the first time and one until
- * the tick took it.  Only while sc is open: sm_disconnect takes the stack
+ * any thread, no lock, two atomic operations the first time and a load
+ * until the tick took it.  Only while sc is open: sm_disconnect takes the stack
  * once no thread can ask any more, so nothing freed stays on it.
  */
 static inline void sm_tick_ask(struct sm_conn *sc)
@@ -389,8 +389,9 @@ static inline void sm_tick_ask(struct sm_conn *sc)
 	struct sm_ep *sep = sc->sep;
 	struct sm_conn *head;
 
-	if (atomic_exchange_explicit(&sc->tick_asked, 1, memory_order_acq_rel))
-		return;
+	if (atomic_load_explicit(&sc->tick_asked, memory_order_relaxed) ||
+	    atomic_exchange_explicit(&sc->tick_asked, 1, memory_order_acq_rel))
+		return; /* asked already: a load, no store, until the tick took it */
 	head = atomic_load_explicit(&sep->asked, memory_order_relaxed);
 	do
 		sc->ask_next = head;
