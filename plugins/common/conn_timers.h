@@ -82,13 +82,30 @@ enum cci__ka_due cci__ct_keepalive(struct cci__conn_timers *t, const struct cci_
  * Has the oldest unfinished send or RMA of conn, queued at oldest_ns
  * (UINT64_MAX when there is none), waited longer than the connection's
  * send timeout (conn->send_timeout_us, 0 = none)?  The plugin then breaks
- * the connection with CCI_ETIMEDOUT.
+ * the connection with CCI_ETIMEDOUT, and completes each pending operation
+ * with cci__ct_send_fail_status.
  */
 static inline int cci__ct_send_expired(uint32_t send_timeout_us, uint64_t oldest_ns,
                                        uint64_t now)
 {
 	return send_timeout_us != 0 && oldest_ns != UINT64_MAX &&
 	       cci__ns_since(oldest_ns, now) > (uint64_t)send_timeout_us * 1000ull;
+}
+
+/*
+ * The status of a send or RMA still pending, queued at queued_ns, when its
+ * connection broke at now because a send outlived the timeout
+ * (cci__ct_send_expired): CCI_ETIMEDOUT if it too waited past the timeout
+ * (it was not delivered in time either), else CCI_ERR_DISCONNECTED (it
+ * fails only because the connection broke).  The send that broke the
+ * connection always gets CCI_ETIMEDOUT, whatever thread reads the clock
+ * later.
+ */
+static inline int cci__ct_send_fail_status(uint32_t send_timeout_us, uint64_t queued_ns,
+                                           uint64_t now)
+{
+	return cci__ct_send_expired(send_timeout_us, queued_ns, now) ? CCI_ETIMEDOUT
+	                                                             : CCI_ERR_DISCONNECTED;
 }
 
 #endif /* CCI_COMMON_CONN_TIMERS_H */

@@ -6,7 +6,8 @@
  *
  * Ownership: these only relink; the caller owns the objects and holds
  * whatever lock guards the list.  Nothing here locks or allocates.  The
- * macros take the address of the head pointer and the object.
+ * macros take the address of the head pointer (and of the tail pointer,
+ * for a queue) and the object.
  */
 #ifndef CCI_COMMON_DLIST_H
 #define CCI_COMMON_DLIST_H
@@ -34,6 +35,26 @@
 		if ((item)->next)                                  \
 			(item)->next->prev = (item)->prev;         \
 		(item)->next = (item)->prev = NULL;                \
+	} while (0)
+
+/* A queue served in order is such a list with a tail pointer as well:
+ * append at the tail, unlink anywhere (a no-op for an item on no list). */
+#define CCI__DQ_APPEND(headp, tailp, item)                 \
+	do {                                               \
+		(item)->next = NULL;                       \
+		(item)->prev = *(tailp);                   \
+		if (*(tailp))                              \
+			(*(tailp))->next = (item);         \
+		else                                       \
+			*(headp) = (item);                 \
+		*(tailp) = (item);                         \
+	} while (0)
+
+#define CCI__DQ_UNLINK(headp, tailp, item)                 \
+	do {                                               \
+		if (*(tailp) == (item))                    \
+			*(tailp) = (item)->prev;           \
+		CCI__DLIST_UNLINK(headp, item);            \
 	} while (0)
 
 #endif /* CCI_COMMON_DLIST_H */

@@ -11,6 +11,11 @@
  *   struct sm_req   malloc'd; a connection request from accept(2) of the
  *                   listening socket until it is answered and its event
  *                   returned (or the endpoint died).
+ *   struct sm_dial  malloc'd; a client connection's request (the server's
+ *                   path, the payload) from cci_connect until the answer.
+ *   struct sm_peer  malloc'd; a peer endpoint (its doorbell and page),
+ *                   shared by every connection and request from or to it,
+ *                   freed with the last reference (sm_peer.c).
  *   struct sm_pend  a queued send or RMA step; from the endpoint's pool
  *                   (sends) or malloc'd (copy-RMA replies, rare).
  *
@@ -19,19 +24,21 @@
  *                 lock, see plugins/common/engine.h): held by the thread
  *                 except while it sleeps; connect, accept and disconnect
  *                 take it to start or stop a control socket's watcher.
- *   sep->lock     connection and request lists, control sockets, timers;
- *                 taken by the control thread's callbacks.
+ *   sep->lock     connection, request and dial lists, control sockets,
+ *                 timers; taken by the control thread's callbacks.
  *   sep->rx_lock  the consumer side: rx_set, every receive ring's read
  *                 and tail, lent counts.  progress() only try-locks it.
  *   sc->tx_lock   the producer side of one connection: its transmit ring,
  *                 its queue, its state as seen by senders.
  *   sep->pool_lock  the free list of pending descriptors.
  *   sep->reg_lock   this endpoint's registration table.
+ *   sep->peer_lock  the table of peer endpoints and their references.
  */
 #ifndef CCI_SM_H
 #define CCI_SM_H
 
 #include <limits.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -41,6 +48,7 @@
 #include "cci_plugin.h"
 #include "clock.h"
 #include "conn_base.h"
+#include "dlist.h"
 #include "engine.h"
 #include "grow.h"
 #include "iov.h"
@@ -57,6 +65,17 @@ extern const struct cci_core *sm_core;
 #define SM_WARN(...) sm_core->log(CCI_LOG_WARN, __VA_ARGS__)
 #define SM_ERR(...) sm_core->log(CCI_LOG_ERR, __VA_ARGS__)
 
+/* A connection refused for lack of descriptors, memory or mappings is
+ * logged under conn, and as a warning at most once a second per endpoint
+ * (a storm past a limit fails thousands at once). */
+#define SM_LIMIT_LOG(sep, ...)                          \
+	do {                                            \
+		if (sm_limit_warn_due(sep))             \
+			SM_WARN(__VA_ARGS__);           \
+		else                                    \
+			SM_LOG(CCI_LOG_CONN, __VA_ARGS__); \
+	} while (0)
+
 #define SM_MSS_DEFAULT 8192 /* a plain literal: it is the table's default too */
 #define SM_BUF_COUNT_DEFAULT 64u
 /* Records above this many bytes ask for an idle progress to warm the ring
@@ -66,6 +85,9 @@ extern const struct cci_core *sm_core;
 #define SM_FRAG_HDR 16u /* copy RMA: {key or offset, offset or 0} before fragment bytes */
 #define SM_TICK_S 0.005             /* control thread timer tick */
 #define SM_REQ_WAIT_NS 10000000000ull /* an accepted socket must ask within 10 s */
+/* The listening socket's backlog; the kernel caps it at net.core.somaxconn.
+ * A client that finds it full waits and tries again (sm_dial.c). */
+#define SM_BACKLOG 4096
 #define SM_SUN_PATH ((int)sizeof(((struct sockaddr_un *)0)->sun_path))
 
 /* path= with room for "/<pid>/<id>" after it in a socket address. */
@@ -169,25 +191,75 @@ struct sm_pend {
 
 struct sm_ep;
 
+/*
+ * A peer endpoint: its page (mapped read-only) and doorbell, named by the
+ * page's memfd inode.  Every hello of an endpoint hands over the same
+ * page and doorbell; the first maps and keeps them, the others take a
+ * reference and close their copies (sm_peer.c), so a thousand
+ * connections to one endpoint hold one descriptor and one mapping of it.
+ */
+struct sm_peer {
+	struct sm_peer *next;       /* its chain in sep->peer_tab */
+	uint64_t dev, ino;          /* the page's memfd */
+	uint32_t refs;              /* connections and requests; under peer_lock */
+	const struct sm_ep_page *page;
+	size_t page_len;
+	int bell;                   /* its doorbell eventfd, non-blocking */
+	int sleeps;                 /* its page says SM_PAGE_SLEEPS */
+};
+
+/* What a peer's hello handed over, mapped, its descriptors closed. */
+struct sm_hello_maps {
+	void *seg;                  /* the peer's receive ring, mapped RW */
+	size_t seg_len;
+	struct sm_peer *peer;       /* a reference */
+};
+
+/* A client connection's request, until its answer: what a full backlog
+ * makes it keep for a later attempt (sm_dial.c). */
+struct sm_dial {
+	struct sm_dial *prev, *next; /* sep->dials while it waits; under sep->lock */
+	struct sm_conn *sc;
+	int connected;              /* connect(2) succeeded: the request goes next */
+	struct sockaddr_un sa;      /* the server's socket */
+	uint32_t attr, data_len;
+	uint8_t data[];             /* the connect payload */
+};
+
+/* A link of the tick's list (sep->timed); sm_conn_of_tlink finds its connection. */
+struct sm_tlink {
+	struct sm_tlink *prev, *next;
+};
+
 struct sm_conn {
 	struct cci__conn_base base; /* first; the state changes under tx_lock, the
 	                             * timers under sep->lock */
 	ev_io ctl_w;                /* its control socket, on the engine; the loop lock */
 	struct sm_ep *sep;
 	cci__conn_t *conn;          /* the core's; NULL once released */
-	struct sm_conn *next;       /* sep->conns */
+	struct sm_conn *prev, *next; /* sep->conns, or sep->zombies once disconnected */
+	/* The tick visits only the connections that need it (sm_loop.c). */
+	struct sm_tlink tl;         /* sep->timed; under sep->lock */
+	int timed;                  /* on sep->timed */
+	_Atomic int tick_asked;     /* on sep->asked, or being taken off it */
+	struct sm_conn *ask_next;   /* its link there */
+	struct sm_dial *dial;       /* client, until the answer */
 	int sock;                   /* control socket, -1 once closed */
 	_Atomic int fault;          /* a status the control thread must break with */
 	pid_t peer_pid;
+	uint32_t peer_mss;          /* server: the client's, until open */
+	int answering;              /* server: its ACCEPT waits for the kernel */
+	uint32_t rx_idx;            /* its place in sep->rx_set while open */
 
-	/* Producer side, under tx_lock. */
+	/* Producer side, under tx_lock (the peer's doorbell and page also
+	 * under rx_lock: a receiver that frees space rings it). */
 	pthread_mutex_t tx_lock;
 	struct sm_ring tx;
 	_Atomic int tx_warm;        /* a big record left: warm tx at an idle progress */
 	void *tx_seg;               /* the peer's receive ring segment, mapped RW */
 	size_t tx_seg_len;
+	struct sm_peer *peer;       /* the peer endpoint; the next three are its */
 	const struct sm_ep_page *peer_page; /* mapped read-only */
-	size_t peer_page_len;
 	int peer_bell;              /* the peer's doorbell eventfd */
 	int peer_sleeps;            /* its page says SM_PAGE_SLEEPS */
 	struct sm_pend *txq, *txq_tail;
@@ -200,7 +272,7 @@ struct sm_conn {
 	struct sm_ring rx;
 	void *rx_seg;               /* our receive ring segment */
 	size_t rx_seg_len;
-	int rx_fd;                  /* its memfd, until the peer has it */
+	int rx_fd;                  /* its memfd, until it went in a hello */
 	uint32_t lent;              /* RECV events posted and not returned */
 	int rx_dead;                /* the ring held garbage: not read any more */
 	int rx_closed;              /* disconnected: freed at the last lent return */
@@ -211,13 +283,15 @@ struct sm_conn {
 	uint64_t seen_head;         /* the receive ring's head at the last tick */
 };
 
-/* A connection request on the server side. */
+/* A connection request on the server side.  Once its hello came, the
+ * client's segments are mapped and the request holds one descriptor, its
+ * socket, however long the application takes to answer. */
 struct sm_req {
 	ev_io w;                    /* its socket, active until posted; the loop lock */
 	struct sm_ep *sep;
-	struct sm_req *next;        /* sep->reqs */
+	struct sm_req *prev, *next; /* sep->reqs, then sep->posted */
 	int sock;
-	int fds[SM_HELLO_FDS];
+	struct sm_hello_maps maps;  /* the client's, once its hello came */
 	pid_t peer_pid;
 	uint64_t since_ns;
 	struct sm_ctl_hello hello;
@@ -230,9 +304,16 @@ struct sm_ep {
 
 	pthread_mutex_t lock;
 	struct sm_conn *conns;
-	struct sm_req *reqs;
+	struct sm_req *reqs;        /* waiting for their hello (timed) */
+	struct sm_req *posted;      /* their event posted, waiting for the answer */
+	/* What the tick visits: connections connecting with a deadline, with a
+	 * keepalive, with queued work or a fault (sm_loop.c).  Other threads
+	 * ask for a connection through the lock-free stack asked. */
+	struct sm_tlink *timed;
+	_Atomic(struct sm_conn *) asked;
 
 	cci__spinlock_t rx_lock;   /* spin.h: progress only ever try-locks it */
+	_Atomic uint32_t rx_waiters; /* sm_rx_lock callers waiting: progress lets them in */
 	struct sm_conn **rx_set;    /* open connections, scanned by progress */
 	uint32_t rx_n, rx_cap;
 	struct sm_conn *zombies;    /* disconnected, RECV events still lent */
@@ -241,6 +322,14 @@ struct sm_ep {
 	 * every control socket; the tick runs while there is something to time. */
 	struct cci__engine eng;
 	ev_io listen_w;
+	int listen_paused;          /* accept(2) ran out of descriptors: the tick retries */
+	_Atomic uint64_t warned_ns; /* the last warning of a limit (SM_LIMIT_LOG) */
+	struct sm_dial *dials, *dials_tail; /* connects waiting for the server's backlog */
+
+	/* Peer endpoints, by their page's inode (sm_peer.c). */
+	pthread_mutex_t peer_lock;
+	struct sm_peer **peer_tab;  /* peer_cap chains, a power of two */
+	uint32_t peer_cap, npeers;
 
 	/* Naming. */
 	int listen_fd;
@@ -265,6 +354,56 @@ struct sm_ep {
 	_Atomic uint32_t txq_busy;  /* connections with queued work */
 };
 
+static inline int sm_limit_warn_due(struct sm_ep *sep)
+{
+	uint64_t now = cci__now_ns(), last = atomic_load_explicit(&sep->warned_ns,
+	                                                          memory_order_relaxed);
+
+	return (last == 0 || now - last >= 1000000000ull) &&
+	       atomic_compare_exchange_strong(&sep->warned_ns, &last, now);
+}
+
+/*
+ * rx_lock for the control thread and the other cold paths (a connection
+ * joining or leaving rx_set, arming).  Progress takes it in a loop and
+ * holds it for a scan of every ring, so it is free only between two polls;
+ * on a busy machine a waiter that merely spins would starve for time
+ * slices on end (a storm of connects slowed to tens a second).  A waiter
+ * announces itself and progress stays out until it is served.
+ */
+static inline void sm_rx_lock(struct sm_ep *sep)
+{
+	atomic_fetch_add_explicit(&sep->rx_waiters, 1, memory_order_relaxed);
+	cci__spin_lock(&sep->rx_lock);
+	atomic_fetch_sub_explicit(&sep->rx_waiters, 1, memory_order_relaxed);
+}
+
+/*
+ * Ask the tick to visit sc (its queue filled, or its ring held garbage):
+ * any thread, no lock, two atomic operations the first time and a load
+ * until the tick took it.  Only while sc is open: sm_disconnect takes the stack
+ * once no thread can ask any more, so nothing freed stays on it.
+ */
+static inline void sm_tick_ask(struct sm_conn *sc)
+{
+	struct sm_ep *sep = sc->sep;
+	struct sm_conn *head;
+
+	if (atomic_load_explicit(&sc->tick_asked, memory_order_relaxed) ||
+	    atomic_exchange_explicit(&sc->tick_asked, 1, memory_order_acq_rel))
+		return; /* asked already: a load, no store, until the tick took it */
+	head = atomic_load_explicit(&sep->asked, memory_order_relaxed);
+	do
+		sc->ask_next = head;
+	while (!atomic_compare_exchange_weak_explicit(&sep->asked, &head, sc, memory_order_release,
+	                                              memory_order_relaxed));
+}
+
+static inline struct sm_conn *sm_conn_of_tlink(struct sm_tlink *l)
+{
+	return (struct sm_conn *)(void *)((char *)l - offsetof(struct sm_conn, tl));
+}
+
 static inline struct sm_ep *sm_ep_of(cci__ep_t *ep)
 {
 	return ep->priv;
@@ -280,30 +419,71 @@ int sm_path_listen(struct sm_ep *sep, const char *service);
 void sm_path_unlisten(struct sm_ep *sep);
 int sm_uri_parse(const char *uri, char *path, size_t pathlen);
 
+/* sm_peer.c */
+/* Map what a hello (h, its descriptors fds) hands over into *m; fds are
+ * closed either way.  CCI_EINVAL (*why says what) for segments that are
+ * not what they must be, CCI_ENOMEM when this process lacks the memory,
+ * mappings or descriptors. */
+int sm_hello_map(struct sm_ep *sep, const struct sm_ctl_hello *h, int *fds,
+                 struct sm_hello_maps *m, const char **why);
+void sm_hello_unmap(struct sm_ep *sep, struct sm_hello_maps *m);
+void sm_peer_put(struct sm_ep *sep, struct sm_peer *p);
+/* Free the table (every reference is gone). */
+void sm_peers_fini(struct sm_ep *sep);
+
 /* sm_wire.c */
+#define SM_CTL_RECV_NOFDS (-3) /* sm_ctl_recv: a message whose descriptors were lost */
 int sm_ctl_send(int sock, uint16_t type, const struct sm_ctl_hello *body, const int *fds, int nfds);
 int sm_ctl_recv(int sock, void *buf, size_t len, int *fds, int *nfds);
 int sm_peer_pid(int sock, pid_t *pid);
 
 /* sm_conn.c */
 struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *context);
-int sm_ep_attach_peer(struct sm_conn *sc, const struct sm_ctl_hello *h, int *fds);
+int sm_conn_rx_create(struct sm_conn *sc);
+void sm_conn_rx_drop(struct sm_conn *sc);
+void sm_conn_attach(struct sm_conn *sc, struct sm_hello_maps *m);
 void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h, cci_event_type_t type);
 void sm_conn_on_ctl(struct sm_conn *sc);
 void sm_conn_break(struct sm_conn *sc, int status);
+/* The tick's list (sep->lock held): add sc; take sc off; move the
+ * connections other threads asked for onto it. */
+void sm_timed_add(struct sm_conn *sc);
+void sm_timed_remove(struct sm_conn *sc);
+void sm_timed_take_asked(struct sm_ep *sep);
 void sm_connect_failed(struct sm_conn *sc, int status, int listed);
 void sm_conn_destroy(struct sm_conn *sc);
 int sm_disconnect(cci__conn_t *conn);
 void sm_conn_timeouts_changed(cci__conn_t *conn);
 
+/* sm_dial.c */
+/* Send REQ or ACCEPT: h (its attr and payload filled in) with this side's
+ * mss, pid and ring size, and the three descriptors the peer maps: sc's
+ * receive ring, the endpoint's doorbell and page.  errno says why not. */
+int sm_hello_send(struct sm_conn *sc, int sock, uint16_t type, struct sm_ctl_hello *h);
+/* Watch sc's control socket (and run the tick); the loop lock and
+ * sep->lock held.  Another thread than the loop's then wakes it
+ * (cci__engine_cmd). */
+void sm_conn_watch(struct sm_conn *sc);
+/* Try the connects waiting for a full backlog again, in order: all of
+ * them (a server found full stops only those to it), or (all 0) up to the
+ * first that must still wait.  The loop lock and sep->lock held. */
+void sm_dial_retry(struct sm_ep *sep, int all);
+int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
+               cci_conn_attribute_t attr, void *context, const struct timeval *timeout);
+
 /* sm_hs.c */
 /* The watcher of the listening socket (sep->listen_w): take the
  * connections waiting on it. */
 void sm_hs_on_listen(struct ev_loop *loop, ev_io *w, int revents);
+/* The tick: watch the listening socket again after accept(2) ran out of
+ * descriptors; the loop lock and sep->lock held. */
+void sm_hs_listen_resume(struct sm_ep *sep);
+/* The tick: try sc's ACCEPT again (sc->answering); 1 if it still waits,
+ * -1 if sc is gone (failed), else whether sc needs the tick (open).  The
+ * loop lock and sep->lock held. */
+int sm_hs_answer_retry(struct sm_conn *sc, uint64_t now);
 void sm_req_drop(struct sm_ep *sep, struct sm_req *req);
 void sm_req_free(struct sm_req *req);
-int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
-               cci_conn_attribute_t attr, void *context, const struct timeval *timeout);
 int sm_accept(cci__evt_t *evt, void *context);
 int sm_reject(cci__evt_t *evt);
 void sm_request_done(cci__evt_t *evt);

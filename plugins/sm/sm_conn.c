@@ -15,15 +15,21 @@
 
 #include "sm.h"
 
-/* Our receive ring: a sealed memfd the peer maps to produce into. */
-static int rx_create(struct sm_conn *sc, uint32_t count, uint32_t mss)
+/* Our receive ring: a sealed memfd the peer maps to produce into.  The
+ * memfd is kept only until it went in our hello (the message in flight
+ * holds the file); the mapping stays. */
+int sm_conn_rx_create(struct sm_conn *sc)
 {
+	uint32_t count = sc->sep->ep->recv_buf_count, mss = sc->sep->mss;
 	uint64_t size = sm_ring_size_for(count, mss);
 	size_t bytes = (size_t)sm_ring_seg_bytes(size);
 	void *p;
+	int rc;
 
-	if (size == 0)
+	if (size == 0) {
+		errno = ERANGE;
 		return CCI_ERANGE;
+	}
 	sc->rx_fd = memfd_create("cci-sm-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (sc->rx_fd < 0 || ftruncate(sc->rx_fd, (off_t)bytes) != 0 ||
 	    fcntl(sc->rx_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
@@ -38,60 +44,41 @@ static int rx_create(struct sm_conn *sc, uint32_t count, uint32_t mss)
 	return CCI_SUCCESS;
 
 err_errno:
-	SM_ERR("sm: cannot create a receive ring of %llu bytes: %s", (unsigned long long)bytes,
-	       strerror(errno));
-	return cci__errno_status(errno);
+	/* Logged by the caller, which knows the peer; errno says why. */
+	rc = errno;
+	if (sc->rx_fd >= 0)
+		close(sc->rx_fd);
+	sc->rx_fd = -1;
+	errno = rc;
+	return cci__errno_status(rc);
 }
 
-/* Map a peer's memfd; it must carry the seals we rely on. */
-static void *map_peer(int fd, int need_seals, int prot, size_t min, size_t *len)
+/* Unmap and close a receive ring that no peer has been handed. */
+void sm_conn_rx_drop(struct sm_conn *sc)
 {
-	struct stat st;
-	int seals = fcntl(fd, F_GET_SEALS);
-	void *p;
-
-	if (seals < 0 || (seals & need_seals) != need_seals || fstat(fd, &st) != 0 ||
-	    (uint64_t)st.st_size < min || (uint64_t)st.st_size > (SM_RING_MAX_SIZE << 1))
-		return NULL;
-	p = mmap(NULL, (size_t)st.st_size, prot, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	*len = (size_t)st.st_size;
-	return p;
+	if (sc->rx_seg)
+		munmap(sc->rx_seg, sc->rx_seg_len);
+	if (sc->rx_fd >= 0)
+		close(sc->rx_fd);
+	sc->rx_seg = NULL;
+	sc->rx_fd = -1;
+	memset(&sc->rx, 0, sizeof(sc->rx));
 }
 
-/* Map what the peer's hello handed us; fds are consumed either way. */
-int sm_ep_attach_peer(struct sm_conn *sc, const struct sm_ctl_hello *h, int *fds)
+/* Take what the peer's hello handed over (sm_hello_map) for sc. */
+void sm_conn_attach(struct sm_conn *sc, struct sm_hello_maps *m)
 {
-	const struct sm_ep_page *pg;
-	int rc = CCI_EINVAL;
-
-	sc->tx_seg = map_peer(fds[0], F_SEAL_SHRINK, PROT_READ | PROT_WRITE, SM_RING_CTL_BYTES,
-	                      &sc->tx_seg_len);
-	if (!sc->tx_seg || sm_ring_attach(&sc->tx, sc->tx_seg, sc->tx_seg_len) != 0 ||
-	    sc->tx.size != h->ring_size)
-		goto out;
-	pg = map_peer(fds[2], F_SEAL_SHRINK | F_SEAL_FUTURE_WRITE, PROT_READ,
-	              sizeof(struct sm_ep_page), &sc->peer_page_len);
-	sc->peer_page = pg;
-	if (!pg || pg->magic != SM_PAGE_MAGIC || pg->version != SM_PAGE_VERSION ||
-	    pg->nslots != SM_REG_SLOTS)
-		goto out;
-	/* Our writes to the doorbell must never block. */
-	if (fcntl(fds[1], F_SETFL, O_NONBLOCK) != 0)
-		goto out;
-	sc->peer_bell = fds[1];
-	fds[1] = -1;
-	sc->peer_sleeps = (pg->flags & SM_PAGE_SLEEPS) != 0;
-	rc = CCI_SUCCESS;
-out:
-	for (int i = 0; i < SM_HELLO_FDS; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	return rc;
+	sc->tx_seg = m->seg;
+	sc->tx_seg_len = m->seg_len;
+	sm_ring_attach(&sc->tx, sc->tx_seg, sc->tx_seg_len); /* checked by sm_hello_map */
+	sc->peer = m->peer;
+	sc->peer_page = m->peer->page;
+	sc->peer_bell = m->peer->bell;
+	sc->peer_sleeps = m->peer->sleeps;
+	memset(m, 0, sizeof(*m));
 }
 
-/* A new connection with its receive ring; NULL on failure (logged). */
+/* A new connection, without its rings yet; NULL when out of memory. */
 struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *context)
 {
 	struct sm_conn *sc = calloc(1, sizeof(*sc));
@@ -102,48 +89,88 @@ struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *
 	sc->sock = sc->peer_bell = sc->rx_fd = -1;
 	sc->rma_copy = sep->dev->rma_copy;
 	pthread_mutex_init(&sc->tx_lock, NULL);
-	if (rx_create(sc, sep->ep->recv_buf_count, sep->mss) != CCI_SUCCESS)
-		goto err_free;
 	sc->conn = sm_core->conn_alloc(sep->ep, attr, context);
-	if (!sc->conn)
-		goto err_free;
+	if (!sc->conn) {
+		sm_conn_destroy(sc);
+		return NULL;
+	}
 	*(struct sm_conn **)sc->conn->priv = sc;
 	return sc;
-
-err_free:
-	sm_conn_destroy(sc);
-	return NULL;
 }
 
-/* Drop the queued work without events and unmap what the peer handed us. */
-static void conn_drop_tx(struct sm_conn *sc)
+/* Take what the peer handed us off sc into *m, for sm_hello_unmap once no
+ * lock is held; queued work is dropped without events.  tx_lock held and,
+ * while sc is in rx_set, rx_lock too (a receiver that frees space rings
+ * the peer's doorbell), or sc is private. */
+static void conn_detach_tx(struct sm_conn *sc, struct sm_hello_maps *m)
 {
 	sm_txq_fail(sc, CCI_ERR_DISCONNECTED, 0);
-	if (sc->tx_seg)
-		munmap(sc->tx_seg, sc->tx_seg_len);
-	if (sc->peer_page)
-		munmap((void *)sc->peer_page, sc->peer_page_len);
-	if (sc->peer_bell >= 0)
-		close(sc->peer_bell);
+	m->seg = sc->tx_seg;
+	m->seg_len = sc->tx_seg_len;
+	m->peer = sc->peer;
 	sc->tx_seg = NULL;
+	sc->peer = NULL;
 	sc->peer_page = NULL;
 	sc->peer_bell = -1;
+	sc->peer_sleeps = 0;
 }
 
 /* Free everything of sc, without events; it is on no list, its watcher stopped. */
 void sm_conn_destroy(struct sm_conn *sc)
 {
+	struct sm_hello_maps m;
+
 	if (sc->sock >= 0)
 		close(sc->sock);
-	conn_drop_tx(sc);
-	if (sc->rx_seg)
-		munmap(sc->rx_seg, sc->rx_seg_len);
-	if (sc->rx_fd >= 0)
-		close(sc->rx_fd);
+	conn_detach_tx(sc, &m);
+	sm_hello_unmap(sc->sep, &m);
+	sm_conn_rx_drop(sc);
+	free(sc->dial);
 	if (sc->conn)
 		sm_core->conn_release(sc->conn);
 	pthread_mutex_destroy(&sc->tx_lock);
 	free(sc);
+}
+
+/* Take sc out of the set progress scans, in constant time (the last
+ * takes its place); rx_lock held. */
+static void rx_set_remove(struct sm_ep *sep, struct sm_conn *sc)
+{
+	uint32_t i = sc->rx_idx;
+
+	if (i >= sep->rx_n || sep->rx_set[i] != sc)
+		return; /* never opened, or its open found no memory */
+	sep->rx_set[i] = sep->rx_set[--sep->rx_n];
+	sep->rx_set[i]->rx_idx = i;
+}
+
+void sm_timed_add(struct sm_conn *sc)
+{
+	if (sc->timed)
+		return;
+	CCI__DLIST_PUSH(&sc->sep->timed, &sc->tl);
+	sc->timed = 1;
+}
+
+void sm_timed_remove(struct sm_conn *sc)
+{
+	if (!sc->timed)
+		return;
+	CCI__DLIST_UNLINK(&sc->sep->timed, &sc->tl);
+	sc->timed = 0;
+}
+
+void sm_timed_take_asked(struct sm_ep *sep)
+{
+	struct sm_conn *sc = atomic_exchange_explicit(&sep->asked, NULL, memory_order_acquire);
+
+	while (sc) {
+		struct sm_conn *next = sc->ask_next;
+		/* Cleared first: a later ask pushes it again. */
+		atomic_store_explicit(&sc->tick_asked, 0, memory_order_release);
+		sm_timed_add(sc);
+		sc = next;
+	}
 }
 
 /* Stop watching sc's control socket and close it; the loop lock and
@@ -159,11 +186,15 @@ static void conn_close_sock(struct sm_conn *sc)
 
 /*
  * The connection cannot carry data any more (peer gone, timed out, told us
- * it disconnected): queued work completes with status (the first) and
- * CCI_ERR_DISCONNECTED (the rest), later sends fail.  sep->lock held.
+ * it disconnected): queued work completes (sm_txq_fail: with status
+ * CCI_ETIMEDOUT, the sends that waited past the send timeout get it, the
+ * others CCI_ERR_DISCONNECTED), later sends fail.  sep->lock held.
  */
 void sm_conn_break(struct sm_conn *sc, int status)
 {
+	struct sm_ep *sep = sc->sep;
+	struct sm_hello_maps m;
+
 	if (!cci__conn_is_open(&sc->base))
 		return;
 	SM_LOG(CCI_LOG_CONN, "sm: connection %p to pid %d broken (status %d)", (void *)sc,
@@ -175,6 +206,14 @@ void sm_conn_break(struct sm_conn *sc, int status)
 	cci__conn_move(&sc->base, CCI__CONN_BROKEN, sm_core, sc->conn);
 	sm_txq_fail(sc, status, 1);
 	pthread_mutex_unlock(&sc->tx_lock);
+	/* Nothing goes to the peer any more: its ring and endpoint go now,
+	 * not when the application disconnects. */
+	sm_rx_lock(sep);
+	pthread_mutex_lock(&sc->tx_lock);
+	conn_detach_tx(sc, &m);
+	pthread_mutex_unlock(&sc->tx_lock);
+	cci__spin_unlock(&sep->rx_lock);
+	sm_hello_unmap(sep, &m);
 }
 
 /* Client side: the connect failed; report and free.  sep->lock held if
@@ -185,8 +224,11 @@ void sm_connect_failed(struct sm_conn *sc, int status, int listed)
 
 	sm_core->post_connect(sep->ep, sc->conn->pub.context, status, NULL);
 	if (listed) {
-		CCI__SLIST_UNLINK(&sep->conns, sc, next);
+		CCI__DLIST_UNLINK(&sep->conns, sc);
+		sm_timed_remove(sc);
 		conn_close_sock(sc);
+		if (sc->dial)
+			CCI__DQ_UNLINK(&sep->dials, &sep->dials_tail, sc->dial);
 	}
 	sm_conn_destroy(sc);
 }
@@ -206,16 +248,20 @@ void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h, cci_event_ty
 
 	if (h->mss < conn->pub.max_send_size)
 		conn->pub.max_send_size = h->mss;
-	close(sc->rx_fd);
-	sc->rx_fd = -1;
+	free(sc->dial);
+	sc->dial = NULL;
 	cci__ct_arm(&sc->base.timers, conn->keepalive_us, cci__now_ns());
+	if (conn->keepalive_us)
+		sm_timed_add(sc);
 	pthread_mutex_lock(&sc->tx_lock);
 	cci__conn_move(&sc->base, CCI__CONN_OPEN, sm_core, sc->conn);
 	pthread_mutex_unlock(&sc->tx_lock);
-	cci__spin_lock(&sep->rx_lock);
+	sm_rx_lock(sep);
 	rc = cci__grow(&sep->rx_set, sep->rx_n, &sep->rx_cap, 8, sizeof(*sep->rx_set));
-	if (rc == CCI_SUCCESS)
+	if (rc == CCI_SUCCESS) {
+		sc->rx_idx = sep->rx_n;
 		sep->rx_set[sep->rx_n++] = sc;
+	}
 	/* conn->pub.context: connect's or accept's; a failure names no conn. */
 	if (type == CCI_EVENT_CONNECT)
 		sm_core->post_connect(sep->ep, conn->pub.context, rc, conn);
@@ -264,6 +310,7 @@ int sm_disconnect(cci__conn_t *conn)
 {
 	struct sm_conn *sc = sm_conn_of(conn);
 	struct sm_ep *sep = sc->sep;
+	struct sm_hello_maps m;
 	int last;
 
 	pthread_mutex_lock(&sep->eng.lock);
@@ -271,25 +318,27 @@ int sm_disconnect(cci__conn_t *conn)
 	if (sc->sock >= 0 && cci__conn_is_open(&sc->base))
 		sm_ctl_send(sc->sock, SM_CTL_DISCONNECT, NULL, NULL, 0);
 	conn_close_sock(sc);
-	CCI__SLIST_UNLINK(&sep->conns, sc, next);
-	cci__spin_lock(&sep->rx_lock);
-	CCI__SET_REMOVE(sep->rx_set, sep->rx_n, sc);
+	CCI__DLIST_UNLINK(&sep->conns, sc);
+	sm_rx_lock(sep);
+	rx_set_remove(sep, sc);
 	pthread_mutex_lock(&sc->tx_lock);
 	cci__conn_move(&sc->base, CCI__CONN_CLOSED, sm_core, sc->conn);
-	conn_drop_tx(sc);
+	conn_detach_tx(sc, &m);
 	pthread_mutex_unlock(&sc->tx_lock);
 	sc->conn = NULL;
 	sc->rx_closed = 1;
+	/* Closed, out of rx_set: no thread asks for it any more. */
+	sm_timed_take_asked(sep);
+	sm_timed_remove(sc);
 	/* Lent RECV events still point into the receive ring: keep it mapped
 	 * until the last one comes back (sm_recv_returned frees it then). */
 	last = (sc->lent == 0);
-	if (!last) {
-		sc->next = sep->zombies;
-		sep->zombies = sc;
-	}
+	if (!last)
+		CCI__DLIST_PUSH(&sep->zombies, sc);
 	cci__spin_unlock(&sep->rx_lock);
 	pthread_mutex_unlock(&sep->lock);
 	pthread_mutex_unlock(&sep->eng.lock);
+	sm_hello_unmap(sep, &m);
 	SM_LOG(CCI_LOG_CONN, "sm: disconnected from pid %d", (int)sc->peer_pid);
 	sm_core->conn_release(conn);
 	if (last)
@@ -297,9 +346,15 @@ int sm_disconnect(cci__conn_t *conn)
 	return CCI_SUCCESS;
 }
 
+/* The keepalive restarts from now (cci__conn_keepalive_changed's rule);
+ * the tick visits the connection while one is armed. */
 void sm_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct sm_conn *sc = sm_conn_of(conn);
 
-	cci__conn_keepalive_changed(&sc->base, conn, &sc->sep->lock);
+	pthread_mutex_lock(&sc->sep->lock);
+	cci__ct_arm(&sc->base.timers, conn->keepalive_us, cci__now_ns());
+	if (conn->keepalive_us && cci__conn_state(&sc->base) <= CCI__CONN_OPEN)
+		sm_timed_add(sc);
+	pthread_mutex_unlock(&sc->sep->lock);
 }

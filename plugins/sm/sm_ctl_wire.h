@@ -29,7 +29,10 @@ enum sm_ctl_type {
 	SM_CTL_REJECT = 3,
 	SM_CTL_DISCONNECT = 4,
 	SM_CTL_PING = 5,
-	SM_CTL_PONG = 6
+	SM_CTL_PONG = 6,
+	/* server -> client, instead of an answer: the server lacks the
+	 * descriptors, memory or mappings the connection needs */
+	SM_CTL_NORES = 7
 };
 
 struct sm_ctl_hdr {

@@ -63,6 +63,7 @@ static void ep_init_fields(struct sm_ep *sep, cci__ep_t *ep)
 	pthread_mutex_init(&sep->lock, NULL);
 	pthread_mutex_init(&sep->reg_lock, NULL);
 	pthread_mutex_init(&sep->pool_lock, NULL);
+	pthread_mutex_init(&sep->peer_lock, NULL);
 	ep->recv_buf_count = SM_BUF_COUNT_DEFAULT;
 	ep->send_buf_count = SM_BUF_COUNT_DEFAULT;
 	memset(&ep->rma_align, 0, sizeof(ep->rma_align));
@@ -81,9 +82,11 @@ static void ep_release(struct sm_ep *sep)
 	sm_pool_resize(sep, 0);
 	free(sep->reg_free);
 	free(sep->rx_set);
+	sm_peers_fini(sep);
 	pthread_mutex_destroy(&sep->lock);
 	pthread_mutex_destroy(&sep->reg_lock);
 	pthread_mutex_destroy(&sep->pool_lock);
+	pthread_mutex_destroy(&sep->peer_lock);
 }
 
 int sm_ep_create(cci__ep_t *ep, const char *service)
@@ -129,7 +132,8 @@ void sm_ep_destroy(cci__ep_t *ep)
 	for (struct sm_conn *sc;
 	     CCI__SLIST_POP(&sep->conns, sc, next) || CCI__SLIST_POP(&sep->zombies, sc, next);)
 		sm_conn_destroy(sc);
-	for (struct sm_req *req; CCI__SLIST_POP(&sep->reqs, req, next);)
+	for (struct sm_req *req;
+	     CCI__SLIST_POP(&sep->reqs, req, next) || CCI__SLIST_POP(&sep->posted, req, next);)
 		sm_req_free(req);
 	ep_release(sep);
 }
@@ -224,8 +228,10 @@ int sm_progress(cci__ep_t *ep)
 		if (read(sep->bell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 			SM_LOG(CCI_LOG_EP, "sm: doorbell read: %s", strerror(errno));
 	}
-	if (!cci__spin_trylock(&sep->rx_lock))
-		return CCI_SUCCESS; /* another thread is receiving for us */
+	/* Another thread is receiving for us, or waits for the lock (sm_rx_lock). */
+	if (atomic_load_explicit(&sep->rx_waiters, memory_order_relaxed) ||
+	    !cci__spin_trylock(&sep->rx_lock))
+		return CCI_SUCCESS;
 	rc = rx_drain_all(sep, &got);
 	if (atomic_load_explicit(&sep->txq_busy, memory_order_relaxed))
 		sm_tx_flush_all(sep);

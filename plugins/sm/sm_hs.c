@@ -1,15 +1,20 @@
 /*
- * sm_hs.c - the handshake.  A client connects to the server endpoint's
- * listening socket and sends REQ with its hello (mss, ring size, payload)
- * and three descriptors: its receive ring, its doorbell and its endpoint
- * page.  The server posts the request; cci_accept maps the client's
- * segments and answers ACCEPT with its own three, cci_reject answers
- * REJECT.  The socket then stays as the connection's control socket.
+ * sm_hs.c - the server side of the handshake (the client's is sm_dial.c).
  *
- * Each side creates the ring it receives on (sized by its own
- * recv_buf_count and mss) and hands its memfd to the peer, which maps it
- * to produce into.  Splitting the rings this way lets each receiver size
- * its own buffer, which a single segment created by the client could not.
+ * The control thread accepts the sockets waiting on the listening socket
+ * and reads each one's REQ; the client's ring is mapped and its endpoint
+ * taken (sm_peer.c) at once, so a request holds one descriptor, its
+ * socket, however long the application takes to answer.  Then the
+ * request is posted; cci_accept creates our ring and answers ACCEPT with
+ * our three descriptors, cci_reject answers REJECT, and a request this
+ * process cannot afford (descriptors, memory, mappings) is answered
+ * NORES: the client's connect fails with CCI_ENOMEM.
+ *
+ * When accept(2) itself runs out of descriptors the listening socket is
+ * not watched until the next tick (5 ms): the clients wait in the backlog
+ * (then in their own queue, see sm_dial.c) instead of the thread spinning
+ * on a socket that stays readable, and the warning is said once a second
+ * at most.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -20,52 +25,14 @@
 
 #include "sm.h"
 
-/* Send REQ or ACCEPT: h (its attr and payload filled in) with this side's
- * mss, pid and ring size, and the three descriptors the peer maps: sc's
- * receive ring, the endpoint's doorbell and page. */
-static int hello_send(struct sm_conn *sc, int sock, uint16_t type, struct sm_ctl_hello *h)
+/* Refuse req for lack of resources: answer NORES and forget it; loop
+ * thread, sep->lock held. */
+static void req_nores(struct sm_ep *sep, struct sm_req *req, const char *why)
 {
-	const int fds[SM_HELLO_FDS] = { sc->rx_fd, sc->sep->bell_fd, sc->sep->page_fd };
-
-	h->mss = sc->sep->mss;
-	h->pid = (uint32_t)getpid();
-	h->ring_size = sc->rx.size;
-	return sm_ctl_send(sock, type, h, fds, SM_HELLO_FDS);
-}
-
-/* Client side: the server answered, or hung up.  sep->lock held. */
-static void client_on_readable(struct sm_conn *sc)
-{
-	struct sm_ctl_hello raw, h;
-	int fds[SM_HELLO_FDS], nfds;
-	int n = sm_ctl_recv(sc->sock, &raw, sizeof(raw), fds, &nfds);
-	const char *why = NULL;
-
-	if (n == -1)
-		return;
-	if (n > 0 && sm_ctl_decode(&raw, (size_t)n, nfds, &h, &why) == CCI_SUCCESS &&
-	    h.hdr.type != SM_CTL_ACCEPT && h.hdr.type != SM_CTL_REJECT)
-		why = "not an answer to a request";
-	/* An empty record (the server closed, or sent nothing) may carry
-	 * descriptors too: only an ACCEPT's are kept. */
-	if (n <= 0 || why || h.hdr.type == SM_CTL_REJECT) {
-		for (int i = 0; i < nfds; i++)
-			close(fds[i]);
-		if (why)
-			SM_WARN("sm: malformed answer from the server (pid %d): %s; connection refused",
-			        (int)sc->peer_pid, why);
-		goto err_refused;
-	}
-	if (sm_ep_attach_peer(sc, &h, fds) != CCI_SUCCESS) {
-		SM_WARN("sm: cannot map the segments of the server (pid %d); connection refused",
-		        (int)sc->peer_pid);
-		goto err_refused;
-	}
-	sm_conn_open(sc, &h, CCI_EVENT_CONNECT);
-	return;
-
-err_refused:
-	sm_connect_failed(sc, CCI_ECONNREFUSED, 1);
+	SM_LIMIT_LOG(sep, "sm: %s: request from pid %d refused: %s", sep->sock_path,
+	             (int)req->peer_pid, why);
+	sm_ctl_send(req->sock, SM_CTL_NORES, NULL, NULL, 0);
+	sm_req_drop(sep, req);
 }
 
 /* The request in the n bytes of buf, decoded into req->hello: NULL, or
@@ -87,13 +54,36 @@ static const char *req_check(struct sm_req *req, const void *buf, int n, int nfd
 static void req_on_readable(struct sm_ep *sep, struct sm_req *req)
 {
 	struct sm_ctl_hello raw;
-	int nfds, n = sm_ctl_recv(req->sock, &raw, sizeof(raw), req->fds, &nfds);
+	int fds[SM_HELLO_FDS], nfds, rc, n = sm_ctl_recv(req->sock, &raw, sizeof(raw), fds, &nfds);
 	const char *why;
 
 	if (n == -1)
 		return;
+	if (n == SM_CTL_RECV_NOFDS) {
+		req_nores(sep, req, "no descriptor left to receive its segments");
+		return;
+	}
 	why = req_check(req, &raw, n, nfds);
 	if (why) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		/* A client that gives up before asking (its connect failed on
+		 * its side, or it died) is no fault of anyone's. */
+		if (n <= 0)
+			SM_LOG(CCI_LOG_CONN, "sm: %s: pid %d left before asking", sep->sock_path,
+			       (int)req->peer_pid);
+		else
+			SM_WARN("sm: %s: request from pid %d dropped: %s", sep->sock_path,
+			        (int)req->peer_pid, why);
+		sm_req_drop(sep, req);
+		return;
+	}
+	rc = sm_hello_map(sep, &req->hello, fds, &req->maps, &why);
+	if (rc == CCI_ENOMEM) {
+		req_nores(sep, req, why);
+		return;
+	}
+	if (rc != CCI_SUCCESS) {
 		SM_WARN("sm: %s: request from pid %d dropped: %s", sep->sock_path,
 		        (int)req->peer_pid, why);
 		sm_req_drop(sep, req);
@@ -104,8 +94,11 @@ static void req_on_readable(struct sm_ep *sep, struct sm_req *req)
 	ev_io_stop(sep->eng.loop, &req->w);
 	if (sm_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.attr, req->hello.data,
 	                          req->hello.data_len, req) != CCI_SUCCESS) {
-		sm_req_drop(sep, req);
+		req_nores(sep, req, "no memory for its event");
+		return;
 	}
+	CCI__DLIST_UNLINK(&sep->reqs, req);
+	CCI__DLIST_PUSH(&sep->posted, req);
 }
 
 static void req_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -120,152 +113,193 @@ static void req_cb(struct ev_loop *loop, ev_io *w, int revents)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
+/* accept(2) failed for lack of descriptors or memory: stop watching the
+ * listening socket (it stays readable: the thread would spin) until the
+ * tick looks again; sep->lock held. */
+static void listen_pause(struct sm_ep *sep, int err)
 {
-	struct sm_conn *sc = w->data;
-	struct sm_ep *sep = sc->sep;
-
-	(void)loop;
-	(void)revents;
-	pthread_mutex_lock(&sep->lock);
-	if (cci__conn_state(&sc->base) == CCI__CONN_CONNECTING)
-		client_on_readable(sc);
-	else
-		sm_conn_on_ctl(sc);
-	pthread_mutex_unlock(&sep->lock);
+	ev_io_stop(sep->eng.loop, &sep->listen_w);
+	if (!sep->listen_paused)
+		SM_LIMIT_LOG(sep, "sm: %s: cannot accept connections: %s; clients wait until "
+		             "a descriptor frees", sep->sock_path, strerror(err));
+	sep->listen_paused = 1;
+	cci__engine_tick(&sep->eng, 1);
 }
 
-/* List sc, watch its control socket and run the tick; the loop lock and
- * sep->lock held.  Another thread than the loop's then wakes it
- * (cci__engine_cmd). */
-static void conn_watch(struct sm_conn *sc)
+void sm_hs_listen_resume(struct sm_ep *sep)
 {
-	sc->next = sc->sep->conns;
-	sc->sep->conns = sc;
-	ev_io_init(&sc->ctl_w, conn_cb, sc->sock, EV_READ);
-	sc->ctl_w.data = sc;
-	ev_io_start(sc->sep->eng.loop, &sc->ctl_w);
-	cci__engine_tick(&sc->sep->eng, 1);
+	if (sep->listen_paused && !ev_is_active(&sep->listen_w))
+		ev_io_start(sep->eng.loop, &sep->listen_w);
+}
+
+/* A socket accepted: a request waiting for its hello. */
+static void req_new(struct sm_ep *sep, int fd)
+{
+	struct sm_req *req;
+	pid_t pid = 0;
+
+	if (sm_peer_pid(fd, &pid) != CCI_SUCCESS) {
+		SM_WARN("sm: %s: connection from another user refused", sep->sock_path);
+		close(fd);
+		return;
+	}
+	req = calloc(1, sizeof(*req));
+	if (!req) {
+		SM_LIMIT_LOG(sep, "sm: %s: request from pid %d refused: out of memory",
+		             sep->sock_path, (int)pid);
+		sm_ctl_send(fd, SM_CTL_NORES, NULL, NULL, 0);
+		close(fd);
+		return;
+	}
+	req->sep = sep;
+	req->sock = fd;
+	req->peer_pid = pid;
+	req->since_ns = cci__now_ns();
+	CCI__DLIST_PUSH(&sep->reqs, req);
+	ev_io_init(&req->w, req_cb, fd, EV_READ);
+	req->w.data = req;
+	ev_io_start(sep->eng.loop, &req->w);
+	cci__engine_tick(&sep->eng, 1); /* its request must come in time */
 }
 
 void sm_hs_on_listen(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct sm_ep *sep = w->data;
-	struct sm_req *req;
 	int fd;
 
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&sep->lock);
-	while ((fd = accept4(sep->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-		pid_t pid = 0;
-		if (sm_peer_pid(fd, &pid) != CCI_SUCCESS) {
-			SM_WARN("sm: %s: connection from another user refused", sep->sock_path);
-			close(fd);
-			continue;
+	for (;;) {
+		fd = accept4(sep->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				listen_pause(sep, errno);
+			break;
 		}
-		req = calloc(1, sizeof(*req));
-		if (!req) {
-			close(fd);
-			continue;
+		if (sep->listen_paused) {
+			SM_LOG(CCI_LOG_CONN, "sm: %s: accepting connections again", sep->sock_path);
+			sep->listen_paused = 0;
 		}
-		req->sep = sep;
-		req->sock = fd;
-		req->peer_pid = pid;
-		req->since_ns = cci__now_ns();
-		for (int i = 0; i < SM_HELLO_FDS; i++)
-			req->fds[i] = -1;
-		req->next = sep->reqs;
-		sep->reqs = req;
-		ev_io_init(&req->w, req_cb, fd, EV_READ);
-		req->w.data = req;
-		ev_io_start(sep->eng.loop, &req->w);
-		cci__engine_tick(&sep->eng, 1); /* its request must come in time */
+		req_new(sep, fd);
 	}
 	pthread_mutex_unlock(&sep->lock);
 }
 
-int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
-               cci_conn_attribute_t attr, void *context, const struct timeval *timeout)
+/* Send sc's ACCEPT (its ring made again if it was dropped while the
+ * answer waited).  CCI_EAGAIN when the kernel refuses for now: too many
+ * descriptors in flight for this user (ETOOMANYREFS, a limit of
+ * RLIMIT_NOFILE unless CAP_SYS_RESOURCE) while a storm of requests waits
+ * in the backlog; the ring is dropped then, so that a waiting answer
+ * holds only its socket. */
+static int answer_send(struct sm_conn *sc)
 {
-	struct sm_ep *sep = sm_ep_of(ep);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct sm_ctl_hello h = { .attr = (uint32_t)attr, .data_len = data_len };
-	struct sm_conn *sc;
+	struct sm_ctl_hello h = { .data_len = 0 };
+	int rc;
 
-	if (sm_uri_parse(uri, sa.sun_path, sizeof(sa.sun_path)) != CCI_SUCCESS) {
-		SM_LOG(CCI_LOG_CONN, "sm: cannot parse URI \"%s\" (want sm://<dir>/<pid>/<id>)", uri);
-		return CCI_EINVAL;
+	if (!sc->rx_seg) {
+		rc = sm_conn_rx_create(sc);
+		if (rc != CCI_SUCCESS) {
+			SM_LIMIT_LOG(sc->sep, "sm: %s: cannot accept pid %d: no receive ring: %s",
+			             sc->sep->sock_path, (int)sc->peer_pid, strerror(errno));
+			return CCI_ENOMEM;
+		}
 	}
-	sc = sm_conn_new(sep, attr, context);
-	if (!sc)
-		return CCI_ENOMEM;
-	sc->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (sc->sock < 0 || connect(sc->sock, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		SM_LOG(CCI_LOG_CONN, "sm: nobody listens at %s: %s", sa.sun_path, strerror(errno));
-		sm_connect_failed(sc, CCI_ECONNREFUSED, 0);
+	if (sm_hello_send(sc, sc->sock, SM_CTL_ACCEPT, &h) == CCI_SUCCESS) {
+		close(sc->rx_fd); /* the answer holds the file */
+		sc->rx_fd = -1;
 		return CCI_SUCCESS;
 	}
-	if (sm_peer_pid(sc->sock, &sc->peer_pid) != CCI_SUCCESS) {
-		SM_WARN("sm: %s is served by another user; connection refused", sa.sun_path);
-		sm_connect_failed(sc, CCI_ECONNREFUSED, 0);
-		return CCI_SUCCESS;
+	if (errno == EAGAIN || errno == ETOOMANYREFS) {
+		sm_conn_rx_drop(sc);
+		return CCI_EAGAIN;
 	}
-	if (data_len)
-		memcpy(h.data, data, data_len);
-	if (hello_send(sc, sc->sock, SM_CTL_REQ, &h) != CCI_SUCCESS) {
-		SM_LOG(CCI_LOG_CONN, "sm: cannot send the request to %s: %s", sa.sun_path,
-		       strerror(errno));
-		sm_connect_failed(sc, CCI_ECONNREFUSED, 0);
-		return CCI_SUCCESS;
+	SM_LOG(CCI_LOG_CONN, "sm: client pid %d left before the answer", (int)sc->peer_pid);
+	return CCI_ERR_DISCONNECTED;
+}
+
+/* The ACCEPT went (rc CCI_SUCCESS): open sc; or it cannot go: the
+ * ACCEPT event fails with rc.  The loop lock and sep->lock held. */
+static void answer_done(struct sm_conn *sc, int rc)
+{
+	struct sm_ep *sep = sc->sep;
+	struct sm_ctl_hello h = { .mss = sc->peer_mss };
+
+	sc->answering = 0;
+	if (rc == CCI_SUCCESS) {
+		sm_conn_watch(sc);
+		sm_conn_open(sc, &h, CCI_EVENT_ACCEPT);
+		return;
 	}
-	pthread_mutex_lock(&sep->eng.lock);
-	pthread_mutex_lock(&sep->lock);
-	if (timeout)
-		cci__ct_connecting(&sc->base.timers, timeout, cci__now_ns());
-	conn_watch(sc);
-	pthread_mutex_unlock(&sep->lock);
-	pthread_mutex_unlock(&sep->eng.lock);
-	cci__engine_cmd(&sep->eng, 0); /* the loop sees the watcher and runs the tick */
-	return CCI_SUCCESS;
+	if (rc == CCI_ENOMEM)
+		sm_ctl_send(sc->sock, SM_CTL_NORES, NULL, NULL, 0);
+	sm_core->post_accept(sep->ep, sc->conn->pub.context, rc, NULL);
+	CCI__DLIST_UNLINK(&sep->conns, sc);
+	sm_timed_remove(sc);
+	sm_conn_destroy(sc);
+}
+
+int sm_hs_answer_retry(struct sm_conn *sc, uint64_t now)
+{
+	int rc = answer_send(sc);
+
+	if (rc == CCI_EAGAIN && now < sc->base.timers.deadline_ns)
+		return 1;
+	if (rc == CCI_EAGAIN)
+		SM_LIMIT_LOG(sc->sep, "sm: %s: cannot answer pid %d: the kernel kept refusing "
+		             "its descriptors (too many in flight)", sc->sep->sock_path,
+		             (int)sc->peer_pid);
+	answer_done(sc, rc == CCI_EAGAIN ? CCI_ENOMEM : rc);
+	return rc == CCI_SUCCESS ? sc->base.timers.ka_us != 0 : -1;
 }
 
 /* Server side, the loop lock and sep->lock held: build the connection and
- * answer ACCEPT. */
+ * answer ACCEPT, now or, when the kernel refuses the descriptors for now,
+ * at a later tick (sm_hs_answer_retry).  CCI_ENOMEM (logged) when this
+ * process cannot afford the connection. */
 static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 {
-	struct sm_ctl_hello h = { .data_len = 0 };
 	struct sm_conn *sc = sm_conn_new(sep, (cci_conn_attribute_t)req->hello.attr, context);
 	int rc;
 
-	if (!sc)
+	if (!sc) {
+		SM_LIMIT_LOG(sep, "sm: %s: cannot accept pid %d: out of memory", sep->sock_path,
+		             (int)req->peer_pid);
 		return CCI_ENOMEM;
+	}
 	sc->peer_pid = req->peer_pid;
-	rc = sm_ep_attach_peer(sc, &req->hello, req->fds);
-	for (int i = 0; i < SM_HELLO_FDS; i++)
-		req->fds[i] = -1; /* consumed by sm_ep_attach_peer */
+	sc->peer_mss = req->hello.mss;
+	rc = sm_conn_rx_create(sc);
 	if (rc != CCI_SUCCESS) {
-		SM_WARN("sm: cannot map the segments of pid %d; request refused", (int)req->peer_pid);
+		SM_LIMIT_LOG(sep, "sm: %s: cannot accept pid %d: no receive ring: %s",
+		             sep->sock_path, (int)req->peer_pid, strerror(errno));
 		sm_conn_destroy(sc);
 		return rc;
 	}
-	if (hello_send(sc, req->sock, SM_CTL_ACCEPT, &h) != CCI_SUCCESS) {
-		SM_LOG(CCI_LOG_CONN, "sm: client pid %d left before the answer", (int)req->peer_pid);
-		sm_core->post_accept(sep->ep, context, CCI_ERR_DISCONNECTED, NULL);
-		sm_conn_destroy(sc);
-		return CCI_SUCCESS;
-	}
+	sm_conn_attach(sc, &req->maps);
 	sc->sock = req->sock; /* the connection owns the socket now */
 	req->sock = -1;
-	conn_watch(sc);
-	sm_conn_open(sc, &req->hello, CCI_EVENT_ACCEPT);
+	CCI__DLIST_PUSH(&sep->conns, sc);
+	rc = answer_send(sc);
+	if (rc != CCI_EAGAIN) {
+		answer_done(sc, rc);
+		return CCI_SUCCESS;
+	}
+	SM_LOG(CCI_LOG_CONN, "sm: %s: the answer to pid %d waits: too many descriptors in flight",
+	       sep->sock_path, (int)sc->peer_pid);
+	sc->answering = 1;
+	sc->base.timers.deadline_ns = cci__now_ns() + SM_REQ_WAIT_NS;
+	sm_timed_add(sc);
+	cci__engine_tick(&sep->eng, 1);
 	return CCI_SUCCESS;
 }
 
 /* Forget a request that never became an event; loop thread, sep->lock held. */
 void sm_req_drop(struct sm_ep *sep, struct sm_req *req)
 {
-	CCI__SLIST_UNLINK(&sep->reqs, req, next);
+	CCI__DLIST_UNLINK(&sep->reqs, req);
 	ev_io_stop(sep->eng.loop, &req->w);
 	sm_req_free(req);
 }
@@ -278,15 +312,20 @@ void sm_req_drop(struct sm_ep *sep, struct sm_req *req)
 int sm_accept(cci__evt_t *evt, void *context)
 {
 	struct sm_ep *sep = sm_ep_of(evt->ep);
+	struct sm_req *req = evt->req_state;
 	int rc;
 
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
-	rc = accept_locked(sep, evt->req_state, context);
+	rc = accept_locked(sep, req, context);
 	pthread_mutex_unlock(&sep->lock);
 	pthread_mutex_unlock(&sep->eng.lock);
-	if (rc != CCI_SUCCESS)
-		sm_reject(evt);
+	if (rc != CCI_SUCCESS) {
+		/* This side's limit, not the application's refusal. */
+		sm_ctl_send(req->sock, SM_CTL_NORES, NULL, NULL, 0);
+		close(req->sock);
+		req->sock = -1;
+	}
 	cci__engine_cmd(&sep->eng, 0); /* the loop sees the new watcher */
 	return rc;
 }
@@ -306,9 +345,7 @@ void sm_req_free(struct sm_req *req)
 {
 	if (req->sock >= 0)
 		close(req->sock);
-	for (int i = 0; i < SM_HELLO_FDS; i++)
-		if (req->fds[i] >= 0)
-			close(req->fds[i]);
+	sm_hello_unmap(req->sep, &req->maps);
 	free(req);
 }
 
@@ -319,7 +356,7 @@ void sm_request_done(cci__evt_t *evt)
 	struct sm_ep *sep = sm_ep_of(evt->ep);
 
 	pthread_mutex_lock(&sep->lock);
-	CCI__SLIST_UNLINK(&sep->reqs, req, next);
+	CCI__DLIST_UNLINK(&sep->posted, req);
 	pthread_mutex_unlock(&sep->lock);
 	sm_req_free(req);
 }

@@ -52,11 +52,6 @@ static void ping(void *pc)
 		sm_ctl_send(sc->sock, SM_CTL_PING, NULL, NULL, 0);
 }
 
-static void connect_expired(void *pc)
-{
-	sm_connect_failed(pc, CCI_ETIMEDOUT, 1);
-}
-
 static void send_expired(void *pc)
 {
 	sm_conn_break(pc, CCI_ETIMEDOUT);
@@ -65,45 +60,85 @@ static void send_expired(void *pc)
 static const struct cci__conn_tick_ops tick_ops = {
 	.oldest_send_ns = oldest_send_ns,
 	.ping = ping,
-	.connect_expired = connect_expired,
+	.connect_expired = NULL, /* conn_tick times connects: the connection goes */
 	.send_expired = send_expired,
 };
 
-/* Each tick: faults, timers and queued sends of the connections, requests
- * that never came (their socket still watched); then the tick stops if
- * nothing is left to time (listing a connection or a request starts it
- * again). */
+/* Has sc work queued (its send timeout runs, and a flush)? */
+static int txq_queued(struct sm_conn *sc)
+{
+	int queued;
+
+	pthread_mutex_lock(&sc->tx_lock);
+	queued = sc->txq != NULL;
+	pthread_mutex_unlock(&sc->tx_lock);
+	return queued;
+}
+
+/* One connection of the tick's list: 1 if the next tick must visit it
+ * again, 0 if not, -1 if it is gone (a connect that timed out). */
+static int conn_tick(struct sm_conn *sc, uint64_t now)
+{
+	int fault;
+
+	if (cci__conn_state(&sc->base) == CCI__CONN_CONNECTING) {
+		if (sc->answering)
+			return sm_hs_answer_retry(sc, now);
+		if (cci__ct_connect_expired(&sc->base.timers, now)) {
+			sm_connect_failed(sc, CCI_ETIMEDOUT, 1);
+			return -1;
+		}
+		return sc->base.timers.deadline_ns != 0;
+	}
+	if (!cci__conn_is_open(&sc->base))
+		return 0;
+	fault = atomic_exchange(&sc->fault, 0);
+	if (fault) {
+		sm_conn_break(sc, fault);
+		return 0;
+	}
+	conn_heard(sc, now);
+	sm_txq_flush(sc);
+	if (!cci__conn_tick(&sc->base, sc->conn, sm_core, &tick_ops, sc, now))
+		return 0;
+	return sc->base.timers.ka_us != 0 || txq_queued(sc);
+}
+
+/*
+ * Each tick: the listening socket if accept(2) ran out of descriptors,
+ * connects waiting for a full backlog, the connections that need a visit
+ * (connect deadlines, keepalives, queued sends and their timeout, faults:
+ * sep->timed, so that 10,000 idle connections cost nothing here), requests
+ * that never came.  The tick runs while there is a connection or a request
+ * (listing one starts it again), so that what other threads ask for is
+ * seen within a tick without waking the loop.
+ */
 static void on_tick(void *owner, uint64_t now, int app_polled)
 {
 	struct sm_ep *sep = owner;
-	struct sm_conn *sc, *next;
 	struct sm_req *req, *rnext;
 
 	(void)app_polled; /* the data path is the application's alone */
 	pthread_mutex_lock(&sep->lock);
-	for (sc = sep->conns; sc; sc = next) {
-		int fault;
-		next = sc->next;
-		if (cci__conn_is_open(&sc->base)) {
-			fault = atomic_exchange(&sc->fault, 0);
-			if (fault) {
-				sm_conn_break(sc, fault);
-				continue;
-			}
-			conn_heard(sc, now);
-			sm_txq_flush(sc);
-		}
-		cci__conn_tick(&sc->base, sc->conn, sm_core, &tick_ops, sc, now);
+	sm_hs_listen_resume(sep);
+	if (sep->dials)
+		sm_dial_retry(sep, 1);
+	sm_timed_take_asked(sep);
+	for (struct sm_tlink *l = sep->timed, *next; l; l = next) {
+		struct sm_conn *sc = sm_conn_of_tlink(l);
+		next = l->next;
+		if (conn_tick(sc, now) == 0)
+			sm_timed_remove(sc);
 	}
 	for (req = sep->reqs; req; req = rnext) {
 		rnext = req->next;
-		if (ev_is_active(&req->w) && now - req->since_ns > SM_REQ_WAIT_NS) {
+		if (now - req->since_ns > SM_REQ_WAIT_NS) {
 			SM_WARN("sm: %s: pid %d connected but never asked; dropped", sep->sock_path,
 			        (int)req->peer_pid);
 			sm_req_drop(sep, req);
 		}
 	}
-	cci__engine_tick(&sep->eng, sep->conns != NULL || sep->reqs != NULL);
+	cci__engine_tick(&sep->eng, sep->conns != NULL || sep->reqs != NULL || sep->listen_paused);
 	pthread_mutex_unlock(&sep->lock);
 }
 

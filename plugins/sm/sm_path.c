@@ -154,7 +154,7 @@ static int bind_id(struct sm_ep *sep, const char *dir, unsigned id)
 	/* Not bound by this process (id_claim succeeded): a leftover. */
 	unlink(sa.sun_path);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(sa.sun_path, 0600) != 0 ||
-	    listen(fd, 128) != 0) {
+	    listen(fd, SM_BACKLOG) != 0) {
 		SM_ERR("sm: cannot listen at %s: %s", sa.sun_path, strerror(errno));
 		rc = errno == EADDRINUSE ? CCI_EBUSY : CCI_EADDRNOTAVAIL;
 		close(fd);

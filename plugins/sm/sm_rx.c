@@ -13,7 +13,7 @@ void sm_rx_fault(struct sm_conn *sc)
 	SM_WARN("sm: malformed record from pid %d; connection closed", (int)sc->peer_pid);
 	sc->rx_dead = 1;
 	atomic_store(&sc->fault, CCI_ERR_DISCONNECTED);
-	cci__engine_cmd(&sc->sep->eng, 0);
+	sm_tick_ask(sc);
 }
 
 static void rx_wake_producer(struct sm_conn *sc);
@@ -47,7 +47,7 @@ int sm_rx_pending(struct sm_ep *sep)
 {
 	int pending = 0;
 
-	cci__spin_lock(&sep->rx_lock);
+	sm_rx_lock(sep);
 	for (uint32_t i = 0; i < sep->rx_n && !pending; i++) {
 		int bad = 0;
 		struct sm_conn *sc = sep->rx_set[i];
@@ -98,7 +98,7 @@ void sm_recv_returned(cci__evt_t *evt)
 	if (sc->rx_closed) {
 		dead = sc->lent == 0;
 		if (dead)
-			CCI__SLIST_UNLINK(&sep->zombies, sc, next);
+			CCI__DLIST_UNLINK(&sep->zombies, sc);
 	} else {
 		rx_release(sc, evt->rx_buf);
 	}

@@ -146,8 +146,10 @@ int sm_tx_place(struct sm_conn *sc, uint16_t type, uint32_t aux, const struct io
 void sm_txq_queue(struct sm_conn *sc, struct sm_pend *p)
 {
 	p->queued_ns = cci__now_ns();
-	if (!sc->txq)
+	if (!sc->txq) {
 		atomic_fetch_add_explicit(&sc->sep->txq_busy, 1, memory_order_relaxed);
+		sm_tick_ask(sc); /* its send timeout, and a flush if nobody polls */
+	}
 	CCI__FIFO_PUSH(&sc->txq, &sc->txq_tail, p, next);
 	/* Ask the consumer for a doorbell when it frees space. */
 	atomic_store_explicit(&sc->tx.ctl->prod_waiting, 1, memory_order_relaxed);
@@ -276,18 +278,27 @@ void sm_txq_flush(struct sm_conn *sc)
 	pthread_mutex_unlock(&sc->tx_lock);
 }
 
-/* Fail the queue: completions with first_status, then CCI_ERR_DISCONNECTED
- * (notify), or silently dropped; then the copy RMAs waiting for an ACK,
- * with CCI_ERR_DISCONNECTED.  tx_lock held (or sc is private). */
-void sm_txq_fail(struct sm_conn *sc, int first_status, int notify)
+/* Fail the queue: completions (notify) or silently dropped.  After a send
+ * timeout (status CCI_ETIMEDOUT) each queued send that waited past the
+ * timeout for ring space completes with CCI_ETIMEDOUT, the younger ones
+ * with CCI_ERR_DISCONNECTED (cci__ct_send_fail_status); with any other
+ * status all get CCI_ERR_DISCONNECTED.  Then the copy RMAs waiting for an
+ * ACK, with CCI_ERR_DISCONNECTED: they reached the peer's ring.  tx_lock
+ * held (or sc is private). */
+void sm_txq_fail(struct sm_conn *sc, int status, int notify)
 {
+	uint32_t timeout_us = sc->conn ? sc->conn->send_timeout_us : 0;
+	uint64_t now = cci__now_ns();
+
 	while (sc->txq) {
 		struct sm_pend *p = sc->txq;
 		txq_pop(sc);
-		if (notify && pend_is_user(p) && sc->conn) {
-			sm_core->send_done(sc->conn, p->context, p->flags, first_status);
-			first_status = CCI_ERR_DISCONNECTED;
-		}
+		if (notify && pend_is_user(p) && sc->conn)
+			sm_core->send_done(sc->conn, p->context, p->flags,
+			                   status == CCI_ETIMEDOUT
+			                           ? cci__ct_send_fail_status(timeout_us,
+			                                                      p->queued_ns, now)
+			                           : CCI_ERR_DISCONNECTED);
 		sm_pend_put(sc->sep, p);
 	}
 	for (struct sm_pend *p; CCI__SLIST_POP(&sc->rma_wait, p, next);) {

@@ -74,7 +74,9 @@ static void ctl_take_fds(struct msghdr *mh, int *fds, int *nfds, int max)
 }
 
 /* One control message: > 0 bytes, 0 at EOF, -1 when none is waiting,
- * -2 on an error. */
+ * -2 on an error, SM_CTL_RECV_NOFDS when its descriptors were lost (the
+ * kernel could not install them: this process is out of descriptors, or
+ * the peer sent more than any message carries). */
 int sm_ctl_recv(int sock, void *buf, size_t len, int *fds, int *nfds)
 {
 	union {
@@ -93,5 +95,7 @@ int sm_ctl_recv(int sock, void *buf, size_t len, int *fds, int *nfds)
 	/* A truncated message is an error: it keeps none of its descriptors. */
 	cut = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0;
 	ctl_take_fds(&mh, fds, nfds, cut ? 0 : SM_HELLO_FDS);
+	if (cut && !(mh.msg_flags & MSG_TRUNC))
+		return SM_CTL_RECV_NOFDS;
 	return cut || n > INT32_MAX ? -2 : (int)n;
 }

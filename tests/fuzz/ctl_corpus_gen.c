@@ -82,6 +82,7 @@ static void gen_sm(void)
 	sm_put("disconnect", SM_CTL_DISCONNECT, NULL);
 	sm_put("ping", SM_CTL_PING, NULL);
 	sm_put("pong", SM_CTL_PONG, NULL);
+	sm_put("nores", SM_CTL_NORES, NULL);
 }
 
 static void gen_ofi(void)

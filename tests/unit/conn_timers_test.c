@@ -79,6 +79,20 @@ static void send_timeout_counts_from_the_oldest_send(void)
 	CU_ASSERT_TRUE(cci__ct_send_expired(1000, 4 * MS, 5 * MS + 1));
 }
 
+/* After a send timeout broke the connection at 5 ms + 1 ns (timeout 1 ms):
+ * the sends queued as long too timed out, the younger ones did not. */
+static void pending_sends_fail_by_their_own_age(void)
+{
+	uint64_t now = 5 * MS + 1;
+
+	CU_ASSERT_EQUAL(cci__ct_send_fail_status(1000, 4 * MS, now), CCI_ETIMEDOUT);
+	CU_ASSERT_EQUAL(cci__ct_send_fail_status(1000, 1 * MS, now), CCI_ETIMEDOUT);
+	CU_ASSERT_EQUAL(cci__ct_send_fail_status(1000, 4 * MS + 1, now), CCI_ERR_DISCONNECTED);
+	CU_ASSERT_EQUAL(cci__ct_send_fail_status(1000, 5 * MS, now), CCI_ERR_DISCONNECTED);
+	CU_ASSERT_EQUAL(cci__ct_send_fail_status(1000, now + 1, now), CCI_ERR_DISCONNECTED);
+	CU_ASSERT_EQUAL(cci__ct_send_fail_status(0, 0, now), CCI_ERR_DISCONNECTED);
+}
+
 static void connect_deadline_follows_the_timeout(void)
 {
 	struct cci__conn_timers t = { 0 };
@@ -104,6 +118,8 @@ static const struct unit_test tests[] = {
 	{ "a stamp set a little after the tick's clock counts as now", a_later_stamp_counts_as_now },
 	{ "the send timeout counts from the oldest unfinished send",
 	  send_timeout_counts_from_the_oldest_send },
+	{ "after a send timeout, pending sends as old time out, younger ones are disconnected",
+	  pending_sends_fail_by_their_own_age },
 	{ "the connect deadline is the connect timeout after the start, or never",
 	  connect_deadline_follows_the_timeout },
 };

@@ -1,0 +1,496 @@
+/*
+ * sm_storm_test.c - many connects at once on sm, and the limits of a
+ * process.  A server endpoint runs in a child process; this process is
+ * the client endpoint.
+ *
+ * More connects than the listening backlog holds, made while the server
+ * is stopped, wait and then all connect (or time out with CCI_ETIMEDOUT
+ * when given a timeout), never fail otherwise.  A connection holds one
+ * descriptor and two mappings on each side.  A process out of
+ * descriptors fails a connect with CCI_ENOMEM at once, and a server out
+ * of descriptors neither spins nor refuses.  After a send timeout, the
+ * sends queued longer than the timeout complete with CCI_ETIMEDOUT, the
+ * younger ones with CCI_ERR_DISCONNECTED.
+ */
+#include <CUnit/Basic.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cci.h"
+#include "harness.h" /* h_count_fds, h_now_ms, h_sleep_ms */
+
+#define WAIT_MS 20000u /* bound of every wait; far above what is needed */
+
+/* What the server child reports when told to quit. */
+struct srv_report {
+	long accepted, failed, requests;
+	long fds0, fds, maps0, maps;
+	double cpu_s;
+};
+
+struct srv {
+	pid_t pid;
+	int cmd, rep; /* our ends of its pipes */
+	char uri[256];
+};
+
+static int count_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	int n = 0, c;
+
+	if (!f)
+		return -1;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+static double cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Raise the soft descriptor limit to want (at most the hard one). */
+static rlim_t nofile_raise(rlim_t want)
+{
+	struct rlimit rl;
+
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur < want) {
+		rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return rl.rlim_cur;
+}
+
+/* The server's events: accept every request (or keep them all, held),
+ * count the outcomes. */
+static void srv_event(cci_event_t *ev, int accept, struct srv_report *r)
+{
+	switch (ev->type) {
+	case CCI_EVENT_CONNECT_REQUEST:
+		r->requests++;
+		if (!accept)
+			return; /* held: its socket stays open */
+		cci_accept(ev, NULL);
+		break;
+	case CCI_EVENT_ACCEPT:
+		if (ev->accept.status == CCI_SUCCESS)
+			r->accepted++;
+		else
+			r->failed++;
+		break;
+	default:
+		break;
+	}
+	cci_return_event(ev);
+}
+
+/* The child: serve until told to quit ('q'), then report.  spare > 0
+ * leaves it that many descriptors. */
+static _Noreturn void srv_main(int cmd, int rep, int accept, int spare)
+{
+	struct srv_report r = { 0 };
+	struct pollfd p = { .fd = cmd, .events = POLLIN };
+	cci_endpoint_t *ep;
+	cci_event_t *ev;
+	char *uri;
+	double c0;
+
+	if (cci_init(CCI_ABI_VERSION, 0, &(uint32_t){ 0 }) != CCI_SUCCESS ||
+	    cci_create_endpoint(NULL, 0, &ep, NULL) != CCI_SUCCESS ||
+	    cci_get_opt(ep, CCI_OPT_ENDPT_URI, &uri) != CCI_SUCCESS)
+		_exit(2);
+	r.fds0 = h_count_fds();
+	r.maps0 = count_maps();
+	if (spare > 0) {
+		struct rlimit rl = { (rlim_t)(r.fds0 + spare), (rlim_t)(r.fds0 + spare) };
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (write(rep, uri, strlen(uri) + 1) < 0)
+		_exit(2);
+	c0 = cpu_s();
+	while (poll(&p, 1, 0) == 0) {
+		if (cci_get_event(ep, &ev) == CCI_SUCCESS)
+			srv_event(ev, accept, &r);
+		else if (!accept)
+			usleep(1000); /* only the control thread works: its time shows */
+	}
+	r.cpu_s = cpu_s() - c0;
+	r.fds = h_count_fds();
+	r.maps = count_maps();
+	if (write(rep, &r, sizeof(r)) < 0)
+		_exit(2);
+	_exit(0);
+}
+
+static void srv_start(struct srv *s, int accept, int spare)
+{
+	int c[2], r[2];
+	ssize_t n;
+
+	CU_ASSERT_FATAL(pipe(c) == 0 && pipe(r) == 0);
+	s->pid = fork();
+	CU_ASSERT_FATAL(s->pid >= 0);
+	if (s->pid == 0) {
+		close(c[1]);
+		close(r[0]);
+		srv_main(c[0], r[1], accept, spare);
+	}
+	close(c[0]);
+	close(r[1]);
+	s->cmd = c[1];
+	s->rep = r[0];
+	n = read(s->rep, s->uri, sizeof(s->uri) - 1);
+	CU_ASSERT_FATAL(n > 0);
+	s->uri[n] = '\0';
+}
+
+static void srv_stop(struct srv *s, struct srv_report *r)
+{
+	kill(s->pid, SIGCONT);
+	CU_ASSERT(write(s->cmd, "q", 1) == 1);
+	memset(r, 0, sizeof(*r));
+	CU_ASSERT(read(s->rep, r, sizeof(*r)) == (ssize_t)sizeof(*r));
+	waitpid(s->pid, NULL, 0);
+	close(s->cmd);
+	close(s->rep);
+}
+
+/* Stop the server and wait until it is stopped (its threads may run a
+ * moment after kill returns). */
+static void srv_freeze(struct srv *s)
+{
+	char path[64], buf[512], *p = NULL;
+
+	kill(s->pid, SIGSTOP);
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)s->pid);
+	for (uint64_t stop = h_now_ms() + WAIT_MS; h_now_ms() < stop; h_sleep_ms(1)) {
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+		if (f)
+			fclose(f);
+		buf[n] = '\0';
+		p = strrchr(buf, ')'); /* the state follows the command's name */
+		if (p && p[1] == ' ' && p[2] == 'T')
+			return;
+	}
+	CU_FAIL("the server did not stop");
+}
+
+/* Collect n CONNECT events within WAIT_MS; statuses counted in
+ * st[status & 255]. */
+static long connects_wait(cci_endpoint_t *ep, long n, long *st)
+{
+	long got = 0;
+
+	for (uint64_t stop = h_now_ms() + WAIT_MS; got < n && h_now_ms() < stop;) {
+		cci_event_t *ev;
+		if (cci_get_event(ep, &ev) != CCI_SUCCESS)
+			continue;
+		if (ev->type == CCI_EVENT_CONNECT) {
+			st[ev->connect.status & 255]++;
+			got++;
+		}
+		cci_return_event(ev);
+	}
+	return got;
+}
+
+/* More connects than the backlog holds; 0 if this host cannot afford
+ * them (descriptor limit), with a note. */
+static long storm_size(void)
+{
+	FILE *f = fopen("/proc/sys/net/core/somaxconn", "r");
+	long somax = 4096, n;
+
+	if (f) {
+		if (fscanf(f, "%ld", &somax) != 1)
+			somax = 4096;
+		fclose(f);
+	}
+	n = somax + 400;
+	if (nofile_raise((rlim_t)(2 * n + 200)) < (rlim_t)(2 * n + 200)) {
+		printf("\n    (skipped: %ld connects need %ld descriptors) ", n, 2 * n + 200);
+		return 0;
+	}
+	return n;
+}
+
+/* n connects at once to a stopped server, each with timeout (NULL: none);
+ * none may complete while it is stopped, unless it timed out. */
+static void storm_stopped(cci_endpoint_t *ep, struct srv *s, long n, const struct timeval *tv)
+{
+	cci_event_t *ev;
+
+	srv_freeze(s);
+	for (long i = 0; i < n; i++)
+		CU_ASSERT_EQUAL_FATAL(cci_connect(ep, s->uri, NULL, 0, CCI_CONN_ATTR_RO, NULL, 0, tv),
+		                      CCI_SUCCESS);
+	if (tv)
+		return;
+	h_sleep_ms(200);
+	CU_ASSERT_EQUAL(cci_get_event(ep, &ev), CCI_EAGAIN); /* no refusal: they wait */
+}
+
+static void test_backlog_full_waits(void)
+{
+	long n = storm_size(), st[256] = { 0 };
+	struct srv s;
+	struct srv_report r;
+	cci_endpoint_t *ep;
+	int fds0;
+
+	if (n == 0)
+		return;
+	srv_start(&s, 1, 0);
+	CU_ASSERT_FATAL(cci_create_endpoint(NULL, 0, &ep, NULL) == CCI_SUCCESS);
+	fds0 = h_count_fds();
+	storm_stopped(ep, &s, n, NULL);
+	kill(s.pid, SIGCONT);
+	CU_ASSERT_EQUAL(connects_wait(ep, n, st), n);
+	CU_ASSERT_EQUAL(st[CCI_SUCCESS], n);
+	CU_ASSERT(h_count_fds() - fds0 <= n + 8);
+	cci_destroy_endpoint(ep);
+	srv_stop(&s, &r);
+	CU_ASSERT_EQUAL(r.accepted, n);
+}
+
+static void test_backlog_full_times_out(void)
+{
+	long n = storm_size(), st[256] = { 0 };
+	struct timeval tv = { 0, 300000 };
+	struct srv s;
+	struct srv_report r;
+	cci_endpoint_t *ep;
+	uint64_t t0;
+
+	if (n == 0)
+		return;
+	srv_start(&s, 1, 0);
+	CU_ASSERT_FATAL(cci_create_endpoint(NULL, 0, &ep, NULL) == CCI_SUCCESS);
+	t0 = h_now_ms();
+	storm_stopped(ep, &s, n, &tv);
+	CU_ASSERT_EQUAL(connects_wait(ep, n, st), n);
+	CU_ASSERT_EQUAL(st[CCI_ETIMEDOUT], n);
+	CU_ASSERT(h_now_ms() - t0 >= 300);
+	kill(s.pid, SIGCONT);
+	/* The server, flooded with requests whose clients left, still serves. */
+	CU_ASSERT_EQUAL(cci_connect(ep, s.uri, NULL, 0, CCI_CONN_ATTR_RO, NULL, 0, NULL),
+	                CCI_SUCCESS);
+	memset(st, 0, sizeof(st));
+	CU_ASSERT_EQUAL(connects_wait(ep, 1, st), 1);
+	CU_ASSERT_EQUAL(st[CCI_SUCCESS], 1);
+	cci_destroy_endpoint(ep);
+	srv_stop(&s, &r);
+}
+
+/* One descriptor and two mappings (the two rings) per connection, on
+ * each side: the peer's doorbell and page are held once per peer. */
+static void test_one_descriptor_per_connection(void)
+{
+	const long n = 500;
+	long st[256] = { 0 };
+	struct srv s;
+	struct srv_report r;
+	cci_endpoint_t *ep;
+	int fds0, maps0;
+
+	nofile_raise(4 * n);
+	srv_start(&s, 1, 0);
+	CU_ASSERT_FATAL(cci_create_endpoint(NULL, 0, &ep, NULL) == CCI_SUCCESS);
+	fds0 = h_count_fds();
+	maps0 = count_maps();
+	for (long i = 0; i < n; i++)
+		CU_ASSERT_EQUAL_FATAL(cci_connect(ep, s.uri, NULL, 0, CCI_CONN_ATTR_RO, NULL, 0,
+		                                  NULL), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(connects_wait(ep, n, st), n);
+	CU_ASSERT_EQUAL(st[CCI_SUCCESS], n);
+	printf("\n    client: %d descriptors and %d mappings more for %ld connections ",
+	       h_count_fds() - fds0, count_maps() - maps0, n);
+	CU_ASSERT(h_count_fds() - fds0 <= n + 2);
+	CU_ASSERT(count_maps() - maps0 <= 2 * n + n / 10); /* malloc's own mappings besides */
+	srv_stop(&s, &r);
+	printf("\n    server: %ld descriptors and %ld mappings more ", r.fds - r.fds0,
+	       r.maps - r.maps0);
+	CU_ASSERT_EQUAL(r.accepted, n);
+	CU_ASSERT(r.fds - r.fds0 <= n + 2);
+	CU_ASSERT(r.maps - r.maps0 <= 2 * n + n / 10);
+	cci_destroy_endpoint(ep);
+}
+
+/* This process out of descriptors: each connect succeeds or fails with
+ * CCI_ENOMEM (from cci_connect or in its event), at once. */
+static void test_client_out_of_descriptors(void)
+{
+	const long n = 80;
+	long st[256] = { 0 }, ok = 0, nomem = 0, events = 0;
+	struct rlimit saved, rl;
+	struct srv s;
+	struct srv_report r;
+	cci_endpoint_t *ep;
+
+	srv_start(&s, 1, 0);
+	CU_ASSERT_FATAL(cci_create_endpoint(NULL, 0, &ep, NULL) == CCI_SUCCESS);
+	getrlimit(RLIMIT_NOFILE, &saved);
+	rl = saved;
+	rl.rlim_cur = (rlim_t)h_count_fds() + 40;
+	CU_ASSERT_FATAL(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	for (long i = 0; i < n; i++) {
+		int rc = cci_connect(ep, s.uri, NULL, 0, CCI_CONN_ATTR_RO, NULL, 0, NULL);
+		CU_ASSERT(rc == CCI_SUCCESS || rc == CCI_ENOMEM);
+		events += rc == CCI_SUCCESS;
+		nomem += rc == CCI_ENOMEM;
+	}
+	CU_ASSERT_EQUAL(connects_wait(ep, events, st), events);
+	setrlimit(RLIMIT_NOFILE, &saved);
+	ok = st[CCI_SUCCESS];
+	nomem += st[CCI_ENOMEM];
+	printf("\n    %ld connected, %ld CCI_ENOMEM ", ok, nomem);
+	CU_ASSERT_EQUAL(ok + nomem, n);
+	CU_ASSERT(ok >= 20 && nomem >= 20);
+	cci_destroy_endpoint(ep);
+	srv_stop(&s, &r);
+}
+
+/* A server out of descriptors, its application holding every request:
+ * its thread does not spin on the listening socket, and the connects
+ * time out or fail with CCI_ENOMEM, none refused. */
+static void test_server_out_of_descriptors(void)
+{
+	const long n = 200;
+	struct timeval tv = { 1, 0 };
+	long st[256] = { 0 };
+	struct srv s;
+	struct srv_report r;
+	cci_endpoint_t *ep;
+
+	srv_start(&s, 0, 40);
+	CU_ASSERT_FATAL(cci_create_endpoint(NULL, 0, &ep, NULL) == CCI_SUCCESS);
+	for (long i = 0; i < n; i++)
+		CU_ASSERT_EQUAL_FATAL(cci_connect(ep, s.uri, NULL, 0, CCI_CONN_ATTR_RO, NULL, 0,
+		                                  &tv), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(connects_wait(ep, n, st), n);
+	srv_stop(&s, &r);
+	printf("\n    %ld timed out, %ld CCI_ENOMEM; server: %ld requests held, %.2f s of CPU ",
+	       st[CCI_ETIMEDOUT], st[CCI_ENOMEM], r.requests, r.cpu_s);
+	CU_ASSERT_EQUAL(st[CCI_ETIMEDOUT] + st[CCI_ENOMEM], n);
+	CU_ASSERT(r.requests >= 20 && r.requests < n);
+	CU_ASSERT(r.cpu_s < 0.5);
+	cci_destroy_endpoint(ep);
+}
+
+/* More sends than the peer's ring holds (64 records, its default
+ * recv_buf_count), fewer than it and our queue (send_buf_count, 64) do. */
+static void send_burst(cci_connection_t *c, long *ctx)
+{
+	static char msg[64];
+
+	for (int i = 0; i < 80; i++, (*ctx)++)
+		CU_ASSERT_EQUAL(cci_send(c, msg, sizeof(msg), (void *)*ctx, 0), CCI_SUCCESS);
+}
+
+/*
+ * The peer stopped: its ring fills, then sends queue.  With a send
+ * timeout of 500 ms, the sends queued at once wait past it and complete
+ * with CCI_ETIMEDOUT; the ones queued 300 ms later complete with
+ * CCI_ERR_DISCONNECTED (they fail because the connection broke).
+ */
+static void test_send_timeout_statuses(void)
+{
+	uint32_t to = 500000;
+	long st[256] = { 0 }, ctx = 0, sent, first_late, done = 0;
+	struct srv s;
+	struct srv_report r;
+	cci_endpoint_t *ep;
+	cci_connection_t *c = NULL;
+	cci_event_t *ev;
+
+	srv_start(&s, 1, 0);
+	CU_ASSERT_FATAL(cci_create_endpoint(NULL, 0, &ep, NULL) == CCI_SUCCESS);
+	CU_ASSERT_FATAL(cci_set_opt(ep, CCI_OPT_ENDPT_SEND_TIMEOUT, &to) == CCI_SUCCESS);
+	CU_ASSERT_FATAL(cci_connect(ep, s.uri, NULL, 0, CCI_CONN_ATTR_RO, NULL, 0, NULL) ==
+	                CCI_SUCCESS);
+	for (uint64_t stop = h_now_ms() + WAIT_MS; !c && h_now_ms() < stop;) {
+		if (cci_get_event(ep, &ev) != CCI_SUCCESS)
+			continue;
+		if (ev->type == CCI_EVENT_CONNECT)
+			c = ev->connect.connection;
+		cci_return_event(ev);
+	}
+	CU_ASSERT_FATAL(c != NULL);
+	srv_freeze(&s);
+	send_burst(c, &ctx);
+	h_sleep_ms(300);
+	first_late = ctx;
+	for (; ctx - first_late < 3; ctx++)
+		CU_ASSERT_EQUAL(cci_send(c, "x", 1, (void *)ctx, 0), CCI_SUCCESS);
+	sent = ctx;
+	for (uint64_t stop = h_now_ms() + WAIT_MS; done < sent && h_now_ms() < stop;) {
+		if (cci_get_event(ep, &ev) != CCI_SUCCESS)
+			continue;
+		if (ev->type == CCI_EVENT_SEND) {
+			long i = (long)ev->send.context;
+			int want = ev->send.status;
+			/* Placed in the ring at once: delivered.  Queued at once:
+			 * timed out.  Queued later: broken. */
+			if (want != CCI_SUCCESS)
+				want = i < first_late ? CCI_ETIMEDOUT : CCI_ERR_DISCONNECTED;
+			CU_ASSERT_EQUAL(ev->send.status, want);
+			st[ev->send.status & 255]++;
+			done++;
+		}
+		cci_return_event(ev);
+	}
+	printf("\n    %ld delivered, %ld CCI_ETIMEDOUT, %ld CCI_ERR_DISCONNECTED ", st[CCI_SUCCESS],
+	       st[CCI_ETIMEDOUT], st[CCI_ERR_DISCONNECTED]);
+	CU_ASSERT_EQUAL(done, sent);
+	CU_ASSERT_EQUAL(st[CCI_SUCCESS], 64);
+	CU_ASSERT_EQUAL(st[CCI_ETIMEDOUT], 16);
+	CU_ASSERT_EQUAL(st[CCI_ERR_DISCONNECTED], 3);
+	cci_destroy_endpoint(ep);
+	srv_stop(&s, &r);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	int failed;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (cci_init(CCI_ABI_VERSION, 0, &(uint32_t){ 0 }) != CCI_SUCCESS)
+		return 1;
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("sm connect storms and limits", NULL, NULL);
+	CU_add_test(s, "more connects than the backlog, server stopped: all wait, then connect",
+	            test_backlog_full_waits);
+	CU_add_test(s, "the same with a timeout: all CCI_ETIMEDOUT, the server still serves",
+	            test_backlog_full_times_out);
+	CU_add_test(s, "a connection holds one descriptor and two mappings on each side",
+	            test_one_descriptor_per_connection);
+	CU_add_test(s, "a client out of descriptors: connected or CCI_ENOMEM at once",
+	            test_client_out_of_descriptors);
+	CU_add_test(s, "a server out of descriptors: no spin, CCI_ETIMEDOUT or CCI_ENOMEM",
+	            test_server_out_of_descriptors);
+	CU_add_test(s, "send timeout: queued past it CCI_ETIMEDOUT, younger CCI_ERR_DISCONNECTED",
+	            test_send_timeout_statuses);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failed = (int)(CU_get_number_of_failures() + CU_get_number_of_tests_failed());
+	CU_cleanup_registry();
+	cci_finalize();
+	return failed ? 1 : 0;
+}
