@@ -48,6 +48,7 @@
 #include "cci_plugin.h"
 #include "clock.h"
 #include "conn_base.h"
+#include "log_due.h"
 #include "dlist.h"
 #include "engine.h"
 #include "grow.h"
@@ -356,11 +357,7 @@ struct sm_ep {
 
 static inline int sm_limit_warn_due(struct sm_ep *sep)
 {
-	uint64_t now = cci__now_ns(), last = atomic_load_explicit(&sep->warned_ns,
-	                                                          memory_order_relaxed);
-
-	return (last == 0 || now - last >= 1000000000ull) &&
-	       atomic_compare_exchange_strong(&sep->warned_ns, &last, now);
+	return cci__log_due(&sep->warned_ns, 1000000000ull);
 }
 
 /*

@@ -300,7 +300,7 @@ struct tcp_ep {
 	uint64_t nofd_fails;           /* accepts refused for want of descriptors since */
 	int nofd_warned;               /* this shortage was reported */
 	uint32_t nretry;               /* client connections waiting to try again */
-	uint64_t connect_warned_ns;    /* the last warning about a connect without a socket */
+	_Atomic uint64_t connect_warned_ns; /* the last warning about a connect without a socket */
 
 	/* Progress thread (none with progress=manual: progress() runs the
 	 * loop's work itself, see loop_manual in tcp_loop.c). */

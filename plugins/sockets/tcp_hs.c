@@ -32,6 +32,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "log_due.h"
 #include "tcp.h"
 
 void tcp_sock_opts(int fd, uint32_t bufsize)
@@ -579,12 +580,8 @@ static int connect_socket(const struct sockaddr_storage *ss, socklen_t sl, uint3
 static int connect_failed_now(struct tcp_ep *sep, const char *uri, int err)
 {
 	int shortage = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
-	uint64_t now = cci__now_ns();
-	uint64_t last = __atomic_load_n(&sep->connect_warned_ns, __ATOMIC_RELAXED);
 
-	if (shortage && (!last || now - last >= 1000000000ull) &&
-	    __atomic_compare_exchange_n(&sep->connect_warned_ns, &last, now, 0, __ATOMIC_RELAXED,
-	                                __ATOMIC_RELAXED))
+	if (shortage && cci__log_due(&sep->connect_warned_ns, 1000000000ull))
 		TCP_WARN("tcp: %s: cannot connect to %s: no socket: %s", sep->ep->uri, uri,
 		         strerror(err));
 	else
