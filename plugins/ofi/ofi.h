@@ -89,6 +89,10 @@ extern const struct cci_plugin cci_ctp_ofi_plugin;
 #define OFI_RX_RESERVE 16u            /* receive buffers for control messages */
 #define OFI_PEER_IDLE_NS 2000000000ull /* an unused AV entry is removed after this */
 #define OFI_TICK_NS 5000000ull        /* progress thread timer */
+#define OFI_PROBE_AFTER_NS 10000000ull /* a connect unanswered this long: is anybody there (tcp)? */
+#define OFI_PROBE_EVERY_NS 1000000000ull /* and again this often while somebody is */
+#define OFI_PROBE_WAIT_NS 1000000000ull /* a probe unanswered this long tells nothing */
+#define OFI_CTL_KEEP_NS 10000000000ull /* a REJECT or CANCEL the provider refuses this long is dropped */
 #define OFI_MAX_CONNS 65535u          /* slots of the connection table */
 #define OFI_PROV_LEN 64
 #define OFI_INJECT_MAX 4096u          /* bytes we stage on the stack for fi_inject */
@@ -194,6 +198,12 @@ struct ofi_conn {
 	struct ofi_pidw *pidw;      /* the peer process, when on this host; set
 	                             * once, under lock, and atomically */
 	uint64_t nonce;
+	uint64_t start_ns;          /* client: when cci_connect was called */
+	int refused;                /* atomic, client: nobody is at the server's address */
+	int req_posted;             /* atomic, client: the provider took our REQ */
+	int end_status;             /* client: the timer ended the connect with this
+	                             * (sep->ended), or 0 */
+	struct ofi_conn *end_next;  /* sep->ended */
 	int is_client;
 	int attr;
 	int imm;                    /* headers of messages to the peer go as CQ data */
@@ -230,6 +240,11 @@ struct ofi_peer {
 	uint32_t ctl_queued;        /* atomic, changed under pool_lock: its ops on sep->ctlq */
 	uint64_t ctlq_refused;      /* the ctlq pass that found it refusing (cq_lock) */
 	uint64_t idle_ns;
+	struct ofi_pidw *owner;     /* shm: the process whose region addr names, or NULL */
+	/* tcp: is anybody listening at addr (ofi_reach.c)?  Under sep->lock. */
+	int probe_fd;               /* a connect under way, or -1 */
+	int probe_refused;          /* atomic: the last probe's answer, nobody listens */
+	uint64_t probe_ns;          /* when the last probe started, 0: never */
 	size_t len;
 	uint8_t addr[OFI_ADDR_MAX];
 };
@@ -277,6 +292,7 @@ struct ofi_ep {
 	size_t iov_limit;
 	uint64_t rma_flags;         /* op flags for fi_writemsg/fi_readmsg */
 	int imm;                    /* remote CQ data of 8 bytes: we take OFI_HELLO_IMM */
+	int reach;                  /* how we learn that nobody is at an address: OFI_REACH_BY_* */
 	uint8_t addr[OFI_ADDR_MAX]; /* our name */
 	size_t addr_len;
 	struct ofi_proc self;
@@ -292,6 +308,8 @@ struct ofi_ep {
 	pthread_mutex_t lock;
 	struct ofi_conn *conns;
 	struct ofi_conn *gone;      /* out of service, freed at their last reference */
+	struct ofi_conn *ended;     /* connects the timer ended, each with a reference,
+	                             * for progress to fail (read unlocked as a hint) */
 	struct ofi_req *reqs;
 	struct ofi_peer *peers;
 	struct ofi_pidw *pidws;
@@ -398,6 +416,24 @@ int ofi_lib_load(const char **why);
 /* ofi_status.c */
 int ofi_fi_status(int fi_err);
 
+/* ofi_reach.c */
+enum ofi_reach {
+	OFI_REACH_UNKNOWN,          /* cannot tell: let the provider try */
+	OFI_REACH_NOBODY,           /* no endpoint is there */
+	OFI_REACH_THERE,
+	OFI_REACH_PENDING           /* a probe is under way */
+};
+enum ofi_reach_by {
+	OFI_REACH_BY_NONE,
+	OFI_REACH_BY_SHM,           /* the shm region's owner (shm) */
+	OFI_REACH_BY_PROBE          /* a TCP connect to the listener (tcp;ofi_rxm) */
+};
+void ofi_reach_shm_self(const uint8_t *addr, size_t len);
+int ofi_reach_shm(const uint8_t *addr, size_t len, uint32_t *pid_p);
+int ofi_reach_probe(const uint8_t *addr, size_t len, int *fd_p);
+int ofi_reach_probe_poll(int *fd_p);
+void ofi_reach_probe_cancel(int *fd_p);
+
 /* ofi_dev.c */
 extern const struct cci_conf_key ofi_conf_keys[];
 int ofi_discover(void);
@@ -411,6 +447,11 @@ int ofi_uri_make(struct ofi_ep *sep, char **uri_p);
 int ofi_uri_parse(struct ofi_ep *sep, const char *uri, uint8_t *addr, size_t *len_p);
 int ofi_service_check(const struct fi_info *info, const char *service);
 struct ofi_peer *ofi_peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len);
+int ofi_peer_owner_gone(const struct ofi_peer *peer);
+struct ofi_pidw *ofi_peer_owner_ref(struct ofi_ep *sep, struct ofi_peer *peer);
+void ofi_peer_probe(struct ofi_peer *peer, uint64_t since, uint64_t now);
+void ofi_peers_probe_poll(struct ofi_ep *sep, uint64_t now);
+int ofi_peer_refused(const struct ofi_peer *peer, uint64_t since);
 void ofi_peer_put(struct ofi_ep *sep, struct ofi_peer *peer);
 void ofi_peer_put_locked(struct ofi_peer *peer);
 void ofi_peers_free(struct ofi_ep *sep);
@@ -476,6 +517,7 @@ void ofi_mrs_free(struct ofi_ep *sep);
 void ofi_live_add(struct ofi_ep *sep);
 void ofi_live_del(struct ofi_ep *sep);
 int ofi_live_gone(const struct ofi_ep *sep, const uint8_t *addr, size_t len);
+void ofi_peer_cut(struct ofi_ep *sep, struct ofi_peer *p);
 void ofi_live_fini(void);
 
 /* ofi_conn.c */

@@ -19,10 +19,24 @@
 #define OFI_REQ_BODY_MAX (sizeof(struct ofi_hello) + OFI_ADDR_MAX + CCI_CONN_REQ_LEN)
 
 /* The AV entry of a peer, unless it is a closed endpoint of this process
- * (see ofi_live.c). */
+ * (see ofi_live.c) or nobody is there (ofi_reach.c).  An entry kept for
+ * an shm peer whose process has exited since is stale (the provider maps
+ * its dead region): it is cut off, and the address looked at afresh, in
+ * case a new endpoint took the name. */
 static struct ofi_peer *peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len)
 {
-	return ofi_live_gone(sep, addr, len) ? NULL : ofi_peer_get(sep, addr, len);
+	struct ofi_peer *p;
+
+	if (ofi_live_gone(sep, addr, len))
+		return NULL;
+	p = ofi_peer_get(sep, addr, len);
+	if (p && ofi_peer_owner_gone(p)) {
+		OFI_LOG(CCI_LOG_CONN, "ofi: the process at %s has exited", (const char *)addr);
+		ofi_peer_cut(sep, p);
+		ofi_peer_put(sep, p);
+		p = ofi_peer_get(sep, addr, len);
+	}
+	return p;
 }
 
 /* Client: the connect failed (unless it opened meanwhile); report it and
@@ -85,6 +99,8 @@ int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	struct ofi_ep *sep = ofi_ep_of(ep);
 	uint8_t addr[OFI_ADDR_MAX];
 	size_t alen = 0;
+	struct ofi_peer *peer;
+	struct ofi_pidw *owner;
 	struct ofi_conn *oc;
 	int rc;
 
@@ -97,14 +113,20 @@ int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	oc = ofi_conn_new(sep, attr, context);
 	if (!oc)
 		return CCI_ENOMEM;
+	peer = peer_get(sep, addr, alen);
+	/* shm: the server's process, watched until it answers (the timer
+	 * refuses the connect if it exits first). */
+	owner = peer ? ofi_peer_owner_ref(sep, peer) : NULL;
+	pthread_mutex_lock(&oc->lock); /* the timer reads these under it */
 	oc->is_client = 1;
 	if (cci__random64(&oc->nonce) != CCI_SUCCESS)
 		oc->nonce = cci__now_ns() ^ (uint64_t)(uintptr_t)oc;
-	pthread_mutex_lock(&oc->lock);
+	oc->peer = peer;
+	oc->start_ns = cci__now_ns();
 	if (timeout)
-		cci__ct_connecting(&oc->base.timers, timeout, cci__now_ns());
+		cci__ct_connecting(&oc->base.timers, timeout, oc->start_ns);
+	__atomic_store_n(&oc->pidw, owner, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&oc->lock);
-	oc->peer = peer_get(sep, addr, alen);
 	if (!oc->peer || send_req(oc, data, data_len) != CCI_SUCCESS)
 		connect_failed(oc, CCI_ECONNREFUSED, 0);
 	return CCI_SUCCESS;
@@ -117,7 +139,9 @@ void ofi_connect_timeout(struct ofi_conn *oc)
 
 	if (ofi_conn_state(oc) != CCI__CONN_CONNECTING)
 		return;
-	if (oc->peer)
+	/* A REQ the provider never took is dropped from the queue: then
+	 * nobody holds a request to cancel. */
+	if (oc->peer && __atomic_load_n(&oc->req_posted, __ATOMIC_ACQUIRE))
 		ofi_ctl_to(oc->sep, oc->peer, 0, OFI_T_CANCEL, &c, sizeof(c));
 	connect_failed(oc, CCI_ETIMEDOUT, 1);
 }
@@ -146,7 +170,7 @@ static void conn_set_peer(struct ofi_conn *oc, const struct ofi_hello *h)
 static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_hello *hp)
 {
 	const struct ofi_hello h = *hp;
-	struct ofi_pidw *w;
+	struct ofi_pidw *w, *old;
 
 	if (!oc->is_client || h.nonce != oc->nonce)
 		return;
@@ -159,6 +183,7 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_
 		pthread_mutex_unlock(&sep->lock);
 		return;
 	}
+	old = oc->pidw; /* shm: the server's process as its region named it */
 	__atomic_store_n(&oc->pidw, w, __ATOMIC_RELEASE); /* ctl_peer_gone reads it unlocked */
 	conn_set_peer(oc, &h);
 	ofi_core->post_connect(sep->ep, oc->conn->pub.context, CCI_SUCCESS, oc->conn);
@@ -166,6 +191,11 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_
 	if (w && __atomic_load_n(&w->dead, __ATOMIC_ACQUIRE))
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 	pthread_mutex_unlock(&oc->lock);
+	if (old) {
+		pthread_mutex_lock(&sep->lock);
+		ofi_pidw_put(old);
+		pthread_mutex_unlock(&sep->lock);
+	}
 	OFI_LOG(CCI_LOG_CONN, "ofi: connected %08x to peer %08x", oc->id, oc->peer_id);
 }
 

@@ -226,6 +226,7 @@ static void ctlq_push(struct ofi_ep *sep, struct ofi_op *op)
 	struct ofi_peer *peer = op_peer(op);
 
 	op->next = NULL;
+	op->stamp_ns = __atomic_load_n(&sep->now_ns, __ATOMIC_RELAXED);
 	cci__spin_lock(&sep->pool_lock);
 	if (sep->ctlq_tail)
 		sep->ctlq_tail->next = op;
@@ -264,16 +265,33 @@ static struct ofi_op *ctlq_unlink(struct ofi_ep *sep, struct ofi_op *prev, struc
 }
 
 /* A queued control message that can no longer serve: its address left
- * the AV, or its connection does not carry messages any more and it is a
- * credit return or a keepalive. */
-static int ctl_stale(const struct ofi_op *op)
+ * the AV; the REQ of a connect that failed meanwhile (timed out, nobody
+ * there); a REJECT or CANCEL (no connection) refused for
+ * OFI_CTL_KEEP_NS, or to an address where nobody listens; a credit
+ * return or a keepalive of a connection that does not carry messages
+ * any more. */
+static int ctl_stale(const struct ofi_ep *sep, const struct ofi_op *op)
 {
-	if (__atomic_load_n(&op_peer(op)->cut, __ATOMIC_ACQUIRE))
+	const struct ofi_peer *peer = op_peer(op);
+
+	if (__atomic_load_n(&peer->cut, __ATOMIC_ACQUIRE))
 		return 1;
-	if (!op->oc || ofi_conn_state(op->oc) == CCI__CONN_OPEN)
+	if (op->ctl_type == OFI_T_REQ)
+		return ofi_conn_state(op->oc) != CCI__CONN_CONNECTING;
+	if (!op->oc)
+		return __atomic_load_n(&peer->probe_refused, __ATOMIC_RELAXED) ||
+		       __atomic_load_n(&sep->now_ns, __ATOMIC_RELAXED) - op->stamp_ns > OFI_CTL_KEEP_NS;
+	if (ofi_conn_state(op->oc) == CCI__CONN_OPEN)
 		return 0;
 	return op->ctl_type == OFI_T_CREDIT || op->ctl_type == OFI_T_PING ||
 	       op->ctl_type == OFI_T_PONG;
+}
+
+/* The provider took op: a client's REQ is out (its CANCEL then makes sense). */
+static void ctl_posted(struct ofi_op *op)
+{
+	if (op->ctl_type == OFI_T_REQ)
+		__atomic_store_n(&op->oc->req_posted, 1, __ATOMIC_RELEASE);
 }
 
 /* The provider refused op: is its peer a process of this host that is
@@ -321,7 +339,7 @@ void ofi_ctlq_flush(struct ofi_ep *sep)
 		struct ofi_op *next;
 		ssize_t rc;
 
-		if (ctl_stale(op)) {
+		if (ctl_stale(sep, op)) {
 			rc = -FI_ECANCELED;
 		} else if (peer->ctlq_refused == pass) {
 			rc = -FI_EAGAIN; /* it keeps its place behind the refused one */
@@ -346,7 +364,9 @@ void ofi_ctlq_flush(struct ofi_ep *sep)
 			        ofi_lib.strerror((int)-rc));
 		next = ctlq_unlink(sep, prev, op);
 		op->in_flight = rc == 0;
-		if (rc != 0)
+		if (rc == 0)
+			ctl_posted(op);
+		else
 			ofi_op_done(sep, op);
 		op = next;
 	}
@@ -358,6 +378,7 @@ void ofi_ctlq_flush(struct ofi_ep *sep)
 static int ctl_post(struct ofi_ep *sep, struct ofi_op *op)
 {
 	struct ofi_peer *peer = op_peer(op);
+	struct ofi_conn *req_oc = op->ctl_type == OFI_T_REQ ? op->oc : NULL;
 	ssize_t rc = -FI_EAGAIN;
 
 	/* Marked before the post: once posted, the progress thread may reap
@@ -366,6 +387,8 @@ static int ctl_post(struct ofi_ep *sep, struct ofi_op *op)
 		op->in_flight = 1;
 		rc = ctl_fi_send(sep, op);
 	}
+	if (rc == 0 && req_oc)
+		__atomic_store_n(&req_oc->req_posted, 1, __ATOMIC_RELEASE);
 	if (rc == 0)
 		return CCI_SUCCESS;
 	op->in_flight = 0;
