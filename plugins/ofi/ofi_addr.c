@@ -325,30 +325,73 @@ void ofi_pidw_put(struct ofi_pidw *w)
 
 /* ---- Address vector entries ---- */
 
-static struct ofi_peer *peer_insert(struct ofi_ep *sep, const uint8_t *addr, size_t len,
-                                    struct ofi_pidw *owner)
+/* An address for the log: the URI's form. */
+static const char *peer_text(const struct ofi_ep *sep, const uint8_t *addr, size_t len,
+                             char *buf, size_t cap)
 {
-	struct ofi_peer *p = calloc(1, sizeof(*p));
+	uint32_t fmt = sep->info->addr_format;
+
+	if ((fmt == FI_SOCKADDR_IN || fmt == FI_SOCKADDR_IN6) && len >= sizeof(struct sockaddr_in))
+		cci__sockaddr_str((const struct sockaddr *)addr, buf, cap);
+	else if (fmt == FI_ADDR_STR && str_printable(addr, len) && len <= cap)
+		memcpy(buf, addr, len);
+	else if (addr_hex(addr, len < 32 ? len : 32, buf, cap) != CCI_SUCCESS)
+		buf[0] = '\0';
+	return buf;
+}
+
+/* Entries nobody uses leave the AV now, to make room for another;
+ * sep->lock held. */
+static void peers_make_room(struct ofi_ep *sep)
+{
+	for (struct ofi_peer *p = sep->peers; p; p = p->next)
+		if (p->refs == 0 && !__atomic_load_n(&p->cut, __ATOMIC_ACQUIRE)) {
+			__atomic_store_n(&p->cut, 1, __ATOMIC_RELEASE);
+			fi_av_remove(sep->av, &p->fa, 1, 0);
+			sep->npeers--;
+		}
+}
+
+/* A new AV entry for addr, with a reference in *peer_p: CCI_SUCCESS, or
+ * CCI_ENOMEM past the provider's count of peers (domain_attr->ep_cnt:
+ * 256 for shm) or memory, CCI_ECONNREFUSED when the AV refuses the
+ * address.  sep->lock held. */
+static int peer_insert(struct ofi_ep *sep, const uint8_t *addr, size_t len,
+                       struct ofi_pidw *owner, struct ofi_peer **peer_p)
+{
+	struct ofi_peer *p;
+	char text[2 * OFI_ADDR_MAX + 8];
 	int rc;
 
-	if (!p) {
-		OFI_WARN("ofi: no memory for the address of %s", sep->dev->core_name);
-		return NULL;
+	if (sep->peer_max && sep->npeers >= sep->peer_max)
+		peers_make_room(sep);
+	if (sep->peer_max && sep->npeers >= sep->peer_max) {
+		OFI_WARN("ofi: endpoint %s talks to %u peers, the most %s takes: %s refused",
+		         sep->ep->uri, sep->npeers, sep->info->fabric_attr->prov_name,
+		         peer_text(sep, addr, len, text, sizeof(text)));
+		return CCI_ENOMEM;
+	}
+	if (!(p = calloc(1, sizeof(*p)))) {
+		OFI_WARN("ofi: no memory for the address %s", peer_text(sep, addr, len, text, sizeof(text)));
+		return CCI_ENOMEM;
 	}
 	memcpy(p->addr, addr, len);
 	p->len = len;
 	p->probe_fd = -1;
 	rc = fi_av_insert(sep->av, p->addr, 1, &p->fa, 0, NULL);
 	if (rc != 1) {
-		OFI_LOG(CCI_LOG_CONN, "ofi: fi_av_insert: %s", rc < 0 ? ofi_lib.strerror(-rc) : "refused");
+		OFI_LOG(CCI_LOG_CONN, "ofi: fi_av_insert of %s: %s", peer_text(sep, addr, len, text,
+		        sizeof(text)), rc < 0 ? ofi_lib.strerror(-rc) : "refused");
 		free(p);
-		return NULL;
+		return rc == -FI_ENOMEM ? CCI_ENOMEM : CCI_ECONNREFUSED;
 	}
 	p->owner = owner;
 	p->refs = 1;
 	p->next = sep->peers;
 	sep->peers = p;
-	return p;
+	sep->npeers++;
+	*peer_p = p;
+	return CCI_SUCCESS;
 }
 
 /* The entry of addr in use, with a reference, or NULL; sep->lock held. */
@@ -396,26 +439,28 @@ static int peer_owner(struct ofi_ep *sep, const uint8_t *addr, size_t len,
 	return CCI_ECONNREFUSED;
 }
 
-/* The AV entry of addr, shared: a reference, or NULL when nobody is
- * there (shm) or the AV refuses it. */
-struct ofi_peer *ofi_peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len)
+/* The AV entry of addr, shared: a reference in *peer_p, or
+ * CCI_ECONNREFUSED when nobody is there (shm) or the AV refuses the
+ * address, CCI_ENOMEM past a limit (peer_insert). */
+int ofi_peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len, struct ofi_peer **peer_p)
 {
 	struct ofi_pidw *owner;
-	struct ofi_peer *p;
+	int rc = CCI_SUCCESS;
 
 	pthread_mutex_lock(&sep->lock);
-	p = peer_find(sep, addr, len);
+	*peer_p = peer_find(sep, addr, len);
 	pthread_mutex_unlock(&sep->lock);
-	if (p || peer_owner(sep, addr, len, &owner) != CCI_SUCCESS)
-		return p;
+	if (*peer_p)
+		return CCI_SUCCESS;
+	rc = peer_owner(sep, addr, len, &owner);
+	if (rc != CCI_SUCCESS)
+		return rc;
 	pthread_mutex_lock(&sep->lock);
-	p = peer_find(sep, addr, len); /* inserted meanwhile? */
-	if (p)
-		ofi_pidw_put(owner);
-	else if (!(p = peer_insert(sep, addr, len, owner)))
-		ofi_pidw_put(owner);
+	*peer_p = peer_find(sep, addr, len); /* inserted meanwhile? */
+	if (*peer_p || (rc = peer_insert(sep, addr, len, owner, peer_p)) != CCI_SUCCESS)
+		ofi_pidw_put(owner); /* not handed to a new entry */
 	pthread_mutex_unlock(&sep->lock);
-	return p;
+	return rc;
 }
 
 /* shm: has the process that owned the peer's region exited since?  Then
@@ -523,8 +568,10 @@ void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now)
 			continue;
 		}
 		*pp = p->next;
-		if (!__atomic_load_n(&p->cut, __ATOMIC_ACQUIRE))
+		if (!__atomic_load_n(&p->cut, __ATOMIC_ACQUIRE)) {
 			fi_av_remove(sep->av, &p->fa, 1, 0);
+			sep->npeers--;
+		}
 		ofi_reach_probe_cancel(&p->probe_fd);
 		ofi_pidw_put(p->owner);
 		free(p);

@@ -183,6 +183,8 @@ static int ep_open_endpoint(struct ofi_ep *sep)
 	/* Message headers travel as remote CQ data where it is 8 bytes. */
 	sep->imm = sep->info->domain_attr->cq_data_size >= sizeof(uint64_t);
 	ep_reach_init(sep);
+	sep->peer_max = sep->info->domain_attr->ep_cnt < UINT32_MAX ?
+	                (uint32_t)sep->info->domain_attr->ep_cnt : 0;
 	return CCI_SUCCESS;
 }
 

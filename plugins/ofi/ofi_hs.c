@@ -16,27 +16,27 @@
 
 #include "ofi.h"
 
-#define OFI_REQ_BODY_MAX (sizeof(struct ofi_hello) + OFI_ADDR_MAX + CCI_CONN_REQ_LEN)
-
-/* The AV entry of a peer, unless it is a closed endpoint of this process
- * (see ofi_live.c) or nobody is there (ofi_reach.c).  An entry kept for
- * an shm peer whose process has exited since is stale (the provider maps
- * its dead region): it is cut off, and the address looked at afresh, in
- * case a new endpoint took the name. */
-static struct ofi_peer *peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len)
+/* The AV entry of a peer (a reference in *peer_p), unless it is a closed
+ * endpoint of this process (see ofi_live.c) or nobody is there
+ * (ofi_reach.c): CCI_ECONNREFUSED; CCI_ENOMEM past a limit.  An entry
+ * kept for an shm peer whose process has exited since is stale (the
+ * provider maps its dead region): it is cut off, and the address looked
+ * at afresh, in case a new endpoint took the name. */
+static int peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len, struct ofi_peer **peer_p)
 {
-	struct ofi_peer *p;
+	int rc;
 
+	*peer_p = NULL;
 	if (ofi_live_gone(sep, addr, len))
-		return NULL;
-	p = ofi_peer_get(sep, addr, len);
-	if (p && ofi_peer_owner_gone(p)) {
+		return CCI_ECONNREFUSED;
+	rc = ofi_peer_get(sep, addr, len, peer_p);
+	if (rc == CCI_SUCCESS && ofi_peer_owner_gone(*peer_p)) {
 		OFI_LOG(CCI_LOG_CONN, "ofi: the process at %s has exited", (const char *)addr);
-		ofi_peer_cut(sep, p);
-		ofi_peer_put(sep, p);
-		p = ofi_peer_get(sep, addr, len);
+		ofi_peer_cut(sep, *peer_p);
+		ofi_peer_put(sep, *peer_p);
+		rc = ofi_peer_get(sep, addr, len, peer_p);
 	}
-	return p;
+	return rc;
 }
 
 /* Client: the connect failed (unless it opened meanwhile); report it and
@@ -76,7 +76,7 @@ static void hello_fill(struct ofi_conn *oc, struct ofi_hello *h)
 static int send_req(struct ofi_conn *oc, const void *data, uint32_t data_len)
 {
 	struct ofi_ep *sep = oc->sep;
-	uint64_t body[(OFI_REQ_BODY_MAX + 7) / 8];
+	uint64_t body[(OFI_CTL_BODY_MAX + 7) / 8];
 	struct ofi_hello *h = (struct ofi_hello *)body;
 	int rc;
 
@@ -110,10 +110,16 @@ int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 		        sep->dev->core_name);
 		return rc;
 	}
-	oc = ofi_conn_new(sep, attr, context);
-	if (!oc)
+	/* Past a limit the connect fails at once (logged where it was met). */
+	if (peer_get(sep, addr, alen, &peer) == CCI_ENOMEM)
 		return CCI_ENOMEM;
-	peer = peer_get(sep, addr, alen);
+	oc = ofi_conn_new(sep, attr, context);
+	if (!oc) {
+		OFI_WARN("ofi: connect to %s: endpoint %s is out of memory or holds %u connections, "
+		         "its most", uri, ep->uri, OFI_MAX_CONNS);
+		ofi_peer_put(sep, peer);
+		return CCI_ENOMEM;
+	}
 	/* shm: the server's process, watched until it answers (the timer
 	 * refuses the connect if it exits first). */
 	owner = peer ? ofi_peer_owner_ref(sep, peer) : NULL;
@@ -127,8 +133,16 @@ int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 		cci__ct_connecting(&oc->base.timers, timeout, oc->start_ns);
 	__atomic_store_n(&oc->pidw, owner, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&oc->lock);
-	if (!oc->peer || send_req(oc, data, data_len) != CCI_SUCCESS)
-		connect_failed(oc, CCI_ECONNREFUSED, 0);
+	rc = oc->peer ? send_req(oc, data, data_len) : CCI_ECONNREFUSED;
+	if (rc != CCI_SUCCESS && rc != CCI_ECONNREFUSED) {
+		/* The provider could not even try (out of descriptors or memory:
+		 * tcp;ofi_rxm opens a socket to a new peer here). */
+		OFI_WARN("ofi: connect to %s: the provider refused the request: %s (a new "
+		         "tcp peer takes a descriptor)", uri, ofi_core->status_text(rc));
+		rc = rc == CCI_ERR_DISCONNECTED ? CCI_ECONNREFUSED : rc;
+	}
+	if (rc != CCI_SUCCESS)
+		connect_failed(oc, rc, 0);
 	return CCI_SUCCESS;
 }
 
@@ -217,9 +231,8 @@ static void on_req(struct ofi_ep *sep, const struct ofi_msg *m)
 	if (!req)
 		return;
 	req->hello = m->u.hello;
-	req->peer = peer_get(sep, m->addr, req->hello.addr_len);
-	if (!req->peer) {
-		free(req);
+	if (peer_get(sep, m->addr, req->hello.addr_len, &req->peer) != CCI_SUCCESS) {
+		free(req); /* a limit was logged; the client waits for its timeout */
 		return;
 	}
 	/* Listed first: once posted, another thread may answer it at once. */
@@ -291,6 +304,8 @@ int ofi_accept(cci__evt_t *evt, void *context)
 
 	oc = ofi_conn_new(sep, (cci_conn_attribute_t)req->hello.attr, context);
 	if (!oc) {
+		OFI_WARN("ofi: endpoint %s is out of memory or holds %u connections, its most: "
+		         "request %08x rejected", evt->ep->uri, OFI_MAX_CONNS, req->hello.id);
 		ofi_ctl_to(sep, req->peer, req->hello.id, OFI_T_REJECT, NULL, 0);
 		return CCI_ENOMEM;
 	}

@@ -112,6 +112,7 @@ static void peer_cut(struct ofi_ep *y, struct ofi_peer *p)
 		pthread_mutex_unlock(&oc->lock);
 	}
 	fi_av_remove(y->av, &p->fa, 1, 0);
+	y->npeers--;
 }
 
 /* y forgets the endpoint at addr.  live_lock held. */

@@ -41,6 +41,7 @@
 #define OFI_POLL_MAX_NS 1000000ull
 #define OFI_POLL_HOT_NS 500000ull    /* poll at the minimum this long after activity */
 #define OFI_PROBE_NS 1000000000ull   /* blocked on credits this long: is the peer there? */
+#define OFI_TICK_CONNS 2048u          /* connections a tick looks at, at most */
 
 _Static_assert(offsetof(struct ofi_op, obj) == sizeof(struct fi_context2) &&
                offsetof(struct ofi_rxbuf, obj) == sizeof(struct fi_context2),
@@ -252,7 +253,7 @@ void ofi_progress_locked(struct ofi_ep *sep)
 		if (n < OFI_CQ_BATCH)
 			break;
 	}
-	if (__atomic_load_n(&sep->ctlq, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&sep->ctlq_peers, __ATOMIC_RELAXED))
 		ofi_ctlq_flush(sep);
 	if (__atomic_load_n(&sep->tx_pending, __ATOMIC_RELAXED))
 		retry_queued(sep);
@@ -383,14 +384,24 @@ static void connect_end(struct ofi_ep *sep, struct ofi_conn *oc, int status)
 	__atomic_store_n(&sep->ended, oc, __ATOMIC_RELEASE);
 }
 
+/*
+ * The tick's round of the connections: at most OFI_TICK_CONNS of them, from
+ * where the last tick stopped (sep->tick_next), so that an endpoint with
+ * tens of thousands of connections neither spends its ticks walking them
+ * nor holds sep->lock long against cci_connect and cci_disconnect; each
+ * connection is then seen every N / OFI_TICK_CONNS ticks.
+ */
 static void timers(struct ofi_ep *sep, uint64_t now)
 {
+	struct ofi_conn *oc;
+
 	ofi_conns_sweep(sep);
 	ofi_peers_sweep(sep, now);
 	if (sep->reach == OFI_REACH_BY_PROBE)
 		ofi_peers_probe_poll(sep, now);
 	pthread_mutex_lock(&sep->lock);
-	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
+	oc = sep->tick_next ? sep->tick_next : sep->conns;
+	for (unsigned n = 0; oc && n < OFI_TICK_CONNS; n++, oc = oc->next) {
 		pthread_mutex_lock(&oc->lock);
 		if (ofi_conn_state(oc) == CCI__CONN_CONNECTING) {
 			if (oc->end_status)
@@ -405,6 +416,7 @@ static void timers(struct ofi_ep *sep, uint64_t now)
 		}
 		pthread_mutex_unlock(&oc->lock);
 	}
+	sep->tick_next = oc;
 	pthread_mutex_unlock(&sep->lock);
 }
 
