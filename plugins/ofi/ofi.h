@@ -451,10 +451,11 @@ enum ofi_reach {
 enum ofi_reach_by {
 	OFI_REACH_BY_NONE,
 	OFI_REACH_BY_SHM,           /* the shm region's owner (shm) */
-	OFI_REACH_BY_PROBE          /* a TCP connect to the listener (tcp;ofi_rxm) */
+	OFI_REACH_BY_PROBE          /* the listener, or a TCP connect to it (tcp;ofi_rxm) */
 };
 void ofi_reach_shm_self(const uint8_t *addr, size_t len);
 int ofi_reach_shm(const uint8_t *addr, size_t len, uint32_t *pid_p);
+int ofi_reach_listener(const uint8_t *addr, size_t len);
 int ofi_reach_probe(const uint8_t *addr, size_t len, int *fd_p);
 int ofi_reach_probe_poll(int *fd_p);
 void ofi_reach_probe_cancel(int *fd_p);
@@ -474,7 +475,7 @@ int ofi_service_check(const struct fi_info *info, const char *service);
 int ofi_peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len, struct ofi_peer **peer_p);
 int ofi_peer_owner_gone(const struct ofi_peer *peer);
 struct ofi_pidw *ofi_peer_owner_ref(struct ofi_ep *sep, struct ofi_peer *peer);
-void ofi_peer_probe(struct ofi_peer *peer, uint64_t since, uint64_t now);
+void ofi_peer_probe(struct ofi_peer *peer, uint64_t since, uint64_t now, int may_connect);
 void ofi_peers_probe_poll(struct ofi_ep *sep, uint64_t now);
 int ofi_peer_refused(const struct ofi_peer *peer, uint64_t since);
 void ofi_peer_put(struct ofi_ep *sep, struct ofi_peer *peer);

@@ -515,21 +515,30 @@ static void probe_done(struct ofi_peer *p, int r)
 
 /*
  * Ask whether anybody listens at the peer, for a connect to it that
- * started at since and has no answer yet (sep->lock held).  One probe at
+ * started at since and has no answer yet (sep->lock held): the kernel's
+ * listeners for an address of this host, else, if may_connect (rxm has
+ * no connection there: our REQ is not out), a TCP connect.  One probe at
  * a time; after one found nobody, at once again for a connect newer than
  * it (a client retrying against a server that is gone); else once every
  * OFI_PROBE_EVERY_NS, so that a live server is probed rarely.
  */
-void ofi_peer_probe(struct ofi_peer *peer, uint64_t since, uint64_t now)
+void ofi_peer_probe(struct ofi_peer *peer, uint64_t since, uint64_t now, int may_connect)
 {
+	int r;
+
 	if (peer->probe_fd >= 0 || __atomic_load_n(&peer->cut, __ATOMIC_ACQUIRE))
 		return;
 	if (peer->probe_ns && !(peer->probe_refused && since > peer->probe_ns) &&
 	    now - peer->probe_ns < OFI_PROBE_EVERY_NS)
 		return;
+	r = ofi_reach_listener(peer->addr, peer->len);
+	if (r == OFI_REACH_UNKNOWN && !may_connect)
+		return;
 	peer->probe_ns = now;
 	__atomic_store_n(&peer->probe_refused, 0, __ATOMIC_RELAXED);
-	probe_done(peer, ofi_reach_probe(peer->addr, peer->len, &peer->probe_fd));
+	if (r == OFI_REACH_UNKNOWN)
+		r = ofi_reach_probe(peer->addr, peer->len, &peer->probe_fd);
+	probe_done(peer, r);
 }
 
 /* The probes under way: answered, or given up after OFI_PROBE_WAIT_NS

@@ -368,7 +368,8 @@ static int connect_refused(struct ofi_ep *sep, struct ofi_conn *oc, uint64_t now
 	if (ofi_peer_refused(oc->peer, oc->start_ns))
 		return 1;
 	if (now - oc->start_ns >= OFI_PROBE_AFTER_NS)
-		ofi_peer_probe(oc->peer, oc->start_ns, now);
+		ofi_peer_probe(oc->peer, oc->start_ns, now,
+		               !__atomic_load_n(&oc->req_posted, __ATOMIC_ACQUIRE));
 	return 0;
 }
 

@@ -20,8 +20,13 @@
  *
  * tcp (tcp;ofi_rxm in 1.17): a send to an address where nothing listens
  * returns -FI_EAGAIN for ever; rxm sees its connection refused but tells
- * only its log.  A plain TCP connect to the address (the rxm endpoint's
- * listening socket) tells: refused, or accepted (and closed at once).
+ * only its log.  The address is the rxm endpoint's listening socket.  For
+ * an address of this host the kernel lists its listening sockets
+ * (sock_diag): nothing is sent anywhere.  For another host, a plain TCP
+ * connect tells: refused, or accepted (and closed at once); the tcp
+ * provider of 1.17 keeps about 400 bytes for each such connection it
+ * accepted, so the connect is only tried while rxm has no connection
+ * there itself.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +38,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
 
 #include "ofi.h"
 
@@ -136,7 +145,94 @@ int ofi_reach_shm(const uint8_t *addr, size_t len, uint32_t *pid_p)
 	return OFI_REACH_THERE;
 }
 
-/* ---- tcp: a connect to the listener ---- */
+/* ---- tcp: the kernel's listeners, or a connect ---- */
+
+/* Is sa an address of this host (one a socket can be bound to)? */
+static int addr_local(const struct sockaddr *sa, socklen_t len)
+{
+	struct sockaddr_storage ss;
+	int fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), ok;
+
+	if (fd < 0 || len > sizeof(ss)) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	memcpy(&ss, sa, len);
+	((struct sockaddr_in *)&ss)->sin_port = 0; /* same offset in sockaddr_in6 */
+	ok = bind(fd, (struct sockaddr *)&ss, len) == 0;
+	close(fd);
+	return ok;
+}
+
+/* Does listener m (family fam) take connections to sa? */
+static int listener_takes(const struct inet_diag_msg *m, int fam, const struct sockaddr *sa)
+{
+	static const uint32_t any[4];
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+		if (m->id.idiag_sport != in->sin_port)
+			return 0;
+		if (fam == AF_INET)
+			return m->id.idiag_src[0] == 0 || m->id.idiag_src[0] == in->sin_addr.s_addr;
+		return memcmp(m->id.idiag_src, any, 16) == 0; /* [::] takes IPv4 too */
+	} else {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+		return m->id.idiag_sport == in6->sin6_port &&
+		       (memcmp(m->id.idiag_src, any, 16) == 0 ||
+		        memcmp(m->id.idiag_src, &in6->sin6_addr, 16) == 0);
+	}
+}
+
+/* The kernel's TCP listeners of family fam: one takes sa (1), none (0),
+ * or it would not say (-1). */
+static int listeners_scan(int fam, const struct sockaddr *sa)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 req;
+	} q = { .nlh = { .nlmsg_len = sizeof(q), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+	                 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
+	        .req = { .sdiag_family = (uint8_t)fam, .sdiag_protocol = IPPROTO_TCP,
+	                 .idiag_states = 1u << 10 /* TCP_LISTEN */ } };
+	long buf[2048];
+	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	int found = 0, done = 0, err = fd < 0;
+	ssize_t n;
+
+	if (!err && send(fd, &q, sizeof(q), 0) != (ssize_t)sizeof(q))
+		err = 1;
+	while (!err && !done && !found && (n = recv(fd, buf, sizeof(buf), 0)) > 0) {
+		for (struct nlmsghdr *h = (void *)buf; !done && !err && NLMSG_OK(h, (size_t)n);
+		     h = NLMSG_NEXT(h, n)) {
+			if (h->nlmsg_type == NLMSG_DONE)
+				done = 1;
+			else if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY)
+				err = 1; /* NLMSG_ERROR */
+			else
+				found |= listener_takes(NLMSG_DATA(h), fam, sa);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	return found ? 1 : done && !err ? 0 : -1;
+}
+
+int ofi_reach_listener(const uint8_t *addr, size_t len)
+{
+	const struct sockaddr *sa = (const void *)addr;
+	int r;
+
+	if (len < sizeof(struct sockaddr_in) || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) ||
+	    (sa->sa_family == AF_INET6 && len < sizeof(struct sockaddr_in6)) ||
+	    !addr_local(sa, (socklen_t)len))
+		return OFI_REACH_UNKNOWN;
+	r = listeners_scan(sa->sa_family, sa);
+	if (r == 0 && sa->sa_family == AF_INET)
+		r = listeners_scan(AF_INET6, sa);
+	return r < 0 ? OFI_REACH_UNKNOWN : r ? OFI_REACH_THERE : OFI_REACH_NOBODY;
+}
 
 static int probe_status(int err)
 {
