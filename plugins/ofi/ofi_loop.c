@@ -198,7 +198,6 @@ static void retry_queued(struct ofi_ep *sep)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* cq_lock held. */
 /* Fail the connects the timer ended (cq_lock held). */
 static void connects_end(struct ofi_ep *sep)
 {
@@ -218,6 +217,7 @@ static void connects_end(struct ofi_ep *sep)
 	}
 }
 
+/* cq_lock held. */
 void ofi_progress_locked(struct ofi_ep *sep)
 {
 	struct fi_cq_data_entry ent[OFI_CQ_BATCH];
@@ -374,7 +374,7 @@ static int connect_refused(struct ofi_ep *sep, struct ofi_conn *oc, uint64_t now
 }
 
 /* The connect of oc ended with status: whoever reads the CQ next fails
- * it (ofi_connects_end), since that needs cq_lock, which an application
+ * it (connects_end), since that needs cq_lock, which an application
  * polling in a loop may hold nearly all the time.  sep->lock and
  * oc->lock held. */
 static void connect_end(struct ofi_ep *sep, struct ofi_conn *oc, int status)
@@ -405,11 +405,10 @@ static void timers(struct ofi_ep *sep, uint64_t now)
 	for (unsigned n = 0; oc && n < OFI_TICK_CONNS; n++, oc = oc->next) {
 		pthread_mutex_lock(&oc->lock);
 		if (ofi_conn_state(oc) == CCI__CONN_CONNECTING) {
-			if (oc->end_status)
-				; /* progress fails it */
-			else if (connect_refused(sep, oc, now))
+			/* Ended once (end_status): progress fails it. */
+			if (!oc->end_status && connect_refused(sep, oc, now))
 				connect_end(sep, oc, CCI_ECONNREFUSED);
-			else if (cci__ct_connect_expired(&oc->base.timers, now))
+			else if (!oc->end_status && cci__ct_connect_expired(&oc->base.timers, now))
 				connect_end(sep, oc, CCI_ETIMEDOUT);
 		} else if (cci__conn_tick(&oc->base, oc->conn, ofi_core, &tick_ops, oc, now)) {
 			conn_probe(oc, now);
