@@ -33,14 +33,14 @@
  *                   never do; they send an engine command (OFI_CMD_*).
  *   sep->cq_lock    one reader of the completion queue at a time; also
  *                   guards the connection table (slots), the backlog and
- *                   the control queue's flush passes (ctlq_pass).
+ *                   the control queues' flush passes.
  *                   progress() and the thread only try-lock it to read.
  *   sep->lock       connection lists (conns, gone), requests, peers, the
  *                   list of pid watches and their counts.
  *   oc->lock        one connection: credits, sequence numbers, queues,
  *                   operations in flight, its receive state, its timers.
  *   sep->mr_lock    registrations (sep->mrs); nothing is taken inside it.
- *   sep->pool_lock  the free list of operations and the control queue;
+ *   sep->pool_lock  the free lists of operations and the control queues;
  *   sep->rx_lock    the free list of receive buffers.  These two are
  *                   never held together.
  * app_armed, hot_ns, now_ns, tx_pending, ctl_out, rx_lent, the
@@ -89,6 +89,10 @@ extern const struct cci_plugin cci_ctp_ofi_plugin;
 #define OFI_RX_RESERVE 16u            /* receive buffers for control messages */
 #define OFI_PEER_IDLE_NS 2000000000ull /* an unused AV entry is removed after this */
 #define OFI_TICK_NS 5000000ull        /* progress thread timer */
+#define OFI_PROBE_AFTER_NS 10000000ull /* a connect unanswered this long: is anybody there (tcp)? */
+#define OFI_PROBE_EVERY_NS 1000000000ull /* and again this often while somebody is */
+#define OFI_PROBE_WAIT_NS 1000000000ull /* a probe unanswered this long tells nothing */
+#define OFI_CTL_KEEP_NS 10000000000ull /* a REJECT or CANCEL the provider refuses this long is dropped */
 #define OFI_MAX_CONNS 65535u          /* slots of the connection table */
 #define OFI_PROV_LEN 64
 #define OFI_INJECT_MAX 4096u          /* bytes we stage on the stack for fi_inject */
@@ -98,6 +102,10 @@ extern const struct cci_plugin cci_ctp_ofi_plugin;
 #define OFI_CMD_PIDW 2u             /* a peer process to watch (sep->pidws) */
 
 /* ---- Wire: ofi_wire.h ---- */
+
+/* The largest control message body: a REQ with the client's address and
+ * the connect payload. */
+#define OFI_CTL_BODY_MAX (sizeof(struct ofi_hello) + OFI_ADDR_MAX + CCI_CONN_REQ_LEN)
 
 /* ---- Devices ---- */
 
@@ -125,7 +133,7 @@ enum ofi_obj { OFI_OBJ_OP = 1, OFI_OBJ_RX = 2 };
 struct ofi_op {
 	struct fi_context2 fctx;    /* first: libfabric's, FI_CONTEXT2 mode */
 	uint8_t obj;                /* OFI_OBJ_OP */
-	struct ofi_op *next;        /* pool, msgq, ctlq */
+	struct ofi_op *next;        /* pool, msgq, peer->ctlq */
 	struct ofi_op *rnext;       /* rmaq */
 	struct ofi_op *inext, *iprev; /* the connection's operations in flight */
 	struct ofi_conn *oc;        /* holds a reference while set */
@@ -186,7 +194,9 @@ struct ofi_conn {
 	struct cci__conn_base base;
 	struct ofi_ep *sep;
 	cci__conn_t *conn;          /* the core's; NULL once released */
-	struct ofi_conn *next;      /* sep->conns */
+	struct ofi_conn *prev, *next; /* sep->conns, then sep->gone (dlists: thousands
+	                             * leave them one by one) */
+	struct ofi_conn *free_next; /* sep->freeable */
 	int refs;                   /* atomic */
 	uint32_t id;                /* ours: slot | generation << 16 */
 	uint32_t peer_id;
@@ -194,6 +204,12 @@ struct ofi_conn {
 	struct ofi_pidw *pidw;      /* the peer process, when on this host; set
 	                             * once, under lock, and atomically */
 	uint64_t nonce;
+	uint64_t start_ns;          /* client: when cci_connect was called */
+	int refused;                /* atomic, client: nobody is at the server's address */
+	int req_posted;             /* atomic, client: the provider took our REQ */
+	int end_status;             /* client: the timer ended the connect with this
+	                             * (sep->ended), or 0 */
+	struct ofi_conn *end_next;  /* sep->ended */
 	int is_client;
 	int attr;
 	int imm;                    /* headers of messages to the peer go as CQ data */
@@ -227,9 +243,18 @@ struct ofi_peer {
 	fi_addr_t fa;
 	int refs;                   /* 0: unused since idle_ns, removed later */
 	int cut;                    /* atomic: removed from the AV (ofi_live.c) */
-	uint32_t ctl_queued;        /* atomic, changed under pool_lock: its ops on sep->ctlq */
-	uint64_t ctlq_refused;      /* the ctlq pass that found it refusing (cq_lock) */
+	/* Control messages the provider refused, in order (ofi_tx.c); under
+	 * sep->pool_lock. */
+	struct ofi_op *ctlq, *ctlq_tail;
+	struct ofi_peer *ctlq_next; /* sep->ctlq_peers */
+	int ctlq_listed;
+	uint32_t ctl_queued;        /* atomic: the length of ctlq */
 	uint64_t idle_ns;
+	struct ofi_pidw *owner;     /* shm: the process whose region addr names, or NULL */
+	/* tcp: is anybody listening at addr (ofi_reach.c)?  Under sep->lock. */
+	int probe_fd;               /* a connect under way, or -1 */
+	int probe_refused;          /* atomic: the last probe's answer, nobody listens */
+	uint64_t probe_ns;          /* when the last probe started, 0: never */
 	size_t len;
 	uint8_t addr[OFI_ADDR_MAX];
 };
@@ -277,6 +302,7 @@ struct ofi_ep {
 	size_t iov_limit;
 	uint64_t rma_flags;         /* op flags for fi_writemsg/fi_readmsg */
 	int imm;                    /* remote CQ data of 8 bytes: we take OFI_HELLO_IMM */
+	int reach;                  /* how we learn that nobody is at an address: OFI_REACH_BY_* */
 	uint8_t addr[OFI_ADDR_MAX]; /* our name */
 	size_t addr_len;
 	struct ofi_proc self;
@@ -292,8 +318,14 @@ struct ofi_ep {
 	pthread_mutex_t lock;
 	struct ofi_conn *conns;
 	struct ofi_conn *gone;      /* out of service, freed at their last reference */
+	struct ofi_conn *freeable;  /* atomic: those of gone whose last reference went */
+	struct ofi_conn *tick_next; /* where the timer's next round of conns starts */
+	struct ofi_conn *ended;     /* connects the timer ended, each with a reference,
+	                             * for progress to fail (read unlocked as a hint) */
 	struct ofi_req *reqs;
 	struct ofi_peer *peers;
+	uint32_t npeers;            /* peers in the AV (not cut) */
+	uint32_t peer_max;          /* the provider's most (domain_attr->ep_cnt), 0: none */
 	struct ofi_pidw *pidws;
 	pthread_mutex_t mr_lock;    /* mrs; taken last, nothing inside it */
 	struct ofi_mr *mrs;
@@ -310,11 +342,11 @@ struct ofi_ep {
 	/* Operations. */
 	cci__spinlock_t pool_lock;
 	struct ofi_slab *op_slabs;
-	struct ofi_op *pool;
-	struct ofi_op *ctlq, *ctlq_tail; /* control messages the provider refused, in
-	                                  * order per destination */
+	struct ofi_op *pool;        /* messages and RMAs (buffers of mss) */
+	struct ofi_op *ctl_pool;    /* control messages (buffers of OFI_CTL_BODY_MAX) */
+	struct ofi_peer *ctlq_peers, *ctlq_peers_tail; /* peers with control messages
+	                              * queued (pool_lock; the head read unlocked as a hint) */
 	uint32_t ctl_out;           /* atomic: tracked control messages alive */
-	uint64_t ctlq_pass;         /* ofi_ctlq_flush's passes (cq_lock) */
 	uint32_t pool_user;         /* user operations out */
 	uint32_t pool_limit;        /* send_buf_count */
 
@@ -363,11 +395,22 @@ static inline void ofi_conn_ref(struct ofi_conn *oc)
 	__atomic_add_fetch(&oc->refs, 1, __ATOMIC_RELAXED);
 }
 
-/* The last reference makes oc freeable; the progress thread frees it
- * (ofi_conns_sweep). */
+/* The last reference (never the table's: it goes first, at
+ * ofi_conn_unlist) makes oc freeable: it joins sep->freeable, a stack
+ * pushed without locks, and the progress thread frees it
+ * (ofi_conns_sweep).  oc is not touched after the push. */
 static inline void ofi_conn_unref(struct ofi_conn *oc)
 {
-	__atomic_sub_fetch(&oc->refs, 1, __ATOMIC_RELEASE);
+	struct ofi_ep *sep = oc->sep;
+	struct ofi_conn *head;
+
+	if (__atomic_sub_fetch(&oc->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	head = __atomic_load_n(&sep->freeable, __ATOMIC_RELAXED);
+	do
+		oc->free_next = head;
+	while (!__atomic_compare_exchange_n(&sep->freeable, &head, oc, 1, __ATOMIC_RELEASE,
+	                                    __ATOMIC_RELAXED));
 }
 
 /* Where an application message's payload goes in its op's buffer: after
@@ -398,6 +441,25 @@ int ofi_lib_load(const char **why);
 /* ofi_status.c */
 int ofi_fi_status(int fi_err);
 
+/* ofi_reach.c */
+enum ofi_reach {
+	OFI_REACH_UNKNOWN,          /* cannot tell: let the provider try */
+	OFI_REACH_NOBODY,           /* no endpoint is there */
+	OFI_REACH_THERE,
+	OFI_REACH_PENDING           /* a probe is under way */
+};
+enum ofi_reach_by {
+	OFI_REACH_BY_NONE,
+	OFI_REACH_BY_SHM,           /* the shm region's owner (shm) */
+	OFI_REACH_BY_PROBE          /* the listener, or a TCP connect to it (tcp;ofi_rxm) */
+};
+void ofi_reach_shm_self(const uint8_t *addr, size_t len);
+int ofi_reach_shm(const uint8_t *addr, size_t len, uint32_t *pid_p);
+int ofi_reach_listener(const uint8_t *addr, size_t len);
+int ofi_reach_probe(const uint8_t *addr, size_t len, int *fd_p);
+int ofi_reach_probe_poll(int *fd_p);
+void ofi_reach_probe_cancel(int *fd_p);
+
 /* ofi_dev.c */
 extern const struct cci_conf_key ofi_conf_keys[];
 int ofi_discover(void);
@@ -410,7 +472,12 @@ int ofi_getinfo(const char *prov, const char *domain, const char *fabric, const 
 int ofi_uri_make(struct ofi_ep *sep, char **uri_p);
 int ofi_uri_parse(struct ofi_ep *sep, const char *uri, uint8_t *addr, size_t *len_p);
 int ofi_service_check(const struct fi_info *info, const char *service);
-struct ofi_peer *ofi_peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len);
+int ofi_peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len, struct ofi_peer **peer_p);
+int ofi_peer_owner_gone(const struct ofi_peer *peer);
+struct ofi_pidw *ofi_peer_owner_ref(struct ofi_ep *sep, struct ofi_peer *peer);
+void ofi_peer_probe(struct ofi_peer *peer, uint64_t since, uint64_t now, int may_connect);
+void ofi_peers_probe_poll(struct ofi_ep *sep, uint64_t now);
+int ofi_peer_refused(const struct ofi_peer *peer, uint64_t since);
 void ofi_peer_put(struct ofi_ep *sep, struct ofi_peer *peer);
 void ofi_peer_put_locked(struct ofi_peer *peer);
 void ofi_peers_free(struct ofi_ep *sep);
@@ -476,6 +543,7 @@ void ofi_mrs_free(struct ofi_ep *sep);
 void ofi_live_add(struct ofi_ep *sep);
 void ofi_live_del(struct ofi_ep *sep);
 int ofi_live_gone(const struct ofi_ep *sep, const uint8_t *addr, size_t len);
+void ofi_peer_cut(struct ofi_ep *sep, struct ofi_peer *p);
 void ofi_live_fini(void);
 
 /* ofi_conn.c */

@@ -192,67 +192,6 @@ int ofi_service_check(const struct fi_info *info, const char *service)
 	return (uri_parse_port(service, &port) != 0 || port == 0) ? CCI_EINVAL : CCI_SUCCESS;
 }
 
-/* ---- Address vector entries ---- */
-
-static struct ofi_peer *peer_insert(struct ofi_ep *sep, const uint8_t *addr, size_t len)
-{
-	struct ofi_peer *p = calloc(1, sizeof(*p));
-	int rc;
-
-	if (!p)
-		return NULL;
-	memcpy(p->addr, addr, len);
-	p->len = len;
-	rc = fi_av_insert(sep->av, p->addr, 1, &p->fa, 0, NULL);
-	if (rc != 1) {
-		OFI_LOG(CCI_LOG_CONN, "ofi: fi_av_insert: %s", rc < 0 ? ofi_lib.strerror(-rc) : "refused");
-		free(p);
-		return NULL;
-	}
-	p->refs = 1;
-	p->next = sep->peers;
-	sep->peers = p;
-	return p;
-}
-
-/* The AV entry of addr, shared: a reference, or NULL when the AV
- * refuses it. */
-struct ofi_peer *ofi_peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len)
-{
-	struct ofi_peer *p;
-
-	pthread_mutex_lock(&sep->lock);
-	for (p = sep->peers; p; p = p->next)
-		if (!p->cut && p->len == len && memcmp(p->addr, addr, len) == 0)
-			break;
-	if (p)
-		p->refs++;
-	else
-		p = peer_insert(sep, addr, len);
-	pthread_mutex_unlock(&sep->lock);
-	return p;
-}
-
-/* Drop a reference.  An entry nobody uses is removed a while later
- * (ofi_peers_sweep), so a peer reconnecting soon finds it (and whatever
- * the provider holds for it, e.g. an rxm connection) still there.
- * sep->lock held. */
-void ofi_peer_put_locked(struct ofi_peer *peer)
-{
-	if (--peer->refs > 0)
-		return;
-	peer->idle_ns = cci__now_ns();
-}
-
-void ofi_peer_put(struct ofi_ep *sep, struct ofi_peer *peer)
-{
-	if (!peer)
-		return;
-	pthread_mutex_lock(&sep->lock);
-	ofi_peer_put_locked(peer);
-	pthread_mutex_unlock(&sep->lock);
-}
-
 /* ---- Processes of this host ---- */
 
 static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
@@ -384,6 +323,248 @@ void ofi_pidw_put(struct ofi_pidw *w)
 		w->idle_ns = cci__now_ns();
 }
 
+/* ---- Address vector entries ---- */
+
+/* An address for the log: the URI's form. */
+static const char *peer_text(const struct ofi_ep *sep, const uint8_t *addr, size_t len,
+                             char *buf, size_t cap)
+{
+	uint32_t fmt = sep->info->addr_format;
+
+	if ((fmt == FI_SOCKADDR_IN || fmt == FI_SOCKADDR_IN6) && len >= sizeof(struct sockaddr_in))
+		cci__sockaddr_str((const struct sockaddr *)addr, buf, cap);
+	else if (fmt == FI_ADDR_STR && str_printable(addr, len) && len <= cap)
+		memcpy(buf, addr, len);
+	else if (addr_hex(addr, len < 32 ? len : 32, buf, cap) != CCI_SUCCESS)
+		buf[0] = '\0';
+	return buf;
+}
+
+/* Entries nobody uses leave the AV now, to make room for another;
+ * sep->lock held. */
+static void peers_make_room(struct ofi_ep *sep)
+{
+	for (struct ofi_peer *p = sep->peers; p; p = p->next)
+		if (p->refs == 0 && !__atomic_load_n(&p->cut, __ATOMIC_ACQUIRE)) {
+			__atomic_store_n(&p->cut, 1, __ATOMIC_RELEASE);
+			fi_av_remove(sep->av, &p->fa, 1, 0);
+			sep->npeers--;
+		}
+}
+
+/* A new AV entry for addr, with a reference in *peer_p: CCI_SUCCESS, or
+ * CCI_ENOMEM past the provider's count of peers (domain_attr->ep_cnt:
+ * 256 for shm) or memory, CCI_ECONNREFUSED when the AV refuses the
+ * address.  sep->lock held. */
+static int peer_insert(struct ofi_ep *sep, const uint8_t *addr, size_t len,
+                       struct ofi_pidw *owner, struct ofi_peer **peer_p)
+{
+	struct ofi_peer *p;
+	char text[2 * OFI_ADDR_MAX + 8];
+	int rc;
+
+	if (sep->peer_max && sep->npeers >= sep->peer_max)
+		peers_make_room(sep);
+	if (sep->peer_max && sep->npeers >= sep->peer_max) {
+		OFI_WARN("ofi: endpoint %s talks to %u peers, the most %s takes: %s refused",
+		         sep->ep->uri, sep->npeers, sep->info->fabric_attr->prov_name,
+		         peer_text(sep, addr, len, text, sizeof(text)));
+		return CCI_ENOMEM;
+	}
+	if (!(p = calloc(1, sizeof(*p)))) {
+		OFI_WARN("ofi: no memory for the address %s", peer_text(sep, addr, len, text, sizeof(text)));
+		return CCI_ENOMEM;
+	}
+	memcpy(p->addr, addr, len);
+	p->len = len;
+	p->probe_fd = -1;
+	rc = fi_av_insert(sep->av, p->addr, 1, &p->fa, 0, NULL);
+	if (rc != 1) {
+		OFI_LOG(CCI_LOG_CONN, "ofi: fi_av_insert of %s: %s", peer_text(sep, addr, len, text,
+		        sizeof(text)), rc < 0 ? ofi_lib.strerror(-rc) : "refused");
+		free(p);
+		return rc == -FI_ENOMEM ? CCI_ENOMEM : CCI_ECONNREFUSED;
+	}
+	p->owner = owner;
+	p->refs = 1;
+	p->next = sep->peers;
+	sep->peers = p;
+	sep->npeers++;
+	*peer_p = p;
+	return CCI_SUCCESS;
+}
+
+/* The entry of addr in use, with a reference, or NULL; sep->lock held. */
+static struct ofi_peer *peer_find(struct ofi_ep *sep, const uint8_t *addr, size_t len)
+{
+	for (struct ofi_peer *p = sep->peers; p; p = p->next)
+		if (!p->cut && p->len == len && memcmp(p->addr, addr, len) == 0) {
+			p->refs++;
+			return p;
+		}
+	return NULL;
+}
+
+/* shm: is an endpoint at addr (ofi_reach.c)?  CCI_SUCCESS with a watch
+ * on its process in *owner_p (NULL when unknown, or this process), or
+ * CCI_ECONNREFUSED when nobody is there. */
+static int peer_owner(struct ofi_ep *sep, const uint8_t *addr, size_t len,
+                      struct ofi_pidw **owner_p)
+{
+	struct ofi_proc pr = { .host = sep->self.host };
+	struct ofi_pidw *w = NULL;
+	int r;
+
+	*owner_p = NULL;
+	if (sep->reach != OFI_REACH_BY_SHM)
+		return CCI_SUCCESS;
+	r = ofi_reach_shm(addr, len, &pr.pid);
+	if (r == OFI_REACH_THERE && pr.pid != sep->self.pid) {
+		pr.start = proc_start(pr.pid);
+		w = pr.start ? ofi_pidw_get(sep, &pr) : NULL;
+		if (!pr.start || (w && __atomic_load_n(&w->dead, __ATOMIC_ACQUIRE)))
+			r = OFI_REACH_NOBODY;
+	}
+	if (r != OFI_REACH_NOBODY) {
+		*owner_p = w;
+		return CCI_SUCCESS;
+	}
+	if (w) {
+		pthread_mutex_lock(&sep->lock);
+		ofi_pidw_put(w);
+		pthread_mutex_unlock(&sep->lock);
+	}
+	OFI_LOG(CCI_LOG_CONN, "ofi: nobody at shm address %s: its region is missing or its "
+	        "process is gone", (const char *)addr);
+	return CCI_ECONNREFUSED;
+}
+
+/* The AV entry of addr, shared: a reference in *peer_p, or
+ * CCI_ECONNREFUSED when nobody is there (shm) or the AV refuses the
+ * address, CCI_ENOMEM past a limit (peer_insert). */
+int ofi_peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len, struct ofi_peer **peer_p)
+{
+	struct ofi_pidw *owner;
+	int rc = CCI_SUCCESS;
+
+	pthread_mutex_lock(&sep->lock);
+	*peer_p = peer_find(sep, addr, len);
+	pthread_mutex_unlock(&sep->lock);
+	if (*peer_p)
+		return CCI_SUCCESS;
+	rc = peer_owner(sep, addr, len, &owner);
+	if (rc != CCI_SUCCESS)
+		return rc;
+	pthread_mutex_lock(&sep->lock);
+	*peer_p = peer_find(sep, addr, len); /* inserted meanwhile? */
+	if (*peer_p || (rc = peer_insert(sep, addr, len, owner, peer_p)) != CCI_SUCCESS)
+		ofi_pidw_put(owner); /* not handed to a new entry */
+	pthread_mutex_unlock(&sep->lock);
+	return rc;
+}
+
+/* shm: has the process that owned the peer's region exited since?  Then
+ * the provider's mapping of it is a dead region. */
+int ofi_peer_owner_gone(const struct ofi_peer *peer)
+{
+	return peer->owner && ofi_pidw_exited(peer->owner);
+}
+
+/* A reference to the watch on the peer's process (shm), or NULL. */
+struct ofi_pidw *ofi_peer_owner_ref(struct ofi_ep *sep, struct ofi_peer *peer)
+{
+	pthread_mutex_lock(&sep->lock);
+	if (peer->owner)
+		peer->owner->refs++;
+	pthread_mutex_unlock(&sep->lock);
+	return peer->owner;
+}
+
+/* Drop a reference.  An entry nobody uses is removed a while later
+ * (ofi_peers_sweep), so a peer reconnecting soon finds it (and whatever
+ * the provider holds for it, e.g. an rxm connection) still there.
+ * sep->lock held. */
+void ofi_peer_put_locked(struct ofi_peer *peer)
+{
+	if (--peer->refs > 0)
+		return;
+	peer->idle_ns = cci__now_ns();
+}
+
+void ofi_peer_put(struct ofi_ep *sep, struct ofi_peer *peer)
+{
+	if (!peer)
+		return;
+	pthread_mutex_lock(&sep->lock);
+	ofi_peer_put_locked(peer);
+	pthread_mutex_unlock(&sep->lock);
+}
+
+/* ---- Is anybody listening (tcp)? ---- */
+
+static void probe_done(struct ofi_peer *p, int r)
+{
+	char text[64];
+
+	__atomic_store_n(&p->probe_refused, r == OFI_REACH_NOBODY, __ATOMIC_RELAXED);
+	if (r != OFI_REACH_NOBODY)
+		return;
+	cci__sockaddr_str((const struct sockaddr *)p->addr, text, sizeof(text));
+	OFI_LOG(CCI_LOG_CONN, "ofi: nobody listens at %s (connection refused)", text);
+}
+
+/*
+ * Ask whether anybody listens at the peer, for a connect to it that
+ * started at since and has no answer yet (sep->lock held): the kernel's
+ * listeners for an address of this host, else, if may_connect (rxm has
+ * no connection there: our REQ is not out), a TCP connect.  One probe at
+ * a time; after one found nobody, at once again for a connect newer than
+ * it (a client retrying against a server that is gone); else once every
+ * OFI_PROBE_EVERY_NS, so that a live server is probed rarely.
+ */
+void ofi_peer_probe(struct ofi_peer *peer, uint64_t since, uint64_t now, int may_connect)
+{
+	int r;
+
+	if (peer->probe_fd >= 0 || __atomic_load_n(&peer->cut, __ATOMIC_ACQUIRE))
+		return;
+	if (peer->probe_ns && !(peer->probe_refused && since > peer->probe_ns) &&
+	    now - peer->probe_ns < OFI_PROBE_EVERY_NS)
+		return;
+	r = ofi_reach_listener(peer->addr, peer->len);
+	if (r == OFI_REACH_UNKNOWN && !may_connect)
+		return;
+	peer->probe_ns = now;
+	__atomic_store_n(&peer->probe_refused, 0, __ATOMIC_RELAXED);
+	if (r == OFI_REACH_UNKNOWN)
+		r = ofi_reach_probe(peer->addr, peer->len, &peer->probe_fd);
+	probe_done(peer, r);
+}
+
+/* The probes under way: answered, or given up after OFI_PROBE_WAIT_NS
+ * (progress thread). */
+void ofi_peers_probe_poll(struct ofi_ep *sep, uint64_t now)
+{
+	pthread_mutex_lock(&sep->lock);
+	for (struct ofi_peer *p = sep->peers; p; p = p->next) {
+		int r;
+		if (p->probe_fd < 0)
+			continue;
+		r = ofi_reach_probe_poll(&p->probe_fd);
+		if (r != OFI_REACH_PENDING)
+			probe_done(p, r);
+		else if (now - p->probe_ns > OFI_PROBE_WAIT_NS)
+			ofi_reach_probe_cancel(&p->probe_fd);
+	}
+	pthread_mutex_unlock(&sep->lock);
+}
+
+/* Did a probe started after since find nobody listening?  sep->lock held. */
+int ofi_peer_refused(const struct ofi_peer *peer, uint64_t since)
+{
+	return peer->probe_refused && peer->probe_ns >= since;
+}
+
 /* Remove the AV entries and close the pid watches unused for
  * OFI_PEER_IDLE_NS (progress thread, loop lock held). */
 void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now)
@@ -396,8 +577,12 @@ void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now)
 			continue;
 		}
 		*pp = p->next;
-		if (!__atomic_load_n(&p->cut, __ATOMIC_ACQUIRE))
+		if (!__atomic_load_n(&p->cut, __ATOMIC_ACQUIRE)) {
 			fi_av_remove(sep->av, &p->fa, 1, 0);
+			sep->npeers--;
+		}
+		ofi_reach_probe_cancel(&p->probe_fd);
+		ofi_pidw_put(p->owner);
 		free(p);
 	}
 	for (struct ofi_pidw **pp = &sep->pidws; *pp;) {
@@ -420,8 +605,10 @@ void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now)
  * address vector closes with the endpoint, so just free. */
 void ofi_peers_free(struct ofi_ep *sep)
 {
-	for (struct ofi_peer *p; CCI__SLIST_POP(&sep->peers, p, next);)
+	for (struct ofi_peer *p; CCI__SLIST_POP(&sep->peers, p, next);) {
+		ofi_reach_probe_cancel(&p->probe_fd);
 		free(p);
+	}
 	for (struct ofi_pidw *w; CCI__SLIST_POP(&sep->pidws, w, next);) {
 		if (w->fd >= 0)
 			close(w->fd);

@@ -55,8 +55,7 @@ struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, voi
 		return NULL;
 	}
 	pthread_mutex_lock(&sep->lock);
-	oc->next = sep->conns;
-	sep->conns = oc;
+	CCI__DLIST_PUSH(&sep->conns, oc);
 	pthread_mutex_unlock(&sep->lock);
 	return oc;
 }
@@ -77,9 +76,10 @@ void ofi_conn_unlist(struct ofi_conn *oc, int cq_held)
 	if (!cq_held)
 		cci__spin_unlock(&sep->cq_lock);
 	pthread_mutex_lock(&sep->lock);
-	CCI__SLIST_UNLINK(&sep->conns, oc, next);
-	oc->next = sep->gone;
-	sep->gone = oc;
+	if (sep->tick_next == oc)
+		sep->tick_next = oc->next;
+	CCI__DLIST_UNLINK(&sep->conns, oc);
+	CCI__DLIST_PUSH(&sep->gone, oc);
 	pthread_mutex_unlock(&sep->lock);
 	ofi_conn_unref(oc);
 }
@@ -95,22 +95,23 @@ static void conn_free(struct ofi_conn *oc)
 	free(oc);
 }
 
-/* Free the connections taken out of service that nothing holds any more. */
+/* Free the connections taken out of service whose last reference went
+ * since (sep->freeable). */
 void ofi_conns_sweep(struct ofi_ep *sep)
 {
+	struct ofi_conn *list = __atomic_exchange_n(&sep->freeable, NULL, __ATOMIC_ACQUIRE);
+
+	if (!list)
+		return;
 	pthread_mutex_lock(&sep->lock);
-	for (struct ofi_conn **pp = &sep->gone; *pp;) {
-		struct ofi_conn *oc = *pp;
-		if (__atomic_load_n(&oc->refs, __ATOMIC_ACQUIRE) == 0) {
-			*pp = oc->next;
-			/* Whoever dropped the last reference did it holding
-			 * oc->lock: wait until it left. */
-			pthread_mutex_lock(&oc->lock);
-			pthread_mutex_unlock(&oc->lock);
-			conn_free(oc);
-		} else {
-			pp = &oc->next;
-		}
+	for (struct ofi_conn *oc; (oc = list) != NULL;) {
+		list = oc->free_next;
+		CCI__DLIST_UNLINK(&sep->gone, oc);
+		/* Whoever dropped the last reference did it holding oc->lock:
+		 * wait until it left. */
+		pthread_mutex_lock(&oc->lock);
+		pthread_mutex_unlock(&oc->lock);
+		conn_free(oc);
 	}
 	pthread_mutex_unlock(&sep->lock);
 }
@@ -153,7 +154,7 @@ void ofi_conns_free_all(struct ofi_ep *sep)
 {
 	struct ofi_conn *lists[2] = { sep->conns, sep->gone };
 
-	sep->conns = sep->gone = NULL;
+	sep->conns = sep->gone = sep->freeable = NULL;
 	for (int i = 0; i < 2; i++) {
 		for (struct ofi_conn *oc; CCI__SLIST_POP(&lists[i], oc, next);) {
 			if (oc->conn)

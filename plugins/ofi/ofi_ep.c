@@ -139,6 +139,21 @@ static void ep_reap_stale_shm(const struct fi_info *info)
 	closedir(d);
 }
 
+/* How this endpoint learns that nobody is at an address (ofi_reach.c):
+ * only where the providers were seen to keep quiet about it. */
+static void ep_reach_init(struct ofi_ep *sep)
+{
+	const char *core = sep->dev->core_name;
+	uint32_t fmt = sep->info->addr_format;
+
+	if (strcmp(core, "shm") == 0 && fmt == FI_ADDR_STR) {
+		sep->reach = OFI_REACH_BY_SHM;
+		ofi_reach_shm_self(sep->addr, sep->addr_len);
+	} else if (strcmp(core, "tcp") == 0 && (fmt == FI_SOCKADDR_IN || fmt == FI_SOCKADDR_IN6)) {
+		sep->reach = OFI_REACH_BY_PROBE;
+	}
+}
+
 static int ep_open_endpoint(struct ofi_ep *sep)
 {
 	size_t len = sizeof(sep->addr);
@@ -167,6 +182,9 @@ static int ep_open_endpoint(struct ofi_ep *sep)
 	sep->iov_limit = sep->info->tx_attr->iov_limit;
 	/* Message headers travel as remote CQ data where it is 8 bytes. */
 	sep->imm = sep->info->domain_attr->cq_data_size >= sizeof(uint64_t);
+	ep_reach_init(sep);
+	sep->peer_max = sep->info->domain_attr->ep_cnt < UINT32_MAX ?
+	                (uint32_t)sep->info->domain_attr->ep_cnt : 0;
 	return CCI_SUCCESS;
 }
 

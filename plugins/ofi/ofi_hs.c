@@ -16,13 +16,27 @@
 
 #include "ofi.h"
 
-#define OFI_REQ_BODY_MAX (sizeof(struct ofi_hello) + OFI_ADDR_MAX + CCI_CONN_REQ_LEN)
-
-/* The AV entry of a peer, unless it is a closed endpoint of this process
- * (see ofi_live.c). */
-static struct ofi_peer *peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len)
+/* The AV entry of a peer (a reference in *peer_p), unless it is a closed
+ * endpoint of this process (see ofi_live.c) or nobody is there
+ * (ofi_reach.c): CCI_ECONNREFUSED; CCI_ENOMEM past a limit.  An entry
+ * kept for an shm peer whose process has exited since is stale (the
+ * provider maps its dead region): it is cut off, and the address looked
+ * at afresh, in case a new endpoint took the name. */
+static int peer_get(struct ofi_ep *sep, const uint8_t *addr, size_t len, struct ofi_peer **peer_p)
 {
-	return ofi_live_gone(sep, addr, len) ? NULL : ofi_peer_get(sep, addr, len);
+	int rc;
+
+	*peer_p = NULL;
+	if (ofi_live_gone(sep, addr, len))
+		return CCI_ECONNREFUSED;
+	rc = ofi_peer_get(sep, addr, len, peer_p);
+	if (rc == CCI_SUCCESS && ofi_peer_owner_gone(*peer_p)) {
+		OFI_LOG(CCI_LOG_CONN, "ofi: the process at %s has exited", (const char *)addr);
+		ofi_peer_cut(sep, *peer_p);
+		ofi_peer_put(sep, *peer_p);
+		rc = ofi_peer_get(sep, addr, len, peer_p);
+	}
+	return rc;
 }
 
 /* Client: the connect failed (unless it opened meanwhile); report it and
@@ -62,7 +76,7 @@ static void hello_fill(struct ofi_conn *oc, struct ofi_hello *h)
 static int send_req(struct ofi_conn *oc, const void *data, uint32_t data_len)
 {
 	struct ofi_ep *sep = oc->sep;
-	uint64_t body[(OFI_REQ_BODY_MAX + 7) / 8];
+	uint64_t body[(OFI_CTL_BODY_MAX + 7) / 8];
 	struct ofi_hello *h = (struct ofi_hello *)body;
 	int rc;
 
@@ -85,6 +99,8 @@ int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	struct ofi_ep *sep = ofi_ep_of(ep);
 	uint8_t addr[OFI_ADDR_MAX];
 	size_t alen = 0;
+	struct ofi_peer *peer;
+	struct ofi_pidw *owner;
 	struct ofi_conn *oc;
 	int rc;
 
@@ -94,19 +110,39 @@ int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 		        sep->dev->core_name);
 		return rc;
 	}
-	oc = ofi_conn_new(sep, attr, context);
-	if (!oc)
+	/* Past a limit the connect fails at once (logged where it was met). */
+	if (peer_get(sep, addr, alen, &peer) == CCI_ENOMEM)
 		return CCI_ENOMEM;
+	oc = ofi_conn_new(sep, attr, context);
+	if (!oc) {
+		OFI_WARN("ofi: connect to %s: endpoint %s is out of memory or holds %u connections, "
+		         "its most", uri, ep->uri, OFI_MAX_CONNS);
+		ofi_peer_put(sep, peer);
+		return CCI_ENOMEM;
+	}
+	/* shm: the server's process, watched until it answers (the timer
+	 * refuses the connect if it exits first). */
+	owner = peer ? ofi_peer_owner_ref(sep, peer) : NULL;
+	pthread_mutex_lock(&oc->lock); /* the timer reads these under it */
 	oc->is_client = 1;
 	if (cci__random64(&oc->nonce) != CCI_SUCCESS)
 		oc->nonce = cci__now_ns() ^ (uint64_t)(uintptr_t)oc;
-	pthread_mutex_lock(&oc->lock);
+	oc->peer = peer;
+	oc->start_ns = cci__now_ns();
 	if (timeout)
-		cci__ct_connecting(&oc->base.timers, timeout, cci__now_ns());
+		cci__ct_connecting(&oc->base.timers, timeout, oc->start_ns);
+	__atomic_store_n(&oc->pidw, owner, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&oc->lock);
-	oc->peer = peer_get(sep, addr, alen);
-	if (!oc->peer || send_req(oc, data, data_len) != CCI_SUCCESS)
-		connect_failed(oc, CCI_ECONNREFUSED, 0);
+	rc = oc->peer ? send_req(oc, data, data_len) : CCI_ECONNREFUSED;
+	if (rc != CCI_SUCCESS && rc != CCI_ECONNREFUSED) {
+		/* The provider could not even try (out of descriptors or memory:
+		 * tcp;ofi_rxm opens a socket to a new peer here). */
+		OFI_WARN("ofi: connect to %s: the provider refused the request: %s (a new "
+		         "tcp peer takes a descriptor)", uri, ofi_core->status_text(rc));
+		rc = rc == CCI_ERR_DISCONNECTED ? CCI_ECONNREFUSED : rc;
+	}
+	if (rc != CCI_SUCCESS)
+		connect_failed(oc, rc, 0);
 	return CCI_SUCCESS;
 }
 
@@ -117,7 +153,9 @@ void ofi_connect_timeout(struct ofi_conn *oc)
 
 	if (ofi_conn_state(oc) != CCI__CONN_CONNECTING)
 		return;
-	if (oc->peer)
+	/* A REQ the provider never took is dropped from the queue: then
+	 * nobody holds a request to cancel. */
+	if (oc->peer && __atomic_load_n(&oc->req_posted, __ATOMIC_ACQUIRE))
 		ofi_ctl_to(oc->sep, oc->peer, 0, OFI_T_CANCEL, &c, sizeof(c));
 	connect_failed(oc, CCI_ETIMEDOUT, 1);
 }
@@ -146,7 +184,7 @@ static void conn_set_peer(struct ofi_conn *oc, const struct ofi_hello *h)
 static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_hello *hp)
 {
 	const struct ofi_hello h = *hp;
-	struct ofi_pidw *w;
+	struct ofi_pidw *w, *old;
 
 	if (!oc->is_client || h.nonce != oc->nonce)
 		return;
@@ -159,6 +197,7 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_
 		pthread_mutex_unlock(&sep->lock);
 		return;
 	}
+	old = oc->pidw; /* shm: the server's process as its region named it */
 	__atomic_store_n(&oc->pidw, w, __ATOMIC_RELEASE); /* ctl_peer_gone reads it unlocked */
 	conn_set_peer(oc, &h);
 	ofi_core->post_connect(sep->ep, oc->conn->pub.context, CCI_SUCCESS, oc->conn);
@@ -166,6 +205,11 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_
 	if (w && __atomic_load_n(&w->dead, __ATOMIC_ACQUIRE))
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 	pthread_mutex_unlock(&oc->lock);
+	if (old) {
+		pthread_mutex_lock(&sep->lock);
+		ofi_pidw_put(old);
+		pthread_mutex_unlock(&sep->lock);
+	}
 	OFI_LOG(CCI_LOG_CONN, "ofi: connected %08x to peer %08x", oc->id, oc->peer_id);
 }
 
@@ -187,9 +231,8 @@ static void on_req(struct ofi_ep *sep, const struct ofi_msg *m)
 	if (!req)
 		return;
 	req->hello = m->u.hello;
-	req->peer = peer_get(sep, m->addr, req->hello.addr_len);
-	if (!req->peer) {
-		free(req);
+	if (peer_get(sep, m->addr, req->hello.addr_len, &req->peer) != CCI_SUCCESS) {
+		free(req); /* a limit was logged; the client waits for its timeout */
 		return;
 	}
 	/* Listed first: once posted, another thread may answer it at once. */
@@ -261,6 +304,8 @@ int ofi_accept(cci__evt_t *evt, void *context)
 
 	oc = ofi_conn_new(sep, (cci_conn_attribute_t)req->hello.attr, context);
 	if (!oc) {
+		OFI_WARN("ofi: endpoint %s is out of memory or holds %u connections, its most: "
+		         "request %08x rejected", evt->ep->uri, OFI_MAX_CONNS, req->hello.id);
 		ofi_ctl_to(sep, req->peer, req->hello.id, OFI_T_REJECT, NULL, 0);
 		return CCI_ENOMEM;
 	}

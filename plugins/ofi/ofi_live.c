@@ -12,6 +12,10 @@
  * is remembered so that a later connect to it is refused instead of
  * inserted.  For other providers this only makes a local peer's
  * departure known a little earlier.
+ *
+ * Cutting an address off an endpoint (its connections broken, the
+ * address out of the AV) serves other endpoints too: ofi_peer_cut, for an
+ * shm peer whose process exited (ofi_hs.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -93,27 +97,42 @@ int ofi_live_gone(const struct ofi_ep *sep, const uint8_t *addr, size_t len)
 	return gone;
 }
 
-/* y forgets the endpoint at addr: its connections there break, the
- * address leaves its AV.  live_lock held. */
+/* p leaves y's AV: y's connections to it break (connects to it are
+ * refused) and nothing is sent to it any more.  y->lock held. */
+static void peer_cut(struct ofi_ep *y, struct ofi_peer *p)
+{
+	__atomic_store_n(&p->cut, 1, __ATOMIC_RELEASE);
+	for (struct ofi_conn *oc = y->conns; oc; oc = oc->next) {
+		if (oc->peer != p)
+			continue;
+		pthread_mutex_lock(&oc->lock);
+		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
+		if (ofi_conn_state(oc) == CCI__CONN_CONNECTING)
+			__atomic_store_n(&oc->refused, 1, __ATOMIC_RELEASE); /* the timer fails it */
+		pthread_mutex_unlock(&oc->lock);
+	}
+	fi_av_remove(y->av, &p->fa, 1, 0);
+	y->npeers--;
+}
+
+/* y forgets the endpoint at addr.  live_lock held. */
 static void cut_peer(struct ofi_ep *y, const uint8_t *addr, size_t len)
 {
 	pthread_mutex_lock(&y->lock);
-	for (struct ofi_peer *p = y->peers; p; p = p->next) {
-		if (p->cut || p->len != len || memcmp(p->addr, addr, len) != 0)
-			continue;
-		for (struct ofi_conn *oc = y->conns; oc; oc = oc->next) {
-			if (oc->peer != p)
-				continue;
-			pthread_mutex_lock(&oc->lock);
-			ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
-			if (ofi_conn_state(oc) == CCI__CONN_CONNECTING)
-				oc->base.timers.deadline_ns = 1; /* the timer fails it */
-			pthread_mutex_unlock(&oc->lock);
-		}
-		fi_av_remove(y->av, &p->fa, 1, 0);
-		__atomic_store_n(&p->cut, 1, __ATOMIC_RELEASE);
-	}
+	for (struct ofi_peer *p = y->peers; p; p = p->next)
+		if (!p->cut && p->len == len && memcmp(p->addr, addr, len) == 0)
+			peer_cut(y, p);
 	pthread_mutex_unlock(&y->lock);
+}
+
+/* An entry of sep's AV that can no longer serve (the process behind it
+ * is gone) is cut off, so that the address can be inserted afresh. */
+void ofi_peer_cut(struct ofi_ep *sep, struct ofi_peer *p)
+{
+	pthread_mutex_lock(&sep->lock);
+	if (!__atomic_load_n(&p->cut, __ATOMIC_ACQUIRE))
+		peer_cut(sep, p);
+	pthread_mutex_unlock(&sep->lock);
 }
 
 void ofi_live_del(struct ofi_ep *sep)

@@ -40,8 +40,8 @@
 #define OFI_POLL_MIN_NS 10000ull     /* polling after activity, no wait fd */
 #define OFI_POLL_MAX_NS 1000000ull
 #define OFI_POLL_HOT_NS 500000ull    /* poll at the minimum this long after activity */
-#define OFI_EXPIRED_MAX 32
 #define OFI_PROBE_NS 1000000000ull   /* blocked on credits this long: is the peer there? */
+#define OFI_TICK_CONNS 2048u          /* connections a tick looks at, at most */
 
 _Static_assert(offsetof(struct ofi_op, obj) == sizeof(struct fi_context2) &&
                offsetof(struct ofi_rxbuf, obj) == sizeof(struct fi_context2),
@@ -198,11 +198,32 @@ static void retry_queued(struct ofi_ep *sep)
 	pthread_mutex_unlock(&sep->lock);
 }
 
+/* Fail the connects the timer ended (cq_lock held). */
+static void connects_end(struct ofi_ep *sep)
+{
+	struct ofi_conn *list;
+
+	pthread_mutex_lock(&sep->lock);
+	list = sep->ended;
+	__atomic_store_n(&sep->ended, NULL, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&sep->lock);
+	for (struct ofi_conn *oc; (oc = list) != NULL;) {
+		list = oc->end_next;
+		if (oc->end_status == CCI_ECONNREFUSED)
+			ofi_connect_refused(oc);
+		else
+			ofi_connect_timeout(oc);
+		ofi_conn_unref(oc);
+	}
+}
+
 /* cq_lock held. */
 void ofi_progress_locked(struct ofi_ep *sep)
 {
 	struct fi_cq_data_entry ent[OFI_CQ_BATCH];
 
+	if (__atomic_load_n(&sep->ended, __ATOMIC_ACQUIRE))
+		connects_end(sep);
 	if (sep->backlog)
 		ofi_backlog_drain(sep);
 	for (int round = 0; round < OFI_CQ_ROUNDS; round++) {
@@ -232,7 +253,7 @@ void ofi_progress_locked(struct ofi_ep *sep)
 		if (n < OFI_CQ_BATCH)
 			break;
 	}
-	if (__atomic_load_n(&sep->ctlq, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&sep->ctlq_peers, __ATOMIC_RELAXED))
 		ofi_ctlq_flush(sep);
 	if (__atomic_load_n(&sep->tx_pending, __ATOMIC_RELAXED))
 		retry_queued(sep);
@@ -326,37 +347,77 @@ static void send_expired(void *pc)
 	ofi_conn_break(oc, CCI_ETIMEDOUT);
 }
 
-/* An expired connect is failed outside the locks the tick holds (it takes
- * cq_lock), so the tick only collects it. */
+/* Connects are ended by timers() itself (connect_end). */
 static const struct cci__conn_tick_ops tick_ops = { oldest_send_ns, ping, NULL, send_expired };
 
+/* A client's connect that cannot succeed: the server's process exited
+ * (shm), or a probe found nobody listening at its address (tcp).  The
+ * probe is started here for a connect unanswered for a while.  sep->lock
+ * and oc->lock held. */
+static int connect_refused(struct ofi_ep *sep, struct ofi_conn *oc, uint64_t now)
+{
+	const struct ofi_pidw *w = oc->pidw;
+
+	if (!oc->is_client || !oc->peer)
+		return 0;
+	if (__atomic_load_n(&oc->refused, __ATOMIC_ACQUIRE) ||
+	    (w && __atomic_load_n(&w->dead, __ATOMIC_ACQUIRE)))
+		return 1;
+	if (sep->reach != OFI_REACH_BY_PROBE)
+		return 0;
+	if (ofi_peer_refused(oc->peer, oc->start_ns))
+		return 1;
+	if (now - oc->start_ns >= OFI_PROBE_AFTER_NS)
+		ofi_peer_probe(oc->peer, oc->start_ns, now,
+		               !__atomic_load_n(&oc->req_posted, __ATOMIC_ACQUIRE));
+	return 0;
+}
+
+/* The connect of oc ended with status: whoever reads the CQ next fails
+ * it (connects_end), since that needs cq_lock, which an application
+ * polling in a loop may hold nearly all the time.  sep->lock and
+ * oc->lock held. */
+static void connect_end(struct ofi_ep *sep, struct ofi_conn *oc, int status)
+{
+	oc->end_status = status;
+	ofi_conn_ref(oc);
+	oc->end_next = sep->ended;
+	__atomic_store_n(&sep->ended, oc, __ATOMIC_RELEASE);
+}
+
+/*
+ * The tick's round of the connections: at most OFI_TICK_CONNS of them, from
+ * where the last tick stopped (sep->tick_next), so that an endpoint with
+ * tens of thousands of connections neither spends its ticks walking them
+ * nor holds sep->lock long against cci_connect and cci_disconnect; each
+ * connection is then seen every N / OFI_TICK_CONNS ticks.
+ */
 static void timers(struct ofi_ep *sep, uint64_t now)
 {
-	struct ofi_conn *expired[OFI_EXPIRED_MAX];
-	int n = 0;
+	struct ofi_conn *oc;
 
 	ofi_conns_sweep(sep);
 	ofi_peers_sweep(sep, now);
+	if (sep->reach == OFI_REACH_BY_PROBE)
+		ofi_peers_probe_poll(sep, now);
 	pthread_mutex_lock(&sep->lock);
-	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
+	oc = sep->tick_next ? sep->tick_next : sep->conns;
+	for (unsigned n = 0; oc && n < OFI_TICK_CONNS; n++, oc = oc->next) {
 		pthread_mutex_lock(&oc->lock);
-		if (ofi_conn_state(oc) == CCI__CONN_CONNECTING &&
-		    cci__ct_connect_expired(&oc->base.timers, now) && n < OFI_EXPIRED_MAX) {
-			ofi_conn_ref(oc);
-			expired[n++] = oc;
+		if (ofi_conn_state(oc) == CCI__CONN_CONNECTING) {
+			/* Ended once (end_status): progress fails it. */
+			if (!oc->end_status && connect_refused(sep, oc, now))
+				connect_end(sep, oc, CCI_ECONNREFUSED);
+			else if (!oc->end_status && cci__ct_connect_expired(&oc->base.timers, now))
+				connect_end(sep, oc, CCI_ETIMEDOUT);
 		} else if (cci__conn_tick(&oc->base, oc->conn, ofi_core, &tick_ops, oc, now)) {
 			conn_probe(oc, now);
 			ofi_credit_maybe(oc, 1);
 		}
 		pthread_mutex_unlock(&oc->lock);
 	}
+	sep->tick_next = oc;
 	pthread_mutex_unlock(&sep->lock);
-	for (int i = 0; i < n; i++) {
-		cci__spin_lock(&sep->cq_lock);
-		ofi_connect_timeout(expired[i]);
-		cci__spin_unlock(&sep->cq_lock);
-		ofi_conn_unref(expired[i]);
-	}
 }
 
 /* The peer process w watched is gone: its connections break. */

@@ -11,7 +11,10 @@
 #include "ofi.h"
 
 #define OFI_OP_SLAB 32u
+#define OFI_CTL_SLAB 256u
 #define OFI_ALIGN 64u
+/* A control message's buffer: the largest body is a REQ's. */
+#define OFI_CTL_STRIDE ((OFI_HDR_LEN + OFI_CTL_BODY_MAX + OFI_ALIGN - 1) / OFI_ALIGN * OFI_ALIGN)
 
 static size_t buf_stride(const struct ofi_ep *sep)
 {
@@ -61,11 +64,12 @@ static void slab_free(struct ofi_slab *s)
 	free(s);
 }
 
-/* n objects of size osz, each with a buffer of the endpoint's stride. */
-static struct ofi_slab *slab_new(struct ofi_ep *sep, uint32_t n, size_t osz, uint64_t access)
+/* n objects of size osz, each with a buffer of stride bytes. */
+static struct ofi_slab *slab_new(struct ofi_ep *sep, uint32_t n, size_t osz, size_t stride,
+                                 uint64_t access)
 {
 	struct ofi_slab *s = calloc(1, sizeof(*s));
-	size_t bytes = buf_stride(sep) * n;
+	size_t bytes = stride * n;
 
 	if (!s)
 		return NULL;
@@ -83,7 +87,7 @@ static struct ofi_slab *slab_new(struct ofi_ep *sep, uint32_t n, size_t osz, uin
 
 static int rx_slab_add(struct ofi_ep *sep, uint32_t n)
 {
-	struct ofi_slab *s = slab_new(sep, n, sizeof(struct ofi_rxbuf), FI_RECV);
+	struct ofi_slab *s = slab_new(sep, n, sizeof(struct ofi_rxbuf), buf_stride(sep), FI_RECV);
 	struct ofi_rxbuf *rb;
 
 	if (!s)
@@ -166,21 +170,35 @@ void ofi_rx_repost(struct ofi_ep *sep, struct ofi_rxbuf *rb)
 
 /* ---- Operations ---- */
 
-static int op_slab_add(struct ofi_ep *sep)
+/*
+ * Operations come in two pools: messages and RMAs, whose buffer holds a
+ * message of mss bytes, and control messages, whose buffer holds the
+ * largest control body (a REQ, about 1.3 KiB).  A control message may
+ * wait for long in numbers (a REQ per connect in flight while the
+ * provider opens its connection to the server, an ACCEPT per request
+ * answered), and must not cost an mss-sized buffer each.
+ */
+static int op_slab_add(struct ofi_ep *sep, int ctl)
 {
-	struct ofi_slab *s = slab_new(sep, OFI_OP_SLAB, sizeof(struct ofi_op), FI_SEND);
+	uint32_t n = ctl ? OFI_CTL_SLAB : OFI_OP_SLAB;
+	size_t stride = ctl ? OFI_CTL_STRIDE : buf_stride(sep);
+	struct ofi_slab *s = slab_new(sep, n, sizeof(struct ofi_op), stride, FI_SEND);
+	struct ofi_op **free_list = ctl ? &sep->ctl_pool : &sep->pool;
 	struct ofi_op *op;
 
-	if (!s)
+	if (!s) {
+		OFI_WARN("ofi: no memory for %u more operations of endpoint %s", n,
+		         sep->ep->uri ? sep->ep->uri : sep->dev->core_name);
 		return CCI_ENOMEM;
+	}
 	op = s->mem;
 	cci__spin_lock(&sep->pool_lock);
-	for (uint32_t i = 0; i < OFI_OP_SLAB; i++) {
+	for (uint32_t i = 0; i < n; i++) {
 		op[i].obj = OFI_OBJ_OP;
-		op[i].buf = (char *)s->bufs + buf_stride(sep) * i;
+		op[i].buf = (char *)s->bufs + stride * i;
 		op[i].desc = s->mr ? fi_mr_desc(s->mr) : NULL;
-		op[i].next = sep->pool;
-		sep->pool = &op[i];
+		op[i].next = *free_list;
+		*free_list = &op[i];
 	}
 	s->next = sep->op_slabs;
 	sep->op_slabs = s;
@@ -193,6 +211,7 @@ static int op_slab_add(struct ofi_ep *sep)
 struct ofi_op *ofi_op_get(struct ofi_ep *sep, uint8_t kind)
 {
 	int user = kind != OFI_OP_CTL;
+	struct ofi_op **free_list = user ? &sep->pool : &sep->ctl_pool;
 	struct ofi_op *op = NULL;
 	char *buf;
 	void *desc;
@@ -203,13 +222,13 @@ struct ofi_op *ofi_op_get(struct ofi_ep *sep, uint8_t kind)
 			cci__spin_unlock(&sep->pool_lock);
 			return NULL;
 		}
-		op = sep->pool;
+		op = *free_list;
 		if (op) {
-			sep->pool = op->next;
+			*free_list = op->next;
 			sep->pool_user += user ? 1u : 0u;
 		}
 		cci__spin_unlock(&sep->pool_lock);
-		if (!op && op_slab_add(sep) != CCI_SUCCESS)
+		if (!op && op_slab_add(sep, !user) != CCI_SUCCESS)
 			return NULL;
 	}
 	if (!op)
@@ -224,20 +243,21 @@ struct ofi_op *ofi_op_get(struct ofi_ep *sep, uint8_t kind)
 	return op;
 }
 
-/* Back to the pool; drops the references it held (never called with
+/* Back to its pool; drops the references it held (never called with
  * sep->lock held: the peer reference may take it). */
 void ofi_op_put(struct ofi_ep *sep, struct ofi_op *op)
 {
 	struct ofi_conn *oc = op->oc;
 	struct ofi_peer *peer = op->peer;
+	struct ofi_op **free_list = op->kind != OFI_OP_CTL ? &sep->pool : &sep->ctl_pool;
 
 	op->oc = NULL;
 	op->peer = NULL;
 	cci__spin_lock(&sep->pool_lock);
 	if (op->kind != OFI_OP_CTL)
 		sep->pool_user--;
-	op->next = sep->pool;
-	sep->pool = op;
+	op->next = *free_list;
+	*free_list = op;
 	cci__spin_unlock(&sep->pool_lock);
 	if (oc)
 		ofi_conn_unref(oc);

@@ -205,13 +205,17 @@ void ofi_msgq_flush(struct ofi_conn *oc)
 /* ---- Control messages ---- */
 
 /*
- * Control messages the provider refused (-FI_EAGAIN) wait on the
- * endpoint's ctlq, in order per destination address: a message waits
+ * Control messages the provider refused (-FI_EAGAIN) wait in a queue of
+ * their destination address (peer->ctlq), in order: a message waits
  * behind those queued for its own peer, never behind another peer's.
- * libfabric 1.17's tcp provider (tcp;ofi_rxm) refuses, for good, every
- * send to a peer whose process disconnected and exited, so one queue in
- * strict order let one such peer keep every other connection's credits
- * from leaving, and those senders waited for them forever.
+ * The peers with a queue are listed on the endpoint (sep->ctlq_peers),
+ * so a flush pass visits each once and stops at its first refusal: a
+ * connect storm queues thousands of REQs to one peer while the provider
+ * opens its connection, and a pass must not walk them all.  libfabric
+ * 1.17's tcp provider (tcp;ofi_rxm) refuses, for good, every send to a
+ * peer whose process disconnected and exited, so one queue in strict
+ * order let one such peer keep every other connection's credits from
+ * leaving, and those senders waited for them forever.
  */
 
 #define OFI_CTLQ_REFUSED 32 /* peers refused in one pass, at most */
@@ -226,15 +230,20 @@ static void ctlq_push(struct ofi_ep *sep, struct ofi_op *op)
 	struct ofi_peer *peer = op_peer(op);
 
 	op->next = NULL;
+	op->stamp_ns = __atomic_load_n(&sep->now_ns, __ATOMIC_RELAXED);
 	cci__spin_lock(&sep->pool_lock);
-	if (sep->ctlq_tail)
-		sep->ctlq_tail->next = op;
-	else
-		__atomic_store_n(&sep->ctlq, op, __ATOMIC_RELAXED);
-	sep->ctlq_tail = op;
+	CCI__FIFO_PUSH(&peer->ctlq, &peer->ctlq_tail, op, next);
+	if (!peer->ctlq_listed) { /* at the tail: a flush pass holds on to the others */
+		peer->ctlq_listed = 1;
+		peer->ctlq_next = NULL;
+		if (sep->ctlq_peers_tail)
+			sep->ctlq_peers_tail->ctlq_next = peer;
+		else
+			__atomic_store_n(&sep->ctlq_peers, peer, __ATOMIC_RELAXED);
+		sep->ctlq_peers_tail = peer;
+	}
 	__atomic_add_fetch(&peer->ctl_queued, 1, __ATOMIC_RELAXED);
 	cci__spin_unlock(&sep->pool_lock);
-	__atomic_store_n(&sep->tx_pending, 1, __ATOMIC_RELAXED);
 }
 
 /* Does a message to peer have to wait behind queued ones? */
@@ -243,37 +252,83 @@ static int ctlq_busy(const struct ofi_peer *peer)
 	return __atomic_load_n(&peer->ctl_queued, __ATOMIC_RELAXED) != 0;
 }
 
-/* Take op, whose predecessor is prev (NULL: the head), off the queue;
- * returns its successor.  Only the flush removes, so prev stays. */
-static struct ofi_op *ctlq_unlink(struct ofi_ep *sep, struct ofi_op *prev, struct ofi_op *op)
+static struct ofi_op *ctlq_head(struct ofi_ep *sep, struct ofi_peer *peer)
 {
-	struct ofi_op *next;
+	struct ofi_op *op;
 
 	cci__spin_lock(&sep->pool_lock);
-	next = op->next;
-	if (prev)
-		prev->next = next;
-	else
-		__atomic_store_n(&sep->ctlq, next, __ATOMIC_RELAXED);
-	if (sep->ctlq_tail == op)
-		sep->ctlq_tail = prev;
-	__atomic_sub_fetch(&op_peer(op)->ctl_queued, 1, __ATOMIC_RELAXED);
+	op = peer->ctlq;
+	cci__spin_unlock(&sep->pool_lock);
+	return op;
+}
+
+/* Take the head of peer's queue off it; only the flush removes. */
+static void ctlq_shift(struct ofi_ep *sep, struct ofi_peer *peer)
+{
+	struct ofi_op *op;
+
+	cci__spin_lock(&sep->pool_lock);
+	op = peer->ctlq;
+	CCI__FIFO_SHIFT(&peer->ctlq, &peer->ctlq_tail, next);
+	__atomic_sub_fetch(&peer->ctl_queued, 1, __ATOMIC_RELAXED);
 	cci__spin_unlock(&sep->pool_lock);
 	op->next = NULL;
+}
+
+/* Take peer, whose predecessor is prev (NULL: the head), off the list of
+ * peers with a queue if its queue is empty; returns its successor.
+ * Others only append, so prev stays. */
+static struct ofi_peer *ctlq_peer_next(struct ofi_ep *sep, struct ofi_peer *prev,
+                                       struct ofi_peer *peer, struct ofi_peer **prev_p)
+{
+	struct ofi_peer *next;
+
+	cci__spin_lock(&sep->pool_lock);
+	next = peer->ctlq_next;
+	if (peer->ctlq) {
+		*prev_p = peer;
+	} else {
+		if (prev)
+			prev->ctlq_next = next;
+		else
+			__atomic_store_n(&sep->ctlq_peers, next, __ATOMIC_RELAXED);
+		if (sep->ctlq_peers_tail == peer)
+			sep->ctlq_peers_tail = prev;
+		peer->ctlq_listed = 0;
+		peer->ctlq_next = NULL;
+	}
+	cci__spin_unlock(&sep->pool_lock);
 	return next;
 }
 
 /* A queued control message that can no longer serve: its address left
- * the AV, or its connection does not carry messages any more and it is a
- * credit return or a keepalive. */
-static int ctl_stale(const struct ofi_op *op)
+ * the AV; the REQ of a connect that failed meanwhile (timed out, nobody
+ * there); a REJECT or CANCEL (no connection) refused for
+ * OFI_CTL_KEEP_NS, or to an address where nobody listens; a credit
+ * return or a keepalive of a connection that does not carry messages
+ * any more. */
+static int ctl_stale(const struct ofi_ep *sep, const struct ofi_op *op)
 {
-	if (__atomic_load_n(&op_peer(op)->cut, __ATOMIC_ACQUIRE))
+	const struct ofi_peer *peer = op_peer(op);
+
+	if (__atomic_load_n(&peer->cut, __ATOMIC_ACQUIRE))
 		return 1;
-	if (!op->oc || ofi_conn_state(op->oc) == CCI__CONN_OPEN)
+	if (op->ctl_type == OFI_T_REQ)
+		return ofi_conn_state(op->oc) != CCI__CONN_CONNECTING;
+	if (!op->oc)
+		return __atomic_load_n(&peer->probe_refused, __ATOMIC_RELAXED) ||
+		       __atomic_load_n(&sep->now_ns, __ATOMIC_RELAXED) - op->stamp_ns > OFI_CTL_KEEP_NS;
+	if (ofi_conn_state(op->oc) == CCI__CONN_OPEN)
 		return 0;
 	return op->ctl_type == OFI_T_CREDIT || op->ctl_type == OFI_T_PING ||
 	       op->ctl_type == OFI_T_PONG;
+}
+
+/* The provider took op: a client's REQ is out (its CANCEL then makes sense). */
+static void ctl_posted(struct ofi_op *op)
+{
+	if (op->ctl_type == OFI_T_REQ)
+		__atomic_store_n(&op->oc->req_posted, 1, __ATOMIC_RELEASE);
 }
 
 /* The provider refused op: is its peer a process of this host that is
@@ -305,50 +360,46 @@ static ssize_t ctl_fi_send(struct ofi_ep *sep, struct ofi_op *op)
 	return fi_send(sep->fep, op->buf, OFI_HDR_LEN + op->len, op->desc, op_peer(op)->fa, op);
 }
 
-/* Control messages the provider refused earlier, one pass; only
- * progress calls it (cq_lock held: one flush at a time). */
-void ofi_ctlq_flush(struct ofi_ep *sep)
+/* Send what the provider takes of peer's queue, in order, until it
+ * refuses one: -FI_EAGAIN then, else 0. */
+static ssize_t ctlq_flush_peer(struct ofi_ep *sep, struct ofi_peer *peer)
 {
-	uint64_t pass = ++sep->ctlq_pass;
-	struct ofi_op *prev = NULL, *op;
-	int nref = 0;
+	struct ofi_op *op;
 
-	cci__spin_lock(&sep->pool_lock);
-	op = sep->ctlq;
-	cci__spin_unlock(&sep->pool_lock);
-	while (op) {
-		struct ofi_peer *peer = op_peer(op);
-		struct ofi_op *next;
-		ssize_t rc;
+	while ((op = ctlq_head(sep, peer)) != NULL) {
+		ssize_t rc = ctl_stale(sep, op) ? -FI_ECANCELED : ctl_fi_send(sep, op);
 
-		if (ctl_stale(op)) {
+		if (rc == -FI_EAGAIN && ctl_peer_gone(op))
 			rc = -FI_ECANCELED;
-		} else if (peer->ctlq_refused == pass) {
-			rc = -FI_EAGAIN; /* it keeps its place behind the refused one */
-		} else {
-			rc = ctl_fi_send(sep, op);
-			if (rc == -FI_EAGAIN && ctl_peer_gone(op))
-				rc = -FI_ECANCELED;
-			if (rc == -FI_EAGAIN && nref++ == OFI_CTLQ_REFUSED)
-				return; /* the rest waits for the next pass */
-			if (rc == -FI_EAGAIN)
-				peer->ctlq_refused = pass;
-		}
-		if (rc == -FI_EAGAIN) {
-			cci__spin_lock(&sep->pool_lock);
-			prev = op;
-			op = op->next;
-			cci__spin_unlock(&sep->pool_lock);
-			continue;
-		}
+		if (rc == -FI_EAGAIN)
+			return rc;
 		if (rc != 0 && rc != -FI_ECANCELED)
 			OFI_LOG(CCI_LOG_MSG, "ofi: control message %u not sent: %s", op->ctl_type,
 			        ofi_lib.strerror((int)-rc));
-		next = ctlq_unlink(sep, prev, op);
+		ctlq_shift(sep, peer);
 		op->in_flight = rc == 0;
-		if (rc != 0)
+		if (rc == 0)
+			ctl_posted(op);
+		else
 			ofi_op_done(sep, op);
-		op = next;
+	}
+	return 0;
+}
+
+/* Control messages the provider refused earlier, one pass over the peers
+ * with a queue; only progress calls it (cq_lock held: one flush at a
+ * time, and only the flush takes peers off the list). */
+void ofi_ctlq_flush(struct ofi_ep *sep)
+{
+	struct ofi_peer *prev = NULL, *peer;
+	int nref = 0;
+
+	cci__spin_lock(&sep->pool_lock);
+	peer = sep->ctlq_peers;
+	cci__spin_unlock(&sep->pool_lock);
+	while (peer && nref < OFI_CTLQ_REFUSED) {
+		nref += ctlq_flush_peer(sep, peer) == -FI_EAGAIN;
+		peer = ctlq_peer_next(sep, prev, peer, &prev);
 	}
 }
 
@@ -358,6 +409,7 @@ void ofi_ctlq_flush(struct ofi_ep *sep)
 static int ctl_post(struct ofi_ep *sep, struct ofi_op *op)
 {
 	struct ofi_peer *peer = op_peer(op);
+	struct ofi_conn *req_oc = op->ctl_type == OFI_T_REQ ? op->oc : NULL;
 	ssize_t rc = -FI_EAGAIN;
 
 	/* Marked before the post: once posted, the progress thread may reap
@@ -366,6 +418,8 @@ static int ctl_post(struct ofi_ep *sep, struct ofi_op *op)
 		op->in_flight = 1;
 		rc = ctl_fi_send(sep, op);
 	}
+	if (rc == 0 && req_oc)
+		__atomic_store_n(&req_oc->req_posted, 1, __ATOMIC_RELEASE);
 	if (rc == 0)
 		return CCI_SUCCESS;
 	op->in_flight = 0;
@@ -380,7 +434,7 @@ static int ctl_post(struct ofi_ep *sep, struct ofi_op *op)
 static struct ofi_op *ctl_op(struct ofi_ep *sep, uint8_t type, uint32_t aux, const void *body,
                              uint32_t len, unsigned flags)
 {
-	struct ofi_op *op = ofi_op_get(sep, OFI_OP_CTL);
+	struct ofi_op *op = len <= OFI_CTL_BODY_MAX ? ofi_op_get(sep, OFI_OP_CTL) : NULL;
 
 	if (!op)
 		return NULL;

@@ -2,7 +2,7 @@
  * ofi_test.h - transport tests of the ofi (libfabric) plugin: what the
  * conformance suite cannot reach through the API alone (refused
  * providers, registrations of odd and huge ranges, peers killed in the
- * middle of RMA).  One provider per run:
+ * middle of RMA, servers gone before a connect).  One provider per run:
  *
  *   ofi_test --provider tcp [substring]
  */
@@ -36,9 +36,10 @@ int ot_send_status(cci_endpoint_t *ep, const void *ctx, unsigned ms);
 /* Print a skip reason for the current test (CUnit has no skip). */
 void ot_skip(const char *why);
 
-/* Suites (t_refuse.c, t_rma.c, t_hostile.c). */
+/* Suites (t_refuse.c, t_rma.c, t_hostile.c, t_dead.c). */
 int ot_add_refuse_suite(void);
 int ot_add_rma_suite(void);
 int ot_add_hostile_suite(void);
+int ot_add_dead_suite(void);
 
 #endif /* OFI_TEST_H */
