@@ -55,7 +55,10 @@ cci_device_t *ot_init(void)
 	int rc;
 
 	snprintf(path, sizeof(path), "/tmp/cci-ofitest-%d.ini", (int)getpid());
-	snprintf(text, sizeof(text), "[ofi-test]\ntransport = ofi\nprovider = %s\n", ot_provider);
+	/* Network tests stay on loopback: a tcp endpoint binds lo, not the
+	 * host's first interface. */
+	snprintf(text, sizeof(text), "[ofi-test]\ntransport = ofi\nprovider = %s\n%s", ot_provider,
+	         strcmp(ot_provider, "tcp") == 0 ? "iface = lo\n" : "");
 	f = fopen(path, "w");
 	if (!f || fputs(text, f) < 0 || fclose(f) != 0)
 		return NULL;
