@@ -63,6 +63,7 @@ extern const struct cci_plugin cci_ctp_verbs_plugin;
 
 #define VERBS_NAME_LEN 64
 #define VERBS_SQ_DEFAULT 128          /* send queue depth of a queue pair */
+#define VERBS_BACKLOG 4096            /* connect requests rdma_cm holds for ep_create's id */
 #define VERBS_RECV_COUNT_DEFAULT 256  /* receive buffers of an endpoint */
 #define VERBS_SEND_COUNT_DEFAULT 128  /* application sends in flight or queued */
 #define VERBS_BUF_COUNT_MAX 65536u

@@ -412,7 +412,7 @@ static int listen_open(struct verbs_ep *sep, const char *service)
 	if (rdma_create_id(sep->cm_ch, &sep->listen_id, NULL, RDMA_PS_TCP) != 0)
 		return cci__errno_status(errno);
 	if (rdma_bind_addr(sep->listen_id, (struct sockaddr *)&ss) != 0 ||
-	    rdma_listen(sep->listen_id, 128) != 0) {
+	    rdma_listen(sep->listen_id, VERBS_BACKLOG) != 0) {
 		int err = errno;
 
 		VERBS_WARN("verbs: cannot listen on %s port %lu: %s", sep->dev->ip, port,
