@@ -11,7 +11,7 @@
  * checks of its connections and events also read (core.h), and calls on
  * them return CCI_EINVAL.  Nothing of them is freed or closed: that would
  * run plugin code on the parent's resources; the copies stay as memory
- * the child never reads again.  The library itself is uninitialised in
+ * the child never reads again (parent_state keeps it reachable).  The library itself is uninitialised in
  * the child, so that cci_finalize() there does nothing and cci_init()
  * starts afresh, with plugins that serve the child as any new process
  * (a plugin that cannot, such as one whose library keeps process-wide
@@ -40,11 +40,16 @@ static void fork_parent(void)
 	pthread_mutex_unlock(&cci__g.lock);
 }
 
+/* The child's copy of the parent's state, kept reachable (a leak checker
+ * in the child would otherwise report every object of it). */
+static struct cci__globals parent_state;
+
 static void fork_child(void)
 {
 	for (cci__ep_t *ep = cci__g.eps; ep; ep = core_ep(ep)->next_ep)
 		core_ep(ep)->magic = CCI__MAGIC_PARENT_EP;
-	/* The lists are the parent's: forget them, free nothing. */
+	/* The lists are the parent's: set aside, free nothing. */
+	parent_state = cci__g;
 	cci__g.refcount = 0;
 	cci__g.eps = NULL;
 	cci__g.plugins = NULL;

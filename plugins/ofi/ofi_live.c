@@ -153,10 +153,13 @@ void ofi_live_del(struct ofi_ep *sep)
  * thread the child does not have may have held at the fork.  The lists'
  * memory is the parent's copy, left as it is.
  */
+static struct dead_name *parent_dead; /* kept reachable, never read */
+
 static void live_fork_child(void)
 {
 	pthread_mutex_init(&live_lock, NULL);
 	live = NULL;
+	parent_dead = dead;
 	dead = NULL;
 	ndead = 0;
 }
