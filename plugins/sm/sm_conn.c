@@ -346,15 +346,18 @@ int sm_disconnect(cci__conn_t *conn)
 	return CCI_SUCCESS;
 }
 
-/* The keepalive restarts from now (cci__conn_keepalive_changed's rule);
- * the tick visits the connection while one is armed. */
+/* A keepalive was armed on sc: the tick visits it (sep->lock held). */
+static void keepalive_armed(void *pc)
+{
+	struct sm_conn *sc = pc;
+
+	if (cci__conn_state(&sc->base) <= CCI__CONN_OPEN)
+		sm_timed_add(sc);
+}
+
 void sm_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct sm_conn *sc = sm_conn_of(conn);
 
-	pthread_mutex_lock(&sc->sep->lock);
-	cci__ct_arm(&sc->base.timers, conn->keepalive_us, cci__now_ns());
-	if (conn->keepalive_us && cci__conn_state(&sc->base) <= CCI__CONN_OPEN)
-		sm_timed_add(sc);
-	pthread_mutex_unlock(&sc->sep->lock);
+	cci__conn_keepalive_changed(&sc->base, conn, &sc->sep->lock, keepalive_armed, sc);
 }
