@@ -60,9 +60,11 @@ void cci__conn_move(struct cci__conn_base *b, int to, const struct cci_core *cor
 
 /* The conn_timeouts_changed entry point's work: the application set a new
  * keepalive on conn, so b's keepalive restarts from now, under lock (the
- * plugin's lock over the connection's timers). */
+ * plugin's lock over the connection's timers).  When a keepalive is then
+ * armed, armed (if not NULL) is called with pc, lock still held: a plugin
+ * whose tick visits only the connections that need it lists this one. */
 void cci__conn_keepalive_changed(struct cci__conn_base *b, cci__conn_t *conn,
-                                 pthread_mutex_t *lock);
+                                 pthread_mutex_t *lock, void (*armed)(void *pc), void *pc);
 
 /* The plugin's side of a tick.  Each gets the plugin's connection (pc). */
 struct cci__conn_tick_ops {

@@ -86,9 +86,9 @@ extern const struct cci_core *sm_core;
 #define SM_FRAG_HDR 16u /* copy RMA: {key or offset, offset or 0} before fragment bytes */
 #define SM_TICK_S 0.005             /* control thread timer tick */
 #define SM_REQ_WAIT_NS 10000000000ull /* an accepted socket must ask within 10 s */
-/* The listening socket's backlog; the kernel caps it at net.core.somaxconn.
- * A client that finds it full waits and tries again (sm_dial.c). */
-#define SM_BACKLOG 4096
+/* Sockets one call of the listening socket's watcher accepts (it holds
+ * sep->lock meanwhile); the watcher fires again for the rest. */
+#define SM_ACCEPT_BATCH 64
 #define SM_SUN_PATH ((int)sizeof(((struct sockaddr_un *)0)->sun_path))
 
 /* path= with room for "/<pid>/<id>" after it in a socket address. */
@@ -216,10 +216,23 @@ struct sm_hello_maps {
 	struct sm_peer *peer;       /* a reference */
 };
 
-/* A client connection's request, until its answer: what a full backlog
- * makes it keep for a later attempt (sm_dial.c). */
+/* A link of a list of struct sm_dial (CCI__DLIST_*). */
+struct sm_dlink {
+	struct sm_dlink *prev, *next;
+};
+
+/*
+ * A client connection's request, until its answer: what a full backlog
+ * makes it keep for a later attempt (sm_dial.c).  The connects waiting
+ * for one server form its queue, a circle in order through prev and next;
+ * the first of each is on sep->dialq (hl), so that a tick costs one
+ * attempt per server, not one per waiting connect.  Under sep->lock.
+ */
 struct sm_dial {
-	struct sm_dial *prev, *next; /* sep->dials while it waits; under sep->lock */
+	struct sm_dial *prev, *next; /* its server's queue while it waits */
+	struct sm_dlink hl;         /* sep->dialq while it heads that queue */
+	int queued, head;
+	uint64_t key;               /* a hash of sa.sun_path, to find the queue */
 	struct sm_conn *sc;
 	int connected;              /* connect(2) succeeded: the request goes next */
 	struct sockaddr_un sa;      /* the server's socket */
@@ -249,7 +262,9 @@ struct sm_conn {
 	_Atomic int fault;          /* a status the control thread must break with */
 	pid_t peer_pid;
 	uint32_t peer_mss;          /* server: the client's, until open */
-	int answering;              /* server: its ACCEPT waits for the kernel */
+	/* Server: its ACCEPT waits (descriptors) and is tried again at each
+	 * tick until then; 0 when it does not wait.  Under sep->lock. */
+	uint64_t answer_until_ns;
 	uint32_t rx_idx;            /* its place in sep->rx_set while open */
 
 	/* Producer side, under tx_lock (the peer's doorbell and page also
@@ -323,9 +338,12 @@ struct sm_ep {
 	 * every control socket; the tick runs while there is something to time. */
 	struct cci__engine eng;
 	ev_io listen_w;
-	int listen_paused;          /* accept(2) ran out of descriptors: the tick retries */
+	/* accept(2), or a request's descriptors, ran out: listen_w stopped
+	 * until the tick; stays set until an accept finds a descriptor or
+	 * finds the backlog empty (for the log). */
+	int listen_paused;
 	_Atomic uint64_t warned_ns; /* the last warning of a limit (SM_LIMIT_LOG) */
-	struct sm_dial *dials, *dials_tail; /* connects waiting for the server's backlog */
+	struct sm_dlink *dialq;     /* the heads of the servers' queues of waiting connects */
 
 	/* Peer endpoints, by their page's inode (sm_peer.c). */
 	pthread_mutex_t peer_lock;
@@ -429,9 +447,18 @@ void sm_peer_put(struct sm_ep *sep, struct sm_peer *p);
 void sm_peers_fini(struct sm_ep *sep);
 
 /* sm_wire.c */
-#define SM_CTL_RECV_NOFDS (-3) /* sm_ctl_recv: a message whose descriptors were lost */
+/* sm_ctl_recv: a message whose descriptors this process had no room for
+ * (its descriptors ran out): they are lost. */
+#define SM_CTL_RECV_NOFDS (-3)
+/* sm_ctl_recv: a message with more descriptors than any message carries:
+ * the peer breaks the protocol. */
+#define SM_CTL_RECV_TOOMANY (-4)
 int sm_ctl_send(int sock, uint16_t type, const struct sm_ctl_hello *body, const int *fds, int nfds);
 int sm_ctl_recv(int sock, void *buf, size_t len, int *fds, int *nfds);
+/* Send REQ or ACCEPT: h (its attr and payload filled in) with this side's
+ * mss, pid and ring size, and the three descriptors the peer maps: sc's
+ * receive ring, the endpoint's doorbell and page.  errno says why not. */
+int sm_hello_send(struct sm_conn *sc, int sock, uint16_t type, struct sm_ctl_hello *h);
 int sm_peer_pid(int sock, pid_t *pid);
 
 /* sm_conn.c */
@@ -441,30 +468,31 @@ void sm_conn_rx_drop(struct sm_conn *sc);
 void sm_conn_attach(struct sm_conn *sc, struct sm_hello_maps *m);
 void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h, cci_event_type_t type);
 void sm_conn_on_ctl(struct sm_conn *sc);
+/* Watch the control socket of sc, open or about to be (PING, PONG,
+ * DISCONNECT, hang-up), and run the tick; the loop lock and sep->lock
+ * held.  Another thread than the loop's then wakes it (cci__engine_cmd). */
+void sm_conn_watch(struct sm_conn *sc);
+/* Stop watching sc's control socket and close it; the loop lock and
+ * sep->lock held. */
+void sm_conn_unwatch(struct sm_conn *sc);
 void sm_conn_break(struct sm_conn *sc, int status);
 /* The tick's list (sep->lock held): add sc; take sc off; move the
  * connections other threads asked for onto it. */
 void sm_timed_add(struct sm_conn *sc);
 void sm_timed_remove(struct sm_conn *sc);
 void sm_timed_take_asked(struct sm_ep *sep);
-void sm_connect_failed(struct sm_conn *sc, int status, int listed);
 void sm_conn_destroy(struct sm_conn *sc);
 int sm_disconnect(cci__conn_t *conn);
 void sm_conn_timeouts_changed(cci__conn_t *conn);
 
 /* sm_dial.c */
-/* Send REQ or ACCEPT: h (its attr and payload filled in) with this side's
- * mss, pid and ring size, and the three descriptors the peer maps: sc's
- * receive ring, the endpoint's doorbell and page.  errno says why not. */
-int sm_hello_send(struct sm_conn *sc, int sock, uint16_t type, struct sm_ctl_hello *h);
-/* Watch sc's control socket (and run the tick); the loop lock and
- * sep->lock held.  Another thread than the loop's then wakes it
- * (cci__engine_cmd). */
-void sm_conn_watch(struct sm_conn *sc);
-/* Try the connects waiting for a full backlog again, in order: all of
- * them (a server found full stops only those to it), or (all 0) up to the
- * first that must still wait.  The loop lock and sep->lock held. */
-void sm_dial_retry(struct sm_ep *sep, int all);
+/* The tick: try the connects waiting for a full backlog again, each
+ * server's in order up to the first that must still wait.  The loop lock
+ * and sep->lock held. */
+void sm_dial_retry(struct sm_ep *sep);
+/* Client side: the connect failed; report and free.  sep->lock (and the
+ * loop lock) held if sc is listed. */
+void sm_connect_failed(struct sm_conn *sc, int status, int listed);
 int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
                cci_conn_attribute_t attr, void *context, const struct timeval *timeout);
 
@@ -472,10 +500,10 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 /* The watcher of the listening socket (sep->listen_w): take the
  * connections waiting on it. */
 void sm_hs_on_listen(struct ev_loop *loop, ev_io *w, int revents);
-/* The tick: watch the listening socket again after accept(2) ran out of
- * descriptors; the loop lock and sep->lock held. */
+/* The tick: watch the listening socket again, and accept, after
+ * descriptors ran out; the loop lock and sep->lock held. */
 void sm_hs_listen_resume(struct sm_ep *sep);
-/* The tick: try sc's ACCEPT again (sc->answering); 1 if it still waits,
+/* The tick: try sc's ACCEPT again (sc->answer_until_ns); 1 if it still waits,
  * -1 if sc is gone (failed), else whether sc needs the tick (open).  The
  * loop lock and sep->lock held. */
 int sm_hs_answer_retry(struct sm_conn *sc, uint64_t now);
@@ -503,7 +531,7 @@ void sm_pend_put(struct sm_ep *sep, struct sm_pend *p);
 void sm_txq_queue(struct sm_conn *sc, struct sm_pend *p);
 void sm_txq_flush(struct sm_conn *sc);
 void sm_txq_flush_locked(struct sm_conn *sc);
-void sm_txq_fail(struct sm_conn *sc, int first_status, int notify);
+void sm_txq_fail(struct sm_conn *sc, int status, int notify);
 /* Flush the queues of every open connection; rx_lock held (rx_set). */
 void sm_tx_flush_all(struct sm_ep *sep);
 /* An idle progress (nothing arrived): warm the rings of connections that

@@ -1,8 +1,8 @@
 /*
  * sm_conn.c - a connection's life: its receive ring and the peer's
- * segments, the state, the control messages that follow the handshake
- * (PING, PONG, DISCONNECT), breaking on peer death or timeout, and
- * disconnect.
+ * segments, the state, the watcher of its control socket and the control
+ * messages that follow the handshake (PING, PONG, DISCONNECT), breaking
+ * on peer death or timeout, and disconnect.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +30,10 @@ int sm_conn_rx_create(struct sm_conn *sc)
 		errno = ERANGE;
 		return CCI_ERANGE;
 	}
+	/* Every failure below is this process short of descriptors, memory
+	 * or mappings: CCI_ENOMEM, whatever errno (an mmap past
+	 * RLIMIT_MEMLOCK under mlockall fails with EAGAIN, which must not
+	 * read as "try again": a dial would wait for ever). */
 	sc->rx_fd = memfd_create("cci-sm-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (sc->rx_fd < 0 || ftruncate(sc->rx_fd, (off_t)bytes) != 0 ||
 	    fcntl(sc->rx_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
@@ -50,7 +54,7 @@ err_errno:
 		close(sc->rx_fd);
 	sc->rx_fd = -1;
 	errno = rc;
-	return cci__errno_status(rc);
+	return CCI_ENOMEM;
 }
 
 /* Unmap and close a receive ring that no peer has been handed. */
@@ -173,9 +177,7 @@ void sm_timed_take_asked(struct sm_ep *sep)
 	}
 }
 
-/* Stop watching sc's control socket and close it; the loop lock and
- * sep->lock held. */
-static void conn_close_sock(struct sm_conn *sc)
+void sm_conn_unwatch(struct sm_conn *sc)
 {
 	if (sc->sock < 0)
 		return;
@@ -201,7 +203,7 @@ void sm_conn_break(struct sm_conn *sc, int status)
 	       (int)sc->peer_pid, status);
 	if (sc->sock >= 0 && status != CCI_ERR_DISCONNECTED)
 		sm_ctl_send(sc->sock, SM_CTL_DISCONNECT, NULL, NULL, 0);
-	conn_close_sock(sc);
+	sm_conn_unwatch(sc);
 	pthread_mutex_lock(&sc->tx_lock);
 	cci__conn_move(&sc->base, CCI__CONN_BROKEN, sm_core, sc->conn);
 	sm_txq_fail(sc, status, 1);
@@ -214,23 +216,6 @@ void sm_conn_break(struct sm_conn *sc, int status)
 	pthread_mutex_unlock(&sc->tx_lock);
 	cci__spin_unlock(&sep->rx_lock);
 	sm_hello_unmap(sep, &m);
-}
-
-/* Client side: the connect failed; report and free.  sep->lock held if
- * sc is listed. */
-void sm_connect_failed(struct sm_conn *sc, int status, int listed)
-{
-	struct sm_ep *sep = sc->sep;
-
-	sm_core->post_connect(sep->ep, sc->conn->pub.context, status, NULL);
-	if (listed) {
-		CCI__DLIST_UNLINK(&sep->conns, sc);
-		sm_timed_remove(sc);
-		conn_close_sock(sc);
-		if (sc->dial)
-			CCI__DQ_UNLINK(&sep->dials, &sep->dials_tail, sc->dial);
-	}
-	sm_conn_destroy(sc);
 }
 
 /*
@@ -272,6 +257,27 @@ void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h, cci_event_ty
 		SM_ERR("sm: out of memory: connection to pid %d will not receive", (int)sc->peer_pid);
 }
 
+static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct sm_conn *sc = w->data;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&sc->sep->lock);
+	sm_conn_on_ctl(sc);
+	pthread_mutex_unlock(&sc->sep->lock);
+}
+
+void sm_conn_watch(struct sm_conn *sc)
+{
+	if (ev_is_active(&sc->ctl_w)) /* the client's, while it waited for the answer */
+		ev_io_stop(sc->sep->eng.loop, &sc->ctl_w);
+	ev_io_init(&sc->ctl_w, conn_cb, sc->sock, EV_READ);
+	sc->ctl_w.data = sc;
+	ev_io_start(sc->sep->eng.loop, &sc->ctl_w);
+	cci__engine_tick(&sc->sep->eng, 1);
+}
+
 /* The control socket of an open connection is readable or hung up: PING,
  * PONG or DISCONNECT from the peer.  sep->lock held. */
 void sm_conn_on_ctl(struct sm_conn *sc)
@@ -283,15 +289,18 @@ void sm_conn_on_ctl(struct sm_conn *sc)
 	while (sc->sock >= 0 && (n = sm_ctl_recv(sc->sock, &raw, sizeof(raw), fds, &nfds)) != -1) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
-		if (n <= 0) {
+		if (n == 0 || n == -2) {
 			sm_conn_break(sc, CCI_ERR_DISCONNECTED);
 			return;
 		}
 		/* Garbage, or a handshake message once open: the peer cannot
-		 * be trusted with the rings any more. */
-		if (sm_ctl_decode(&raw, (size_t)n, nfds, &h, &why) == CCI_SUCCESS &&
-		    h.hdr.type != SM_CTL_PING && h.hdr.type != SM_CTL_PONG &&
-		    h.hdr.type != SM_CTL_DISCONNECT)
+		 * be trusted with the rings any more.  No message carries
+		 * descriptors once open, so lost ones are the peer's fault. */
+		if (n < 0)
+			why = "descriptors on an open connection";
+		else if (sm_ctl_decode(&raw, (size_t)n, nfds, &h, &why) == CCI_SUCCESS &&
+		         h.hdr.type != SM_CTL_PING && h.hdr.type != SM_CTL_PONG &&
+		         h.hdr.type != SM_CTL_DISCONNECT)
 			why = "handshake message on an open connection";
 		if (why)
 			SM_WARN("sm: malformed control message from pid %d (%s); connection closed",
@@ -317,7 +326,7 @@ int sm_disconnect(cci__conn_t *conn)
 	pthread_mutex_lock(&sep->lock);
 	if (sc->sock >= 0 && cci__conn_is_open(&sc->base))
 		sm_ctl_send(sc->sock, SM_CTL_DISCONNECT, NULL, NULL, 0);
-	conn_close_sock(sc);
+	sm_conn_unwatch(sc);
 	CCI__DLIST_UNLINK(&sep->conns, sc);
 	sm_rx_lock(sep);
 	rx_set_remove(sep, sc);
@@ -346,15 +355,18 @@ int sm_disconnect(cci__conn_t *conn)
 	return CCI_SUCCESS;
 }
 
-/* The keepalive restarts from now (cci__conn_keepalive_changed's rule);
- * the tick visits the connection while one is armed. */
+/* A keepalive was armed on sc: the tick visits it (sep->lock held). */
+static void keepalive_armed(void *pc)
+{
+	struct sm_conn *sc = pc;
+
+	if (cci__conn_state(&sc->base) <= CCI__CONN_OPEN)
+		sm_timed_add(sc);
+}
+
 void sm_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct sm_conn *sc = sm_conn_of(conn);
 
-	pthread_mutex_lock(&sc->sep->lock);
-	cci__ct_arm(&sc->base.timers, conn->keepalive_us, cci__now_ns());
-	if (conn->keepalive_us && cci__conn_state(&sc->base) <= CCI__CONN_OPEN)
-		sm_timed_add(sc);
-	pthread_mutex_unlock(&sc->sep->lock);
+	cci__conn_keepalive_changed(&sc->base, conn, &sc->sep->lock, keepalive_armed, sc);
 }

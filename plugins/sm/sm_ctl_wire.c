@@ -16,7 +16,7 @@ static int is_hello(uint16_t type)
 static int is_bare(uint16_t type)
 {
 	return type == SM_CTL_REJECT || type == SM_CTL_DISCONNECT || type == SM_CTL_PING ||
-	       type == SM_CTL_PONG || type == SM_CTL_NORES;
+	       type == SM_CTL_PONG || type == SM_CTL_NORES || type == SM_CTL_BUSY;
 }
 
 size_t sm_ctl_encode(uint16_t type, const struct sm_ctl_hello *body, void *buf, size_t cap)

@@ -20,6 +20,11 @@
 #define SM_MSS_MIN 64u
 #define SM_MSS_MAX 1048576u
 
+/* The backlog of an endpoint's listening socket (the kernel caps it at
+ * net.core.somaxconn): how many connects wait there for the server.  A
+ * client that finds it full waits and tries again (sm_dial.c). */
+#define SM_BACKLOG 4096
+
 #define SM_CTL_MAGIC 0x4c54434du /* "MCTL" */
 #define SM_CTL_VERSION 1u
 
@@ -32,7 +37,11 @@ enum sm_ctl_type {
 	SM_CTL_PONG = 6,
 	/* server -> client, instead of an answer: the server lacks the
 	 * descriptors, memory or mappings the connection needs */
-	SM_CTL_NORES = 7
+	SM_CTL_NORES = 7,
+	/* server -> client, instead of an answer: the server had no
+	 * descriptor left to receive the request's; the client asks again */
+	SM_CTL_BUSY = 8,
+	SM_CTL_LAST = SM_CTL_BUSY
 };
 
 struct sm_ctl_hdr {

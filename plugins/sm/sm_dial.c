@@ -1,6 +1,5 @@
 /*
- * sm_dial.c - the client side of the handshake, and the watcher of every
- * connection's control socket.
+ * sm_dial.c - the client side of the handshake.
  *
  * A client connects a socket to the server endpoint's listening socket,
  * creates its receive ring and sends REQ with its hello (mss, ring size,
@@ -13,11 +12,13 @@
  *
  * A full backlog is no answer.  The listening socket refuses connect(2)
  * with EAGAIN while its backlog is full: a storm of connects, or a server
- * application slow to take requests.  The connection then waits in
- * sep->dials, in order, and is tried again at every tick and whenever an
- * answer comes (the server is taking requests, so there may be room),
- * until its connect timeout, or for ever without one.  A waiting
- * connection holds its socket and its request, nothing else: its ring is
+ * application slow to take requests.  The connection then waits in its
+ * server's queue, in order, and is tried again at every tick and whenever
+ * that server answers (it is taking requests, so there may be room),
+ * until its connect timeout, or for ever without one.  A server that had
+ * no descriptor left to receive the request's answers BUSY: the connect
+ * goes to the back of the queue the same way.  A waiting connection holds
+ * its socket (none after BUSY) and its request, nothing else: its ring is
  * created when the request can go, and its memfd is closed once the
  * request carries it.
  */
@@ -30,16 +31,77 @@
 
 #include "sm.h"
 
-#define SM_DIAL_FULL_MAX 4 /* servers found full in one pass that it still skips */
-
-int sm_hello_send(struct sm_conn *sc, int sock, uint16_t type, struct sm_ctl_hello *h)
+/* A server's queue is found by a hash of its path (FNV-1a), then the path. */
+static uint64_t path_key(const char *path)
 {
-	const int fds[SM_HELLO_FDS] = { sc->rx_fd, sc->sep->bell_fd, sc->sep->page_fd };
+	uint64_t h = 0xcbf29ce484222325ull;
 
-	h->mss = sc->sep->mss;
-	h->pid = (uint32_t)getpid();
-	h->ring_size = sc->rx.size;
-	return sm_ctl_send(sock, type, h, fds, SM_HELLO_FDS);
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	return h;
+}
+
+static struct sm_dial *dial_of_hlink(struct sm_dlink *l)
+{
+	return (struct sm_dial *)(void *)((char *)l - offsetof(struct sm_dial, hl));
+}
+
+/* The head of the queue of the server at path, or NULL; sep->lock held.
+ * The servers with connects waiting are few: a walk of them is cheap. */
+static struct sm_dial *dialq_find(struct sm_ep *sep, uint64_t key, const char *path)
+{
+	for (struct sm_dlink *l = sep->dialq; l; l = l->next) {
+		struct sm_dial *h = dial_of_hlink(l);
+		if (h->key == key && strcmp(h->sa.sun_path, path) == 0)
+			return h;
+	}
+	return NULL;
+}
+
+/* d waits at the back of its server's queue; sep->lock held. */
+static void dial_queue(struct sm_ep *sep, struct sm_dial *d)
+{
+	struct sm_dial *h = dialq_find(sep, d->key, d->sa.sun_path);
+
+	d->queued = 1;
+	if (!h) {
+		d->prev = d->next = d;
+		d->head = 1;
+		CCI__DLIST_PUSH(&sep->dialq, &d->hl);
+		return;
+	}
+	d->next = h;
+	d->prev = h->prev;
+	h->prev->next = d;
+	h->prev = d;
+}
+
+/* Take d off its server's queue (a no-op if it waits in none); the next
+ * connect, if any, heads the queue in d's place; sep->lock held. */
+static void dial_unqueue(struct sm_ep *sep, struct sm_dial *d)
+{
+	struct sm_dial *n = d->next;
+
+	if (!d->queued)
+		return;
+	if (d->head && n != d) {
+		/* n takes d's place on sep->dialq: a walk of it stays valid */
+		n->hl = d->hl;
+		if (n->hl.prev)
+			n->hl.prev->next = &n->hl;
+		else
+			sep->dialq = &n->hl;
+		if (n->hl.next)
+			n->hl.next->prev = &n->hl;
+		n->head = 1;
+	} else if (d->head) {
+		CCI__DLIST_UNLINK(&sep->dialq, &d->hl);
+	}
+	d->prev->next = n;
+	n->prev = d->prev;
+	d->prev = d->next = NULL;
+	d->hl.prev = d->hl.next = NULL;
+	d->queued = d->head = 0;
 }
 
 /* Send sc's request; the memfd of its ring is closed once it went (the
@@ -67,11 +129,28 @@ static int dial_send(struct sm_conn *sc)
 	return CCI_SUCCESS;
 }
 
+/* sc's socket, if it has none (a new connect, or one the server turned
+ * away); CCI_ENOMEM (logged) without a descriptor for it. */
+static int dial_socket(struct sm_conn *sc)
+{
+	if (sc->sock >= 0)
+		return CCI_SUCCESS;
+	sc->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (sc->sock >= 0)
+		return CCI_SUCCESS;
+	SM_LIMIT_LOG(sc->sep, "sm: cannot connect to %s: no socket: %s", sc->dial->sa.sun_path,
+	             strerror(errno));
+	return CCI_ENOMEM;
+}
+
 /* Connect sc's socket: CCI_EAGAIN while the backlog is full. */
 static int dial_connect(struct sm_conn *sc)
 {
 	struct sm_dial *d = sc->dial;
+	int rc = dial_socket(sc);
 
+	if (rc != CCI_SUCCESS)
+		return rc;
 	if (connect(sc->sock, (struct sockaddr *)&d->sa, sizeof(d->sa)) != 0) {
 		if (errno == EAGAIN)
 			return CCI_EAGAIN;
@@ -114,42 +193,134 @@ static int dial_step(struct sm_conn *sc)
 	return dial_send(sc);
 }
 
-/* Client side: the server answered, or hung up.  sep->lock held. */
-static void client_on_readable(struct sm_conn *sc)
+void sm_connect_failed(struct sm_conn *sc, int status, int listed)
+{
+	struct sm_ep *sep = sc->sep;
+
+	sm_core->post_connect(sep->ep, sc->conn->pub.context, status, NULL);
+	if (listed) {
+		CCI__DLIST_UNLINK(&sep->conns, sc);
+		sm_timed_remove(sc);
+		sm_conn_unwatch(sc);
+		if (sc->dial)
+			dial_unqueue(sep, sc->dial);
+	}
+	sm_conn_destroy(sc);
+}
+
+static void dial_cb(struct ev_loop *loop, ev_io *w, int revents);
+
+/* Watch sc's socket for the server's answer; the loop lock and sep->lock
+ * held. */
+static void dial_watch(struct sm_conn *sc)
+{
+	ev_io_init(&sc->ctl_w, dial_cb, sc->sock, EV_READ);
+	sc->ctl_w.data = sc;
+	ev_io_start(sc->sep->eng.loop, &sc->ctl_w);
+	cci__engine_tick(&sc->sep->eng, 1);
+}
+
+/* Try the connects of the server whose queue h heads, in order, up to the
+ * first that must still wait; the loop lock and sep->lock held. */
+static void dialq_serve(struct sm_ep *sep, struct sm_dial *h)
+{
+	for (struct sm_dial *d = h, *next; d; d = next) {
+		int rc = dial_step(d->sc);
+		if (rc == CCI_EAGAIN)
+			return;
+		next = d->next != d ? d->next : NULL;
+		dial_unqueue(sep, d);
+		if (rc == CCI_SUCCESS)
+			dial_watch(d->sc);
+		else
+			sm_connect_failed(d->sc, rc, 1);
+	}
+}
+
+void sm_dial_retry(struct sm_ep *sep)
+{
+	for (struct sm_dlink *l = sep->dialq, *next; l; l = next) {
+		next = l->next; /* serving one server's queue touches no other */
+		dialq_serve(sep, dial_of_hlink(l));
+	}
+}
+
+/* The server had no descriptor for the request's (BUSY): the connect
+ * waits at the back of its server's queue with nothing but its request,
+ * and asks again on a new socket.  The loop lock and sep->lock held. */
+static void dial_requeue(struct sm_conn *sc)
+{
+	SM_LOG(CCI_LOG_CONN, "sm: %s (pid %d) has no descriptor for the request for now; "
+	       "the connect waits", sc->dial->sa.sun_path, (int)sc->peer_pid);
+	sm_conn_unwatch(sc);
+	sm_conn_rx_drop(sc);
+	sc->dial->connected = 0;
+	dial_queue(sc->sep, sc->dial);
+}
+
+/* The n bytes (or sm_ctl_recv's status n) of the answer in raw, decoded
+ * into h: NULL, or why it is no answer (*rc then the connect's status). */
+static const char *answer_check(struct sm_conn *sc, const struct sm_ctl_hello *raw, int n,
+                                int nfds, struct sm_ctl_hello *h, int *rc)
+{
+	const char *why = NULL;
+
+	*rc = CCI_ECONNREFUSED;
+	if (n == SM_CTL_RECV_NOFDS) {
+		*rc = CCI_ENOMEM;
+		return "no descriptor left to receive the server's segments";
+	}
+	if (n == SM_CTL_RECV_TOOMANY)
+		why = "more descriptors than an answer carries";
+	else if (n <= 0)
+		return "the server closed without an answer";
+	else if (sm_ctl_decode(raw, (size_t)n, nfds, h, &why) == CCI_SUCCESS &&
+	         h->hdr.type != SM_CTL_ACCEPT && h->hdr.type != SM_CTL_REJECT &&
+	         h->hdr.type != SM_CTL_NORES && h->hdr.type != SM_CTL_BUSY)
+		why = "not an answer to a request";
+	if (why) {
+		SM_WARN("sm: malformed answer from %s (pid %d): %s; connection refused",
+		        sc->dial->sa.sun_path, (int)sc->peer_pid, why);
+		return why;
+	}
+	if (h->hdr.type == SM_CTL_NORES) {
+		*rc = CCI_ENOMEM;
+		return "the server lacks descriptors, memory or mappings for another connection";
+	}
+	if (h->hdr.type == SM_CTL_REJECT)
+		return "rejected";
+	return NULL;
+}
+
+/* The server answered (or hung up): open sc, fail it, or (BUSY) queue it
+ * again.  1 if the server took a request from its backlog, 0 if it
+ * answered BUSY (it is short) or nothing came.  The loop lock and
+ * sep->lock held. */
+static int client_on_readable(struct sm_conn *sc)
 {
 	struct sm_ctl_hello raw, h;
 	struct sm_hello_maps m;
-	const char *path = sc->dial->sa.sun_path, *why = NULL;
-	int fds[SM_HELLO_FDS], nfds, rc = CCI_ECONNREFUSED;
+	const char *path = sc->dial->sa.sun_path, *why;
+	int fds[SM_HELLO_FDS], nfds, rc;
 	int n = sm_ctl_recv(sc->sock, &raw, sizeof(raw), fds, &nfds);
 
 	if (n == -1)
-		return;
-	if (n == SM_CTL_RECV_NOFDS) {
-		SM_LIMIT_LOG(sc->sep, "sm: cannot connect to %s: no descriptor left to receive "
-		             "the server's segments", path);
-		rc = CCI_ENOMEM;
-		goto err;
-	}
-	if (n > 0 && sm_ctl_decode(&raw, (size_t)n, nfds, &h, &why) == CCI_SUCCESS &&
-	    h.hdr.type != SM_CTL_ACCEPT && h.hdr.type != SM_CTL_REJECT &&
-	    h.hdr.type != SM_CTL_NORES)
-		why = "not an answer to a request";
+		return 0;
+	why = answer_check(sc, &raw, n, nfds, &h, &rc);
 	/* An empty record (the server closed, or sent nothing) may carry
 	 * descriptors too: only an ACCEPT's are kept. */
-	if (n <= 0 || why || h.hdr.type != SM_CTL_ACCEPT) {
+	if (why || h.hdr.type != SM_CTL_ACCEPT) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
-		if (why)
-			SM_WARN("sm: malformed answer from %s (pid %d): %s; connection refused", path,
-			        (int)sc->peer_pid, why);
-		if (n > 0 && !why && h.hdr.type == SM_CTL_NORES) {
-			SM_LIMIT_LOG(sc->sep, "sm: cannot connect to %s: the server (pid %d) lacks "
-			             "descriptors, memory or mappings for another connection", path,
-			             (int)sc->peer_pid);
-			rc = CCI_ENOMEM;
+		if (!why) { /* BUSY */
+			dial_requeue(sc);
+			return 0;
 		}
-		goto err;
+		if (rc == CCI_ENOMEM)
+			SM_LIMIT_LOG(sc->sep, "sm: cannot connect to %s (pid %d): %s", path,
+			             (int)sc->peer_pid, why);
+		sm_connect_failed(sc, rc, 1);
+		return 1;
 	}
 	rc = sm_hello_map(sc->sep, &h, fds, &m, &why);
 	if (rc != CCI_SUCCESS) {
@@ -158,71 +329,32 @@ static void client_on_readable(struct sm_conn *sc)
 		else
 			SM_WARN("sm: cannot map the segments of %s (pid %d): %s; connection refused",
 			        path, (int)sc->peer_pid, why);
-		rc = rc == CCI_ENOMEM ? CCI_ENOMEM : CCI_ECONNREFUSED;
-		goto err;
+		sm_connect_failed(sc, rc == CCI_ENOMEM ? CCI_ENOMEM : CCI_ECONNREFUSED, 1);
+		return 1;
 	}
 	sm_conn_attach(sc, &m);
+	sm_conn_watch(sc); /* from now on the open connection's watcher */
 	sm_conn_open(sc, &h, CCI_EVENT_CONNECT);
-	return;
-
-err:
-	sm_connect_failed(sc, rc, 1);
+	return 1;
 }
 
-static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
+/* The client's watcher until the answer. */
+static void dial_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct sm_conn *sc = w->data;
 	struct sm_ep *sep = sc->sep;
+	struct sockaddr_un sa = sc->dial->sa; /* sc->dial goes with the answer */
+	uint64_t key = sc->dial->key;
+	struct sm_dial *h;
 
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&sep->lock);
-	if (cci__conn_state(&sc->base) == CCI__CONN_CONNECTING) {
-		client_on_readable(sc);
-		/* The server takes requests: its backlog may have room.  Up
-		 * to the first still full: an answer frees about one place,
-		 * and a walk of thousands per answer would cost more. */
-		if (sep->dials)
-			sm_dial_retry(sep, 0);
-	} else {
-		sm_conn_on_ctl(sc);
-	}
+	/* The server takes requests: its backlog may have room.  Up to the
+	 * first still full: an answer frees about one place. */
+	if (client_on_readable(sc) && (h = dialq_find(sep, key, sa.sun_path)) != NULL)
+		dialq_serve(sep, h);
 	pthread_mutex_unlock(&sep->lock);
-}
-
-void sm_conn_watch(struct sm_conn *sc)
-{
-	ev_io_init(&sc->ctl_w, conn_cb, sc->sock, EV_READ);
-	sc->ctl_w.data = sc;
-	ev_io_start(sc->sep->eng.loop, &sc->ctl_w);
-	cci__engine_tick(&sc->sep->eng, 1);
-}
-
-void sm_dial_retry(struct sm_ep *sep, int all)
-{
-	const char *full[SM_DIAL_FULL_MAX];
-	int nfull = 0;
-
-	for (struct sm_dial *d = sep->dials, *next; d; d = next) {
-		int rc, skip = 0;
-		next = d->next;
-		for (int i = 0; i < nfull && !skip; i++)
-			skip = strcmp(full[i], d->sa.sun_path) == 0;
-		if (skip)
-			continue;
-		rc = dial_step(d->sc);
-		if (rc == CCI_EAGAIN) {
-			if (!all || nfull == SM_DIAL_FULL_MAX)
-				break;
-			full[nfull++] = d->sa.sun_path; /* d stays listed: the text lives */
-			continue;
-		}
-		CCI__DQ_UNLINK(&sep->dials, &sep->dials_tail, d);
-		if (rc == CCI_SUCCESS)
-			sm_conn_watch(d->sc);
-		else
-			sm_connect_failed(d->sc, rc, 1);
-	}
 }
 
 /* sc's request and the server's socket; CCI_EINVAL for a bad URI. */
@@ -240,6 +372,7 @@ static int dial_new(struct sm_conn **scp, struct sm_ep *sep, const char *uri, co
 		free(d);
 		return CCI_EINVAL;
 	}
+	d->key = path_key(d->sa.sun_path);
 	d->attr = (uint32_t)attr;
 	d->data_len = data_len;
 	if (data_len)
@@ -255,12 +388,26 @@ static int dial_new(struct sm_conn **scp, struct sm_ep *sep, const char *uri, co
 	return CCI_SUCCESS;
 }
 
+/* Are connects to sc's server waiting already?  Then sc waits behind
+ * them instead of trying first.  Another thread may queue one right after
+ * the look: concurrent connects have no order between them. */
+static int dial_must_queue(struct sm_conn *sc)
+{
+	struct sm_ep *sep = sc->sep;
+	int waiting;
+
+	pthread_mutex_lock(&sep->lock);
+	waiting = sep->dialq && dialq_find(sep, sc->dial->key, sc->dial->sa.sun_path);
+	pthread_mutex_unlock(&sep->lock);
+	return waiting;
+}
+
 /*
  * The first attempt runs here, outside the locks (sc is ours alone until
- * listed).  A connect that this process cannot afford (no descriptor for
- * the socket, no memory for the ring) fails at once, from cci_connect; one
- * the server refuses gets its CONNECT event; one that finds the backlog
- * full waits.
+ * listed), unless connects to the same server wait already.  A connect
+ * that this process cannot afford (no descriptor for the socket, no memory
+ * for the ring) fails at once, from cci_connect; one the server refuses
+ * gets its CONNECT event; one that finds the backlog full waits.
  */
 int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
                cci_conn_attribute_t attr, void *context, const struct timeval *timeout)
@@ -269,19 +416,13 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 	struct sm_conn *sc = NULL;
 	int rc = dial_new(&sc, sep, uri, data, data_len, attr, context);
 
-	if (rc != CCI_SUCCESS)
-		return rc;
-	sc->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (sc->sock < 0) {
-		rc = cci__errno_status(errno);
-		SM_LIMIT_LOG(sep, "sm: cannot connect to %s: no socket: %s", sc->dial->sa.sun_path,
-		             strerror(errno));
-		sm_conn_destroy(sc);
-		return rc;
-	}
-	rc = dial_step(sc);
-	if (rc == CCI_ENOMEM || rc == CCI_ERANGE) {
-		sm_conn_destroy(sc);
+	if (rc == CCI_SUCCESS)
+		rc = dial_socket(sc);
+	if (rc == CCI_SUCCESS)
+		rc = dial_must_queue(sc) ? CCI_EAGAIN : dial_step(sc);
+	if (rc == CCI_ENOMEM || rc == CCI_ERANGE || rc == CCI_EINVAL) {
+		if (sc)
+			sm_conn_destroy(sc);
 		return rc;
 	}
 	if (rc != CCI_SUCCESS && rc != CCI_EAGAIN) {
@@ -296,11 +437,11 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 	}
 	CCI__DLIST_PUSH(&sep->conns, sc);
 	if (rc == CCI_SUCCESS) {
-		sm_conn_watch(sc);
+		dial_watch(sc);
 	} else {
-		SM_LOG(CCI_LOG_CONN, "sm: %s: backlog full (or too many descriptors in flight), "
-		       "the connect waits", sc->dial->sa.sun_path);
-		CCI__DQ_APPEND(&sep->dials, &sep->dials_tail, sc->dial);
+		SM_LOG(CCI_LOG_CONN, "sm: %s: backlog full (or too many descriptors in flight, or "
+		       "connects waiting before), the connect waits", sc->dial->sa.sun_path);
+		dial_queue(sep, sc->dial);
 		cci__engine_tick(&sep->eng, 1);
 	}
 	pthread_mutex_unlock(&sep->lock);

@@ -7,14 +7,19 @@
  * socket, however long the application takes to answer.  Then the
  * request is posted; cci_accept creates our ring and answers ACCEPT with
  * our three descriptors, cci_reject answers REJECT, and a request this
- * process cannot afford (descriptors, memory, mappings) is answered
- * NORES: the client's connect fails with CCI_ENOMEM.
+ * process cannot afford (memory, mappings) is answered NORES: the
+ * client's connect fails with CCI_ENOMEM.
  *
- * When accept(2) itself runs out of descriptors the listening socket is
- * not watched until the next tick (5 ms): the clients wait in the backlog
- * (then in their own queue, see sm_dial.c) instead of the thread spinning
- * on a socket that stays readable, and the warning is said once a second
- * at most.
+ * Descriptors running out is a moment to wait through, not a refusal.
+ * Accepting a socket takes one, receiving its REQ three more: a server
+ * with one or two left accepts, then loses the REQ's.  It answers BUSY
+ * (the client asks again later, sm_dial.c), and like an accept(2) that
+ * finds none it stops watching the listening socket until the next tick
+ * (5 ms): the clients wait in the backlog and their queues instead of the
+ * thread spinning on a socket that stays readable, and the warning is
+ * said once a second at most.  An ACCEPT whose ring finds no descriptor
+ * waits too, tried again at each tick (before the listening socket takes
+ * the descriptors freed meanwhile), for up to 10 s.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -25,6 +30,8 @@
 
 #include "sm.h"
 
+static void listen_pause(struct sm_ep *sep, const char *why);
+
 /* Refuse req for lack of resources: answer NORES and forget it; loop
  * thread, sep->lock held. */
 static void req_nores(struct sm_ep *sep, struct sm_req *req, const char *why)
@@ -33,6 +40,18 @@ static void req_nores(struct sm_ep *sep, struct sm_req *req, const char *why)
 	             (int)req->peer_pid, why);
 	sm_ctl_send(req->sock, SM_CTL_NORES, NULL, NULL, 0);
 	sm_req_drop(sep, req);
+}
+
+/* req's descriptors were lost for want of room: ask its client to try
+ * again later (BUSY), and accept no more sockets until the tick, since
+ * each would take a descriptor its request needs; sep->lock held. */
+static void req_busy(struct sm_ep *sep, struct sm_req *req)
+{
+	SM_LOG(CCI_LOG_CONN, "sm: %s: no descriptor left for the request of pid %d; it asks "
+	       "again later", sep->sock_path, (int)req->peer_pid);
+	sm_ctl_send(req->sock, SM_CTL_BUSY, NULL, NULL, 0);
+	sm_req_drop(sep, req);
+	listen_pause(sep, "no descriptor left to receive requests");
 }
 
 /* The request in the n bytes of buf, decoded into req->hello: NULL, or
@@ -60,16 +79,17 @@ static void req_on_readable(struct sm_ep *sep, struct sm_req *req)
 	if (n == -1)
 		return;
 	if (n == SM_CTL_RECV_NOFDS) {
-		req_nores(sep, req, "no descriptor left to receive its segments");
+		req_busy(sep, req);
 		return;
 	}
-	why = req_check(req, &raw, n, nfds);
+	why = n == SM_CTL_RECV_TOOMANY ? "more descriptors than a request carries (protocol error)"
+	                               : req_check(req, &raw, n, nfds);
 	if (why) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
 		/* A client that gives up before asking (its connect failed on
 		 * its side, or it died) is no fault of anyone's. */
-		if (n <= 0)
+		if (n == 0 || n == -2)
 			SM_LOG(CCI_LOG_CONN, "sm: %s: pid %d left before asking", sep->sock_path,
 			       (int)req->peer_pid);
 		else
@@ -113,23 +133,18 @@ static void req_cb(struct ev_loop *loop, ev_io *w, int revents)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* accept(2) failed for lack of descriptors or memory: stop watching the
- * listening socket (it stays readable: the thread would spin) until the
- * tick looks again; sep->lock held. */
-static void listen_pause(struct sm_ep *sep, int err)
+/* accept(2) failed for lack of descriptors or memory, or a request's
+ * descriptors were lost: stop watching the listening socket (it stays
+ * readable: the thread would spin) until the tick looks again; sep->lock
+ * held. */
+static void listen_pause(struct sm_ep *sep, const char *why)
 {
 	ev_io_stop(sep->eng.loop, &sep->listen_w);
 	if (!sep->listen_paused)
 		SM_LIMIT_LOG(sep, "sm: %s: cannot accept connections: %s; clients wait until "
-		             "a descriptor frees", sep->sock_path, strerror(err));
+		             "a descriptor frees", sep->sock_path, why);
 	sep->listen_paused = 1;
 	cci__engine_tick(&sep->eng, 1);
-}
-
-void sm_hs_listen_resume(struct sm_ep *sep)
-{
-	if (sep->listen_paused && !ev_is_active(&sep->listen_w))
-		ev_io_start(sep->eng.loop, &sep->listen_w);
 }
 
 /* A socket accepted: a request waiting for its hello. */
@@ -162,38 +177,71 @@ static void req_new(struct sm_ep *sep, int fd)
 	cci__engine_tick(&sep->eng, 1); /* its request must come in time */
 }
 
+/* Accepting (a descriptor, or an empty backlog) works again. */
+static void listen_recovered(struct sm_ep *sep)
+{
+	if (!sep->listen_paused)
+		return;
+	SM_LOG(CCI_LOG_CONN, "sm: %s: accepting connections again", sep->sock_path);
+	sep->listen_paused = 0;
+}
+
+/* Take the sockets waiting on the listening socket, at most
+ * SM_ACCEPT_BATCH (sep->lock is held meanwhile; the watcher, level
+ * triggered, fires again for the rest); sep->lock held. */
+static void listen_take(struct sm_ep *sep)
+{
+	for (int i = 0; i < SM_ACCEPT_BATCH;) {
+		int fd = accept4(sep->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				listen_recovered(sep);
+			else
+				listen_pause(sep, strerror(errno));
+			return;
+		}
+		listen_recovered(sep);
+		req_new(sep, fd);
+		i++;
+	}
+}
+
 void sm_hs_on_listen(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct sm_ep *sep = w->data;
-	int fd;
 
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&sep->lock);
-	for (;;) {
-		fd = accept4(sep->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				listen_pause(sep, errno);
-			break;
-		}
-		if (sep->listen_paused) {
-			SM_LOG(CCI_LOG_CONN, "sm: %s: accepting connections again", sep->sock_path);
-			sep->listen_paused = 0;
-		}
-		req_new(sep, fd);
-	}
+	listen_take(sep);
 	pthread_mutex_unlock(&sep->lock);
 }
 
+void sm_hs_listen_resume(struct sm_ep *sep)
+{
+	if (!sep->listen_paused || ev_is_active(&sep->listen_w))
+		return;
+	ev_io_start(sep->eng.loop, &sep->listen_w);
+	/* At once: with the backlog empty the watcher would never fire, and
+	 * listen_paused (which keeps the tick running) never clear. */
+	listen_take(sep);
+}
+
+/* errno of a failed sm_conn_rx_create: this process, or the system, is
+ * out of descriptors for the moment. */
+static int short_of_fds(int err)
+{
+	return err == EMFILE || err == ENFILE;
+}
+
 /* Send sc's ACCEPT (its ring made again if it was dropped while the
- * answer waited).  CCI_EAGAIN when the kernel refuses for now: too many
- * descriptors in flight for this user (ETOOMANYREFS, a limit of
- * RLIMIT_NOFILE unless CAP_SYS_RESOURCE) while a storm of requests waits
- * in the backlog; the ring is dropped then, so that a waiting answer
- * holds only its socket. */
+ * answer waited).  CCI_EAGAIN when it cannot go for now: no descriptor
+ * for the ring, or the kernel refuses the descriptors in flight
+ * (ETOOMANYREFS, a limit of RLIMIT_NOFILE unless CAP_SYS_RESOURCE) while
+ * a storm of requests waits in the backlog; the ring is dropped then, so
+ * that a waiting answer holds only its socket. */
 static int answer_send(struct sm_conn *sc)
 {
 	struct sm_ctl_hello h = { .data_len = 0 };
@@ -201,6 +249,8 @@ static int answer_send(struct sm_conn *sc)
 
 	if (!sc->rx_seg) {
 		rc = sm_conn_rx_create(sc);
+		if (rc != CCI_SUCCESS && short_of_fds(errno))
+			return CCI_EAGAIN;
 		if (rc != CCI_SUCCESS) {
 			SM_LIMIT_LOG(sc->sep, "sm: %s: cannot accept pid %d: no receive ring: %s",
 			             sc->sep->sock_path, (int)sc->peer_pid, strerror(errno));
@@ -227,7 +277,7 @@ static void answer_done(struct sm_conn *sc, int rc)
 	struct sm_ep *sep = sc->sep;
 	struct sm_ctl_hello h = { .mss = sc->peer_mss };
 
-	sc->answering = 0;
+	sc->answer_until_ns = 0;
 	if (rc == CCI_SUCCESS) {
 		sm_conn_watch(sc);
 		sm_conn_open(sc, &h, CCI_EVENT_ACCEPT);
@@ -245,20 +295,21 @@ int sm_hs_answer_retry(struct sm_conn *sc, uint64_t now)
 {
 	int rc = answer_send(sc);
 
-	if (rc == CCI_EAGAIN && now < sc->base.timers.deadline_ns)
+	if (rc == CCI_EAGAIN && now < sc->answer_until_ns)
 		return 1;
 	if (rc == CCI_EAGAIN)
-		SM_LIMIT_LOG(sc->sep, "sm: %s: cannot answer pid %d: the kernel kept refusing "
-		             "its descriptors (too many in flight)", sc->sep->sock_path,
-		             (int)sc->peer_pid);
+		SM_LIMIT_LOG(sc->sep, "sm: %s: cannot answer pid %d: no descriptor for its ring, "
+		             "or the kernel kept refusing them (too many in flight), for %llu s",
+		             sc->sep->sock_path, (int)sc->peer_pid,
+		             (unsigned long long)(SM_REQ_WAIT_NS / 1000000000ull));
 	answer_done(sc, rc == CCI_EAGAIN ? CCI_ENOMEM : rc);
 	return rc == CCI_SUCCESS ? sc->base.timers.ka_us != 0 : -1;
 }
 
 /* Server side, the loop lock and sep->lock held: build the connection and
- * answer ACCEPT, now or, when the kernel refuses the descriptors for now,
- * at a later tick (sm_hs_answer_retry).  CCI_ENOMEM (logged) when this
- * process cannot afford the connection. */
+ * answer ACCEPT, now or, when descriptors are short for now, at a later
+ * tick (sm_hs_answer_retry).  CCI_ENOMEM (logged) when this process
+ * cannot afford the connection. */
 static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 {
 	struct sm_conn *sc = sm_conn_new(sep, (cci_conn_attribute_t)req->hello.attr, context);
@@ -272,7 +323,7 @@ static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 	sc->peer_pid = req->peer_pid;
 	sc->peer_mss = req->hello.mss;
 	rc = sm_conn_rx_create(sc);
-	if (rc != CCI_SUCCESS) {
+	if (rc != CCI_SUCCESS && !short_of_fds(errno)) {
 		SM_LIMIT_LOG(sep, "sm: %s: cannot accept pid %d: no receive ring: %s",
 		             sep->sock_path, (int)req->peer_pid, strerror(errno));
 		sm_conn_destroy(sc);
@@ -282,15 +333,14 @@ static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 	sc->sock = req->sock; /* the connection owns the socket now */
 	req->sock = -1;
 	CCI__DLIST_PUSH(&sep->conns, sc);
-	rc = answer_send(sc);
+	rc = sc->rx_seg ? answer_send(sc) : CCI_EAGAIN;
 	if (rc != CCI_EAGAIN) {
 		answer_done(sc, rc);
 		return CCI_SUCCESS;
 	}
-	SM_LOG(CCI_LOG_CONN, "sm: %s: the answer to pid %d waits: too many descriptors in flight",
+	SM_LOG(CCI_LOG_CONN, "sm: %s: the answer to pid %d waits for descriptors",
 	       sep->sock_path, (int)sc->peer_pid);
-	sc->answering = 1;
-	sc->base.timers.deadline_ns = cci__now_ns() + SM_REQ_WAIT_NS;
+	sc->answer_until_ns = cci__now_ns() + SM_REQ_WAIT_NS;
 	sm_timed_add(sc);
 	cci__engine_tick(&sep->eng, 1);
 	return CCI_SUCCESS;

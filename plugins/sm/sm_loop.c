@@ -82,7 +82,7 @@ static int conn_tick(struct sm_conn *sc, uint64_t now)
 	int fault;
 
 	if (cci__conn_state(&sc->base) == CCI__CONN_CONNECTING) {
-		if (sc->answering)
+		if (sc->answer_until_ns)
 			return sm_hs_answer_retry(sc, now);
 		if (cci__ct_connect_expired(&sc->base.timers, now)) {
 			sm_connect_failed(sc, CCI_ETIMEDOUT, 1);
@@ -105,13 +105,15 @@ static int conn_tick(struct sm_conn *sc, uint64_t now)
 }
 
 /*
- * Each tick: the listening socket if accept(2) ran out of descriptors,
- * connects waiting for a full backlog, the connections that need a visit
- * (connect deadlines, keepalives, queued sends and their timeout, faults:
- * sep->timed, so that 10,000 idle connections cost nothing here), requests
- * that never came.  The tick runs while there is a connection or a request
- * (listing one starts it again), so that what other threads ask for is
- * seen within a tick without waking the loop.
+ * Each tick: the connections that need a visit (connect deadlines,
+ * keepalives, queued sends and their timeout, faults, answers waiting for
+ * descriptors: sep->timed, so that 10,000 idle connections cost nothing
+ * here), then the listening socket if descriptors ran out (after the
+ * answers: each socket it accepts takes a descriptor they wait for),
+ * connects waiting for a full backlog (one attempt per server), requests
+ * that never came.  The tick runs while there is a connection or a
+ * request (listing one starts it again), so that what other threads ask
+ * for is seen within a tick without waking the loop.
  */
 static void on_tick(void *owner, uint64_t now, int app_polled)
 {
@@ -120,9 +122,6 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 
 	(void)app_polled; /* the data path is the application's alone */
 	pthread_mutex_lock(&sep->lock);
-	sm_hs_listen_resume(sep);
-	if (sep->dials)
-		sm_dial_retry(sep, 1);
 	sm_timed_take_asked(sep);
 	for (struct sm_tlink *l = sep->timed, *next; l; l = next) {
 		struct sm_conn *sc = sm_conn_of_tlink(l);
@@ -130,9 +129,14 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 		if (conn_tick(sc, now) == 0)
 			sm_timed_remove(sc);
 	}
+	sm_hs_listen_resume(sep);
+	if (sep->dialq)
+		sm_dial_retry(sep);
 	for (req = sep->reqs; req; req = rnext) {
 		rnext = req->next;
-		if (now - req->since_ns > SM_REQ_WAIT_NS) {
+		/* since_ns may be later than now: listen_resume accepts in
+		 * this very tick */
+		if (cci__ns_since(req->since_ns, now) > SM_REQ_WAIT_NS) {
 			SM_WARN("sm: %s: pid %d connected but never asked; dropped", sep->sock_path,
 			        (int)req->peer_pid);
 			sm_req_drop(sep, req);

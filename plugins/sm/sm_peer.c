@@ -14,6 +14,7 @@
  * internal mount), so the name is never ambiguous.  Every descriptor a
  * hello brings is closed here: only the doorbell stays, once per peer.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -208,6 +209,12 @@ void sm_hello_unmap(struct sm_ep *sep, struct sm_hello_maps *m)
 
 void sm_peers_fini(struct sm_ep *sep)
 {
+	/* Every connection and request let go of its peer before: one left
+	 * would be a leaked mapping and descriptor. */
+	assert(sep->npeers == 0);
+	if (sep->npeers)
+		SM_ERR("sm: %s: %u peer endpoints still referenced at teardown", sep->sock_path,
+		       sep->npeers);
 	free(sep->peer_tab);
 	sep->peer_tab = NULL;
 	sep->peer_cap = sep->npeers = 0;

@@ -52,9 +52,22 @@ int sm_ctl_send(int sock, uint16_t type, const struct sm_ctl_hello *body, const 
 	return CCI_SUCCESS;
 }
 
-/* Collect the descriptors of one message; closes extras. */
-static void ctl_take_fds(struct msghdr *mh, int *fds, int *nfds, int max)
+int sm_hello_send(struct sm_conn *sc, int sock, uint16_t type, struct sm_ctl_hello *h)
 {
+	const int fds[SM_HELLO_FDS] = { sc->rx_fd, sc->sep->bell_fd, sc->sep->page_fd };
+
+	h->mss = sc->sep->mss;
+	h->pid = (uint32_t)getpid();
+	h->ring_size = sc->rx.size;
+	return sm_ctl_send(sock, type, h, fds, SM_HELLO_FDS);
+}
+
+/* Collect the descriptors of one message into fds (max), closing the
+ * others; how many came. */
+static int ctl_take_fds(struct msghdr *mh, int *fds, int *nfds, int max)
+{
+	int seen = 0;
+
 	*nfds = 0;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
 		int n, *p;
@@ -62,7 +75,7 @@ static void ctl_take_fds(struct msghdr *mh, int *fds, int *nfds, int max)
 			continue;
 		n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
 		p = (int *)CMSG_DATA(c);
-		for (int i = 0; i < n; i++) {
+		for (int i = 0; i < n; i++, seen++) {
 			int fd;
 			memcpy(&fd, p + i, sizeof(fd));
 			if (*nfds < max)
@@ -71,14 +84,22 @@ static void ctl_take_fds(struct msghdr *mh, int *fds, int *nfds, int max)
 				close(fd);
 		}
 	}
+	return seen;
 }
 
-/* One control message: > 0 bytes, 0 at EOF, -1 when none is waiting,
- * -2 on an error, SM_CTL_RECV_NOFDS when its descriptors were lost (the
- * kernel could not install them: this process is out of descriptors, or
- * the peer sent more than any message carries). */
+/*
+ * One control message: > 0 bytes, 0 at EOF, -1 when none is waiting, -2
+ * on an error.  A message whose descriptors did not all arrive keeps none
+ * of them: SM_CTL_RECV_TOOMANY when the peer sent more than any message
+ * carries (the control buffer, room for a few more than a hello's, came
+ * back full: the kernel installs descriptors in order until one fails or
+ * the room ends), SM_CTL_RECV_NOFDS when the kernel could not install
+ * them (this process is out of descriptors).
+ */
 int sm_ctl_recv(int sock, void *buf, size_t len, int *fds, int *nfds)
 {
+	enum { ROOM = (CMSG_SPACE(sizeof(int) * (SM_HELLO_FDS + 2)) - sizeof(struct cmsghdr)) /
+	              sizeof(int) };
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * (SM_HELLO_FDS + 2))];
 		struct cmsghdr align;
@@ -87,15 +108,25 @@ int sm_ctl_recv(int sock, void *buf, size_t len, int *fds, int *nfds)
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
 	                     .msg_controllen = sizeof(cm.buf) };
 	ssize_t n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	int cut;
+	int seen;
 
 	*nfds = 0;
 	if (n < 0)
 		return (errno == EAGAIN || errno == EINTR) ? -1 : -2;
-	/* A truncated message is an error: it keeps none of its descriptors. */
-	cut = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0;
-	ctl_take_fds(&mh, fds, nfds, cut ? 0 : SM_HELLO_FDS);
-	if (cut && !(mh.msg_flags & MSG_TRUNC))
-		return SM_CTL_RECV_NOFDS;
-	return cut || n > INT32_MAX ? -2 : (int)n;
+	if (mh.msg_flags & MSG_TRUNC) { /* longer than any message: an error */
+		ctl_take_fds(&mh, fds, nfds, 0);
+		return -2;
+	}
+	if (mh.msg_flags & MSG_CTRUNC) {
+		seen = ctl_take_fds(&mh, fds, nfds, 0);
+		return seen >= ROOM ? SM_CTL_RECV_TOOMANY : SM_CTL_RECV_NOFDS;
+	}
+	seen = ctl_take_fds(&mh, fds, nfds, SM_HELLO_FDS);
+	if (seen > SM_HELLO_FDS) {
+		for (int i = 0; i < *nfds; i++)
+			close(fds[i]);
+		*nfds = 0;
+		return SM_CTL_RECV_TOOMANY;
+	}
+	return n > INT32_MAX ? -2 : (int)n;
 }

@@ -419,5 +419,5 @@ void sock_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct sock_conn *sc = sock_conn_of(conn);
 
-	cci__conn_keepalive_changed(&sc->base, conn, &sc->sep->lock);
+	cci__conn_keepalive_changed(&sc->base, conn, &sc->sep->lock, NULL, NULL);
 }

@@ -283,7 +283,7 @@ void tcp_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct tcp_conn *tc = tcp_conn_of(conn);
 
-	cci__conn_keepalive_changed(&tc->base, conn, &tc->sep->lock);
+	cci__conn_keepalive_changed(&tc->base, conn, &tc->sep->lock, NULL, NULL);
 }
 
 /* When the oldest unfinished send or RMA was queued, UINT64_MAX if none

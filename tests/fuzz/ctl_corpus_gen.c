@@ -83,6 +83,7 @@ static void gen_sm(void)
 	sm_put("ping", SM_CTL_PING, NULL);
 	sm_put("pong", SM_CTL_PONG, NULL);
 	sm_put("nores", SM_CTL_NORES, NULL);
+	sm_put("busy", SM_CTL_BUSY, NULL);
 }
 
 static void gen_ofi(void)

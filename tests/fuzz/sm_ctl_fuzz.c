@@ -40,7 +40,7 @@ static void check_accepted(const struct sm_ctl_hello *m, const uint8_t *rec, siz
 		for (size_t i = m->data_len; i < CCI_CONN_REQ_LEN; i++)
 			if (m->data[i])
 				abort();
-	} else if (m->hdr.type < SM_CTL_REJECT || m->hdr.type > SM_CTL_NORES || nfds != 0 ||
+	} else if (m->hdr.type < SM_CTL_REJECT || m->hdr.type > SM_CTL_LAST || nfds != 0 ||
 	           len != sizeof(m->hdr)) {
 		abort();
 	}

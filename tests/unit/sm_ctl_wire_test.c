@@ -66,7 +66,7 @@ static void test_request_round_trip(void)
 static void test_accept_and_bare_round_trip(void)
 {
 	static const uint16_t bare[] = { SM_CTL_REJECT, SM_CTL_DISCONNECT, SM_CTL_PING,
-	                                 SM_CTL_PONG, SM_CTL_NORES };
+	                                 SM_CTL_PONG, SM_CTL_NORES, SM_CTL_BUSY };
 	struct sm_ctl_hello in = hello_with(0), out;
 	uint8_t buf[sizeof(struct sm_ctl_hello)];
 	size_t n = sm_ctl_encode(SM_CTL_ACCEPT, &in, buf, sizeof(buf));
@@ -139,7 +139,7 @@ static void test_bad_magic_version_type(void)
 	h->version = SM_CTL_VERSION;
 	h->type = 0;
 	expect_refused(buf, n, SM_HELLO_FDS, CCI_EINVAL);
-	h->type = SM_CTL_NORES + 1;
+	h->type = SM_CTL_LAST + 1;
 	expect_refused(buf, sizeof(*h), 0, CCI_EINVAL);
 	h->type = 0xffff;
 	expect_refused(buf, sizeof(*h), 0, CCI_EINVAL);
@@ -191,7 +191,7 @@ static void test_encoder_refusals(void)
 	uint8_t buf[sizeof(struct sm_ctl_hello)];
 
 	CU_ASSERT_EQUAL(sm_ctl_encode(0, &h, buf, sizeof(buf)), 0);
-	CU_ASSERT_EQUAL(sm_ctl_encode(SM_CTL_NORES + 1, NULL, buf, sizeof(buf)), 0);
+	CU_ASSERT_EQUAL(sm_ctl_encode(SM_CTL_LAST + 1, NULL, buf, sizeof(buf)), 0);
 	CU_ASSERT_EQUAL(sm_ctl_encode(SM_CTL_REQ, NULL, buf, sizeof(buf)), 0);
 	CU_ASSERT_EQUAL(sm_ctl_encode(SM_CTL_REQ, &h, buf, SM_CTL_HELLO_HEAD - 1), 0);
 	CU_ASSERT_EQUAL(sm_ctl_encode(SM_CTL_PING, NULL, buf, 7), 0);
