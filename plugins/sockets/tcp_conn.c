@@ -89,14 +89,13 @@ int tcp_conn_open(struct tcp_conn *tc, uint32_t peer_mss)
 		return CCI_ENOMEM;
 	if (cci__grow(&sep->open, sep->nopen, &sep->open_cap, 16, sizeof(*sep->open)) != CCI_SUCCESS)
 		return CCI_ENOMEM;
-	tc->open_idx = sep->nopen;
-	sep->open[sep->nopen++] = tc;
+	CCI__ISET_ADD(sep->open, sep->nopen, tc, open_idx);
 	tc->in_rx = 1;
 	tcp_conn_watch_update(sep);
 	if (tc->in_epoll != sep->watch_want)
 		watch_one(sep, tc);
 	if (tc->in_epoll != sep->watch_want) {
-		sep->nopen--;
+		CCI__ISET_REMOVE(sep->open, sep->nopen, tc, open_idx);
 		tc->in_rx = 0;
 		return CCI_ENOMEM;
 	}
@@ -120,8 +119,7 @@ static void rx_end(struct tcp_conn *tc)
 	if (!tc->in_rx)
 		return;
 	epoll_set(tc, 0);
-	sep->open[tc->open_idx] = sep->open[--sep->nopen];
-	sep->open[tc->open_idx]->open_idx = tc->open_idx;
+	CCI__ISET_REMOVE(sep->open, sep->nopen, tc, open_idx);
 	tc->in_rx = 0;
 	tcp_conn_watch_update(sep); /* fewer sockets may leave epoll */
 }
@@ -243,13 +241,10 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 		close(tc->fd);
 		/* A descriptor is free: accepting, if it waits for one, tries
 		 * again at the next tick (tcp_hs.c). */
-		sep->nofd_retry_ns = 0;
+		cci__listen_fd_freed(&sep->lg);
 	}
 	tc->fd = -1;
-	if (tc->retry_ns) {
-		tc->retry_ns = 0;
-		sep->nretry--;
-	}
+	tcp_retry_unlink(tc);
 	CCI__DLIST_UNLINK(&tc->sep->conns, tc);
 	free(tc->stage);
 	tc->stage = NULL;
