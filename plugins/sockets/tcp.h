@@ -168,6 +168,8 @@ struct tcp_op {
 	uint32_t big_len;          /* bytes of it counted in sep->copy_queued */
 	/* Kept across uses. */
 	struct tcp_op *all_next;   /* every op of the endpoint, for freeing */
+	uint64_t rd_pos;           /* a READ (set for each): tc->tx_seq when it was queued,
+	                            * its place among the sends (tcp_conn_break) */
 	char *buf;                 /* small copy buffer (TCP_COPY_SMALL bytes) */
 	/* The frame being written: header, sub-header and payload pieces. */
 	uint8_t hdr[SOCK_HDR_LEN + SOCK_SUB_MAX];

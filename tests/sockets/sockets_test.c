@@ -321,7 +321,7 @@ int main(int argc, char **argv)
 	CU_set_fail_on_inactive(CU_FALSE);
 	if (st_add_wire_tests() || st_add_raw_tests() || st_add_peer_tests() ||
 	    st_add_watch_tests() || st_add_manual_tests() || st_add_burst_tests() ||
-	    st_add_limits_tests()) {
+	    st_add_limits_tests() || st_add_timeout_tests()) {
 		CU_cleanup_registry();
 		return 1;
 	}
