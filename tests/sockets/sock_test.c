@@ -197,6 +197,10 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
 	  "works", t_hostile_datagrams },
 	{ "a peer restarted on the same port is not mistaken for the old one",
 	  t_restarted_peer_not_mistaken },
+	{ "a HELLO that comes after its server connection closed posts no second "
+	  "CONNECT_REQUEST; one with another token does", t_hello_after_close_posts_no_request },
+	{ "a connected client answers an ACCEPT from a second server connection with BYE, "
+	  "keeps its own", t_second_accept_answered_with_bye },
 	{ "an answer's RECV comes before the SEND completion its ack brings, and that "
 	  "completion at the next call, RO and RU", t_ack_after_answer },
 	{ "the SEND completion an answer's ack brings wakes a thread asleep on the OS handle",

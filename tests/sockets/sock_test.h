@@ -61,6 +61,8 @@ void t_relay_blackout_keepalive(void);
 void t_slow_receiver_not_overrun(void);
 void t_hostile_datagrams(void);
 void t_restarted_peer_not_mistaken(void);
+void t_hello_after_close_posts_no_request(void);
+void t_second_accept_answered_with_bye(void);
 void t_ack_after_answer(void);
 void t_ack_wakes_os_handle(void);
 void t_icmp_refuses_its_connect(void);
