@@ -18,6 +18,7 @@
 
 #include "init_config.h"
 #include "sock_test.h"
+#include "unit_run.h"
 
 uint64_t sk_now_ms(void)
 {
@@ -209,13 +210,17 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
 	  "quoting another token or address does nothing", t_icmp_refuses_its_connect },
 	{ "ICMP port unreachable errors for an open connection whose peer answers do not "
 	  "break it", t_icmp_does_not_break_open_connection },
+	{ "three ICMP port unreachable errors for an open connection whose peer is silent "
+	  "break it 200 ms after the first, not before", t_icmp_breaks_silent_peer },
+	{ "two ICMP port unreachable errors do not break a connection whose peer is silent; "
+	  "a third does", t_icmp_needs_three_errors },
 };
 
 int main(int argc, char **argv)
 {
 	const char *only = argc > 1 ? argv[1] : NULL;
 	CU_pSuite suite;
-	unsigned failed;
+	int status;
 
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 2;
@@ -226,7 +231,7 @@ int main(int argc, char **argv)
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_set_fail_on_inactive(CU_FALSE);
 	CU_basic_run_tests();
-	failed = CU_get_number_of_failures();
+	status = unit_exit_status();
 	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return status;
 }

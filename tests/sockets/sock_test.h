@@ -67,5 +67,7 @@ void t_ack_after_answer(void);
 void t_ack_wakes_os_handle(void);
 void t_icmp_refuses_its_connect(void);
 void t_icmp_does_not_break_open_connection(void);
+void t_icmp_breaks_silent_peer(void);
+void t_icmp_needs_three_errors(void);
 
 #endif /* SOCK_TEST_H */

@@ -20,6 +20,7 @@
 #include "sock_wire.h"
 #include "init_config.h"
 #include "sockets_test.h"
+#include "unit_run.h"
 
 uint64_t st_now_ms(void)
 {
@@ -313,7 +314,7 @@ int st_add_wire_tests(void)
 
 int main(int argc, char **argv)
 {
-	unsigned failed;
+	int status;
 
 	signal(SIGPIPE, SIG_IGN);
 	if (CU_initialize_registry() != CUE_SUCCESS)
@@ -333,7 +334,7 @@ int main(int argc, char **argv)
 				CU_set_test_active(t, strstr(t->pName, argv[1]) ? CU_TRUE : CU_FALSE);
 	}
 	CU_basic_run_tests();
-	failed = CU_get_number_of_tests_failed() + CU_get_number_of_failures();
+	status = unit_exit_status();
 	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return status;
 }
