@@ -223,7 +223,10 @@ static int nofd_client(int rfd, int wfd, void *arg)
 	for (int i = 0; i < 5; i++) {
 		uint64_t t0 = st_now_ms();
 		int rc = cci_connect(ep, uri, NULL, 0, CCI_CONN_ATTR_RO, NULL, 0, NULL);
-		bad += rc != CCI_ENOMEM || st_now_ms() - t0 > 100;
+		/* "At once": refused, not held until a descriptor frees.  Not
+		 * a speed: a loaded machine may keep this process off its
+		 * core for a while. */
+		bad += rc != CCI_ENOMEM || st_now_ms() - t0 > 1000;
 	}
 	nofile_cap(1024);
 	snprintf(line, sizeof(line), "bad %d log %d", bad, log_count(log, "cannot connect to tcp://127.0.0.1:9"));
