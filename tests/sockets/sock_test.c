@@ -216,6 +216,15 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
 	  "a third does", t_icmp_needs_three_errors },
 };
 
+/* After every test, even one a fatal assertion ended: finalize what it
+ * left initialised, so that the next one starts from nothing (and finds
+ * the devices of its own configuration). */
+static void sk_teardown(void)
+{
+	for (int i = 0; i < 8 && cci_finalize() == CCI_SUCCESS; i++)
+		;
+}
+
 int main(int argc, char **argv)
 {
 	const char *only = argc > 1 ? argv[1] : NULL;
@@ -224,7 +233,8 @@ int main(int argc, char **argv)
 
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 2;
-	suite = CU_add_suite("sock transport", NULL, NULL);
+	suite = CU_add_suite_with_setup_and_teardown("sock transport", NULL, NULL, NULL,
+	                                             sk_teardown);
 	for (size_t i = 0; suite && i < sizeof(tests) / sizeof(tests[0]); i++)
 		if (!only || strstr(tests[i].name, only))
 			CU_add_test(suite, tests[i].name, tests[i].fn);
