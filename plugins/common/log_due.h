@@ -13,15 +13,23 @@
 
 #include "clock.h"
 
-/* True for one caller per every_ns: it then owns the warning. */
-static inline int cci__log_due(_Atomic uint64_t *last_ns, uint64_t every_ns)
+/* True for one caller per every_ns, the time being now (a cci__now_ns()
+ * value the caller read already, or a test's): it then owns the warning. */
+static inline int cci__log_due_at(_Atomic uint64_t *last_ns, uint64_t every_ns, uint64_t now)
 {
-	uint64_t now = cci__now_ns();
 	uint64_t last = atomic_load_explicit(last_ns, memory_order_relaxed);
 
-	return (last == 0 || now - last >= every_ns) &&
+	/* A now older than the last warning (read by a slower thread) is
+	 * within the interval. */
+	return (last == 0 || (now > last && now - last >= every_ns)) &&
 	       atomic_compare_exchange_strong_explicit(last_ns, &last, now, memory_order_relaxed,
 	                                               memory_order_relaxed);
+}
+
+/* The same, now. */
+static inline int cci__log_due(_Atomic uint64_t *last_ns, uint64_t every_ns)
+{
+	return cci__log_due_at(last_ns, every_ns, cci__now_ns());
 }
 
 #endif /* CCI_COMMON_LOG_DUE_H */

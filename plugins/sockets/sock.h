@@ -33,6 +33,8 @@
  *   struct sock_req    a connection request, from its HELLO until the
  *                      event comes back (then, if rejected, remembered
  *                      for SOCK_DECIDED_NS to answer repeated HELLOs).
+ *   struct sock_gone   the client of a server connection that closed,
+ *                      remembered for SOCK_DECIDED_NS (sock_conn.c).
  */
 #ifndef CCI_SOCK_H
 #define CCI_SOCK_H
@@ -52,6 +54,7 @@
 #include "engine.h"
 #include "grow.h"
 #include "iov.h"
+#include "log_due.h"
 #include "random.h"
 #include "sock_addr.h"
 #include "sock_dgram.h"
@@ -84,8 +87,11 @@ extern const struct cci_core *sock_core;
 #define SOCK_TICK_NS 10000000ull
 #define SOCK_HS_RETRY_NS 100000000ull     /* HELLO again after 100 ms, doubling ... */
 #define SOCK_HS_RETRY_MAX_NS 1000000000ull /* ... up to 1 s */
-#define SOCK_DECIDED_NS 30000000000ull    /* answered requests are remembered this long */
+#define SOCK_DECIDED_NS 30000000000ull    /* answered requests and closed server
+                                           * connections are remembered this long */
 #define SOCK_REQS_MAX 1024u          /* requests waiting for the application */
+#define SOCK_GONE_MAX 4096u          /* closed server connections remembered at most */
+#define SOCK_WARN_EVERY_NS 10000000000ull /* a warning a storm repeats: at most this often */
 #define SOCK_HS_BURST 256u           /* HELLOs sent per tick at most (the others wait) */
 #define SOCK_ICMP_PROBE_NS 50000000ull /* an open connection whose peer's port is said
                                        * closed: probed this often ... */
@@ -239,6 +245,7 @@ struct sock_conn {
 /* A connection request, server side. */
 struct sock_req {
 	LIST_ENTRY(sock_req) link;  /* sep->reqs, newest first */
+	TAILQ_ENTRY(sock_req) done_link; /* sep->decided while done */
 	struct sock_peer_key key;   /* in sep->req_index */
 	struct sock_ep *sep;
 	struct sockaddr_storage from;
@@ -247,6 +254,16 @@ struct sock_req {
 	struct sock_dg_hello hello;
 	int answered, accepted, done;
 	uint64_t expire_ns;         /* done (rejected): forgotten at this time */
+};
+
+/* The client of a server connection that closed: its HELLOs, repeated or
+ * late, are ignored for SOCK_DECIDED_NS (they asked for the connection
+ * that closed, not for a new one). */
+struct sock_gone {
+	TAILQ_ENTRY(sock_gone) link; /* sep->gone, oldest first */
+	struct sock_peer_key key;    /* in sep->gone_index */
+	struct sockaddr_storage addr;
+	uint64_t expire_ns;
 };
 
 struct sock_stats {
@@ -259,6 +276,7 @@ struct sock_stats {
 	uint64_t send_err;
 	uint64_t icmp_ignored; /* ICMP errors not naming a pending connect */
 	uint64_t hello_dropped; /* HELLOs dropped: too many requests wait */
+	uint64_t hello_gone;    /* HELLOs for a server connection that closed */
 };
 
 struct sock_txslot {
@@ -296,9 +314,15 @@ struct sock_ep {
 	                                     * first */
 	uint32_t hs_budget;         /* HELLOs that may still go out before the next tick */
 	void *by_peer;              /* tsearch root: open connections by sock_peer_key */
+	TAILQ_HEAD(, sock_gone) gone; /* closed server connections, oldest first ... */
+	void *gone_index;           /* ... by sock_peer_key */
+	uint32_t ngone;
+	int closing;                /* the endpoint is being destroyed */
 	LIST_HEAD(, sock_req) reqs;
+	TAILQ_HEAD(, sock_req) decided; /* reqs done (rejected), oldest first */
 	void *req_index;            /* tsearch root: reqs by sock_peer_key */
 	uint32_t nreqs;
+	_Atomic uint64_t hello_warned_ns; /* the last warning of a HELLO dropped */
 	uint64_t rng;               /* xorshift state: jitter of HELLO retries */
 	uint64_t timer_ns;          /* earliest reliability timer of any connection */
 	struct sock_conn *pend;     /* connections with messages waiting for a buffer */
@@ -380,6 +404,10 @@ int sock_peer_key_cmp(const void *a, const void *b);
  * known): repeated HELLOs and ICMP errors find theirs. */
 int sock_conn_index(struct sock_conn *sc);
 struct sock_conn *sock_conn_by_peer(struct sock_ep *sep, const struct sock_peer_key *k);
+/* Did a server connection for the client k close less than
+ * SOCK_DECIDED_NS ago? */
+int sock_conn_gone(struct sock_ep *sep, const struct sock_peer_key *k);
+void sock_conn_gone_free_all(struct sock_ep *sep);
 int sock_conn_rel_init(struct sock_conn *sc, uint64_t tx_isn, uint64_t rx_isn,
                        uint32_t peer_window);
 void sock_conn_open(struct sock_conn *sc, uint64_t now);

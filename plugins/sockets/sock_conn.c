@@ -2,7 +2,9 @@
  * sock_conn.c - a UDP connection's lifetime: its slot and token, its
  * reliability state, opening, breaking, closing, the peer's death, and the
  * tick of the shared connection base (connect deadline, send timeout,
- * keepalive).  sep->lock held throughout.
+ * keepalive).  The clients of closed server connections are remembered
+ * for a while, so that a late HELLO of theirs is not taken for a new
+ * connect (sock_conn_gone).  sep->lock held throughout.
  */
 #include <search.h>
 #include <stdlib.h>
@@ -54,6 +56,74 @@ int sock_peer_key_cmp(const void *a, const void *b)
 	return addr_cmp(x->addr, y->addr);
 }
 
+/* ---- closed server connections ------------------------------------------ */
+
+static void gone_free(struct sock_ep *sep, struct sock_gone *g)
+{
+	tdelete(&g->key, &sep->gone_index, sock_peer_key_cmp);
+	TAILQ_REMOVE(&sep->gone, g, link);
+	sep->ngone--;
+	free(g);
+}
+
+/*
+ * The server connection sc leaves the index of its client's token and
+ * address: remember the client for SOCK_DECIDED_NS, or a HELLO of that
+ * client still on its way (duplicated, delayed, or sent again because
+ * every ACCEPT was lost) would post a second CONNECT_REQUEST for one
+ * connect, and a connection nobody uses if the application accepted it.
+ * At most SOCK_GONE_MAX are kept (the oldest goes); without memory, none
+ * (logged).
+ */
+static void gone_add(struct sock_ep *sep, const struct sock_conn *sc)
+{
+	struct sock_gone *g;
+	void *node;
+
+	if (sep->closing)
+		return;
+	if (sep->ngone >= SOCK_GONE_MAX)
+		gone_free(sep, TAILQ_FIRST(&sep->gone));
+	g = calloc(1, sizeof(*g));
+	if (!g) {
+		SOCK_LOG(CCI_LOG_CONN, "sock: %s: no memory to remember the closed connection of "
+		         "%s", sep->ep->uri, sc->peer_str);
+		return;
+	}
+	g->addr = sc->peer;
+	g->key.token = sc->peer_token;
+	g->key.addr = &g->addr;
+	g->expire_ns = cci__now_ns() + SOCK_DECIDED_NS;
+	node = tsearch(&g->key, &sep->gone_index, sock_peer_key_cmp);
+	if (!node || *(struct sock_peer_key **)node != &g->key) {
+		free(g); /* no memory, or remembered already */
+		return;
+	}
+	TAILQ_INSERT_TAIL(&sep->gone, g, link);
+	sep->ngone++;
+}
+
+int sock_conn_gone(struct sock_ep *sep, const struct sock_peer_key *k)
+{
+	return tfind(k, &sep->gone_index, sock_peer_key_cmp) != NULL;
+}
+
+static void gone_tick(struct sock_ep *sep, uint64_t now)
+{
+	struct sock_gone *g;
+
+	while ((g = TAILQ_FIRST(&sep->gone)) && now >= g->expire_ns)
+		gone_free(sep, g);
+}
+
+void sock_conn_gone_free_all(struct sock_ep *sep)
+{
+	while (!TAILQ_EMPTY(&sep->gone))
+		gone_free(sep, TAILQ_FIRST(&sep->gone));
+}
+
+/* ---- slots -------------------------------------------------------------- */
+
 /*
  * Give sc a slot and a token: a random tag over the slot number, so that
  * a datagram for an earlier connection of the slot, or of an earlier
@@ -90,6 +160,8 @@ void sock_conn_slot_release(struct sock_ep *sep, struct sock_conn *sc)
 {
 	if (sc->in_index && !tdelete(&sc->key, &sep->by_peer, sock_peer_key_cmp))
 		SOCK_ERR("sock: %s: a connection was missing from its index", sep->ep->uri);
+	if (sc->in_index && sc->is_server)
+		gone_add(sep, sc);
 	sc->in_index = 0;
 	if (sc->in_connecting)
 		TAILQ_REMOVE(&sep->connecting, sc, hs_link);
@@ -364,6 +436,7 @@ void sock_conn_tick(struct sock_ep *sep, uint64_t now)
 {
 	struct sock_conn *sc = LIST_FIRST(&sep->conns), *next;
 
+	gone_tick(sep, now);
 	for (; sc; sc = next) {
 		next = LIST_NEXT(sc, link);
 		if (cci__conn_tick(&sc->base, sc->conn, sock_core, &tick_ops, sc, now) &&

@@ -349,6 +349,8 @@ static void ep_fields_init(struct sock_ep *sep, cci__ep_t *ep)
 	TAILQ_INIT(&sep->connecting);
 	sep->hs_budget = SOCK_HS_BURST;
 	LIST_INIT(&sep->reqs);
+	TAILQ_INIT(&sep->decided);
+	TAILQ_INIT(&sep->gone);
 	pthread_mutex_init(&sep->lock, NULL);
 	ep->recv_buf_count = SOCK_RECV_COUNT_DEFAULT;
 	atomic_store(&sep->held_limit, SOCK_RECV_COUNT_DEFAULT);
@@ -421,12 +423,15 @@ void sock_ep_destroy(cci__ep_t *ep)
 	if (sep->eng_on)
 		cci__engine_stop(&sep->eng);
 	SOCK_LOG(CCI_LOG_EP, "sock: endpoint %s closing: %llu datagrams in, %llu out, %llu "
-	         "refused, %llu foreign, %llu HELLOs dropped (too many requests), %llu ICMP "
-	         "errors ignored", ep->uri, (unsigned long long)sep->stats.rx_dgrams,
-	         (unsigned long long)sep->stats.tx_dgrams, (unsigned long long)sep->stats.bad,
-	         (unsigned long long)sep->stats.foreign, (unsigned long long)sep->stats.hello_dropped,
+	         "refused, %llu foreign, %llu HELLOs dropped (too many requests), %llu for "
+	         "connections closed, %llu ICMP errors ignored", ep->uri,
+	         (unsigned long long)sep->stats.rx_dgrams, (unsigned long long)sep->stats.tx_dgrams,
+	         (unsigned long long)sep->stats.bad, (unsigned long long)sep->stats.foreign,
+	         (unsigned long long)sep->stats.hello_dropped,
+	         (unsigned long long)sep->stats.hello_gone,
 	         (unsigned long long)sep->stats.icmp_ignored);
 	pthread_mutex_lock(&sep->lock);
+	sep->closing = 1; /* closed connections need no memory of their clients */
 	while (!LIST_EMPTY(&sep->conns)) {
 		struct sock_conn *sc = LIST_FIRST(&sep->conns);
 		cci__conn_t *conn = sc->conn;
@@ -439,6 +444,7 @@ void sock_ep_destroy(cci__ep_t *ep)
 	}
 	sock_tx_flush(sep);
 	sock_hs_free_all(sep);
+	sock_conn_gone_free_all(sep);
 	pthread_mutex_unlock(&sep->lock);
 	ep_release(sep);
 }

@@ -10,9 +10,15 @@
  * nothing while the application decides.  The answer comes from the
  * connection itself once accepted (indexed by its client's token and
  * address for as long as it lives), from the request for SOCK_DECIDED_NS
- * once rejected.  At most SOCK_REQS_MAX requests wait: past that a HELLO
- * is dropped and the client's next one tries again.  An ICMP "port
- * unreachable" fails the attempt at once (sock_rx.c).
+ * once rejected; once the connection closed, a HELLO of its client is
+ * ignored for SOCK_DECIDED_NS (sock_conn_gone).  At most SOCK_REQS_MAX
+ * requests wait or are remembered as rejected (the oldest rejected one
+ * makes room): past that a HELLO is dropped and the client's next one
+ * tries again.  A client answers an ACCEPT that opens nothing (its
+ * connect ended, or it is open with another server connection) with BYE,
+ * so the server keeps no connection nobody uses.  An ICMP "port
+ * unreachable" quoting a HELLO fails the attempt at once
+ * (sock_conn_icmp_refused in sock_conn.c).
  */
 #include <search.h>
 #include <stdlib.h>
@@ -178,18 +184,27 @@ static void got_accept(struct sock_conn *sc, const struct sock_dg *d, uint64_t n
 	sock_core->post_connect(sc->sep->ep, sc->context, CCI_SUCCESS, sc->conn);
 }
 
-/* An ACCEPT for a connect that is no more (it timed out, or failed, while
- * the answer was on its way): tell the server, whose connection would
- * otherwise wait for a client that gave up. */
+/* An ACCEPT that opens nothing: its connect is no more (it timed out, or
+ * failed, while the answer was on its way), or it comes for a client
+ * connection that is past connecting from another server connection than
+ * its own (keep: the token of its own; tokens are never 0, so 0 keeps
+ * none).  Tell the server, whose connection would otherwise wait for a
+ * client that does not use it; the ACCEPT of the client's own connection
+ * again (its HELLO was answered twice) is only a repeat. */
 static void accept_orphan(struct sock_ep *sep, const struct sock_dg *d,
-                          const struct sockaddr_storage *from, socklen_t fromlen)
+                          const struct sockaddr_storage *from, socklen_t fromlen, uint64_t keep)
 {
 	struct sock_dg_accept a;
 	struct sock_dg bye = { .type = SOCK_DG_BYE };
 	const char *why = NULL;
+	char peer[64];
 
-	if (sock_dg_accept_decode(d->body, d->body_len, &a, &why) != 0 || a.client_token != d->token)
+	if (sock_dg_accept_decode(d->body, d->body_len, &a, &why) != 0 ||
+	    a.client_token != d->token || a.token == keep)
 		return;
+	cci__sockaddr_str((const struct sockaddr *)from, peer, sizeof(peer));
+	SOCK_LOG(CCI_LOG_CONN, "sock: %s: an ACCEPT from %s opens no connection: answered with BYE",
+	         sep->ep->uri, peer);
 	bye.token = a.token;
 	sock_tx_emit(sep, from, fromlen, &bye, NULL, 0);
 	sock_tx_flush(sep);
@@ -201,9 +216,12 @@ static void client_rx(struct sock_ep *sep, const struct sock_dg *d,
 	struct sock_conn *sc = sock_conn_find(sep, d->token);
 
 	if (!sc && d->type == SOCK_DG_ACCEPT)
-		accept_orphan(sep, d, from, fromlen);
+		accept_orphan(sep, d, from, fromlen, 0);
 	if (!sc || !sock_addr_same(from, &sc->peer) ||
 	    cci__conn_state(&sc->base) != CCI__CONN_CONNECTING) {
+		if (sc && !sc->is_server && d->type == SOCK_DG_ACCEPT &&
+		    sock_addr_same(from, &sc->peer))
+			accept_orphan(sep, d, from, fromlen, sc->peer_token);
 		sep->stats.foreign++; /* late, repeated or forged */
 		return;
 	}
@@ -245,6 +263,8 @@ static void req_free(struct sock_ep *sep, struct sock_req *req)
 	if (!tdelete(&req->key, &sep->req_index, sock_peer_key_cmp))
 		SOCK_ERR("sock: %s: a request was missing from its index", sep->ep->uri);
 	LIST_REMOVE(req, link);
+	if (req->done)
+		TAILQ_REMOVE(&sep->decided, req, done_link);
 	sep->nreqs--;
 	free(req);
 }
@@ -253,16 +273,11 @@ static void req_free(struct sock_ep *sep, struct sock_req *req)
  * (accepted ones are forgotten once their event comes back). */
 static int req_room(struct sock_ep *sep)
 {
-	struct sock_req *req, *old = NULL;
-
 	if (sep->nreqs < SOCK_REQS_MAX)
 		return 1;
-	LIST_FOREACH(req, &sep->reqs, link)
-		if (req->done)
-			old = req; /* the list is newest first */
-	if (!old)
+	if (TAILQ_EMPTY(&sep->decided))
 		return 0;
-	req_free(sep, old);
+	req_free(sep, TAILQ_FIRST(&sep->decided));
 	return 1;
 }
 
@@ -293,6 +308,24 @@ static struct sock_req *req_new(struct sock_ep *sep, const struct sock_dg_hello 
 	return req;
 }
 
+/* A HELLO from from finds no room (SOCK_REQS_MAX requests wait for the
+ * application) or no memory: the client's next one asks again.  A storm
+ * repeats this: a warning at most every SOCK_WARN_EVERY_NS. */
+static void hello_dropped(struct sock_ep *sep, const struct sockaddr_storage *from)
+{
+	char peer[64];
+
+	sep->stats.hello_dropped++;
+	cci__sockaddr_str((const struct sockaddr *)from, peer, sizeof(peer));
+	if (cci__log_due(&sep->hello_warned_ns, SOCK_WARN_EVERY_NS))
+		SOCK_WARN("sock: %s: a connection request from %s dropped: %u requests wait for the "
+		          "application (or no memory); the client asks again (%llu dropped so far)",
+		          sep->ep->uri, peer, sep->nreqs, (unsigned long long)sep->stats.hello_dropped);
+	else
+		SOCK_LOG(CCI_LOG_CONN, "sock: %s: a connection request from %s dropped", sep->ep->uri,
+		         peer);
+}
+
 static void hello_rx(struct sock_ep *sep, const struct sock_dg *d,
                      const struct sockaddr_storage *from, socklen_t fromlen)
 {
@@ -321,14 +354,18 @@ static void hello_rx(struct sock_ep *sep, const struct sock_dg *d,
 			reject_send(sep, req);
 		return; /* else the application decides */
 	}
+	if (sock_conn_gone(sep, &k)) {
+		sep->stats.hello_gone++; /* for the connection that closed */
+		return;
+	}
 	if (!(req = req_new(sep, &h, from, fromlen))) {
-		sep->stats.hello_dropped++;
+		hello_dropped(sep, from);
 		return;
 	}
 	if (sock_core->post_request(sep->ep, (cci_conn_attribute_t)h.attr,
 	                            d->body + SOCK_DG_HELLO_LEN, h.data_len, req) != CCI_SUCCESS) {
-		req_free(sep, req); /* the client asks again */
-		sep->stats.hello_dropped++;
+		req_free(sep, req);
+		hello_dropped(sep, from);
 		return;
 	}
 	SOCK_LOG(CCI_LOG_CONN, "sock: connection request from %s", req->peer_str);
@@ -430,6 +467,7 @@ void sock_request_done(cci__evt_t *evt)
 	} else {
 		req->done = 1;
 		req->expire_ns = cci__now_ns() + SOCK_DECIDED_NS;
+		TAILQ_INSERT_TAIL(&sep->decided, req, done_link); /* in expiry order */
 	}
 	pthread_mutex_unlock(&sep->lock);
 }
@@ -441,7 +479,7 @@ void sock_request_done(cci__evt_t *evt)
 void sock_hs_tick(struct sock_ep *sep, uint64_t now)
 {
 	struct sock_conn *sc;
-	struct sock_req *req, *next;
+	struct sock_req *req;
 
 	sep->hs_budget = SOCK_HS_BURST;
 	TAILQ_FOREACH(sc, &sep->connecting, hs_link) {
@@ -453,11 +491,8 @@ void sock_hs_tick(struct sock_ep *sep, uint64_t now)
 		hello_send(sc);
 		hello_next(sc, now);
 	}
-	for (req = LIST_FIRST(&sep->reqs); req; req = next) {
-		next = LIST_NEXT(req, link);
-		if (req->done && now >= req->expire_ns)
-			req_free(sep, req);
-	}
+	while ((req = TAILQ_FIRST(&sep->decided)) && now >= req->expire_ns)
+		req_free(sep, req);
 }
 
 void sock_hs_free_all(struct sock_ep *sep)

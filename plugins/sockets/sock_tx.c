@@ -532,9 +532,13 @@ void sock_tx_timers(struct sock_conn *sc, uint64_t now)
 }
 
 /* Teardown of sc's transmit side: every op ends, each app op reporting
- * status once when report is set. */
+ * status once when report is set.  After a send timeout (CCI_ETIMEDOUT)
+ * each op that too waited past the timeout gets CCI_ETIMEDOUT, a younger
+ * one CCI_ERR_DISCONNECTED (conn_timers.h). */
 void sock_tx_fail_all(struct sock_conn *sc, int status, int report)
 {
+	uint32_t timeout_us = sc->conn->send_timeout_us;
+	uint64_t now = status == CCI_ETIMEDOUT ? cci__now_ns() : 0;
 	struct sock_op *op;
 	uint64_t h;
 
@@ -546,7 +550,10 @@ void sock_tx_fail_all(struct sock_conn *sc, int status, int report)
 		if (op->in_txq)
 			TAILQ_REMOVE(&sc->txq, op, q);
 		if (op->app && report)
-			sock_core->send_done(sc->conn, op->context, op->flags, status);
+			sock_core->send_done(sc->conn, op->context, op->flags,
+			                     status == CCI_ETIMEDOUT
+			                             ? cci__ct_send_fail_status(timeout_us, op->t_ns, now)
+			                             : status);
 		sock_op_put(sc->sep, op);
 	}
 	TAILQ_INIT(&sc->txq);

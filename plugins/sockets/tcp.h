@@ -66,6 +66,7 @@
 #include "engine.h"
 #include "grow.h"
 #include "iov.h"
+#include "listen_guard.h"
 #include "random.h"
 #include "slist.h"
 #include "spin.h"
@@ -99,6 +100,7 @@ extern const struct cci_core *tcp_core;
 #define TCP_CONNECT_RETRY_NS 50000000ull /* a connect dropped by the server: again after
                                          * this, doubling ... */
 #define TCP_CONNECT_RETRY_MAX_NS 1000000000ull /* ... up to this */
+#define TCP_RETRY_LEVELS 6u           /* the waits between: 50 ms .. 800 ms, 1 s */
 #define TCP_ACK_EVERY 16u             /* ack at once after this many frames */
 #define TCP_ACK_BYTES (256u << 10)    /* ... or this many bytes */
 #define TCP_CTL_LEN 1024u             /* queued control frames of a connection */
@@ -117,8 +119,10 @@ extern const struct cci_core *tcp_core;
 #define TCP_MANUAL_LOOP_NS 100000ull /* progress=manual: loop work at most this often */
 #define TCP_MANUAL_CLOCK_EVERY 16u    /* ... judged by a clock read every this many polls */
 
-#define TCP_PAUSE_NOFD 1u  /* accept failed for want of descriptors or memory */
-#define TCP_PAUSE_FULL 2u  /* TCP_HS_MAX handshakes wait for their HELLO */
+/* Why the listening socket is not watched (listen_guard.h): accept failed
+ * for want of descriptors or memory (CCI__LISTEN_NOFD), or TCP_HS_MAX
+ * handshakes wait for their HELLO. */
+#define TCP_PAUSE_FULL CCI__LISTEN_OWN
 
 /* Commands for the progress thread (engine command bits). */
 #define TCP_CMD_TX 2u     /* a connection has queued bytes (thread mode) */
@@ -164,6 +168,8 @@ struct tcp_op {
 	uint32_t big_len;          /* bytes of it counted in sep->copy_queued */
 	/* Kept across uses. */
 	struct tcp_op *all_next;   /* every op of the endpoint, for freeing */
+	uint64_t rd_pos;           /* a READ (set for each): tc->tx_seq when it was queued,
+	                            * its place among the sends (tcp_conn_break) */
 	char *buf;                 /* small copy buffer (TCP_COPY_SMALL bytes) */
 	/* The frame being written: header, sub-header and payload pieces. */
 	uint8_t hdr[SOCK_HDR_LEN + SOCK_SUB_MAX];
@@ -187,6 +193,11 @@ static inline char *tcp_rb_data(struct tcp_buf *rb)
 enum tcp_sink { TCP_SINK_NONE, TCP_SINK_BUF, TCP_SINK_MEM, TCP_SINK_DROP };
 
 struct tcp_ep;
+
+/* A link of a connection waiting to try again (sep->retry_head). */
+struct tcp_rlink {
+	struct tcp_rlink *next, *prev;
+};
 
 struct tcp_conn {
 	/* First.  State and timers change under sep->lock (a break holds
@@ -213,8 +224,10 @@ struct tcp_conn {
 	int hello_sent;                /* CONNECTING: our HELLO is out, the reply awaited */
 	struct sockaddr_storage addr;  /* the server's, for a new attempt */
 	socklen_t addrlen;
-	uint64_t retry_ns;             /* CONNECTING without a socket: try again then */
-	uint64_t retry_wait_ns;        /* the wait before the next attempt */
+	uint64_t retry_ns;             /* CONNECTING without a socket: try again then, ... */
+	struct tcp_rlink retry;        /* ... linked in sep->retry_head[retry_level] */
+	uint64_t retry_wait_ns;        /* the last wait (0: none yet), ... */
+	uint32_t retry_level;          /* ... as doublings of the first (its FIFO) */
 
 	/* Transmit side, under tx_lock. */
 	cci__spinlock_t tx_lock;
@@ -267,7 +280,7 @@ struct tcp_conn {
 /* A connection request, server side. */
 enum tcp_req_state { TCP_REQ_READING, TCP_REQ_POSTED };
 struct tcp_req {
-	struct tcp_req *next, *prev;   /* sep->reqs (READING) or sep->posted */
+	struct tcp_req *next, *prev;   /* sep->reqs (READING, oldest first) or sep->posted */
 	struct tcp_ep *sep;
 	int fd;
 	int state;
@@ -289,18 +302,17 @@ struct tcp_ep {
 	int rx_epfd;                   /* every open connection socket */
 	uint16_t port;
 
-	/* Accepting, under the loop lock (tcp_hs.c).  While listen_paused
-	 * has a bit, the listening socket is not watched: connection
-	 * requests wait in its backlog. */
-	_Atomic unsigned listen_paused; /* TCP_PAUSE_*; read without the loop lock by tcp_arm */
-	uint64_t nofd_retry_ns;        /* TCP_PAUSE_NOFD: accept again at this time (0: at
-	                                * the next tick; a connection that closes sets it) */
-	uint64_t nofd_since_ns;        /* the shortage began (0: none) */
-	uint64_t nofd_warned_ns;       /* the last warning about one */
-	uint64_t nofd_fails;           /* accepts refused for want of descriptors since */
-	int nofd_warned;               /* this shortage was reported */
-	uint32_t nretry;               /* client connections waiting to try again */
+	/* Accepting, under the loop lock (tcp_hs.c).  While the guard has a
+	 * pause reason, the listening socket is not watched: connection
+	 * requests wait in its backlog.  A descriptor closed by the endpoint
+	 * (a connection, a request, an attempt) tells it
+	 * (cci__listen_fd_freed). */
+	struct cci__listen_guard lg;
 	_Atomic uint64_t connect_warned_ns; /* the last warning about a connect without a socket */
+	/* Client connections waiting to try again, one FIFO per wait
+	 * (retry_level): the members of one waited alike, so each is in due
+	 * order and the tick looks at its head alone.  Both locks. */
+	struct tcp_rlink *retry_head[TCP_RETRY_LEVELS], *retry_tail[TCP_RETRY_LEVELS];
 
 	/* Progress thread (none with progress=manual: progress() runs the
 	 * loop's work itself, see loop_manual in tcp_loop.c). */
@@ -318,12 +330,13 @@ struct tcp_ep {
 
 	/* Connections, under lock. */
 	pthread_mutex_t lock;
-	struct tcp_conn *conns;        /* every connection with a socket */
+	struct tcp_conn *conns;        /* every connection, a connect waiting to try again
+	                                * (fd -1) included */
 	struct tcp_conn **open;        /* the readable ones */
 	uint32_t nopen, open_cap;
 	int watch_want, watch_failed;  /* the open sockets' rx_epfd membership, and
 	                                * whether an update failed for some */
-	struct tcp_req *reqs, *posted;
+	struct tcp_req *reqs, *reqs_tail, *posted; /* reqs: oldest first (a FIFO) */
 	uint32_t nreqs;
 	_Atomic int nfaults;
 	_Atomic int tx_busy;           /* connections with tx_queued */
@@ -356,6 +369,23 @@ static inline struct tcp_ep *tcp_ep_of(cci__ep_t *ep)
 static inline struct tcp_conn *tcp_conn_of(cci__conn_t *conn)
 {
 	return conn->priv;
+}
+
+static inline struct tcp_conn *tcp_conn_of_retry(struct tcp_rlink *l)
+{
+	return (struct tcp_conn *)((char *)l - offsetof(struct tcp_conn, retry));
+}
+
+/* tc no longer waits to try again (a no-op if it does not).  Both locks. */
+static inline void tcp_retry_unlink(struct tcp_conn *tc)
+{
+	struct tcp_ep *sep = tc->sep;
+
+	if (!tc->retry_ns)
+		return;
+	tc->retry_ns = 0;
+	CCI__DQ_UNLINK(&sep->retry_head[tc->retry_level], &sep->retry_tail[tc->retry_level],
+	               &tc->retry);
 }
 
 /* Where the payload of the frame being read goes: len bytes to dst (MEM),
@@ -416,7 +446,8 @@ int tcp_arm(cci__ep_t *ep);
 /* tcp_hs.c */
 /* TCP_NODELAY, and SO_SNDBUF/SO_RCVBUF of bufsize unless 0. */
 void tcp_sock_opts(int fd, uint32_t bufsize);
-void tcp_listen_cb(struct ev_loop *loop, ev_io *w, int revents);
+/* Watch the listening socket, behind its guard (the loop lock held). */
+void tcp_listen_init(struct tcp_ep *sep);
 int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_len,
                 cci_conn_attribute_t attr, void *context, const struct timeval *timeout);
 int tcp_accept(cci__evt_t *evt, void *context);

@@ -89,14 +89,13 @@ int tcp_conn_open(struct tcp_conn *tc, uint32_t peer_mss)
 		return CCI_ENOMEM;
 	if (cci__grow(&sep->open, sep->nopen, &sep->open_cap, 16, sizeof(*sep->open)) != CCI_SUCCESS)
 		return CCI_ENOMEM;
-	tc->open_idx = sep->nopen;
-	sep->open[sep->nopen++] = tc;
+	CCI__ISET_ADD(sep->open, sep->nopen, tc, open_idx);
 	tc->in_rx = 1;
 	tcp_conn_watch_update(sep);
 	if (tc->in_epoll != sep->watch_want)
 		watch_one(sep, tc);
 	if (tc->in_epoll != sep->watch_want) {
-		sep->nopen--;
+		CCI__ISET_REMOVE(sep->open, sep->nopen, tc, open_idx);
 		tc->in_rx = 0;
 		return CCI_ENOMEM;
 	}
@@ -120,8 +119,7 @@ static void rx_end(struct tcp_conn *tc)
 	if (!tc->in_rx)
 		return;
 	epoll_set(tc, 0);
-	sep->open[tc->open_idx] = sep->open[--sep->nopen];
-	sep->open[tc->open_idx]->open_idx = tc->open_idx;
+	CCI__ISET_REMOVE(sep->open, sep->nopen, tc, open_idx);
 	tc->in_rx = 0;
 	tcp_conn_watch_update(sep); /* fewer sockets may leave epoll */
 }
@@ -150,13 +148,63 @@ static struct tcp_op *ops_detach(struct tcp_conn *tc, int to)
 	return all;
 }
 
+/*
+ * The place of op among its connection's sends and RMAs, in the order the
+ * application made them (ops_detach's lists are not: a read waits apart
+ * from the queues, and its completion message is queued when its data
+ * came).  A message or a write has its sequence number, taken when it
+ * was queued; a read, the sequence number the next one would take (its
+ * rd_pos), so it goes just before that one, after earlier reads (op_id).
+ */
+static int op_before(const struct tcp_op *a, const struct tcp_op *b)
+{
+	uint64_t x = a->kind == TCP_OP_READ ? 2 * a->rd_pos : 2 * a->seq + 1;
+	uint64_t y = b->kind == TCP_OP_READ ? 2 * b->rd_pos : 2 * b->seq + 1;
+
+	return x < y || (x == y && a->op_id < b->op_id);
+}
+
+static struct tcp_op *ops_merge(struct tcp_op *a, struct tcp_op *b)
+{
+	struct tcp_op *head = NULL, **tail = &head;
+
+	while (a && b) {
+		struct tcp_op **from = op_before(b, a) ? &b : &a;
+		*tail = *from;
+		tail = &(*from)->next;
+		*from = (*from)->next;
+	}
+	*tail = a ? a : b;
+	return head;
+}
+
+/* Merge sort of a list of ops into the order they were made. */
+static struct tcp_op *ops_sort(struct tcp_op *list)
+{
+	struct tcp_op *mid = list, *fast, *back;
+
+	if (!list || !list->next)
+		return list;
+	for (fast = list->next; fast && fast->next; fast = fast->next->next)
+		mid = mid->next;
+	back = mid->next;
+	mid->next = NULL;
+	return ops_merge(ops_sort(list), ops_sort(back));
+}
+
 /* Fail the ops of a connection that ends (silently when status is
- * CCI_SUCCESS: the application closed it). */
-static void ops_drop(struct tcp_ep *sep, struct tcp_op *list, int status)
+ * CCI_SUCCESS: the application closed it).  After a send timeout
+ * (CCI_ETIMEDOUT) each op that too waited past the timeout by now gets
+ * CCI_ETIMEDOUT, a younger one CCI_ERR_DISCONNECTED (conn_timers.h). */
+static void ops_drop(struct tcp_ep *sep, struct tcp_op *list, int status, uint64_t now)
 {
 	for (struct tcp_op *op; CCI__SLIST_POP(&list, op, next);) {
+		cci__conn_t *conn = op->tc->conn;
+		int st = status == CCI_ETIMEDOUT
+		                 ? cci__ct_send_fail_status(conn->send_timeout_us, op->t_ns, now)
+		                 : status;
 		if (status != CCI_SUCCESS && op->kind != TCP_OP_RDRESP)
-			tcp_core->send_done(op->tc->conn, op->context, op->flags, status);
+			tcp_core->send_done(conn, op->context, op->flags, st);
 		tcp_op_put(sep, op);
 	}
 }
@@ -177,7 +225,9 @@ void tcp_conn_break(struct tcp_conn *tc, int status, const char *why)
 	/* The peer learns at once; the socket stays open for the watchers
 	 * until the application disconnects. */
 	shutdown(tc->fd, SHUT_RDWR);
-	ops_drop(tc->sep, ops, status);
+	/* The queued times are the tick's clock (sep->now_ns), as is the
+	 * time the send timeout was judged at. */
+	ops_drop(tc->sep, ops_sort(ops), status, atomic_load(&tc->sep->now_ns));
 }
 
 void tcp_faults_process(struct tcp_ep *sep)
@@ -236,20 +286,17 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 	if (clean)
 		close_gracefully(tc);
 	rx_end(tc);
-	ops_drop(sep, ops, CCI_SUCCESS);
+	ops_drop(sep, ops, CCI_SUCCESS, 0);
 	if (atomic_exchange(&tc->fault, 0))
 		atomic_fetch_sub(&sep->nfaults, 1);
 	if (tc->fd >= 0) {
 		close(tc->fd);
 		/* A descriptor is free: accepting, if it waits for one, tries
 		 * again at the next tick (tcp_hs.c). */
-		sep->nofd_retry_ns = 0;
+		cci__listen_fd_freed(&sep->lg);
 	}
 	tc->fd = -1;
-	if (tc->retry_ns) {
-		tc->retry_ns = 0;
-		sep->nretry--;
-	}
+	tcp_retry_unlink(tc);
 	CCI__DLIST_UNLINK(&tc->sep->conns, tc);
 	free(tc->stage);
 	tc->stage = NULL;
@@ -287,7 +334,9 @@ void tcp_conn_timeouts_changed(cci__conn_t *conn)
 }
 
 /* When the oldest unfinished send or RMA was queued, UINT64_MAX if none
- * (answers to the peer's reads do not count: they are the peer's). */
+ * (answers to the peer's reads do not count: they are the peer's).  The
+ * queues are in queueing order; the reads waiting for their data are
+ * newest first, and few. */
 static uint64_t oldest_send_ns(void *pc)
 {
 	struct tcp_conn *tc = pc;
@@ -298,9 +347,9 @@ static uint64_t oldest_send_ns(void *pc)
 	op = tc->infl ? tc->infl : tc->txq;
 	while (op && op->kind == TCP_OP_RDRESP)
 		op = op->next;
-	if (!op && tc->reads)
-		op = tc->reads;
 	t = op ? op->t_ns : UINT64_MAX;
+	for (op = tc->reads; op; op = op->next)
+		t = op->t_ns < t ? op->t_ns : t;
 	cci__spin_unlock(&tc->tx_lock);
 	return t;
 }

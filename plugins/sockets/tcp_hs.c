@@ -14,15 +14,15 @@
  * accept() fails for want of descriptors (or memory), the listening socket
  * stays readable: rather than spin on it, the loop stops watching it, says
  * so once, and tries again every TCP_NOFD_RETRY_NS or at the next tick
- * after one of the endpoint's connections closed.  Handshake sockets are
- * read exactly to the end of their frame: bytes after it belong to the
- * connection.
+ * after one of the endpoint's connections closed (the listen guard of
+ * plugins/common/listen_guard.h).  Handshake sockets are read exactly to
+ * the end of their frame: bytes after it belong to the connection.
  *
  * Client: a server that closes the socket before any reply dropped the
  * handshake (it was overloaded, or its HELLO timer ran out): the client
- * tries again with a new socket, after TCP_CONNECT_RETRY_NS doubling,
- * until the connect deadline.  A refused TCP connect (nobody listens)
- * fails at once.
+ * tries again with a new socket, after TCP_CONNECT_RETRY_NS doubling up
+ * to TCP_CONNECT_RETRY_MAX_NS, until the connect deadline.  A refused TCP
+ * connect (nobody listens) fails at once.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -101,11 +101,12 @@ static void hs_retry_due(struct tcp_ep *sep, uint64_t now);
 
 /* ---- server ------------------------------------------------------------- */
 
-/* Stop or start watching the listening socket (and, with progress=manual
- * and an OS handle, its place in the handle, which would stay readable
- * with nobody accepting).  The loop lock held. */
-static void listen_watch(struct tcp_ep *sep, int on)
+/* The guard's watch: stop or start watching the listening socket (and,
+ * with progress=manual and an OS handle, its place in the handle, which
+ * would stay readable with nobody accepting).  The loop lock held. */
+static void listen_watch(void *arg, int on)
 {
+	struct tcp_ep *sep = arg;
 	struct epoll_event ev = { .events = EPOLLIN };
 
 	if (on)
@@ -118,30 +119,17 @@ static void listen_watch(struct tcp_ep *sep, int on)
 		        on ? "put back" : "take out", strerror(errno));
 }
 
-static void listen_pause(struct tcp_ep *sep, unsigned why)
-{
-	if (!sep->listen_paused)
-		listen_watch(sep, 0);
-	sep->listen_paused |= why;
-}
-
-static void listen_resume(struct tcp_ep *sep, unsigned why)
-{
-	if (!(sep->listen_paused & why))
-		return;
-	sep->listen_paused &= ~why;
-	if (!sep->listen_paused)
-		listen_watch(sep, 1);
-}
-
 static void req_unlink(struct tcp_req *req)
 {
 	struct tcp_ep *sep = req->sep;
-	struct tcp_req **head = req->state == TCP_REQ_READING ? &sep->reqs : &sep->posted;
 
-	CCI__DLIST_UNLINK(head, req);
-	if (req->state == TCP_REQ_READING && sep->nreqs-- == TCP_HS_MAX)
-		listen_resume(sep, TCP_PAUSE_FULL);
+	if (req->state == TCP_REQ_READING) {
+		CCI__DQ_UNLINK(&sep->reqs, &sep->reqs_tail, req);
+		if (sep->nreqs-- == TCP_HS_MAX)
+			cci__listen_resume(&sep->lg, TCP_PAUSE_FULL);
+	} else {
+		CCI__DLIST_UNLINK(&sep->posted, req);
+	}
 }
 
 void tcp_req_free(struct tcp_req *req)
@@ -150,7 +138,7 @@ void tcp_req_free(struct tcp_req *req)
 		ev_io_stop(req->sep->eng.loop, &req->w);
 	if (req->fd >= 0) {
 		close(req->fd);
-		req->sep->nofd_retry_ns = 0; /* a descriptor is free: accept again */
+		cci__listen_fd_freed(&req->sep->lg);
 	}
 	free(req);
 }
@@ -216,7 +204,7 @@ static void req_new(struct tcp_ep *sep, int fd, const struct sockaddr_storage *s
 	cci__sockaddr_str((const struct sockaddr *)ss, req->peer, sizeof(req->peer));
 	tcp_sock_opts(fd, sep->dev->bufsize);
 	pthread_mutex_lock(&sep->lock);
-	CCI__DLIST_PUSH(&sep->reqs, req);
+	CCI__DQ_APPEND(&sep->reqs, &sep->reqs_tail, req);
 	sep->nreqs++;
 	ev_io_init(&req->w, req_cb, fd, EV_READ);
 	req->w.data = req;
@@ -224,28 +212,18 @@ static void req_new(struct tcp_ep *sep, int fd, const struct sockaddr_storage *s
 	pthread_mutex_unlock(&sep->lock);
 }
 
-static struct tcp_req *req_oldest(struct tcp_ep *sep)
+/* Room for one more handshake: 1, or 0 when accepting must wait for one
+ * to finish (TCP_PAUSE_FULL).  The oldest (the head of sep->reqs) is
+ * dropped if it waited long enough for its HELLO to have come from any
+ * live client (the client of one dropped too early tries again). */
+static int hs_room(struct tcp_ep *sep, uint64_t now)
 {
 	struct tcp_req *old = sep->reqs;
 
-	while (old && old->next)
-		old = old->next;
-	return old;
-}
-
-/* Room for one more handshake: 1, or 0 when accepting must wait for one
- * to finish (TCP_PAUSE_FULL).  The oldest is dropped if it waited long
- * enough for its HELLO to have come from any live client (the client
- * of one dropped too early tries again). */
-static int hs_room(struct tcp_ep *sep, uint64_t now)
-{
-	struct tcp_req *old;
-
 	if (sep->nreqs < TCP_HS_MAX)
 		return 1;
-	old = req_oldest(sep);
 	if (now - old->t0_ns < TCP_HS_EVICT_NS) {
-		listen_pause(sep, TCP_PAUSE_FULL);
+		cci__listen_pause(&sep->lg, TCP_PAUSE_FULL);
 		return 0;
 	}
 	pthread_mutex_lock(&sep->lock);
@@ -254,38 +232,7 @@ static int hs_room(struct tcp_ep *sep, uint64_t now)
 	return 1;
 }
 
-/* accept() failed for want of descriptors or memory (err): leave the
- * listening socket alone for a while, saying so once. */
-static void accept_short(struct tcp_ep *sep, int err, uint64_t now)
-{
-	listen_pause(sep, TCP_PAUSE_NOFD);
-	sep->nofd_retry_ns = now + TCP_NOFD_RETRY_NS;
-	sep->nofd_fails++;
-	if (sep->nofd_since_ns)
-		return;
-	sep->nofd_since_ns = now;
-	sep->nofd_fails = 1;
-	sep->nofd_warned = !sep->nofd_warned_ns || now - sep->nofd_warned_ns >= TCP_NOFD_WARN_NS;
-	if (!sep->nofd_warned)
-		return;
-	sep->nofd_warned_ns = now;
-	TCP_WARN("tcp: %s: cannot accept connections: %s; they wait in the listen backlog, "
-	         "tried again every %llu ms and when a connection of this endpoint closes",
-	         sep->ep->uri, strerror(err), (unsigned long long)(TCP_NOFD_RETRY_NS / 1000000));
-}
-
-/* An accept worked: a shortage, if any, is over. */
-static void accept_recovered(struct tcp_ep *sep, uint64_t now)
-{
-	if (sep->nofd_warned)
-		TCP_WARN("tcp: %s: accepting connections again, after %llu attempts failed in %.1f s",
-		         sep->ep->uri, (unsigned long long)sep->nofd_fails,
-		         (double)(now - sep->nofd_since_ns) / 1e9);
-	sep->nofd_since_ns = 0;
-	sep->nofd_warned = 0;
-}
-
-void tcp_listen_cb(struct ev_loop *loop, ev_io *w, int revents)
+static void listen_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct tcp_ep *sep = w->data;
 	uint64_t now = cci__now_ns();
@@ -300,36 +247,39 @@ void tcp_listen_cb(struct ev_loop *loop, ev_io *w, int revents)
 		int err = errno;
 
 		if (fd < 0) {
-			if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM)
-				accept_short(sep, err, now);
-			if (err == EAGAIN || err == EWOULDBLOCK || sep->listen_paused)
+			if (cci__listen_accept_failed(&sep->lg, err, now) || err == EAGAIN ||
+			    err == EWOULDBLOCK)
 				break;
 			continue; /* EINTR, ECONNABORTED, or a network error of that one
 			           * connection (accept(2)): the next may be fine */
 		}
-		if (sep->nofd_since_ns)
-			accept_recovered(sep, now);
+		cci__listen_accepted(&sep->lg, now);
 		req_new(sep, fd, &ss, now);
 	}
 }
 
+void tcp_listen_init(struct tcp_ep *sep)
+{
+	cci__listen_guard_init(&sep->lg, tcp_core, "tcp", sep->ep->uri, TCP_NOFD_RETRY_NS,
+	                       TCP_NOFD_WARN_NS, listen_watch, sep);
+	ev_io_init(&sep->listen_w, listen_cb, sep->listen_fd, EV_READ);
+	sep->listen_w.data = sep;
+	ev_io_start(sep->eng.loop, &sep->listen_w);
+}
+
 void tcp_hs_timers(struct tcp_ep *sep, uint64_t now)
 {
-	for (struct tcp_req *req = sep->reqs, *next; req; req = next) {
-		next = req->next;
-		if (now >= req->deadline_ns)
-			req_drop(req, "no request within the handshake timeout");
-	}
-	/* libev calls tcp_listen_cb if the socket is readable. */
-	if ((sep->listen_paused & TCP_PAUSE_NOFD) && now >= sep->nofd_retry_ns)
-		listen_resume(sep, TCP_PAUSE_NOFD);
-	if (sep->listen_paused & TCP_PAUSE_FULL) {
-		struct tcp_req *old = req_oldest(sep);
-		if (!old || now - old->t0_ns >= TCP_HS_EVICT_NS)
-			listen_resume(sep, TCP_PAUSE_FULL); /* hs_room drops the oldest */
-	}
-	if (sep->nretry)
-		hs_retry_due(sep, now);
+	struct tcp_req *req;
+
+	/* Oldest first, and every one has the same time for its HELLO. */
+	while ((req = sep->reqs) && now >= req->deadline_ns)
+		req_drop(req, "no request within the handshake timeout");
+	/* libev calls listen_cb if the socket is readable. */
+	cci__listen_tick(&sep->lg, now);
+	if ((cci__listen_paused(&sep->lg) & TCP_PAUSE_FULL) &&
+	    (!sep->reqs || cci__ns_since(sep->reqs->t0_ns, now) >= TCP_HS_EVICT_NS))
+		cci__listen_resume(&sep->lg, TCP_PAUSE_FULL); /* hs_room drops the oldest */
+	hs_retry_due(sep, now);
 }
 
 /* Send a short handshake frame on a fresh socket (it always fits). */
@@ -461,6 +411,12 @@ static int attempt_transient(int err)
 	return err == ETIMEDOUT || err == ECONNRESET || err == EPIPE || err == ECONNABORTED;
 }
 
+/* The waits double from TCP_CONNECT_RETRY_NS up to TCP_CONNECT_RETRY_MAX_NS,
+ * one FIFO of sep->retry_head for each. */
+_Static_assert((TCP_CONNECT_RETRY_NS << (TCP_RETRY_LEVELS - 2)) < TCP_CONNECT_RETRY_MAX_NS &&
+               (TCP_CONNECT_RETRY_NS << (TCP_RETRY_LEVELS - 1)) >= TCP_CONNECT_RETRY_MAX_NS,
+               "TCP_RETRY_LEVELS is the number of distinct waits");
+
 /* The attempt failed for a passing reason: close its socket and try again
  * after a wait that doubles, until the connect deadline (the tick) ends
  * it.  The HELLO in tc->hs is intact: no reply byte was read over it.
@@ -468,21 +424,27 @@ static int attempt_transient(int err)
 static void hs_retry(struct tcp_conn *tc, const char *why)
 {
 	struct tcp_ep *sep = tc->sep;
+	uint32_t lv;
 
 	ev_io_stop(sep->eng.loop, &tc->hs_w);
 	close(tc->fd);
 	tc->fd = -1;
-	sep->nofd_retry_ns = 0; /* a descriptor is free */
+	cci__listen_fd_freed(&sep->lg);
 	tc->hello_sent = 0;
 	tc->hs_off = 0;
-	if (!tc->retry_wait_ns)
+	if (!tc->retry_wait_ns) {
 		tc->retry_wait_ns = TCP_CONNECT_RETRY_NS;
+	} else if (tc->retry_wait_ns < TCP_CONNECT_RETRY_MAX_NS) {
+		tc->retry_wait_ns = tc->retry_wait_ns * 2 < TCP_CONNECT_RETRY_MAX_NS
+		                            ? tc->retry_wait_ns * 2
+		                            : TCP_CONNECT_RETRY_MAX_NS;
+		tc->retry_level++;
+	}
 	tc->retry_ns = cci__now_ns() + tc->retry_wait_ns;
+	lv = tc->retry_level;
+	CCI__DQ_APPEND(&sep->retry_head[lv], &sep->retry_tail[lv], &tc->retry);
 	TCP_LOG(CCI_LOG_CONN, "tcp: connecting to %s: %s; trying again in %llu ms", tc->peer, why,
 	        (unsigned long long)(tc->retry_wait_ns / 1000000));
-	if (tc->retry_wait_ns < TCP_CONNECT_RETRY_MAX_NS)
-		tc->retry_wait_ns *= 2;
-	sep->nretry++;
 }
 
 /* Connected: send HELLO (maybe over several writable events). */
@@ -590,26 +552,34 @@ static int connect_failed_now(struct tcp_ep *sep, const char *uri, int err)
 	return cci__errno_status(err);
 }
 
+/* A new attempt of tc, whose wait is over.  Both locks held. */
+static void hs_retry_start(struct tcp_conn *tc)
+{
+	struct tcp_ep *sep = tc->sep;
+	int err;
+
+	tcp_retry_unlink(tc);
+	err = connect_socket(&tc->addr, tc->addrlen, sep->dev->bufsize, &tc->fd);
+	if (err) {
+		connect_failed_now(sep, tc->peer, err);
+		tcp_connect_fail(tc, cci__errno_status(err), strerror(err));
+		return;
+	}
+	ev_io_init(&tc->hs_w, hs_cb, tc->fd, EV_WRITE);
+	tc->hs_w.data = tc;
+	ev_io_start(sep->eng.loop, &tc->hs_w);
+}
+
 /* The tick, both locks held: connections whose wait after a dropped
- * attempt is over try again. */
+ * attempt is over try again; each FIFO is in due order, so only those
+ * due and one more of each are looked at. */
 static void hs_retry_due(struct tcp_ep *sep, uint64_t now)
 {
-	for (struct tcp_conn *tc = sep->conns, *next; tc && sep->nretry; tc = next) {
-		int err;
+	for (uint32_t lv = 0; lv < TCP_RETRY_LEVELS; lv++) {
+		struct tcp_rlink *l;
 
-		next = tc->next;
-		if (!tc->retry_ns || now < tc->retry_ns)
-			continue;
-		tc->retry_ns = 0;
-		sep->nretry--;
-		err = connect_socket(&tc->addr, tc->addrlen, sep->dev->bufsize, &tc->fd);
-		if (err) {
-			connect_failed_now(sep, tc->peer, err);
-			tcp_connect_fail(tc, cci__errno_status(err), strerror(err));
-			continue;
-		}
-		ev_io_init(&tc->hs_w, hs_cb, tc->fd, EV_WRITE);
-		ev_io_start(sep->eng.loop, &tc->hs_w);
+		while ((l = sep->retry_head[lv]) && now >= tcp_conn_of_retry(l)->retry_ns)
+			hs_retry_start(tcp_conn_of_retry(l));
 	}
 }
 

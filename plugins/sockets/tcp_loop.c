@@ -232,8 +232,9 @@ static int tcp_loop_manual_handle(struct tcp_ep *sep)
 /* Does anything on sep wait for the loop or a timer?  sep->lock held. */
 static int manual_tick_wanted(struct tcp_ep *sep)
 {
-	if (sep->reqs || (sep->listen_paused & TCP_PAUSE_NOFD) || atomic_load(&sep->tx_busy) ||
-	    atomic_load(&sep->pool_out) > 0 || atomic_load(&sep->nfaults) ||
+	if (sep->reqs || (cci__listen_paused(&sep->lg) & CCI__LISTEN_NOFD) ||
+	    atomic_load(&sep->tx_busy) || atomic_load(&sep->pool_out) > 0 ||
+	    atomic_load(&sep->nfaults) ||
 	    cci__engine_cmd_pending(&sep->eng))
 		return 1;
 	/* An ack still owed goes out on a tick (timers_run): the peer's
@@ -276,9 +277,7 @@ static void watchers_init(struct tcp_ep *sep)
 {
 	struct ev_loop *loop = sep->eng.loop;
 
-	ev_io_init(&sep->listen_w, tcp_listen_cb, sep->listen_fd, EV_READ);
-	sep->listen_w.data = sep;
-	ev_io_start(loop, &sep->listen_w);
+	tcp_listen_init(sep);
 	ev_io_init(&sep->rx_w, rx_cb, sep->rx_epfd, EV_READ);
 	sep->rx_w.data = sep;
 	if (sep->manual)

@@ -64,6 +64,8 @@ int tcp_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 	op->op_id = ++tc->next_op;
 	if (op->kind == TCP_OP_WRITE)
 		op->seq = tc->tx_seq++;
+	else
+		op->rd_pos = tc->tx_seq; /* its sequence comes with its completion message */
 	tcp_txq_push(tc, op, &done);
 	cci__spin_unlock(&tc->tx_lock);
 	tcp_ops_complete(sep, done);

@@ -18,6 +18,7 @@
 
 #include "init_config.h"
 #include "sock_test.h"
+#include "unit_run.h"
 
 uint64_t sk_now_ms(void)
 {
@@ -197,6 +198,10 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
 	  "works", t_hostile_datagrams },
 	{ "a peer restarted on the same port is not mistaken for the old one",
 	  t_restarted_peer_not_mistaken },
+	{ "a HELLO that comes after its server connection closed posts no second "
+	  "CONNECT_REQUEST; one with another token does", t_hello_after_close_posts_no_request },
+	{ "a connected client answers an ACCEPT from a second server connection with BYE, "
+	  "keeps its own", t_second_accept_answered_with_bye },
 	{ "an answer's RECV comes before the SEND completion its ack brings, and that "
 	  "completion at the next call, RO and RU", t_ack_after_answer },
 	{ "the SEND completion an answer's ack brings wakes a thread asleep on the OS handle",
@@ -205,24 +210,38 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
 	  "quoting another token or address does nothing", t_icmp_refuses_its_connect },
 	{ "ICMP port unreachable errors for an open connection whose peer answers do not "
 	  "break it", t_icmp_does_not_break_open_connection },
+	{ "three ICMP port unreachable errors for an open connection whose peer is silent "
+	  "break it 200 ms after the first, not before", t_icmp_breaks_silent_peer },
+	{ "two ICMP port unreachable errors do not break a connection whose peer is silent; "
+	  "a third does", t_icmp_needs_three_errors },
 };
+
+/* After every test, even one a fatal assertion ended: finalize what it
+ * left initialised, so that the next one starts from nothing (and finds
+ * the devices of its own configuration). */
+static void sk_teardown(void)
+{
+	for (int i = 0; i < 8 && cci_finalize() == CCI_SUCCESS; i++)
+		;
+}
 
 int main(int argc, char **argv)
 {
 	const char *only = argc > 1 ? argv[1] : NULL;
 	CU_pSuite suite;
-	unsigned failed;
+	int status;
 
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 2;
-	suite = CU_add_suite("sock transport", NULL, NULL);
+	suite = CU_add_suite_with_setup_and_teardown("sock transport", NULL, NULL, NULL,
+	                                             sk_teardown);
 	for (size_t i = 0; suite && i < sizeof(tests) / sizeof(tests[0]); i++)
 		if (!only || strstr(tests[i].name, only))
 			CU_add_test(suite, tests[i].name, tests[i].fn);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_set_fail_on_inactive(CU_FALSE);
 	CU_basic_run_tests();
-	failed = CU_get_number_of_failures();
+	status = unit_exit_status();
 	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return status;
 }

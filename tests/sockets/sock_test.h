@@ -61,9 +61,13 @@ void t_relay_blackout_keepalive(void);
 void t_slow_receiver_not_overrun(void);
 void t_hostile_datagrams(void);
 void t_restarted_peer_not_mistaken(void);
+void t_hello_after_close_posts_no_request(void);
+void t_second_accept_answered_with_bye(void);
 void t_ack_after_answer(void);
 void t_ack_wakes_os_handle(void);
 void t_icmp_refuses_its_connect(void);
 void t_icmp_does_not_break_open_connection(void);
+void t_icmp_breaks_silent_peer(void);
+void t_icmp_needs_three_errors(void);
 
 #endif /* SOCK_TEST_H */

@@ -20,6 +20,7 @@
 #include "sock_wire.h"
 #include "init_config.h"
 #include "sockets_test.h"
+#include "unit_run.h"
 
 uint64_t st_now_ms(void)
 {
@@ -313,7 +314,7 @@ int st_add_wire_tests(void)
 
 int main(int argc, char **argv)
 {
-	unsigned failed;
+	int status;
 
 	signal(SIGPIPE, SIG_IGN);
 	if (CU_initialize_registry() != CUE_SUCCESS)
@@ -321,7 +322,7 @@ int main(int argc, char **argv)
 	CU_set_fail_on_inactive(CU_FALSE);
 	if (st_add_wire_tests() || st_add_raw_tests() || st_add_peer_tests() ||
 	    st_add_watch_tests() || st_add_manual_tests() || st_add_burst_tests() ||
-	    st_add_limits_tests()) {
+	    st_add_limits_tests() || st_add_timeout_tests()) {
 		CU_cleanup_registry();
 		return 1;
 	}
@@ -333,7 +334,7 @@ int main(int argc, char **argv)
 				CU_set_test_active(t, strstr(t->pName, argv[1]) ? CU_TRUE : CU_FALSE);
 	}
 	CU_basic_run_tests();
-	failed = CU_get_number_of_tests_failed() + CU_get_number_of_failures();
+	status = unit_exit_status();
 	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return status;
 }

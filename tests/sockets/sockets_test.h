@@ -90,5 +90,6 @@ int st_add_watch_tests(void);
 int st_add_manual_tests(void);
 int st_add_burst_tests(void);
 int st_add_limits_tests(void);
+int st_add_timeout_tests(void);
 
 #endif /* SOCKETS_TEST_H */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "sockets_test.h"
+#include "unit_run.h"
 
 /* ---- a serving peer ------------------------------------------------------ */
 
@@ -354,8 +355,8 @@ static void across_namespaces(const char *transport, const char *srv_ip, const c
 	snprintf(nb, sizeof(nb), "cci-st-%d-b", (int)getpid());
 	rc = netns_setup(na, nb);
 	if (rc == -1) {
-		printf("\n  SKIP: cannot create network namespaces here (ip netns add failed: "
-		       "needs root or CAP_SYS_ADMIN) ");
+		unit_skip("cannot create network namespaces here (ip netns add failed: needs root "
+		          "or CAP_SYS_ADMIN)");
 		return;
 	}
 	CU_ASSERT_EQUAL_FATAL(rc, 0);

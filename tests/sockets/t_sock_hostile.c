@@ -2,7 +2,9 @@
  * t_sock_hostile.c - a raw UDP socket against a sock endpoint: garbage,
  * truncated datagrams, a handshake by hand, then replayed, out-of-window,
  * wrong-token and wrong-address datagrams and forged RMA, while a real
- * client keeps exchanging messages; and a restarted peer on the same port.
+ * client keeps exchanging messages; a restarted peer on the same port;
+ * HELLOs that come after their connection closed, and an ACCEPT from a
+ * second server connection for a client connected already.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -337,4 +339,182 @@ void t_restarted_peer_not_mistaken(void)
 	p.srv = fresh;
 out:
 	sk_pair_close(&p);
+}
+
+/* ---- one CONNECT_REQUEST per connect, one connection per client ---------- */
+
+/* The next datagram of type that fd receives within ms: 0 with *d (its
+ * bytes in b) and the sender's port in *port, else -1. */
+static int raw_next(int fd, uint8_t type, uint8_t *b, size_t cap, struct sock_dg *d,
+                    uint16_t *port, unsigned ms)
+{
+	for (uint64_t stop = sk_now_ms() + ms; sk_now_ms() < stop;) {
+		struct sockaddr_in from;
+		socklen_t fl = sizeof(from);
+		ssize_t n = recvfrom(fd, b, cap, 0, (struct sockaddr *)&from, &fl);
+		const char *why;
+
+		if (n > 0 && sock_dg_decode(b, (size_t)n, 1u << 20, d, &why) == 0 &&
+		    d->type == type) {
+			*port = ntohs(from.sin_port);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static void raw_hello(int fd, uint16_t port, uint64_t token)
+{
+	struct sock_dg_hello h = { .attr = CCI_CONN_ATTR_RO, .mss = 65536, .window = 64,
+	                           .dgram = 65507, .token = token, .isn = RAW_ISN };
+	struct sock_dg d = { .type = SOCK_DG_HELLO };
+	uint8_t body[SOCK_DG_HELLO_LEN];
+
+	sock_dg_hello_encode(body, &h);
+	raw_dg(fd, port, &d, body, sizeof(body));
+}
+
+/* Poll srv for ms, accepting (or rejecting) every request: how many came;
+ * *conn gets the connection of an ACCEPT event. */
+static int serve(cci_endpoint_t *srv, int accept, cci_connection_t **conn, unsigned ms)
+{
+	int requests = 0;
+
+	for (uint64_t stop = sk_now_ms() + ms; sk_now_ms() < stop;) {
+		cci_event_t *ev;
+
+		if (cci_get_event(srv, &ev) != CCI_SUCCESS)
+			continue;
+		if (ev->type == CCI_EVENT_CONNECT_REQUEST) {
+			requests++;
+			CU_ASSERT_EQUAL(accept ? cci_accept(ev, NULL) : cci_reject(ev), CCI_SUCCESS);
+		} else if (ev->type == CCI_EVENT_ACCEPT && ev->accept.status == CCI_SUCCESS) {
+			*conn = ev->accept.connection;
+		}
+		cci_return_event(ev);
+	}
+	return requests;
+}
+
+/*
+ * A HELLO that comes again after its server connection closed (a late
+ * duplicate, or a client that kept asking because every ACCEPT was lost)
+ * posts no second CONNECT_REQUEST: the application would accept a
+ * connection nobody uses.  A HELLO with another token does.
+ */
+void t_hello_after_close_posts_no_request(void)
+{
+	static uint8_t b[65536];
+	cci_endpoint_t *srv = NULL;
+	cci_connection_t *s = NULL;
+	struct sock_dg d;
+	uint16_t port, from;
+	int fd = raw_open();
+	char *uri = NULL;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sk_init(NULL));
+	CU_ASSERT_EQUAL_FATAL(cci_create_endpoint(NULL, 0, &srv, NULL), CCI_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(cci_get_opt(srv, CCI_OPT_ENDPT_URI, &uri), CCI_SUCCESS);
+	port = sk_uri_port(uri);
+	free(uri);
+	raw_hello(fd, port, RAW_TOKEN);
+	CU_ASSERT_EQUAL(serve(srv, 1, &s, 300), 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	CU_ASSERT_EQUAL(raw_next(fd, SOCK_DG_ACCEPT, b, sizeof(b), &d, &from, 2000), 0);
+	raw_hello(fd, port, RAW_TOKEN); /* the ACCEPT was lost: the connection answers */
+	CU_ASSERT_EQUAL(serve(srv, 1, &s, 200), 0);
+	CU_ASSERT_EQUAL(raw_next(fd, SOCK_DG_ACCEPT, b, sizeof(b), &d, &from, 2000), 0);
+	CU_ASSERT_EQUAL(cci_disconnect(s), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(raw_next(fd, SOCK_DG_BYE, b, sizeof(b), &d, &from, 2000), 0);
+	raw_hello(fd, port, RAW_TOKEN); /* late: for the connection that closed */
+	CU_ASSERT_EQUAL(serve(srv, 1, &s, 500), 0);
+	CU_ASSERT_EQUAL(raw_next(fd, SOCK_DG_ACCEPT, b, sizeof(b), &d, &from, 300), -1);
+	raw_hello(fd, port, RAW_TOKEN + 1); /* a new connect from the same address */
+	CU_ASSERT_EQUAL(serve(srv, 0, &s, 300), 1);
+	CU_ASSERT_EQUAL(raw_next(fd, SOCK_DG_REJECT, b, sizeof(b), &d, &from, 2000), 0);
+	CU_ASSERT_EQUAL(d.token, RAW_TOKEN + 1);
+	CU_ASSERT_EQUAL(cci_destroy_endpoint(srv), CCI_SUCCESS);
+	sk_fini();
+	close(fd);
+}
+
+/* The connection of ep's CONNECT event within ms, or NULL. */
+static cci_connection_t *connected(cci_endpoint_t *ep, unsigned ms)
+{
+	cci_connection_t *c = NULL;
+	int status = -1;
+
+	for (uint64_t stop = sk_now_ms() + ms; status < 0 && sk_now_ms() < stop;) {
+		cci_event_t *ev;
+
+		if (cci_get_event(ep, &ev) != CCI_SUCCESS)
+			continue;
+		if (ev->type == CCI_EVENT_CONNECT) {
+			status = ev->connect.status;
+			c = ev->connect.connection;
+		}
+		cci_return_event(ev);
+	}
+	CU_ASSERT_EQUAL(status, CCI_SUCCESS);
+	return status == CCI_SUCCESS ? c : NULL;
+}
+
+static void raw_accept(int fd, uint16_t port, uint64_t client_token, uint64_t token)
+{
+	struct sock_dg_accept a = { .mss = 65536, .window = 64, .client_token = client_token,
+	                            .token = token, .isn = RAW_ISN, .dgram = 65507 };
+	struct sock_dg d = { .type = SOCK_DG_ACCEPT, .token = client_token };
+	uint8_t body[SOCK_DG_ACCEPT_LEN];
+
+	sock_dg_accept_encode(body, &a);
+	raw_dg(fd, port, &d, body, sizeof(body));
+}
+
+/*
+ * A client already connected gets an ACCEPT from a second server
+ * connection (the server took a repeated HELLO for a new request): it
+ * answers BYE, naming that connection, so the server does not keep it for
+ * nobody; a repeat of its own connection's ACCEPT changes nothing, and
+ * the connection it has keeps working.
+ */
+void t_second_accept_answered_with_bye(void)
+{
+	static uint8_t b[65536];
+	const uint64_t first = 0x5151515151515151ull, second = 0x6262626262626262ull;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	struct timeval tmo = { 5, 0 };
+	struct sock_dg_hello h;
+	struct sock_dg d;
+	cci_endpoint_t *cli = NULL;
+	cci_connection_t *c;
+	uint16_t cport = 0, from;
+	int fd = raw_open();
+	const char *why;
+	char uri[64];
+
+	CU_ASSERT_FATAL(fd >= 0 && getsockname(fd, (struct sockaddr *)&sa, &sl) == 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sk_init(NULL));
+	CU_ASSERT_EQUAL_FATAL(cci_create_endpoint(NULL, 0, &cli, NULL), CCI_SUCCESS);
+	snprintf(uri, sizeof(uri), "sock://127.0.0.1:%u", ntohs(sa.sin_port));
+	CU_ASSERT_EQUAL(cci_connect(cli, uri, NULL, 0, CCI_CONN_ATTR_RO, NULL, 0, &tmo),
+	                CCI_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(raw_next(fd, SOCK_DG_HELLO, b, sizeof(b), &d, &cport, 2000), 0);
+	CU_ASSERT_EQUAL_FATAL(sock_dg_hello_decode(d.body, d.body_len, &h, &why), 0);
+	raw_accept(fd, cport, h.token, first);
+	c = connected(cli, 2000);
+	raw_accept(fd, cport, h.token, first); /* a repeat: nothing to say */
+	CU_ASSERT_EQUAL(raw_next(fd, SOCK_DG_BYE, b, sizeof(b), &d, &from, 500), -1);
+	raw_accept(fd, cport, h.token, second);
+	CU_ASSERT_EQUAL(raw_next(fd, SOCK_DG_BYE, b, sizeof(b), &d, &from, 2000), 0);
+	CU_ASSERT_EQUAL(d.token, second);
+	if (c) { /* the connection is the first server connection's */
+		CU_ASSERT_EQUAL(cci_send(c, "x", 1, NULL, CCI_FLAG_SILENT), CCI_SUCCESS);
+		CU_ASSERT_EQUAL(raw_next(fd, SOCK_DG_MSG, b, sizeof(b), &d, &from, 2000), 0);
+		CU_ASSERT_EQUAL(d.token, first);
+	}
+	CU_ASSERT_EQUAL(cci_destroy_endpoint(cli), CCI_SUCCESS);
+	sk_fini();
+	close(fd);
 }

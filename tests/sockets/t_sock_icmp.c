@@ -2,9 +2,10 @@
  * t_sock_icmp.c - ICMP "port unreachable" errors against a sock endpoint,
  * forged from a raw socket (root only; skipped, saying so, without it):
  * one quoting our HELLO refuses that connect at once, one quoting another
- * token or address does nothing, and errors quoting a datagram of an open
+ * token or address does nothing; errors quoting a datagram of an open
  * connection whose peer answers do not break it (they make it probe the
- * peer, whose answer clears them).
+ * peer, whose answer clears them), and break it once three came and the
+ * peer stayed silent for 200 ms.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,8 +19,10 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "init_config.h"
 #include "sock_dgram.h"
 #include "sock_test.h"
+#include "unit_run.h"
 
 #define QUOTE_LEN 64u /* bytes of our datagram an ICMP error quotes here */
 
@@ -67,12 +70,13 @@ static void icmp_forge(int icmp_fd, uint16_t sport, uint16_t dport, const uint8_
 	CU_ASSERT(sendto(icmp_fd, b, total, 0, (struct sockaddr *)&to, sizeof(to)) == (ssize_t)total);
 }
 
+/* A raw ICMP socket, or -1 with the test skipped (it needs root). */
 static int icmp_open(void)
 {
 	int fd = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP);
 
 	if (fd < 0)
-		printf("[skipped: no raw socket: %s] ", strerror(errno));
+		unit_skip("no raw socket to forge ICMP errors with: %s", strerror(errno));
 	return fd;
 }
 
@@ -109,7 +113,7 @@ void t_icmp_refuses_its_connect(void)
 	struct sockaddr_in sa = { .sin_family = AF_INET }, from;
 	socklen_t sl = sizeof(sa), fl = sizeof(from);
 	struct timeval tv = { 3, 0 }, rto = { 1, 0 };
-	int icmp_fd = icmp_open(), udp_fd = socket(AF_INET, SOCK_DGRAM, 0);
+	int icmp_fd = icmp_open(), udp_fd;
 	uint8_t hello[2048], wrong[QUOTE_LEN];
 	cci_endpoint_t *ep = NULL;
 	uint64_t token = 0, t0;
@@ -119,6 +123,7 @@ void t_icmp_refuses_its_connect(void)
 
 	if (icmp_fd < 0)
 		return;
+	udp_fd = socket(AF_INET, SOCK_DGRAM, 0);
 	/* A server that never answers, then the connect to it. */
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	CU_ASSERT_FATAL(udp_fd >= 0 && bind(udp_fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
@@ -153,9 +158,9 @@ void t_icmp_refuses_its_connect(void)
 
 /* The next datagram of ours of type from sport to dport that the raw UDP
  * socket sees, its first QUOTE_LEN bytes in q (zeros past its end); 0 or
- * -1.  Both endpoints are polled meanwhile. */
+ * -1.  The endpoints e1 and e2 (NULL: none) are polled meanwhile. */
 static int capture(int cap_fd, uint16_t sport, uint16_t dport, uint8_t type, uint8_t *q,
-                   struct sk_pair *p)
+                   cci_endpoint_t *e1, cci_endpoint_t *e2)
 {
 	uint8_t b[70000];
 
@@ -166,9 +171,9 @@ static int capture(int cap_fd, uint16_t sport, uint16_t dport, uint8_t type, uin
 		const uint8_t *d;
 		size_t ihl;
 
-		if (cci_get_event(p->srv, &ev) == CCI_SUCCESS)
+		if (e1 && cci_get_event(e1, &ev) == CCI_SUCCESS)
 			cci_return_event(ev);
-		if (cci_get_event(p->cli, &ev) == CCI_SUCCESS)
+		if (e2 && cci_get_event(e2, &ev) == CCI_SUCCESS)
 			cci_return_event(ev);
 		if (n < (ssize_t)sizeof(struct iphdr))
 			continue;
@@ -189,7 +194,7 @@ static int capture(int cap_fd, uint16_t sport, uint16_t dport, uint8_t type, uin
 void t_icmp_does_not_break_open_connection(void)
 {
 	struct sk_pair p;
-	int icmp_fd = icmp_open(), cap_fd = socket(AF_INET, SOCK_RAW, IPPROTO_UDP);
+	int icmp_fd = icmp_open(), cap_fd;
 	uint8_t msg[100] = { 1 }, q[QUOTE_LEN], ping[QUOTE_LEN];
 	uint16_t cport;
 	cci_event_t *ev;
@@ -197,6 +202,9 @@ void t_icmp_does_not_break_open_connection(void)
 
 	if (icmp_fd < 0)
 		return;
+	cap_fd = socket(AF_INET, SOCK_RAW, IPPROTO_UDP);
+	if (cap_fd < 0)
+		close(icmp_fd);
 	CU_ASSERT_FATAL(cap_fd >= 0);
 	if (sk_pair_open(&p, CCI_CONN_ATTR_RO, NULL, NULL) != 0)
 		goto out;
@@ -204,11 +212,11 @@ void t_icmp_does_not_break_open_connection(void)
 	/* A real datagram of the connection, client to server, quoted with
 	 * its token by five errors, as if the server's port were closed. */
 	CU_ASSERT_EQUAL(cci_send(p.cc, msg, sizeof(msg), NULL, CCI_FLAG_SILENT), CCI_SUCCESS);
-	CU_ASSERT_EQUAL_FATAL(capture(cap_fd, cport, p.srv_port, SOCK_DG_MSG, q, &p), 0);
+	CU_ASSERT_EQUAL_FATAL(capture(cap_fd, cport, p.srv_port, SOCK_DG_MSG, q, p.srv, p.cli), 0);
 	for (int i = 0; i < 5; i++)
 		icmp_forge(icmp_fd, cport, p.srv_port, q, sizeof(q));
 	/* The client probes the server, which answers: the suspicion ends. */
-	CU_ASSERT_EQUAL(capture(cap_fd, cport, p.srv_port, SOCK_DG_PING, ping, &p), 0);
+	CU_ASSERT_EQUAL(capture(cap_fd, cport, p.srv_port, SOCK_DG_PING, ping, p.srv, p.cli), 0);
 	for (uint64_t stop = sk_now_ms() + 600; sk_now_ms() < stop;) {
 		if (cci_get_event(p.srv, &ev) == CCI_SUCCESS)
 			cci_return_event(ev);
@@ -232,4 +240,136 @@ out:
 	close(cap_fd);
 	close(icmp_fd);
 	sk_pair_close(&p);
+}
+
+/* ---- a peer that is gone ------------------------------------------------ */
+
+/* A client endpoint (with its progress thread) connected to a server
+ * endpoint without one (progress = manual): once nobody polls it, the
+ * server answers nothing, as a killed peer would, but its port stays
+ * open (no ICMP error but ours). */
+struct silent {
+	cci_endpoint_t *cli, *srv;
+	cci_connection_t *c;
+	uint16_t cport, sport;
+};
+
+static uint16_t device_ep(const char *name, cci_endpoint_t **ep)
+{
+	cci_device_t *const *devs = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(cci_get_devices(&devs), CCI_SUCCESS);
+	for (int i = 0; devs[i]; i++)
+		if (strcmp(devs[i]->name, name) == 0)
+			CU_ASSERT_EQUAL(cci_create_endpoint(devs[i], 0, ep, NULL), CCI_SUCCESS);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(*ep);
+	return ep_port(*ep);
+}
+
+static void silent_open(struct silent *s)
+{
+	char uri[64];
+
+	memset(s, 0, sizeof(*s));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(init_config_first_device(
+	        "[cli]\ntransport = sock\nip = 127.0.0.1\n\n"
+	        "[srv]\ntransport = sock\nip = 127.0.0.1\nprogress = manual\n", "sock"));
+	s->cport = device_ep("cli", &s->cli);
+	s->sport = device_ep("srv", &s->srv);
+	snprintf(uri, sizeof(uri), "sock://127.0.0.1:%u", s->sport);
+	CU_ASSERT_EQUAL_FATAL(cci_connect(s->cli, uri, NULL, 0, CCI_CONN_ATTR_RO, NULL, 0, NULL),
+	                      CCI_SUCCESS);
+	for (uint64_t stop = sk_now_ms() + 5000; !s->c && sk_now_ms() < stop;) {
+		cci_event_t *ev;
+
+		if (cci_get_event(s->srv, &ev) == CCI_SUCCESS) {
+			if (ev->type == CCI_EVENT_CONNECT_REQUEST)
+				CU_ASSERT_EQUAL(cci_accept(ev, NULL), CCI_SUCCESS);
+			cci_return_event(ev);
+		}
+		if (cci_get_event(s->cli, &ev) == CCI_SUCCESS) {
+			if (ev->type == CCI_EVENT_CONNECT && ev->connect.status == CCI_SUCCESS)
+				s->c = ev->connect.connection;
+			cci_return_event(ev);
+		}
+	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s->c);
+}
+
+/* The status of the client's SEND completion within ms, or -1. */
+static int send_status(cci_endpoint_t *ep, unsigned ms)
+{
+	for (uint64_t stop = sk_now_ms() + ms; sk_now_ms() < stop;) {
+		cci_event_t *ev;
+		int st = -1;
+
+		if (cci_get_event(ep, &ev) != CCI_SUCCESS)
+			continue;
+		if (ev->type == CCI_EVENT_SEND)
+			st = ev->send.status;
+		cci_return_event(ev);
+		if (st >= 0)
+			return st;
+	}
+	return -1;
+}
+
+/*
+ * A send to the silent server waits for its ack; first errors quoting
+ * one of its datagrams come: the connection is probed, and broken
+ * (the send fails with CCI_ERR_DISCONNECTED) only once three errors came
+ * and the peer said nothing for 200 ms since the first.
+ */
+static void icmp_breaks_silent_peer(unsigned first)
+{
+	int icmp_fd = icmp_open(), cap_fd;
+	uint8_t msg[100] = { 2 }, q[QUOTE_LEN];
+	struct silent s;
+	uint64_t t0, t;
+	int st;
+
+	if (icmp_fd < 0)
+		return;
+	cap_fd = socket(AF_INET, SOCK_RAW, IPPROTO_UDP);
+	if (cap_fd < 0)
+		close(icmp_fd);
+	CU_ASSERT_FATAL(cap_fd >= 0);
+	silent_open(&s);
+	CU_ASSERT_EQUAL(cci_send(s.c, msg, sizeof(msg), NULL, 0), CCI_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(capture(cap_fd, s.cport, s.sport, SOCK_DG_MSG, q, NULL, NULL), 0);
+	t0 = sk_now_ms();
+	for (unsigned i = 0; i < first; i++)
+		icmp_forge(icmp_fd, s.cport, s.sport, q, sizeof(q));
+	st = send_status(s.cli, 400);
+	t = sk_now_ms() - t0;
+	if (first < 3) {
+		CU_ASSERT_EQUAL(st, -1); /* too few errors: still waiting */
+		for (unsigned i = first; i < 3; i++)
+			icmp_forge(icmp_fd, s.cport, s.sport, q, sizeof(q));
+		st = send_status(s.cli, 1000);
+		t = sk_now_ms() - t0;
+		CU_ASSERT(t >= 400 && t < 1000);
+	} else if (st < 0) {
+		st = send_status(s.cli, 1000);
+		t = sk_now_ms() - t0;
+	}
+	printf("[%u errors at once: broken %llu ms after the first] ", first,
+	       (unsigned long long)t);
+	CU_ASSERT_EQUAL(st, CCI_ERR_DISCONNECTED);
+	CU_ASSERT(t >= 200 && t < 1400); /* 200 ms of silence, then a tick */
+	close(cap_fd);
+	close(icmp_fd);
+	CU_ASSERT_EQUAL(cci_destroy_endpoint(s.cli), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(cci_destroy_endpoint(s.srv), CCI_SUCCESS);
+	sk_fini();
+}
+
+void t_icmp_breaks_silent_peer(void)
+{
+	icmp_breaks_silent_peer(3);
+}
+
+void t_icmp_needs_three_errors(void)
+{
+	icmp_breaks_silent_peer(2);
 }
