@@ -88,7 +88,8 @@ int h_check_rc2(int rc, int want1, int want2, const char *file, int line,
 	               h_status_name(want2));
 }
 
-_Noreturn void h_exit(void)
+/* Report the passed checks; the exit status this process ends with. */
+static int exit_report(void)
 {
 	char line[64];
 
@@ -96,7 +97,17 @@ _Noreturn void h_exit(void)
 	result_line(line);
 	fflush(stdout);
 	fflush(stderr);
-	exit(atomic_load(&n_fail) ? 1 : 0);
+	return atomic_load(&n_fail) ? 1 : 0;
+}
+
+_Noreturn void h_exit(void)
+{
+	exit(exit_report());
+}
+
+_Noreturn void h_exit_now(void)
+{
+	_exit(exit_report());
 }
 
 _Noreturn void h_bail(void)

@@ -68,6 +68,10 @@ _Noreturn void h_bail(void);
 /* End the calling process normally: reports the passed checks, then exits
  * 0, or 1 if a check of this process failed. */
 _Noreturn void h_exit(void);
+/* The same through _exit(): no atexit handler or destructor runs.  For a
+ * child forked from a process with threads under a sanitizer, whose
+ * allocator a thread the child does not have may have held at the fork. */
+_Noreturn void h_exit_now(void);
 /* Skip the current test with a reason the runner prints ("SKIP name: why"). */
 _Noreturn void h_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

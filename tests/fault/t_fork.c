@@ -54,11 +54,17 @@ static void roundtrips(cci_endpoint_t *ep, cci_connection_t *c, uint32_t *seq, u
 	}
 }
 
+/*
+ * The sanitizers are not made for a child forked from a process with
+ * threads: their allocator's locks may be held by a thread the child does
+ * not have (a malloc in the child then waits for good), and LeakSanitizer
+ * still lists the parent's threads, cannot stop them, and reports what
+ * only they referenced.  Under them the children below turn LeakSanitizer
+ * off (through its hook) and end by _exit(), allocating nothing; what the
+ * child's own exit() does to the parent, and a child's own session, are
+ * checked in the plain build.
+ */
 #if F_SANITIZED
-/* LeakSanitizer cannot check a child forked from a process with threads:
- * it still lists the parent's threads, cannot stop them, and reports what
- * only they referenced.  The children below turn it off (the parent's own
- * check at its exit still runs); LeakSanitizer asks this hook. */
 static int forked_child;
 int __lsan_is_turned_off(void);
 int __lsan_is_turned_off(void)
@@ -66,8 +72,10 @@ int __lsan_is_turned_off(void)
 	return forked_child;
 }
 #define LSAN_OFF_IN_CHILD() (forked_child = 1)
+#define CHILD_EXIT() h_exit_now()
 #else
 #define LSAN_OFF_IN_CHILD() ((void)0)
+#define CHILD_EXIT() h_exit()
 #endif
 
 /* Fork a child that runs body; returns its pid. */
@@ -84,7 +92,7 @@ static pid_t fork_child(void (*body)(void *), void *arg)
 		alarm(20); /* a child that hangs in the library dies, and the test fails */
 		h_role_prefix = "[child] ";
 		body(arg);
-		h_exit();
+		CHILD_EXIT();
 	}
 	return pid;
 }
@@ -114,6 +122,8 @@ static void child_sleeps_then_exits(void *arg)
 {
 	(void)arg;
 	h_sleep_ms(200);
+	if (F_SANITIZED)
+		_exit(0); /* see CHILD_EXIT */
 	exit(0); /* atexit handlers and destructors run, in a copy of the parent */
 }
 
@@ -171,6 +181,14 @@ static void accept_late_client(cci_endpoint_t *ep, struct h_peer *late)
 	}
 	CHECKF(accepts == 1 && recvs == 1, "after its children ended, a new connection to the "
 	       "parent's endpoint: %d accepted, %d message(s)", accepts, recvs);
+	/* The client's blocking send completes once this side acknowledges
+	 * it, which under manual progress needs this side's calls. */
+	for (uint64_t stop = h_now_ms() + 15000; !h_msg_ready(late->rfd) && h_now_ms() < stop;) {
+		cci_event_t *ev;
+
+		if (cci_get_event(ep, &ev) == CCI_SUCCESS)
+			CHECK_RC(cci_return_event(ev), CCI_SUCCESS);
+	}
 	h_peer_finish(late, 15000);
 }
 
@@ -372,6 +390,10 @@ static void child_may_init_afresh(void)
 	cci_endpoint_t *ep;
 	cci_connection_t *c;
 	uint32_t seq = 0;
+
+	if (F_SANITIZED)
+		h_skip("a child of a process with threads cannot allocate under a sanitizer "
+		       "(see CHILD_EXIT); the plain build runs this test");
 
 	srv_start(&s, &o);
 	ep = h_endpoint(h_setup(), NULL);
