@@ -150,6 +150,8 @@ struct ofi_op {
 	uint32_t aux;               /* OFI_OP_CTL: the header's aux */
 	int flags;                  /* the caller's CCI flags */
 	int status;
+	uint32_t call_seq;          /* MSG, RMA: its place among the connection's calls */
+	struct ofi_op *fnext;       /* ofi_tx_fail_all's list */
 	void *context;
 	uint32_t len;               /* payload bytes after the header */
 	uint64_t stamp_ns;          /* when queued, for the send timeout */
@@ -219,6 +221,7 @@ struct ofi_conn {
 	uint32_t credits;           /* messages we may still send */
 	uint32_t window;            /* credits we granted the peer */
 	uint32_t tx_seq;
+	uint32_t call_seq;          /* sends and RMAs queued so far */
 	struct ofi_op *msgq, *msgq_tail;  /* messages in call order, not yet posted */
 	struct ofi_op *rmaq, *rmaq_tail;  /* RMAs not yet started */
 	struct ofi_op *inflight, *inflight_tail; /* owned by the provider, oldest first */

@@ -571,6 +571,9 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 {
 	struct ofi_ep *sep = owner;
 
+	/* The coarse clock is the tick's: a send timeout fails each pending
+	 * send by the time the timer judged the oldest by (ofi_tx_fail_all). */
+	__atomic_store_n(&sep->now_ns, now, __ATOMIC_RELAXED);
 	timers(sep, now);
 	loop_round(sep, !app_polled);
 }

@@ -520,6 +520,7 @@ int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 	op->len = msg_len;
 	if (msg_len)
 		memcpy(ofi_op_payload(oc, op), msg_ptr, msg_len);
+	op->call_seq = oc->call_seq++;
 	op->in_rmaq = 1;
 	CCI__FIFO_PUSH(&oc->rmaq, &oc->rmaq_tail, op, rnext);
 	if (msg_len && oc->attr == CCI_CONN_ATTR_RO)
