@@ -52,6 +52,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <rdma/fabric.h>
@@ -451,6 +452,19 @@ int ofi_lib_load(const char **why);
 
 /* The files below are listed from the bottom layer up: each calls only
  * functions of the files above it (README.md, "Source layout"). */
+
+/* ofi_fd.c */
+struct ofi_fds {                /* descriptors without FD_CLOEXEC */
+	int *fd;
+	uint32_t n, cap;
+	int failed;
+};
+int ofi_fds_snap(struct ofi_fds *s);
+void ofi_fds_cloexec_new(struct ofi_fds *before);
+int ofi_sa_match(const struct sockaddr *a, socklen_t alen, const void *b, size_t blen, int b_any);
+void ofi_fds_cloexec_tcp(int (*ours)(const struct sockaddr *local, socklen_t llen,
+                                     const struct sockaddr *peer, socklen_t plen, void *arg),
+                         void *arg);
 
 /* ofi_status.c */
 int ofi_fi_status(int fi_err);

@@ -147,16 +147,55 @@ void ofi_live_del(struct ofi_ep *sep)
 	pthread_mutex_unlock(&live_lock);
 }
 
+/* ofi_fds_cloexec_tcp's test, in a fork child: is this TCP socket one of
+ * an endpoint listed (its listening socket, or one rxm accepted on it:
+ * the endpoint's address is the local one) or one rxm connected to a
+ * peer of an endpoint (the peer's address is the remote one)?  The lists
+ * are the parent's copies, read without their locks: no other thread
+ * runs in the child, and each list was whole at every moment. */
+static int live_owns(const struct sockaddr *local, socklen_t llen, const struct sockaddr *peer,
+                     socklen_t plen, void *arg)
+{
+	(void)arg;
+	for (const struct ofi_ep *y = live; y; y = y->live_next) {
+		uint32_t fmt = y->info->addr_format;
+
+		if (fmt != FI_SOCKADDR_IN && fmt != FI_SOCKADDR_IN6)
+			continue;
+		if (ofi_sa_match(local, llen, y->addr, y->addr_len, 1))
+			return 1;
+		for (const struct ofi_peer *p = y->peers; peer && p; p = p->next)
+			if (ofi_sa_match(peer, plen, p->addr, p->len, 0))
+				return 1;
+	}
+	return 0;
+}
+
+/* Is an endpoint listed one whose provider opens TCP sockets? */
+static int live_tcp(void)
+{
+	for (const struct ofi_ep *y = live; y; y = y->live_next)
+		if (y->info->addr_format == FI_SOCKADDR_IN || y->info->addr_format == FI_SOCKADDR_IN6)
+			return 1;
+	return 0;
+}
+
 /*
  * In a child of fork() the endpoints listed are the parent's (core/fork.c):
  * the child starts with none and no dead names, and with a lock that a
  * thread the child does not have may have held at the fork.  The lists'
- * memory is the parent's copy, left as it is.
+ * memory is the parent's copy, left as it is.  First, the TCP sockets
+ * libfabric opened for them after they were created (rxm connects and
+ * accepts during progress) are made close-on-exec, before the child can
+ * exec (ofi_fd.c).  glibc forgets this handler when the module is
+ * dlclose'd (__cxa_finalize unregisters a module's fork handlers).
  */
 static struct dead_name *parent_dead; /* kept reachable, never read */
 
 static void live_fork_child(void)
 {
+	if (live_tcp())
+		ofi_fds_cloexec_tcp(live_owns, NULL);
 	pthread_mutex_init(&live_lock, NULL);
 	live = NULL;
 	parent_dead = dead;
