@@ -137,7 +137,9 @@ void ofi_keys_free(struct ofi_conn *oc)
 }
 
 /* MR_INVAL to oc, which learned key; 1 if its MR_DONE is to be waited
- * for.  A peer that cannot be told is cut off.  oc->lock held. */
+ * for.  A peer that cannot be told, or cannot answer now (a local process
+ * gone, or stopped: over shm a send to it may spin until it runs), is
+ * cut off.  oc->lock held. */
 static int mr_inval_send(struct ofi_conn *oc, uint64_t key)
 {
 	struct ofi_lkey *k = key_find(oc->lent, key);
@@ -145,6 +147,15 @@ static int mr_inval_send(struct ofi_conn *oc, uint64_t key)
 
 	if (!k || ofi_conn_state(oc) != CCI__CONN_OPEN)
 		return 0;
+	if (ofi_pidw_unreachable(oc->sep, oc->pidw)) {
+		char text[128];
+
+		OFI_WARN("ofi: the peer %s of connection %08x, which used a region being "
+		         "deregistered, is gone or stopped: connection broken",
+		         ofi_peer_text(oc->sep, oc->peer, text, sizeof(text)), oc->id);
+		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
+		return 0;
+	}
 	rc = ofi_ctl_send(oc, OFI_T_MR_INVAL, 0, &key, sizeof(key), 0);
 	if (rc != CCI_SUCCESS) {
 		ofi_conn_break(oc, rc == CCI_ERR_DISCONNECTED ? rc : CCI_ENOMEM);
