@@ -94,6 +94,7 @@ extern const struct cci_plugin cci_ctp_ofi_plugin;
 #define OFI_PROBE_EVERY_NS 1000000000ull /* and again this often while somebody is */
 #define OFI_PROBE_WAIT_NS 1000000000ull /* a probe unanswered this long tells nothing */
 #define OFI_CTL_KEEP_NS 10000000000ull /* a REJECT or CANCEL the provider refuses this long is dropped */
+#define OFI_EXIT_JOIN_NS 1000000000ull /* at exit, progress threads get this long to stop */
 #define OFI_MR_DONE_WAIT_NS 2000000000ull /* cci_rma_deregister waits this long for peers' MR_DONE */
 #define OFI_MAX_CONNS 65535u          /* slots of the connection table */
 #define OFI_PROV_LEN 64
