@@ -137,9 +137,11 @@ void ofi_keys_free(struct ofi_conn *oc)
 }
 
 /* MR_INVAL to oc, which learned key; 1 if its MR_DONE is to be waited
- * for.  A peer that cannot be told, or cannot answer now (a local process
- * gone, or stopped: over shm a send to it may spin until it runs), is
- * cut off.  oc->lock held. */
+ * for.  A peer that cannot be told (a local process gone, no memory) is
+ * cut off.  A local peer that is stopped is told all the same: it must
+ * read MR_INVAL before any RMA it posts once it runs again (over shm the
+ * send spins until it runs if it stopped inside libfabric, as any send
+ * to it does).  oc->lock held. */
 static int mr_inval_send(struct ofi_conn *oc, uint64_t key)
 {
 	struct ofi_lkey *k = key_find(oc->lent, key);
@@ -147,12 +149,7 @@ static int mr_inval_send(struct ofi_conn *oc, uint64_t key)
 
 	if (!k || ofi_conn_state(oc) != CCI__CONN_OPEN)
 		return 0;
-	if (ofi_pidw_unreachable(oc->sep, oc->pidw)) {
-		char text[128];
-
-		OFI_WARN("ofi: the peer %s of connection %08x, which used a region being "
-		         "deregistered, is gone or stopped: connection broken",
-		         ofi_peer_text(oc->sep, oc->peer, text, sizeof(text)), oc->id);
+	if (ofi_pidw_exited(oc->pidw)) {
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 		return 0;
 	}
@@ -217,7 +214,9 @@ void ofi_mr_unconfirmed(struct ofi_conn *oc, uint64_t key)
 		         "of a region it had used within %llu ms: connection broken",
 		         ofi_peer_text(oc->sep, oc->peer, text, sizeof(text)), oc->id,
 		         (unsigned long long)(OFI_MR_DONE_WAIT_NS / 1000000));
-		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, 0); /* a local cause: tell the peer */
+		/* Told even if stopped: once it runs, it reads MR_INVAL and DISC
+		 * before anything else of ours, and its RMAs in flight fail. */
+		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, 0);
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 	}
 	key_del(&oc->lent, key);
