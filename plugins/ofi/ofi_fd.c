@@ -85,6 +85,14 @@ static void snap_one(int fd, void *arg)
 	s->fd[s->n++] = fd;
 }
 
+static int fd_cmp(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The list is sorted, for a process with thousands of descriptors. */
 int ofi_fds_snap(struct ofi_fds *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -93,15 +101,14 @@ int ofi_fds_snap(struct ofi_fds *s)
 		memset(s, 0, sizeof(*s));
 		return CCI_ERROR;
 	}
+	if (s->n > 1)
+		qsort(s->fd, s->n, sizeof(*s->fd), fd_cmp);
 	return CCI_SUCCESS;
 }
 
 static int in_snap(const struct ofi_fds *s, int fd)
 {
-	for (uint32_t i = 0; i < s->n; i++)
-		if (s->fd[i] == fd)
-			return 1;
-	return 0;
+	return s->n > 0 && bsearch(&fd, s->fd, s->n, sizeof(*s->fd), fd_cmp) != NULL;
 }
 
 /* fds_each's callback: a descriptor without FD_CLOEXEC that was not
