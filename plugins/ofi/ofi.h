@@ -52,6 +52,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <rdma/fabric.h>
@@ -93,6 +94,8 @@ extern const struct cci_plugin cci_ctp_ofi_plugin;
 #define OFI_PROBE_EVERY_NS 1000000000ull /* and again this often while somebody is */
 #define OFI_PROBE_WAIT_NS 1000000000ull /* a probe unanswered this long tells nothing */
 #define OFI_CTL_KEEP_NS 10000000000ull /* a REJECT or CANCEL the provider refuses this long is dropped */
+#define OFI_EXIT_JOIN_NS 1000000000ull /* at exit, progress threads get this long to stop */
+#define OFI_MR_DONE_WAIT_NS 2000000000ull /* cci_rma_deregister waits this long for peers' MR_DONE */
 #define OFI_MAX_CONNS 65535u          /* slots of the connection table */
 #define OFI_PROV_LEN 64
 #define OFI_INJECT_MAX 4096u          /* bytes we stage on the stack for fi_inject */
@@ -149,6 +152,8 @@ struct ofi_op {
 	uint32_t aux;               /* OFI_OP_CTL: the header's aux */
 	int flags;                  /* the caller's CCI flags */
 	int status;
+	uint32_t call_seq;          /* MSG, RMA: its place among the connection's calls */
+	struct ofi_op *fnext;       /* ofi_tx_fail_all's list */
 	void *context;
 	uint32_t len;               /* payload bytes after the header */
 	uint64_t stamp_ns;          /* when queued, for the send timeout */
@@ -218,14 +223,25 @@ struct ofi_conn {
 	uint32_t credits;           /* messages we may still send */
 	uint32_t window;            /* credits we granted the peer */
 	uint32_t tx_seq;
+	uint32_t call_seq;          /* sends and RMAs queued so far */
 	struct ofi_op *msgq, *msgq_tail;  /* messages in call order, not yet posted */
 	struct ofi_op *rmaq, *rmaq_tail;  /* RMAs not yet started */
 	struct ofi_op *inflight, *inflight_tail; /* owned by the provider, oldest first */
 	uint32_t rma_busy;          /* RMA data operations in flight (FENCE) */
 	struct cci__peer_reg *mrc;  /* peer registrations known (or asked about) */
+	struct ofi_lkey *lent;      /* our keys the peer learned (MR_REP), ofi_rma.c */
+	struct ofi_lkey *done_due;  /* MR_INVALs to confirm once the RMAs of their
+	                             * key in flight are done */
 	uint32_t rx_next;           /* RO: next sequence to deliver */
 	struct ofi_rxbuf *held;     /* arrived early (RO gap, or before CONNECT) */
 	uint32_t owed;              /* atomic: credits to give back to the peer */
+};
+
+/* A core key on one of a connection's lists (ofi_rma.c). */
+struct ofi_lkey {
+	struct ofi_lkey *next;
+	uint64_t key;
+	int inval;                  /* lent: MR_INVAL sent, its MR_DONE awaited */
 };
 
 /* A connection request at the server.  The core answers it at most once
@@ -278,7 +294,7 @@ struct ofi_mr {
 	uint64_t key;               /* the core key */
 	uint64_t prov_key;
 	void *desc;
-	int exported;               /* a peer asked for it (set under the core's
+	int exported;               /* a peer learned its key (set under the core's
 	                             * registration lock, read once the core
 	                             * dropped the registration) */
 };
@@ -438,6 +454,19 @@ int ofi_lib_load(const char **why);
 /* The files below are listed from the bottom layer up: each calls only
  * functions of the files above it (README.md, "Source layout"). */
 
+/* ofi_fd.c */
+struct ofi_fds {                /* descriptors without FD_CLOEXEC */
+	int *fd;
+	uint32_t n, cap;
+	int failed;
+};
+int ofi_fds_snap(struct ofi_fds *s);
+void ofi_fds_cloexec_new(struct ofi_fds *before);
+int ofi_sa_match(const struct sockaddr *a, socklen_t alen, const void *b, size_t blen, int b_any);
+void ofi_fds_cloexec_tcp(int (*ours)(const struct sockaddr *local, socklen_t llen,
+                                     const struct sockaddr *peer, socklen_t plen, void *arg),
+                         void *arg);
+
 /* ofi_status.c */
 int ofi_fi_status(int fi_err);
 
@@ -487,6 +516,8 @@ struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p);
 int ofi_pidw_exited(const struct ofi_pidw *w);
 int ofi_pidw_unreachable(const struct ofi_ep *sep, const struct ofi_pidw *w);
 void ofi_pidw_put(struct ofi_pidw *w);
+const char *ofi_peer_text(const struct ofi_ep *sep, const struct ofi_peer *peer, char *buf,
+                          size_t cap);
 
 /* ofi_pool.c */
 int ofi_rx_grow(struct ofi_ep *sep, uint32_t count);
@@ -530,7 +561,12 @@ void ofi_held_free(struct ofi_conn *oc);
 
 /* ofi_rma.c */
 int ofi_rma_register(cci__ep_t *ep, cci__rma_reg_t *reg);
-void ofi_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg);
+struct ofi_mr *ofi_mr_unlist(struct ofi_ep *sep, cci__rma_reg_t *reg, int *lent_p);
+uint32_t ofi_mr_invalidate(struct ofi_ep *sep, uint64_t key, struct ofi_conn ***v_p);
+int ofi_mr_confirmed(struct ofi_conn *oc, uint64_t key);
+void ofi_mr_unconfirmed(struct ofi_conn *oc, uint64_t key);
+void ofi_mr_close(cci__rma_reg_t *reg, struct ofi_mr *m);
+void ofi_keys_free(struct ofi_conn *oc);
 int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_reg_t *local,
             uint64_t local_offset, const struct cci_rma_handle *remote, uint64_t remote_offset,
             uint64_t data_len, void *context, int flags);
@@ -568,6 +604,7 @@ void ofi_reqs_free(struct ofi_ep *sep);
 
 /* ofi_loop.c */
 int ofi_progress(cci__ep_t *ep);
+void ofi_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg);
 void ofi_progress_locked(struct ofi_ep *sep);
 void ofi_recv_returned(cci__evt_t *evt);
 int ofi_thread_start(struct ofi_ep *sep);

@@ -340,6 +340,17 @@ static const char *peer_text(const struct ofi_ep *sep, const uint8_t *addr, size
 	return buf;
 }
 
+/* A peer's address as text, for messages. */
+const char *ofi_peer_text(const struct ofi_ep *sep, const struct ofi_peer *peer, char *buf,
+                          size_t cap)
+{
+	if (!peer) {
+		snprintf(buf, cap, "?");
+		return buf;
+	}
+	return peer_text(sep, peer->addr, peer->len, buf, cap);
+}
+
 /* Entries nobody uses leave the AV now, to make room for another;
  * sep->lock held. */
 static void peers_make_room(struct ofi_ep *sep)

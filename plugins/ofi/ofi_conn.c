@@ -88,6 +88,7 @@ void ofi_conn_unlist(struct ofi_conn *oc, int cq_held)
 static void conn_free(struct ofi_conn *oc)
 {
 	cci__peer_reg_free_all(&oc->mrc);
+	ofi_keys_free(oc);
 	if (oc->peer)
 		ofi_peer_put_locked(oc->peer);
 	ofi_pidw_put(oc->pidw);

@@ -237,14 +237,22 @@ static int ep_buffers(struct ofi_ep *sep, cci__ep_t *ep)
 int ofi_ep_create(cci__ep_t *ep, const char *service)
 {
 	struct ofi_ep *sep = ofi_ep_of(ep);
-	int rc;
+	struct ofi_fds fds;
+	int rc, snap;
 
 	ep_init_fields(sep, ep); /* the device is up: dev_publish gave it its fi_info */
+	/* libfabric opens descriptors without FD_CLOEXEC (ofi_fd.c). */
+	snap = ofi_fds_snap(&fds);
+	if (snap != CCI_SUCCESS)
+		OFI_LOG(CCI_LOG_EP, "ofi: /proc/self/fd unreadable: libfabric's descriptors stay "
+		        "inheritable");
 	rc = ep_info(sep, service);
 	if (rc == CCI_SUCCESS)
 		rc = ep_open_domain(sep);
 	if (rc == CCI_SUCCESS)
 		rc = ep_open_endpoint(sep);
+	if (snap == CCI_SUCCESS)
+		ofi_fds_cloexec_new(&fds);
 	if (rc == CCI_SUCCESS)
 		rc = ep_buffers(sep, ep);
 	if (rc == CCI_SUCCESS)

@@ -19,6 +19,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "grow.h"
 
 #include "ofi.h"
 
@@ -147,16 +150,55 @@ void ofi_live_del(struct ofi_ep *sep)
 	pthread_mutex_unlock(&live_lock);
 }
 
+/* ofi_fds_cloexec_tcp's test, in a fork child: is this TCP socket one of
+ * an endpoint listed (its listening socket, or one rxm accepted on it:
+ * the endpoint's address is the local one) or one rxm connected to a
+ * peer of an endpoint (the peer's address is the remote one)?  The lists
+ * are the parent's copies, read without their locks: no other thread
+ * runs in the child, and each list was whole at every moment. */
+static int live_owns(const struct sockaddr *local, socklen_t llen, const struct sockaddr *peer,
+                     socklen_t plen, void *arg)
+{
+	(void)arg;
+	for (const struct ofi_ep *y = live; y; y = y->live_next) {
+		uint32_t fmt = y->info->addr_format;
+
+		if (fmt != FI_SOCKADDR_IN && fmt != FI_SOCKADDR_IN6)
+			continue;
+		if (ofi_sa_match(local, llen, y->addr, y->addr_len, 1))
+			return 1;
+		for (const struct ofi_peer *p = y->peers; peer && p; p = p->next)
+			if (ofi_sa_match(peer, plen, p->addr, p->len, 0))
+				return 1;
+	}
+	return 0;
+}
+
+/* Is an endpoint listed one whose provider opens TCP sockets? */
+static int live_tcp(void)
+{
+	for (const struct ofi_ep *y = live; y; y = y->live_next)
+		if (y->info->addr_format == FI_SOCKADDR_IN || y->info->addr_format == FI_SOCKADDR_IN6)
+			return 1;
+	return 0;
+}
+
 /*
  * In a child of fork() the endpoints listed are the parent's (core/fork.c):
  * the child starts with none and no dead names, and with a lock that a
  * thread the child does not have may have held at the fork.  The lists'
- * memory is the parent's copy, left as it is.
+ * memory is the parent's copy, left as it is.  First, the TCP sockets
+ * libfabric opened for them after they were created (rxm connects and
+ * accepts during progress) are made close-on-exec, before the child can
+ * exec (ofi_fd.c).  glibc forgets this handler when the module is
+ * dlclose'd (__cxa_finalize unregisters a module's fork handlers).
  */
 static struct dead_name *parent_dead; /* kept reachable, never read */
 
 static void live_fork_child(void)
 {
+	if (live_tcp())
+		ofi_fds_cloexec_tcp(live_owns, NULL);
 	pthread_mutex_init(&live_lock, NULL);
 	live = NULL;
 	parent_dead = dead;
@@ -164,9 +206,49 @@ static void live_fork_child(void)
 	ndead = 0;
 }
 
-__attribute__((constructor)) static void live_fork_handler_install(void)
+/*
+ * The process exits with endpoints open (exit() or a return from main
+ * without cci_finalize): their progress threads stop first, each within
+ * OFI_EXIT_JOIN_NS.  exit() ends the other threads wherever they are, and
+ * libfabric 1.17's shm keeps a spinlock in each endpoint's region, taken
+ * by the endpoint's own progress and by every peer sending to it: a
+ * thread ended inside a send to a peer, or inside its own progress,
+ * leaves that lock held for good, and the peer spins forever in its next
+ * progress (or its next send here).  Seen: a live server spun in
+ * cci_get_event after a client exited with sends in flight.  The
+ * application's own threads are the application's to stop.
+ */
+static void live_exit(void)
+{
+	struct ofi_ep **v = NULL;
+	uint32_t n = 0, cap = 0;
+	struct timespec dl;
+
+	pthread_mutex_lock(&live_lock);
+	for (struct ofi_ep *y = live; y; y = y->live_next) {
+		if (!y->eng.thread_started || cci__grow(&v, n, &cap, 8, sizeof(*v)) != CCI_SUCCESS)
+			continue;
+		cci__engine_cmd(&y->eng, CCI__ENGINE_STOP);
+		v[n++] = y;
+	}
+	pthread_mutex_unlock(&live_lock); /* the threads may want it to finish a round */
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += OFI_EXIT_JOIN_NS / 1000000000ull;
+	for (uint32_t i = 0; i < n; i++)
+		if (pthread_timedjoin_np(v[i]->eng.thread, NULL, &dl) == 0)
+			v[i]->eng.thread_started = 0;
+	if (n)
+		OFI_LOG(CCI_LOG_EP, "ofi: the process exits with %u endpoint(s) open: their progress "
+		        "threads stopped", n);
+	free(v);
+}
+
+__attribute__((constructor)) static void live_handlers_install(void)
 {
 	pthread_atfork(NULL, NULL, live_fork_child);
+	/* From a module, atexit runs at exit or at the module's dlclose
+	 * (after cci_finalize: no endpoint is listed then). */
+	atexit(live_exit);
 }
 
 void ofi_live_fini(void)

@@ -25,12 +25,17 @@
  * millisecond.  Everything it finds it posts as events; the core rings
  * the OS handle.
  *
+ * cci_rma_deregister is here too: it reads the CQ while it waits for the
+ * peers that learned the key to confirm (ofi_rma.c, "Deregistration").
+ *
  * The thread's callbacks run with the loop lock held and take the
  * plugin's locks inside it.  Only that thread starts or stops the
  * watchers (CQ wait fd, poll timer, pidfds), so no other thread takes the
  * loop lock: they send a command (ofi_arm, ofi_pidw_get).
  */
+#include <sched.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ofi.h"
@@ -110,7 +115,7 @@ static void on_ctl(struct ofi_ep *sep, const struct ofi_msg *m)
 	heard(oc, h);
 	if (h->type == OFI_T_PING && ofi_conn_state(oc) == CCI__CONN_OPEN)
 		ofi_ctl_send(oc, OFI_T_PONG, 0, NULL, 0, 0);
-	else if (h->type >= OFI_T_MR_REQ && h->type <= OFI_T_MR_INVAL)
+	else if (h->type >= OFI_T_MR_REQ && h->type <= OFI_T_MR_DONE)
 		ofi_on_mr_msg(oc, m);
 	pthread_mutex_unlock(&oc->lock);
 	if (h->type == OFI_T_ACCEPT || h->type == OFI_T_REJECT || h->type == OFI_T_DISC)
@@ -272,6 +277,49 @@ int ofi_progress(cci__ep_t *ep)
 	}
 	/* CCI_ENOBUFS when the application holds every buffer. */
 	return ofi_rx_full(sep) ? CCI_ENOBUFS : CCI_SUCCESS;
+}
+
+/*
+ * cci_rma_deregister.  A registration whose key peers learned stays open
+ * in the provider until each of them confirmed the MR_INVAL (MR_DONE,
+ * see ofi_rma.c): this thread reads the CQ meanwhile, as a blocking call
+ * does, so that the RMAs the peers still have in flight to the region
+ * land and their answers arrive.  A peer that has not answered within
+ * OFI_MR_DONE_WAIT_NS (a frozen process) loses its connection before the
+ * key closes.
+ */
+void ofi_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg)
+{
+	struct ofi_ep *sep = ofi_ep_of(ep);
+	struct ofi_conn **v = NULL;
+	uint32_t n = 0;
+	int lent;
+	struct ofi_mr *m = ofi_mr_unlist(sep, reg, &lent);
+	uint64_t key = m ? m->key : 0, stop = cci__now_ns() + OFI_MR_DONE_WAIT_NS;
+
+	if (lent)
+		n = ofi_mr_invalidate(sep, key, &v);
+	while (n > 0 && cci__now_ns() < stop) {
+		uint32_t before = n;
+
+		ofi_progress(ep);
+		for (uint32_t i = 0; i < n;) {
+			if (ofi_mr_confirmed(v[i], key)) {
+				ofi_conn_unref(v[i]);
+				v[i] = v[--n];
+			} else {
+				i++;
+			}
+		}
+		if (n == before)
+			sched_yield(); /* the peers may share this core */
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		ofi_mr_unconfirmed(v[i], key);
+		ofi_conn_unref(v[i]);
+	}
+	free(v);
+	ofi_mr_close(reg, m);
 }
 
 /* A RECV event came back: its buffer is posted again, and its credit
@@ -523,6 +571,9 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 {
 	struct ofi_ep *sep = owner;
 
+	/* The coarse clock is the tick's: a send timeout fails each pending
+	 * send by the time the timer judged the oldest by (ofi_tx_fail_all). */
+	__atomic_store_n(&sep->now_ns, now, __ATOMIC_RELAXED);
 	timers(sep, now);
 	loop_round(sep, !app_polled);
 }

@@ -11,9 +11,23 @@
  * or a refusal.  The initiator caches the answer per connection and
  * checks every later RMA's range and access against it, never against
  * the handle's own (possibly forged) fields: a forged or deregistered
- * handle never reaches the provider.  A deregistration the target once
- * described to peers is followed by MR_INVAL on every connection, and
- * the provider refuses the closed key anyway.
+ * handle never reaches the provider.
+ *
+ * Deregistration: a provider must never see an RMA naming a key the
+ * target closed.  libfabric 1.17's shm drops such an RMA without a
+ * completion and its sender can send nothing more to that peer
+ * (-FI_EAGAIN for good); its tcp fails the target's connection, and
+ * with it every operation between the two endpoints.  So a registration
+ * some peers learned stays open in the provider until each of them
+ * confirmed it knows: the target sends MR_INVAL on every connection that
+ * learned the key (conn->lent); the initiator forgets the key (a later
+ * RMA naming it asks again and is refused) and, once no RMA of its own
+ * naming the key is in flight, answers MR_DONE.  cci_rma_deregister
+ * waits for those answers (ofi_loop.c), up to OFI_MR_DONE_WAIT_NS,
+ * reading the CQ meanwhile; a connection whose peer does not answer in
+ * time is broken before the key closes.  An RMA the initiator posted
+ * before it read MR_INVAL therefore still lands in the registration, and
+ * cci_rma_deregister returns once it has.
  *
  * Completion: the data moves with FI_DELIVERY_COMPLETE where the provider
  * takes it; the completion message (if any) is sent only after the data
@@ -25,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "ofi.h"
 
 /* ---- Registrations (target side) ---- */
@@ -62,34 +77,158 @@ int ofi_rma_register(cci__ep_t *ep, cci__rma_reg_t *reg)
 	return CCI_SUCCESS;
 }
 
-/* Tell every connected peer the key is gone. */
-static void mr_invalidate(struct ofi_ep *sep, uint64_t key)
+/* The registration leaves the endpoint's list (sep->mrs); *lent_p: a
+ * peer learned its key (ofi_mr_invalidate then).  NULL if registering it
+ * never finished. */
+struct ofi_mr *ofi_mr_unlist(struct ofi_ep *sep, cci__rma_reg_t *reg, int *lent_p)
 {
+	struct ofi_mr *m = reg->priv;
+
+	*lent_p = 0;
+	if (!m)
+		return NULL;
+	pthread_mutex_lock(&sep->mr_lock);
+	CCI__DLIST_UNLINK(&sep->mrs, m);
+	*lent_p = m->exported;
+	pthread_mutex_unlock(&sep->mr_lock);
+	return m;
+}
+
+static struct ofi_lkey *key_find(struct ofi_lkey *head, uint64_t key)
+{
+	for (; head && head->key != key; head = head->next)
+		;
+	return head;
+}
+
+static int key_add(struct ofi_lkey **headp, uint64_t key)
+{
+	struct ofi_lkey *k;
+
+	if (key_find(*headp, key))
+		return CCI_SUCCESS;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return CCI_ENOMEM;
+	k->key = key;
+	k->next = *headp;
+	*headp = k;
+	return CCI_SUCCESS;
+}
+
+static void key_del(struct ofi_lkey **headp, uint64_t key)
+{
+	for (struct ofi_lkey **pp = headp; *pp; pp = &(*pp)->next) {
+		if ((*pp)->key == key) {
+			struct ofi_lkey *k = *pp;
+			*pp = k->next;
+			free(k);
+			return;
+		}
+	}
+}
+
+void ofi_keys_free(struct ofi_conn *oc)
+{
+	for (struct ofi_lkey *k; CCI__SLIST_POP(&oc->lent, k, next);)
+		free(k);
+	for (struct ofi_lkey *k; CCI__SLIST_POP(&oc->done_due, k, next);)
+		free(k);
+}
+
+/* MR_INVAL to oc, which learned key; 1 if its MR_DONE is to be waited
+ * for.  A peer that cannot be told (a local process gone, no memory) is
+ * cut off.  A local peer that is stopped is told all the same: it must
+ * read MR_INVAL before any RMA it posts once it runs again (over shm the
+ * send spins until it runs if it stopped inside libfabric, as any send
+ * to it does).  oc->lock held. */
+static int mr_inval_send(struct ofi_conn *oc, uint64_t key)
+{
+	struct ofi_lkey *k = key_find(oc->lent, key);
+	int rc;
+
+	if (!k || ofi_conn_state(oc) != CCI__CONN_OPEN)
+		return 0;
+	if (ofi_pidw_exited(oc->pidw)) {
+		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
+		return 0;
+	}
+	rc = ofi_ctl_send(oc, OFI_T_MR_INVAL, 0, &key, sizeof(key), 0);
+	if (rc != CCI_SUCCESS) {
+		ofi_conn_break(oc, rc == CCI_ERR_DISCONNECTED ? rc : CCI_ENOMEM);
+		return 0;
+	}
+	k->inval = 1;
+	return 1;
+}
+
+/*
+ * Tell every peer that learned key that it is being deregistered.
+ * Returns how many answers (MR_DONE) to wait for, their connections in
+ * *v_p (malloc'd, a reference on each, NULL when 0).  A connection that
+ * cannot be waited for (no memory for the list) is broken: its peer may
+ * not post an RMA with the key once it closes.
+ */
+uint32_t ofi_mr_invalidate(struct ofi_ep *sep, uint64_t key, struct ofi_conn ***v_p)
+{
+	struct ofi_conn **v = NULL;
+	uint32_t n = 0, cap = 0;
+
 	pthread_mutex_lock(&sep->lock);
 	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
 		pthread_mutex_lock(&oc->lock);
-		if (ofi_conn_state(oc) == CCI__CONN_OPEN)
-			ofi_ctl_send(oc, OFI_T_MR_INVAL, 0, &key, sizeof(key), 0);
+		if (mr_inval_send(oc, key)) {
+			if (cci__grow(&v, n, &cap, 16, sizeof(*v)) == CCI_SUCCESS) {
+				ofi_conn_ref(oc);
+				v[n++] = oc;
+			} else {
+				ofi_conn_break(oc, CCI_ENOMEM);
+			}
+		}
 		pthread_mutex_unlock(&oc->lock);
 	}
 	pthread_mutex_unlock(&sep->lock);
+	*v_p = v;
+	return n;
 }
 
-void ofi_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg)
+/* Has oc's peer answered MR_INVAL about key, or left? */
+int ofi_mr_confirmed(struct ofi_conn *oc, uint64_t key)
 {
-	struct ofi_ep *sep = ofi_ep_of(ep);
-	struct ofi_mr *m = reg->priv;
-	int exported = 0;
+	int done;
 
+	pthread_mutex_lock(&oc->lock);
+	done = ofi_conn_state(oc) != CCI__CONN_OPEN || !key_find(oc->lent, key);
+	pthread_mutex_unlock(&oc->lock);
+	return done;
+}
+
+/* oc's peer did not answer in time: it must not reach the closed key. */
+void ofi_mr_unconfirmed(struct ofi_conn *oc, uint64_t key)
+{
+	char text[128];
+
+	pthread_mutex_lock(&oc->lock);
+	if (ofi_conn_state(oc) == CCI__CONN_OPEN) {
+		OFI_WARN("ofi: the peer %s of connection %08x did not confirm the deregistration "
+		         "of a region it had used within %llu ms: connection broken",
+		         ofi_peer_text(oc->sep, oc->peer, text, sizeof(text)), oc->id,
+		         (unsigned long long)(OFI_MR_DONE_WAIT_NS / 1000000));
+		/* Told even if stopped: once it runs, it reads MR_INVAL and DISC
+		 * before anything else of ours, and its RMAs in flight fail. */
+		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, 0);
+		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
+	}
+	key_del(&oc->lent, key);
+	pthread_mutex_unlock(&oc->lock);
+}
+
+/* The provider's registration closes; reg->priv (m) is freed. */
+void ofi_mr_close(cci__rma_reg_t *reg, struct ofi_mr *m)
+{
 	if (!m)
 		return;
-	pthread_mutex_lock(&sep->mr_lock);
-	CCI__DLIST_UNLINK(&sep->mrs, m);
-	exported = m->exported;
-	pthread_mutex_unlock(&sep->mr_lock);
 	fi_close(&m->mr->fid);
-	if (exported)
-		mr_invalidate(sep, m->key);
 	reg->priv = NULL;
 	free(m);
 }
@@ -119,12 +258,19 @@ static int mr_export(cci__rma_reg_t *reg, void *arg)
 	return CCI_SUCCESS;
 }
 
-/* Answer an MR_REQ; oc->lock held. */
+/* Answer an MR_REQ; oc->lock held.  A key handed out is remembered on
+ * the connection (oc->lent), for its deregistration to tell the peer;
+ * one that cannot be remembered is not handed out. */
 static void on_mr_req(struct ofi_conn *oc, uint32_t req_id, uint64_t key)
 {
 	struct ofi_mr_rep rep = { .key = key };
 
 	rep.status = ofi_core->rma_with_reg(oc->sep->ep, key, mr_export, &rep);
+	if (rep.status == CCI_SUCCESS && key_add(&oc->lent, key) != CCI_SUCCESS) {
+		memset(&rep, 0, sizeof(rep));
+		rep.key = key;
+		rep.status = CCI_ERR_RMA_HANDLE;
+	}
 	if (!(oc->sep->mr_mode & FI_MR_VIRT_ADDR))
 		rep.base = 0; /* the initiator's offsets are the registration's */
 	ofi_ctl_send(oc, OFI_T_MR_REP, req_id, &rep, sizeof(rep), 0);
@@ -146,13 +292,45 @@ static struct cci__peer_reg *mrc_ask(struct ofi_conn *oc, uint64_t key)
 	return cci__peer_reg_ask(&oc->mrc, key, req_id, mr_req_send, oc);
 }
 
-/* MR_INVAL: forget the answer about key (one per key, see rmaq_head). */
-static void mrc_drop(struct ofi_conn *oc, uint64_t key)
+/* Is an RMA naming key in flight on oc? */
+static int rma_key_busy(const struct ofi_conn *oc, uint64_t key)
+{
+	for (const struct ofi_op *op = oc->inflight; op; op = op->inext)
+		if (op->kind == OFI_OP_RMA && !op->data_done && op->key == key)
+			return 1;
+	return 0;
+}
+
+static void mr_done_send(struct ofi_conn *oc, uint64_t key)
+{
+	if (ofi_conn_state(oc) == CCI__CONN_OPEN)
+		ofi_ctl_send(oc, OFI_T_MR_DONE, 0, &key, sizeof(key), 0);
+}
+
+/* MR_INVAL: forget the answer about key (one per key, see rmaq_head): a
+ * later RMA naming it asks again and the target refuses it.  MR_DONE
+ * goes back once the RMAs naming it in flight are done (rma_finish);
+ * without memory to remember that, none does, and the target breaks the
+ * connection when it stops waiting. */
+static void on_mr_inval(struct ofi_conn *oc, uint64_t key)
 {
 	struct cci__peer_reg *c = cci__peer_reg_find(oc->mrc, key);
 
 	if (c && c->state != CCI__PEER_REG_ASKED)
 		free(cci__peer_reg_unlink(&oc->mrc, key));
+	if (!rma_key_busy(oc, key))
+		mr_done_send(oc, key);
+	else if (key_add(&oc->done_due, key) != CCI_SUCCESS)
+		OFI_WARN("ofi: no memory to confirm a deregistration on connection %08x", oc->id);
+}
+
+/* An RMA naming key is done: the MR_DONE waiting for it may go. */
+static void mr_done_due(struct ofi_conn *oc, uint64_t key)
+{
+	if (!key_find(oc->done_due, key) || rma_key_busy(oc, key))
+		return;
+	key_del(&oc->done_due, key);
+	mr_done_send(oc, key);
 }
 
 static void on_mr_rep(struct ofi_conn *oc, uint32_t req_id, const struct ofi_mr_rep *r)
@@ -162,15 +340,27 @@ static void on_mr_rep(struct ofi_conn *oc, uint32_t req_id, const struct ofi_mr_
 	ofi_rmaq_flush(oc);
 }
 
-/* MR_REQ, MR_REP, MR_INVAL on oc, decoded (ofi_wire.c); oc->lock held. */
+/* The peer confirmed our MR_INVAL about key (one it was sent). */
+static void on_mr_done(struct ofi_conn *oc, uint64_t key)
+{
+	const struct ofi_lkey *k = key_find(oc->lent, key);
+
+	if (k && k->inval)
+		key_del(&oc->lent, key);
+}
+
+/* MR_REQ, MR_REP, MR_INVAL, MR_DONE on oc, decoded (ofi_wire.c); oc->lock
+ * held.  MR_DONE: the peer will not name key again (ofi_mr_confirmed). */
 void ofi_on_mr_msg(struct ofi_conn *oc, const struct ofi_msg *m)
 {
 	if (m->hdr.type == OFI_T_MR_REQ)
 		on_mr_req(oc, m->hdr.aux, m->u.key);
 	else if (m->hdr.type == OFI_T_MR_REP)
 		on_mr_rep(oc, m->hdr.aux, &m->u.mr_rep);
+	else if (m->hdr.type == OFI_T_MR_INVAL)
+		on_mr_inval(oc, m->u.key);
 	else
-		mrc_drop(oc, m->u.key);
+		on_mr_done(oc, m->u.key);
 }
 
 /* ---- Operations ---- */
@@ -267,11 +457,14 @@ void ofi_rmaq_flush(struct ofi_conn *oc)
 static void rma_finish(struct ofi_op *op, int status)
 {
 	struct ofi_conn *oc = op->oc;
+	int posted = op->in_flight;
 
-	if (op->in_flight)
+	if (posted)
 		oc->rma_busy--; /* its data operation was posted */
 	ofi_flight_del(oc, op);
 	op->data_done = 1;
+	if (posted && oc->done_due)
+		mr_done_due(oc, op->key);
 	if (op->status == CCI_SUCCESS)
 		op->status = status;
 	if (op->status == CCI_SUCCESS && op->len > 0 && ofi_conn_state(oc) == CCI__CONN_OPEN) {
@@ -337,6 +530,7 @@ int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 	op->len = msg_len;
 	if (msg_len)
 		memcpy(ofi_op_payload(oc, op), msg_ptr, msg_len);
+	op->call_seq = oc->call_seq++;
 	op->in_rmaq = 1;
 	CCI__FIFO_PUSH(&oc->rmaq, &oc->rmaq_tail, op, rnext);
 	if (msg_len && oc->attr == CCI_CONN_ATTR_RO)

@@ -573,6 +573,7 @@ static void msg_fill(struct ofi_conn *oc, struct ofi_op *op, const struct iovec 
 	op->flags = flags;
 	op->len = len;
 	op->stamp_ns = __atomic_load_n(&sep->now_ns, __ATOMIC_RELAXED);
+	op->call_seq = oc->call_seq++;
 	op->oc = oc;
 	ofi_conn_ref(oc);
 	if ((flags & CCI_FLAG_NO_COPY) && iovcnt == 1 && (oc->imm || sep->iov_limit >= 2) &&
@@ -672,50 +673,91 @@ struct ofi_conn *ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int stat
 	return refused ? oc : NULL;
 }
 
-static void fail_one(struct ofi_op *op, int *st, int notify)
+/* Collect op on *list for its failure report, once (a control message
+ * is never reported). */
+static void fail_gather(struct ofi_op *op, struct ofi_op **list)
 {
 	if (op->kind == OFI_OP_CTL || op->reported)
 		return;
-	if (notify)
-		ofi_op_report(op, *st);
 	op->reported = 1;
-	*st = CCI_ERR_DISCONNECTED;
+	op->fnext = *list;
+	*list = op;
+}
+
+/* The operations of list in the order of their calls (a merge sort). */
+static struct ofi_op *fail_sort(struct ofi_op *list)
+{
+	struct ofi_op *a = NULL, *b = NULL, *out = NULL, **tail = &out;
+
+	if (!list || !list->fnext)
+		return list;
+	for (int i = 0; list; i ^= 1) { /* split in two */
+		struct ofi_op *next = list->fnext;
+		struct ofi_op **half = i ? &b : &a;
+		list->fnext = *half;
+		*half = list;
+		list = next;
+	}
+	a = fail_sort(a);
+	b = fail_sort(b);
+	while (a && b) {
+		struct ofi_op **first = (int32_t)(a->call_seq - b->call_seq) < 0 ? &a : &b;
+		*tail = *first;
+		*first = (*first)->fnext;
+		tail = &(*tail)->fnext;
+	}
+	*tail = a ? a : b;
+	return out;
 }
 
 /*
  * Everything pending on oc fails: operations the provider owns are
  * reported now (and freed when it gives them back), queued ones are
- * dropped.  The first reported gets first, the others
- * CCI_ERR_DISCONNECTED; without notify nobody is told.  oc->lock held.
+ * dropped; the reports follow the order of the calls.  After a send
+ * timeout (status CCI_ETIMEDOUT) each that waited past the timeout gets
+ * CCI_ETIMEDOUT and the younger ones CCI_ERR_DISCONNECTED
+ * (cci__ct_send_fail_status, at the clock the tick judged by); with any
+ * other status all get CCI_ERR_DISCONNECTED.  Without notify nobody is
+ * told.  oc->lock held.
  */
-void ofi_tx_fail_all(struct ofi_conn *oc, int first, int notify)
+void ofi_tx_fail_all(struct ofi_conn *oc, int status, int notify)
 {
 	struct ofi_ep *sep = oc->sep;
-	int st = first;
+	uint32_t timeout_us = oc->conn ? oc->conn->send_timeout_us : 0;
+	uint64_t now = __atomic_load_n(&sep->now_ns, __ATOMIC_RELAXED);
+	struct ofi_op *list = NULL;
 
 	for (struct ofi_op *op = oc->inflight; op; op = op->inext)
-		fail_one(op, &st, notify);
+		fail_gather(op, &list);
+	for (struct ofi_op *op = oc->rmaq; op; op = op->rnext)
+		fail_gather(op, &list);
+	for (struct ofi_op *op = oc->msgq; op; op = op->next)
+		fail_gather(op, &list);
+	for (struct ofi_op *op = fail_sort(list); notify && op; op = op->fnext)
+		if (oc->conn)
+			ofi_core->send_done(oc->conn, op->context, op->flags,
+			                    status == CCI_ETIMEDOUT
+			                            ? cci__ct_send_fail_status(timeout_us, op->stamp_ns, now)
+			                            : CCI_ERR_DISCONNECTED);
 	for (struct ofi_op *op; CCI__SLIST_POP(&oc->rmaq, op, rnext);) {
 		op->in_rmaq = 0;
 		op->data_done = 1;
 		op->status = CCI_ERR_DISCONNECTED;
-		fail_one(op, &st, notify);
 		ofi_op_done(sep, op);
 	}
 	oc->rmaq_tail = NULL;
 	while (oc->msgq) {
 		struct ofi_op *op = oc->msgq;
 		msgq_pop(oc);
-		fail_one(op, &st, notify);
 		ofi_op_done(sep, op);
 	}
 }
 
 /*
  * oc cannot carry messages any more (peer gone or disconnected, send
- * timeout): its pending work completes with status (the first) and
- * CCI_ERR_DISCONNECTED, later sends fail.  A local cause (status other
- * than CCI_ERR_DISCONNECTED) is told to the peer.  oc->lock held.
+ * timeout): its pending work fails (ofi_tx_fail_all: CCI_ETIMEDOUT is a
+ * send timeout's), later sends fail.  A local cause (status other than
+ * CCI_ERR_DISCONNECTED) is told to the peer.  oc->lock held.
  */
 void ofi_conn_break(struct ofi_conn *oc, int status)
 {

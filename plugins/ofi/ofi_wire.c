@@ -9,12 +9,13 @@
 
 /* The body size of each type: MSG and REQ have rules of their own (never
  * looked up here); REJECT, DISC, CREDIT, PING and PONG carry none. */
-static const uint32_t body_len[OFI_T_MR_INVAL + 1] = {
+static const uint32_t body_len[OFI_T_LAST + 1] = {
 	[OFI_T_ACCEPT] = sizeof(struct ofi_hello),
 	[OFI_T_CANCEL] = sizeof(struct ofi_cancel),
 	[OFI_T_MR_REQ] = sizeof(uint64_t),
 	[OFI_T_MR_REP] = sizeof(struct ofi_mr_rep),
 	[OFI_T_MR_INVAL] = sizeof(uint64_t),
+	[OFI_T_MR_DONE] = sizeof(uint64_t),
 };
 
 /* The fields both hellos share; NULL or why they are refused. */
@@ -74,6 +75,7 @@ static int body_decode(struct ofi_msg *m, const char **why_p)
 		break;
 	case OFI_T_MR_REQ:
 	case OFI_T_MR_INVAL:
+	case OFI_T_MR_DONE:
 		memcpy(&m->u.key, m->body, sizeof(m->u.key));
 		break;
 	case OFI_T_MR_REP: {
@@ -113,7 +115,7 @@ int ofi_wire_decode(const void *buf, size_t len, struct ofi_msg *m, const char *
 	m->addr = m->data = NULL;
 	if (m->hdr.version != OFI_WIRE_VERSION) {
 		why = "unsupported version";
-	} else if (m->hdr.type < OFI_T_MSG || m->hdr.type > OFI_T_MR_INVAL) {
+	} else if (m->hdr.type < OFI_T_MSG || m->hdr.type > OFI_T_LAST) {
 		why = "unknown message type";
 	} else if ((m->hdr.dst == 0) != (m->hdr.type == OFI_T_REQ || m->hdr.type == OFI_T_CANCEL)) {
 		why = m->hdr.dst ? "connection id in a message to the endpoint" :

@@ -35,8 +35,10 @@ enum ofi_type {
 	OFI_T_PONG = 9,
 	OFI_T_MR_REQ = 10,  /* aux: request id; body: u64 core key */
 	OFI_T_MR_REP = 11,  /* aux: request id; struct ofi_mr_rep */
-	OFI_T_MR_INVAL = 12 /* body: u64 core key, deregistered */
+	OFI_T_MR_INVAL = 12, /* body: u64 core key, being deregistered */
+	OFI_T_MR_DONE = 13  /* body: u64 core key: no RMA naming it is in flight or will be */
 };
+#define OFI_T_LAST OFI_T_MR_DONE
 
 /* Every message begins with this; the payload follows, 8-byte aligned. */
 struct ofi_hdr {
@@ -115,7 +117,7 @@ struct ofi_msg {
 		struct ofi_hello hello;     /* REQ, ACCEPT */
 		struct ofi_cancel cancel;   /* CANCEL */
 		struct ofi_mr_rep mr_rep;   /* MR_REP */
-		uint64_t key;               /* MR_REQ, MR_INVAL: a core key */
+		uint64_t key;               /* MR_REQ, MR_INVAL, MR_DONE: a core key */
 	} u;
 };
 

@@ -124,6 +124,7 @@ static void gen_ofi(void)
 	ofi_put("mr_req", OFI_T_MR_REQ, 0x00010001, &key, sizeof(key));
 	ofi_put("mr_rep", OFI_T_MR_REP, 0x00010001, &r, sizeof(r));
 	ofi_put("mr_inval", OFI_T_MR_INVAL, 0x00010001, &key, sizeof(key));
+	ofi_put("mr_done", OFI_T_MR_DONE, 0x00010001, &key, sizeof(key));
 	ofi_put("msg", OFI_T_MSG, 0x00010001, "hello", 5);
 	/* The remote CQ datum of a message, then the sequence number expected. */
 	memcpy(body, &imm, sizeof(imm));

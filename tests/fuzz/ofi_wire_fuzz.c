@@ -43,7 +43,7 @@ static void check_accepted(const struct ofi_msg *m, const uint8_t *msg, size_t l
 	volatile unsigned sink;
 
 	if (m->hdr.version != OFI_WIRE_VERSION || m->hdr.type < OFI_T_MSG ||
-	    m->hdr.type > OFI_T_MR_INVAL || m->body != msg + OFI_HDR_LEN ||
+	    m->hdr.type > OFI_T_LAST || m->body != msg + OFI_HDR_LEN ||
 	    m->body_len != len - OFI_HDR_LEN || memcmp(&m->hdr, msg, OFI_HDR_LEN) != 0 ||
 	    (m->hdr.dst == 0) != (m->hdr.type == OFI_T_REQ || m->hdr.type == OFI_T_CANCEL))
 		abort();
@@ -67,6 +67,7 @@ static void check_accepted(const struct ofi_msg *m, const uint8_t *msg, size_t l
 		break;
 	case OFI_T_MR_REQ:
 	case OFI_T_MR_INVAL:
+	case OFI_T_MR_DONE:
 		if (m->body_len != sizeof(m->u.key) || memcmp(&m->u.key, m->body, 8) != 0)
 			abort();
 		break;

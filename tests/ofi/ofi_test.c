@@ -209,7 +209,7 @@ int main(int argc, char **argv)
 		return 2;
 	CU_set_fail_on_inactive(CU_FALSE);
 	if (ot_add_refuse_suite() != 0 || ot_add_rma_suite() != 0 || ot_add_hostile_suite() != 0 ||
-	    ot_add_dead_suite() != 0) {
+	    ot_add_dead_suite() != 0 || ot_add_timeout_suite() != 0 || ot_add_exec_suite() != 0) {
 		CU_cleanup_registry();
 		return 2;
 	}

@@ -36,10 +36,12 @@ int ot_send_status(cci_endpoint_t *ep, const void *ctx, unsigned ms);
 /* Print a skip reason for the current test (CUnit has no skip). */
 void ot_skip(const char *why);
 
-/* Suites (t_refuse.c, t_rma.c, t_hostile.c, t_dead.c). */
+/* Suites (t_refuse.c, t_rma.c, t_hostile.c, t_dead.c, t_timeout.c, t_exec.c). */
 int ot_add_refuse_suite(void);
 int ot_add_rma_suite(void);
 int ot_add_hostile_suite(void);
 int ot_add_dead_suite(void);
+int ot_add_timeout_suite(void);
+int ot_add_exec_suite(void);
 
 #endif /* OFI_TEST_H */

@@ -1,8 +1,11 @@
 /*
  * t_rma.c - RMA at the edges: registrations at odd addresses and of odd
- * lengths, a registration of 8 GiB of address space, and a target killed
- * while writes to it are in flight.
+ * lengths, a registration of 8 GiB of address space, a target that
+ * deregisters while a write to it is in flight or while the peer that
+ * learned the key is stopped, and a target killed while writes to it are
+ * in flight.
  */
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,6 +152,70 @@ out:
 	munmap(big, len);
 }
 
+/* ---- writes racing the target's deregistration ------------------------------ */
+
+#define RACE_ROUNDS 10
+
+/* A message from x to y, received by y (polling both): 0 if it arrived. */
+static int msg_through(cci_endpoint_t *x, cci_connection_t *cx, cci_endpoint_t *y)
+{
+	cci_event_t *ev;
+	int got = 0;
+
+	if (cci_send(cx, "alive", 5, ctx_of(500), 0) != CCI_SUCCESS)
+		return -1;
+	for (uint64_t stop = ot_now_ms() + 5000; !got && ot_now_ms() < stop;) {
+		if (cci_get_event(x, &ev) == CCI_SUCCESS)
+			cci_return_event(ev);
+		if (cci_get_event(y, &ev) != CCI_SUCCESS)
+			continue;
+		got = ev->type == CCI_EVENT_RECV && ev->recv.len == 5;
+		cci_return_event(ev);
+	}
+	return got ? 0 : -1;
+}
+
+/*
+ * The target deregisters its region while a write to it is in flight (a
+ * key the initiator learned before).  The deregistration waits for the
+ * initiator to confirm, so the write lands before it returns; later
+ * RMAs naming the region are refused; the target and the connection
+ * still carry messages, from the initiator and from a third endpoint.
+ * (Without the wait, libfabric 1.17's shm left the initiator unable to
+ * send to the target at all, and its tcp broke their connection.)
+ */
+static void write_racing_deregistration(void)
+{
+	static uint8_t src[4096], dst[4096];
+	cci_rma_handle_t *lh = NULL, *rh = NULL;
+	cci_connection_t *cc = NULL, *cb2 = NULL;
+	cci_endpoint_t *c;
+	struct pair p;
+
+	if (pair_open(&p) != 0)
+		return;
+	c = ot_endpoint((cci_device_t *)p.a->device);
+	CU_ASSERT_FATAL(c != NULL && ot_pair(c, p.b, &cc, &cb2) == 0);
+	CU_ASSERT_FATAL(cci_rma_register(p.a, src, sizeof(src), 0, &lh) == CCI_SUCCESS);
+	for (int i = 0; i < RACE_ROUNDS; i++) {
+		CU_ASSERT_FATAL(cci_rma_register(p.b, dst, sizeof(dst), CCI_FLAG_WRITE, &rh) ==
+		                CCI_SUCCESS);
+		CU_ASSERT_EQUAL_FATAL(rma(&p, lh, 0, rh, 0, sizeof(src), CCI_FLAG_WRITE), CCI_SUCCESS);
+		fill(src, sizeof(src), (uint8_t)(i + 1));
+		CU_ASSERT_FATAL(cci_rma(p.ca, NULL, 0, lh, 0, rh, 0, sizeof(src), ctx_of(400 + i),
+		                        CCI_FLAG_WRITE) == CCI_SUCCESS);
+		CU_ASSERT_EQUAL(cci_rma_deregister(p.b, rh), CCI_SUCCESS);
+		CU_ASSERT(memcmp(dst, src, sizeof(src)) == 0); /* landed before it returned */
+		CU_ASSERT_EQUAL(ot_send_status(p.a, ctx_of(400 + i), 10000), CCI_SUCCESS);
+		CU_ASSERT_EQUAL(rma(&p, lh, 0, rh, 0, sizeof(src), CCI_FLAG_WRITE), CCI_ERR_RMA_HANDLE);
+		CU_ASSERT_EQUAL_FATAL(msg_through(c, cc, p.b), 0);
+		CU_ASSERT_EQUAL_FATAL(msg_through(p.a, p.ca, p.b), 0);
+	}
+	CU_ASSERT_EQUAL(cci_rma_deregister(p.a, lh), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(cci_destroy_endpoint(c), CCI_SUCCESS);
+	pair_close(&p);
+}
+
 /* ---- a target killed while writes are in flight -------------------------- */
 
 #define KILL_REGION (64 * MiB)
@@ -280,6 +347,138 @@ static void peer_killed_mid_rma(void)
 	close(fds[0]);
 }
 
+/* ---- a peer frozen while the target deregisters ---------------------------- */
+
+/* The initiator, in a child: connects to the URI and handle read from
+ * rfd, writes to the region once (it learns the key), says 'r', then
+ * polls its endpoint until told: 's', it stops itself (between two
+ * library calls, its progress thread off the queue); 'w', one more
+ * write, whose status it sends back. */
+static void frozen_initiator(int rfd, int wfd)
+{
+	static uint8_t src[4096];
+	cci_device_t *dev = ot_init();
+	cci_endpoint_t *ep = dev ? ot_endpoint(dev) : NULL;
+	cci_rma_handle_t *lh = NULL;
+	struct cci_rma_handle rh;
+	cci_connection_t *c;
+	char uri[512] = "", cmd = 0;
+	int st;
+
+	if (!ep || read(rfd, &rh, sizeof(rh)) != sizeof(rh) || read(rfd, uri, sizeof(uri) - 1) <= 0)
+		_exit(1);
+	c = connect_to(ep, uri);
+	if (!c || cci_rma_register(ep, src, sizeof(src), 0, &lh) != CCI_SUCCESS ||
+	    cci_rma(c, NULL, 0, lh, 0, &rh, 0, sizeof(src), NULL,
+	            CCI_FLAG_WRITE | CCI_FLAG_BLOCKING) != CCI_SUCCESS || write(wfd, "r", 1) != 1)
+		_exit(2);
+	while (cmd != 'w') {
+		struct pollfd pfd = { .fd = rfd, .events = POLLIN };
+		cci_event_t *ev;
+
+		if (cci_get_event(ep, &ev) == CCI_SUCCESS)
+			cci_return_event(ev);
+		if (poll(&pfd, 1, 0) != 1)
+			continue;
+		if (read(rfd, &cmd, 1) != 1)
+			_exit(3);
+		if (cmd == 's')
+			raise(SIGSTOP);
+	}
+	st = cci_rma(c, NULL, 0, lh, 0, &rh, 0, sizeof(src), NULL,
+	             CCI_FLAG_WRITE | CCI_FLAG_BLOCKING);
+	if (write(wfd, &st, sizeof(st)) != sizeof(st))
+		_exit(4);
+	_exit(0);
+}
+
+/* Wait until pid is stopped (its state in /proc is T). */
+static int wait_stopped(pid_t pid)
+{
+	char path[64], buf[512];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (uint64_t stop = ot_now_ms() + 5000; ot_now_ms() < stop; ot_sleep_ms(1)) {
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+		char *p;
+
+		if (f)
+			fclose(f);
+		buf[n] = '\0';
+		p = strrchr(buf, ')'); /* the state follows the command's name */
+		if (p && p[1] == ' ' && p[2] == 'T')
+			return 0;
+	}
+	return -1;
+}
+
+/* Accept one connection on ep; NULL if none came within 10 s. */
+static cci_connection_t *accept_one(cci_endpoint_t *ep)
+{
+	cci_connection_t *c = NULL;
+
+	for (uint64_t stop = ot_now_ms() + 10000; !c && ot_now_ms() < stop;) {
+		cci_event_t *ev;
+		if (cci_get_event(ep, &ev) != CCI_SUCCESS)
+			continue;
+		if (ev->type == CCI_EVENT_CONNECT_REQUEST) {
+			CU_ASSERT_EQUAL(cci_accept(ev, NULL), CCI_SUCCESS);
+		} else if (ev->type == CCI_EVENT_ACCEPT && ev->accept.status == CCI_SUCCESS) {
+			c = ev->accept.connection;
+		}
+		cci_return_event(ev);
+	}
+	return c;
+}
+
+/*
+ * A peer that learned the key is stopped (SIGSTOP) when the target
+ * deregisters: the deregistration waits its bound (2 s) for the peer's
+ * answer, breaks that connection and returns; the peer, continued,
+ * cannot reach the region any more, and its RMA fails (never hangs).
+ */
+static void peer_frozen_during_deregistration(void)
+{
+	static uint8_t region[4096];
+	cci_endpoint_t *ep = ot_endpoint(ot_init());
+	cci_rma_handle_t *h = NULL;
+	cci_connection_t *c;
+	int to[2], from[2], st = CCI_SUCCESS, status;
+	char *uri = NULL, ready = 0;
+	uint64_t t0, ms;
+	pid_t pid;
+
+	CU_ASSERT_FATAL(ep && pipe(to) == 0 && pipe(from) == 0);
+	CU_ASSERT_FATAL(cci_rma_register(ep, region, sizeof(region), CCI_FLAG_WRITE, &h) == 0 &&
+	                cci_get_opt(ep, CCI_OPT_ENDPT_URI, &uri) == 0);
+	pid = fork();
+	if (pid == 0)
+		frozen_initiator(to[0], from[1]);
+	CU_ASSERT_FATAL(pid > 0 && write(to[1], h, sizeof(*h)) == sizeof(*h) &&
+	                write(to[1], uri, strlen(uri) + 1) == (ssize_t)strlen(uri) + 1);
+	c = accept_one(ep);
+	CU_ASSERT(c != NULL && read(from[0], &ready, 1) == 1 && ready == 'r');
+	CU_ASSERT_FATAL(write(to[1], "s", 1) == 1 && wait_stopped(pid) == 0);
+	t0 = ot_now_ms();
+	CU_ASSERT_EQUAL(cci_rma_deregister(ep, h), CCI_SUCCESS);
+	ms = ot_now_ms() - t0;
+	printf("\n    the deregistration returned after %llu ms\n", (unsigned long long)ms);
+	CU_ASSERT(ms >= 1900 && ms < 6000);
+	if (c)
+		CU_ASSERT_EQUAL(cci_send(c, "x", 1, NULL, CCI_FLAG_BLOCKING), CCI_ERR_DISCONNECTED);
+	kill(pid, SIGCONT);
+	CU_ASSERT(write(to[1], "w", 1) == 1 && read(from[0], &st, sizeof(st)) == sizeof(st));
+	CU_ASSERT(st == CCI_ERR_DISCONNECTED || st == CCI_ERR_RMA_HANDLE);
+	CU_ASSERT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	free(uri);
+	close(to[0]);
+	close(to[1]);
+	close(from[0]);
+	close(from[1]);
+	ot_fini(ep);
+}
+
 int ot_add_rma_suite(void)
 {
 	CU_pSuite s = CU_add_suite("rma edges", NULL, NULL);
@@ -289,6 +488,12 @@ int ot_add_rma_suite(void)
 	                       "asked", misaligned_registrations_move_exact_bytes) ||
 	       !CU_add_test(s, "an 8 GiB registration serves RMA at its start, across 4 GiB and "
 	                       "at its end", huge_registration_serves_its_ends) ||
+	       !CU_add_test(s, "a write racing the target's deregistration lands before it "
+	                       "returns, later RMA is refused, and the target and the "
+	                       "connection still carry messages", write_racing_deregistration) ||
+	       !CU_add_test(s, "a peer stopped when the target deregisters: the deregistration "
+	                       "returns at its 2 s bound, that connection breaks, the peer cannot "
+	                       "reach the region", peer_frozen_during_deregistration) ||
 	       !CU_add_test(s, "a target killed during 16 writes of 4 MiB: each completes once, "
 	                       "later RMA fails, the endpoint still connects", peer_killed_mid_rma);
 }

@@ -120,6 +120,10 @@ static void test_fixed_bodies_decode(void)
 	CU_ASSERT_EQUAL(m.u.key, key);
 	n = frame(buf, OFI_T_MR_INVAL, 7, &key, sizeof(key));
 	CU_ASSERT_EQUAL(ofi_wire_decode(buf, n, &m, NULL), CCI_SUCCESS);
+	n = frame(buf, OFI_T_MR_DONE, 7, &key, sizeof(key));
+	CU_ASSERT_EQUAL_FATAL(ofi_wire_decode(buf, n, &m, NULL), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(m.u.key, key);
+	expect(buf, n - 1, CCI_EMSGSIZE);
 	n = frame(buf, OFI_T_MR_REP, 7, &r, sizeof(r));
 	CU_ASSERT_EQUAL_FATAL(ofi_wire_decode(buf, n, &m, NULL), CCI_SUCCESS);
 	CU_ASSERT_EQUAL(m.u.mr_rep.base, 0x1000);
@@ -195,7 +199,7 @@ static void test_bad_version_type_destination(void)
 	h->version = OFI_WIRE_VERSION;
 	h->type = 0;
 	expect(buf, n, CCI_EINVAL);
-	h->type = OFI_T_MR_INVAL + 1;
+	h->type = OFI_T_LAST + 1;
 	expect(buf, n, CCI_EINVAL);
 	h->type = 0xff;
 	expect(buf, n, CCI_EINVAL);
