@@ -217,8 +217,13 @@ static void live_fork_child(void)
  * progress (or its next send here).  Seen: a live server spun in
  * cci_get_event after a client exited with sends in flight.  The
  * application's own threads are the application's to stop.
+ *
+ * A destructor, not atexit(): it runs at exit (before libfabric's own,
+ * which this module depends on) or at the module's dlclose after
+ * cci_finalize (no endpoint is listed then).  ThreadSanitizer's atexit
+ * keeps the function past the dlclose and calls it unmapped at exit.
  */
-static void live_exit(void)
+__attribute__((destructor)) static void live_exit(void)
 {
 	struct ofi_ep **v = NULL;
 	uint32_t n = 0, cap = 0;
@@ -246,9 +251,6 @@ static void live_exit(void)
 __attribute__((constructor)) static void live_handlers_install(void)
 {
 	pthread_atfork(NULL, NULL, live_fork_child);
-	/* From a module, atexit runs at exit or at the module's dlclose
-	 * (after cci_finalize: no endpoint is listed then). */
-	atexit(live_exit);
 }
 
 void ofi_live_fini(void)
