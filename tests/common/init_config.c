@@ -3,6 +3,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <CUnit/Basic.h>
@@ -29,4 +30,16 @@ cci_device_t *init_config_first_device(const char *text, const char *ctp)
 	if (rc != CCI_SUCCESS || cci_get_devices(&devs) != CCI_SUCCESS || !devs[0])
 		return NULL;
 	return devs[0];
+}
+
+cci_device_t *init_device_named(const char *name)
+{
+	cci_device_t *const *devs = NULL;
+
+	if (cci_get_devices(&devs) != CCI_SUCCESS)
+		return NULL;
+	for (int i = 0; devs[i]; i++)
+		if (strcmp(devs[i]->name, name) == 0)
+			return devs[i];
+	return NULL;
 }

@@ -4,6 +4,7 @@
  * so it starts from a clean, single-threaded image.
  */
 #include "harness.h"
+#include "proc_probe.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -70,32 +71,14 @@ void h_peer_finish(struct h_peer *p, unsigned timeout_ms)
 	peer_close(p);
 }
 
-/* The state letter of process pid (R, S, T, ...), or 0. */
-static char proc_state(pid_t pid)
-{
-	char path[64], buf[512], *p;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (!(f = fopen(path, "r")))
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : 0;
-}
-
 void h_wait_stopped(pid_t pid)
 {
-	uint64_t deadline = h_now_ms() + 5000;
-	char st = 0;
+	char st;
 
-	while ((st = proc_state(pid)) != 'T' && st != 't' && h_now_ms() < deadline)
-		h_sleep_ms(1);
-	CHECKF(st == 'T' || st == 't', "process %d did not stop within 5 s (state %c)",
-	       (int)pid, st ? st : '?');
+	if (proc_wait_stopped(pid, 5000) == 0)
+		return;
+	st = proc_state(pid);
+	CHECKF(0, "process %d did not stop within 5 s (state %c)", (int)pid, st ? st : '?');
 }
 
 void h_peer_kill(struct h_peer *p)

@@ -11,6 +11,7 @@
 
 #include "proto.h"
 #include "server.h"
+#include "proc_probe.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -231,42 +232,6 @@ static void parent_works_while_children_run(void)
 
 /* ---- close-on-exec --------------------------------------------------------- */
 
-/* The descriptors a program exec'd by a child of this process starts
- * with: the child runs a shell that lists its own, into a pipe. */
-static int fds_after_exec(int *out, int max)
-{
-	char buf[8192], *p, *end;
-	int pfd[2], n = 0, status = 0;
-	size_t got = 0;
-	ssize_t r;
-	pid_t pid;
-
-	REQUIRE(pipe2(pfd, O_CLOEXEC) == 0);
-	pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		dup2(pfd[1], 1); /* fd 1 stays what it was to the test: inherited anyway */
-		execl("/bin/sh", "sh", "-c", "ls /proc/$$/fd", (char *)NULL);
-		_exit(127);
-	}
-	close(pfd[1]);
-	while (got < sizeof(buf) - 1 && (r = read(pfd[0], buf + got, sizeof(buf) - 1 - got)) > 0)
-		got += (size_t)r;
-	buf[got] = '\0';
-	close(pfd[0]);
-	waitpid(pid, &status, 0);
-	CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the exec'd shell failed (0x%x)",
-	       status);
-	for (p = buf; n < max && *p; p = end) {
-		long fd = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		out[n++] = (int)fd;
-	}
-	return n;
-}
-
 static void library_descriptors_close_on_exec(void)
 {
 	static uint8_t region[4096];
@@ -280,13 +245,15 @@ static void library_descriptors_close_on_exec(void)
 	uint32_t seq = 0;
 
 	srv_start(&s, &o);
-	nb = fds_after_exec(before, MAX_FDS);
+	nb = proc_fds_after_exec(before, MAX_FDS);
+	CHECKF(nb >= 0, "the shell exec'd before the endpoints failed");
 	ep = h_endpoint(h_setup(), &fd);
 	ep2 = h_endpoint(h_setup(), NULL);
 	c = h_connect(ep, s.uri, CCI_CONN_ATTR_RO, NULL, 0, NULL);
 	REQUIRE_RC(cci_rma_register(ep, region, sizeof(region), CCI_FLAG_READ, &h), CCI_SUCCESS);
 	roundtrips(ep, c, &seq, 20, "with an OS handle");
-	na = fds_after_exec(after, MAX_FDS);
+	na = proc_fds_after_exec(after, MAX_FDS);
+	CHECKF(na >= 0, "the shell exec'd with the endpoints open failed");
 	for (int i = 0; i < na; i++) {
 		char link[64], path[256] = "?";
 		ssize_t n;

@@ -18,42 +18,9 @@
 #include <unistd.h>
 
 #include "ofi_test.h"
+#include "proc_probe.h"
 
 #define MAX_FDS 512
-
-/* The descriptors of a shell exec'd by a child of this process. */
-static int fds_after_exec(int *out, int max)
-{
-	char buf[8192], *p, *end;
-	int pfd[2], n = 0, status = 0;
-	size_t got = 0;
-	ssize_t r;
-	pid_t pid;
-
-	CU_ASSERT_FATAL(pipe2(pfd, O_CLOEXEC) == 0);
-	pid = fork();
-	CU_ASSERT_FATAL(pid >= 0);
-	if (pid == 0) {
-		dup2(pfd[1], 1);
-		execl("/bin/sh", "sh", "-c", "ls /proc/$$/fd", (char *)NULL);
-		_exit(127);
-	}
-	close(pfd[1]);
-	while (got < sizeof(buf) - 1 && (r = read(pfd[0], buf + got, sizeof(buf) - 1 - got)) > 0)
-		got += (size_t)r;
-	buf[got] = '\0';
-	close(pfd[0]);
-	waitpid(pid, &status, 0);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	for (p = buf; n < max && *p; p = end) {
-		long fd = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		out[n++] = (int)fd;
-	}
-	return n;
-}
 
 static int fd_in(int fd, const int *set, int n)
 {
@@ -87,7 +54,8 @@ static void library_descriptors_close_on_exec(void)
 	cci_connection_t *ca = NULL, *cb = NULL;
 	cci_device_t *dev;
 
-	nb = fds_after_exec(before, MAX_FDS);
+	nb = proc_fds_after_exec(before, MAX_FDS);
+	CU_ASSERT_FATAL(nb >= 0);
 	dev = ot_init();
 	CU_ASSERT_FATAL(dev != NULL);
 	a = ot_endpoint(dev);
@@ -96,7 +64,8 @@ static void library_descriptors_close_on_exec(void)
 	CU_ASSERT_EQUAL(cci_send(ca, "ping", 4, NULL, CCI_FLAG_BLOCKING), CCI_SUCCESS);
 	CU_ASSERT_EQUAL(cci_send(cb, "pong", 4, NULL, CCI_FLAG_BLOCKING), CCI_SUCCESS);
 	CU_ASSERT_FATAL(app_tcp(mine) == 0 && pipe(mine + 3) == 0);
-	na = fds_after_exec(after, MAX_FDS);
+	na = proc_fds_after_exec(after, MAX_FDS);
+	CU_ASSERT(na >= 0);
 	for (int i = 0; i < na; i++) {
 		if (fd_in(after[i], before, nb) || fd_in(after[i], mine, 5))
 			continue;

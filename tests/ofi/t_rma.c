@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ofi_test.h"
+#include "proc_probe.h"
 #include "shm_sweep.h"
 
 #define GiB (1ull << 30)
@@ -392,27 +393,6 @@ static void frozen_initiator(int rfd, int wfd)
 	_exit(0);
 }
 
-/* Wait until pid is stopped (its state in /proc is T). */
-static int wait_stopped(pid_t pid)
-{
-	char path[64], buf[512];
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	for (uint64_t stop = ot_now_ms() + 5000; ot_now_ms() < stop; ot_sleep_ms(1)) {
-		FILE *f = fopen(path, "r");
-		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-		char *p;
-
-		if (f)
-			fclose(f);
-		buf[n] = '\0';
-		p = strrchr(buf, ')'); /* the state follows the command's name */
-		if (p && p[1] == ' ' && p[2] == 'T')
-			return 0;
-	}
-	return -1;
-}
-
 /* Accept one connection on ep; NULL if none came within 10 s. */
 static cci_connection_t *accept_one(cci_endpoint_t *ep)
 {
@@ -459,7 +439,7 @@ static void peer_frozen_during_deregistration(void)
 	                write(to[1], uri, strlen(uri) + 1) == (ssize_t)strlen(uri) + 1);
 	c = accept_one(ep);
 	CU_ASSERT(c != NULL && read(from[0], &ready, 1) == 1 && ready == 'r');
-	CU_ASSERT_FATAL(write(to[1], "s", 1) == 1 && wait_stopped(pid) == 0);
+	CU_ASSERT_FATAL(write(to[1], "s", 1) == 1 && proc_wait_stopped(pid, 5000) == 0);
 	t0 = ot_now_ms();
 	CU_ASSERT_EQUAL(cci_rma_deregister(ep, h), CCI_SUCCESS);
 	ms = ot_now_ms() - t0;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ofi_test.h"
+#include "proc_probe.h"
 #include "shm_sweep.h"
 
 #define TIMEOUT_MS 1000u
@@ -53,27 +54,6 @@ static void stopping_server(int go, int out)
 		cci_return_event(ev);
 	}
 	_exit(0);
-}
-
-/* Wait until pid is stopped (its state in /proc is T). */
-static int wait_stopped(pid_t pid)
-{
-	char path[64], buf[512];
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	for (uint64_t stop = ot_now_ms() + 5000; ot_now_ms() < stop; ot_sleep_ms(1)) {
-		FILE *f = fopen(path, "r");
-		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-		char *p;
-
-		if (f)
-			fclose(f);
-		buf[n] = '\0';
-		p = strrchr(buf, ')'); /* the state follows the command's name */
-		if (p && p[1] == ' ' && p[2] == 'T')
-			return 0;
-	}
-	return -1;
 }
 
 struct reports {
@@ -171,7 +151,7 @@ static void send_timeout_statuses(void)
 		cci_return_event(ev);
 	CU_ASSERT_FATAL(c != NULL);
 	CU_ASSERT_FATAL(write(go[1], "f", 1) == 1 && read(out[0], &ack, 1) == 1 &&
-	                wait_stopped(pid) == 0);
+	                proc_wait_stopped(pid, 5000) == 0);
 	send_n(c, 0, OLD_SENDS);
 	collect(ep, r, NSENDS, TIMEOUT_MS / 2);
 	send_n(c, OLD_SENDS, YOUNG_SENDS);

@@ -14,21 +14,10 @@
 #include <unistd.h>
 
 #include "cci.h"
+#include "init_config.h"
 
 static char top[] = "/tmp/cci-sm-files-XXXXXX";
 static char cfg[PATH_MAX];
-
-static cci_device_t *device(const char *name)
-{
-	cci_device_t *const *devs;
-
-	if (cci_get_devices(&devs) != CCI_SUCCESS)
-		return NULL;
-	for (int i = 0; devs[i]; i++)
-		if (strcmp(devs[i]->name, name) == 0)
-			return devs[i];
-	return NULL;
-}
 
 /* The socket path inside an endpoint's URI "sm://<path>"; malloc'd. */
 static char *endpoint_path(cci_endpoint_t *ep)
@@ -59,7 +48,7 @@ static void test_private_modes(void)
 	char *sock, *slash;
 	int d, s;
 
-	CU_ASSERT_FATAL(cci_create_endpoint(device("good"), 0, &ep, NULL) == CCI_SUCCESS);
+	CU_ASSERT_FATAL(cci_create_endpoint(init_device_named("good"), 0, &ep, NULL) == CCI_SUCCESS);
 	sock = endpoint_path(ep);
 	CU_ASSERT_FATAL(sock != NULL);
 	CU_ASSERT_EQUAL(mode_of(sock, &d, &s), 0600);
@@ -81,7 +70,7 @@ static void test_removed_on_destroy(void)
 	cci_endpoint_t *ep = NULL;
 	char *sock, *slash;
 
-	CU_ASSERT_FATAL(cci_create_endpoint(device("good"), 0, &ep, NULL) == CCI_SUCCESS);
+	CU_ASSERT_FATAL(cci_create_endpoint(init_device_named("good"), 0, &ep, NULL) == CCI_SUCCESS);
 	sock = endpoint_path(ep);
 	CU_ASSERT_FATAL(sock != NULL);
 	CU_ASSERT_EQUAL(access(sock, F_OK), 0);
@@ -96,7 +85,7 @@ static void test_removed_on_destroy(void)
 static void expect_refused(const char *dev)
 {
 	cci_endpoint_t *ep = NULL;
-	int rc = cci_create_endpoint(device(dev), 0, &ep, NULL);
+	int rc = cci_create_endpoint(init_device_named(dev), 0, &ep, NULL);
 
 	CU_ASSERT_NOT_EQUAL(rc, CCI_SUCCESS);
 	if (rc == CCI_SUCCESS)
@@ -125,7 +114,7 @@ static void test_dead_process_leftovers_removed(void)
 	waitpid(pid, NULL, 0); /* pid now names no process */
 	snprintf(dead, sizeof(dead), "%s/good/%d", top, (int)pid);
 	CU_ASSERT_FATAL(mkdir(dead, 0700) == 0);
-	CU_ASSERT_FATAL(cci_create_endpoint(device("good"), 0, &ep, NULL) == CCI_SUCCESS);
+	CU_ASSERT_FATAL(cci_create_endpoint(init_device_named("good"), 0, &ep, NULL) == CCI_SUCCESS);
 	CU_ASSERT_NOT_EQUAL(access(dead, F_OK), 0);
 	cci_destroy_endpoint(ep);
 }

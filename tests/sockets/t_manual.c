@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sockets_test.h"
+#include "init_config.h"
 
 #define MANUAL_CONF                                                                \
 	"[m]\ntransport = tcp\nip = 127.0.0.1\nprogress = manual\n\n"                  \
@@ -29,18 +30,6 @@ static int thread_count(void)
 	return n;
 }
 
-static cci_device_t *device_named(const char *name)
-{
-	cci_device_t *const *devs;
-
-	if (cci_get_devices(&devs) != CCI_SUCCESS)
-		return NULL;
-	for (int i = 0; devs[i]; i++)
-		if (!strcmp(devs[i]->name, name))
-			return devs[i];
-	return NULL;
-}
-
 static void manual_starts_no_thread(void)
 {
 	cci_endpoint_t *m = NULL, *a = NULL;
@@ -49,10 +38,10 @@ static void manual_starts_no_thread(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st_init_conf(MANUAL_CONF));
 	before = thread_count();
 	CU_ASSERT_FATAL(before > 0);
-	CU_ASSERT_EQUAL(cci_create_endpoint(device_named("m"), 0, &m, NULL), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(cci_create_endpoint(init_device_named("m"), 0, &m, NULL), CCI_SUCCESS);
 	CU_ASSERT_EQUAL(thread_count(), before);
 	/* The same check sees the thread of an endpoint with progress=auto. */
-	CU_ASSERT_EQUAL(cci_create_endpoint(device_named("a"), 0, &a, NULL), CCI_SUCCESS);
+	CU_ASSERT_EQUAL(cci_create_endpoint(init_device_named("a"), 0, &a, NULL), CCI_SUCCESS);
 	CU_ASSERT_EQUAL(thread_count(), before + 1);
 	if (a)
 		CU_ASSERT_EQUAL(cci_destroy_endpoint(a), CCI_SUCCESS);
@@ -92,8 +81,8 @@ static void manual_os_handle_wakes_for_request_and_message(void)
 	int v = 42;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(st_init_conf(MANUAL_CONF));
-	CU_ASSERT_EQUAL_FATAL(cci_create_endpoint(device_named("m"), 0, &srv, &fd), CCI_SUCCESS);
-	CU_ASSERT_EQUAL_FATAL(cci_create_endpoint(device_named("a"), 0, &cli, NULL), CCI_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(cci_create_endpoint(init_device_named("m"), 0, &srv, &fd), CCI_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(cci_create_endpoint(init_device_named("a"), 0, &cli, NULL), CCI_SUCCESS);
 	uri = st_uri(srv);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(uri);
 	CU_ASSERT_EQUAL(cci_get_event(srv, &ev), CCI_EAGAIN); /* arms the handle */

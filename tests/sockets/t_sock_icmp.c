@@ -80,6 +80,21 @@ static int icmp_open(void)
 	return fd;
 }
 
+/* A raw ICMP socket to forge errors with and a raw UDP one to capture
+ * the datagrams they quote; 0, or -1 with the test skipped (no raw
+ * socket) or failed (the second would not open). */
+static int raw_pair_open(int *icmp_fd, int *cap_fd)
+{
+	if ((*icmp_fd = icmp_open()) < 0)
+		return -1;
+	*cap_fd = socket(AF_INET, SOCK_RAW, IPPROTO_UDP);
+	if (*cap_fd >= 0)
+		return 0;
+	CU_FAIL("no raw UDP socket to capture with");
+	close(*icmp_fd);
+	return -1;
+}
+
 static uint16_t ep_port(cci_endpoint_t *ep)
 {
 	char *uri = NULL;
@@ -194,18 +209,14 @@ static int capture(int cap_fd, uint16_t sport, uint16_t dport, uint8_t type, uin
 void t_icmp_does_not_break_open_connection(void)
 {
 	struct sk_pair p;
-	int icmp_fd = icmp_open(), cap_fd;
+	int icmp_fd, cap_fd;
 	uint8_t msg[100] = { 1 }, q[QUOTE_LEN], ping[QUOTE_LEN];
 	uint16_t cport;
 	cci_event_t *ev;
 	int got = 0;
 
-	if (icmp_fd < 0)
+	if (raw_pair_open(&icmp_fd, &cap_fd) != 0)
 		return;
-	cap_fd = socket(AF_INET, SOCK_RAW, IPPROTO_UDP);
-	if (cap_fd < 0)
-		close(icmp_fd);
-	CU_ASSERT_FATAL(cap_fd >= 0);
 	if (sk_pair_open(&p, CCI_CONN_ATTR_RO, NULL, NULL) != 0)
 		goto out;
 	cport = ep_port(p.cli);
@@ -322,18 +333,14 @@ static int send_status(cci_endpoint_t *ep, unsigned ms)
  */
 static void icmp_breaks_silent_peer(unsigned first)
 {
-	int icmp_fd = icmp_open(), cap_fd;
+	int icmp_fd, cap_fd;
 	uint8_t msg[100] = { 2 }, q[QUOTE_LEN];
 	struct silent s;
 	uint64_t t0, t;
 	int st;
 
-	if (icmp_fd < 0)
+	if (raw_pair_open(&icmp_fd, &cap_fd) != 0)
 		return;
-	cap_fd = socket(AF_INET, SOCK_RAW, IPPROTO_UDP);
-	if (cap_fd < 0)
-		close(icmp_fd);
-	CU_ASSERT_FATAL(cap_fd >= 0);
 	silent_open(&s);
 	CU_ASSERT_EQUAL(cci_send(s.c, msg, sizeof(msg), NULL, 0), CCI_SUCCESS);
 	CU_ASSERT_EQUAL_FATAL(capture(cap_fd, s.cport, s.sport, SOCK_DG_MSG, q, NULL, NULL), 0);

@@ -17,19 +17,6 @@
 #define TO_YOUNG 2u  /* ... and 600 ms later */
 #define TO_READ 2u   /* the old one that is an RMA read */
 
-/* The device of section name. */
-static cci_device_t *device_named(const char *name)
-{
-	cci_device_t *const *devs = NULL;
-
-	if (cci_get_devices(&devs) != CCI_SUCCESS)
-		return NULL;
-	for (int i = 0; devs[i]; i++)
-		if (strcmp(devs[i]->name, name) == 0)
-			return devs[i];
-	return NULL;
-}
-
 /* Connect cli to srv, polling both (srv has no progress thread). */
 static cci_connection_t *connect_pair(cci_endpoint_t *cli, cci_endpoint_t *srv)
 {
@@ -106,8 +93,8 @@ static void send_timeout_statuses(const char *transport)
 	         "%s\nip = 127.0.0.1\nprogress = manual\n", transport, transport);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(init_config_first_device(
 	        conf, strcmp(transport, "tcp") == 0 ? "sockets" : "sock"));
-	CU_ASSERT_EQUAL_FATAL(cci_create_endpoint(device_named("cli"), 0, &cli, NULL), CCI_SUCCESS);
-	CU_ASSERT_EQUAL_FATAL(cci_create_endpoint(device_named("srv"), 0, &srv, NULL), CCI_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(cci_create_endpoint(init_device_named("cli"), 0, &cli, NULL), CCI_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(cci_create_endpoint(init_device_named("srv"), 0, &srv, NULL), CCI_SUCCESS);
 	c = connect_pair(cli, srv);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	CU_ASSERT_EQUAL(cci_set_opt(c, CCI_OPT_CONN_SEND_TIMEOUT, &none), CCI_SUCCESS);
