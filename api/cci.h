@@ -636,7 +636,10 @@ CCI_DECLSPEC int cci_rma(cci_connection_t *connection, const void *msg_ptr,
  *    signal), and peers may still connect to it afterwards.
  *  - Every descriptor the library opens is close-on-exec: a program that
  *    a child execs inherits none of them (nor keeps a connection of the
- *    parent's open after the parent closed it).
+ *    parent's open after the parent closed it).  One exception: over ofi,
+ *    the sockets libfabric's tcp provider opens after an endpoint's
+ *    creation are marked in the child of a fork(), which posix_spawn()
+ *    and vfork() do not run; see plugins/ofi/README.md.
  *  - In the child, what the parent opened (endpoints, their connections,
  *    events and registrations) is the parent's: every call on it returns
  *    CCI_EINVAL and touches nothing (no message is sent, no file removed,
