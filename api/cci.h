@@ -629,7 +629,9 @@ CCI_DECLSPEC int cci_rma(cci_connection_t *connection, const void *msg_ptr,
 /* ------------------------------------------------------------------------ */
 /*
  * A program may fork() at any time, from any thread, with endpoints open
- * and traffic in flight.
+ * and traffic in flight.  A fork() waits for a cci_init(), cci_finalize(),
+ * cci_create_endpoint() or cci_destroy_endpoint() that another thread is
+ * running to finish (the child must not inherit them half done).
  *
  *  - The parent is not affected: its endpoints and connections keep
  *    working while a child runs, execs or ends (by exit(), _exit() or a
@@ -666,17 +668,21 @@ CCI_DECLSPEC int cci_rma(cci_connection_t *connection, const void *msg_ptr,
  *    allowed and gives the core's text).
  *  - An object of the wrong kind (an endpoint given as a connection or an
  *    event, a connection as an endpoint, an option of the other kind of
- *    handle): CCI_EINVAL.  Endpoints, connections, events and
- *    registrations carry a mark that each call checks: one load and one
- *    compare, no lookup.
+ *    handle): CCI_EINVAL.  Endpoints, connections and events carry a
+ *    mark that each call checks (a load or two and a compare, no
+ *    lookup); a handle is found by its key in a table that grows with the
+ *    registrations, and must match the registration in all its bytes.
  *  - A closed object: its memory is kept, marked dead, not given back.
  *    An endpoint destroyed (or closed by the last cci_finalize()):
  *    CCI_EINVAL.  A connection after cci_disconnect() or its endpoint's
  *    end: CCI_ERR_DISCONNECTED for cci_send, cci_sendv and cci_rma,
- *    CCI_EINVAL for the rest.  An RMA handle deregistered: CCI_EINVAL to
- *    cci_rma_deregister(), CCI_ERR_RMA_HANDLE to cci_rma() as the local
- *    handle or as the remote one (its bytes then read as key 0, never
- *    issued).  An event returned, or lent when its endpoint was
+ *    CCI_EINVAL for the rest.  An RMA handle deregistered (through it or
+ *    through any copy): CCI_EINVAL to cci_rma_deregister(),
+ *    CCI_ERR_RMA_HANDLE to cci_rma() as the local handle; as the remote
+ *    one, the original is refused by cci_rma() at once (its bytes then
+ *    read as key 0, never issued) and a copy at the target, the RMA
+ *    completing with CCI_ERR_RMA_HANDLE or CCI_ERR_RMA_OP, never
+ *    applied.  An event returned, or lent when its endpoint was
  *    destroyed: CCI_EINVAL.  A request accepted or rejected already:
  *    CCI_EINVAL.  Pointers of a finished library keep these answers,
  *    before and after a new cci_init().

@@ -67,11 +67,12 @@ struct cci__ep_core {
 	int work_rung;               /* ... for plugin work, not for queued events (event.c) */
 	int pollers;                 /* threads in cci_get_event's progress: they ring for it */
 	int starved;                 /* cci_get_event said CCI_ENOBUFS: a return rings */
+	uint32_t returns;            /* events returned, ever (event.c: starved) */
 	int closing;
 	pthread_mutex_t rma_lock;
 	cci__rma_reg_t **rma_table;  /* hash of registrations by key */
 	uint32_t rma_buckets;        /* of rma_table: a power of two, 0 before the first */
-	uint32_t rma_count;          /* registrations in the tables */
+	uint32_t rma_count;          /* registrations in rma_table */
 	cci__ep_t *next_ep;          /* cci__g.eps */
 };
 

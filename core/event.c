@@ -252,16 +252,17 @@ static cci__evt_t *evq_pop(cci__ep_t *ep)
 	return e;
 }
 
-/* Before a progress call: quiet an OS handle rung for events no longer
- * queued (purged with their connection, say) or for work that progress
- * is about to take.  Returns whether any event is queued. */
+/* Before arming: returns whether any event is queued.  When none is, the
+ * caller runs progress next, so a ring for plugin work may go, and one
+ * for events no longer queued (purged with their connection, say) too. */
 int cci__evq_settle(cci__ep_t *ep)
 {
 	int queued;
 
 	cci__spin_lock(&core_ep(ep)->lock);
-	os_handle_take_work_locked(ep);
 	queued = core_ep(ep)->evq_head != NULL;
+	if (!queued)
+		os_handle_take_work_locked(ep);
 	cci__spin_unlock(&core_ep(ep)->lock);
 	return queued;
 }
@@ -320,6 +321,7 @@ static int get_event_with_handle(cci__ep_t *ep, cci__evt_t **e_p)
 {
 	cci__evt_t *e;
 	int prc = CCI_SUCCESS, ring, empty;
+	uint32_t returns = 0;
 
 	cci__spin_lock(&core_ep(ep)->lock);
 	e = evq_pop_locked(ep);
@@ -329,6 +331,7 @@ static int get_event_with_handle(cci__ep_t *ep, cci__evt_t **e_p)
 	}
 	cci__spin_unlock(&core_ep(ep)->lock);
 	if (!e) {
+		returns = __atomic_load_n(&core_ep(ep)->returns, __ATOMIC_SEQ_CST);
 		prc = ep->plugin->progress(ep);
 		cci__spin_lock(&core_ep(ep)->lock);
 		core_ep(ep)->pollers--;
@@ -341,8 +344,15 @@ static int get_event_with_handle(cci__ep_t *ep, cci__evt_t **e_p)
 	empty = !cci__evq_nonempty(ep);
 	if (!e && prc == CCI_ENOBUFS) {
 		/* Nothing can come until the application returns an event:
-		 * the return rings the handle (cci_return_event). */
-		__atomic_store_n(&core_ep(ep)->starved, 1, __ATOMIC_RELAXED);
+		 * the return rings the handle (cci_return_event).  One made
+		 * by another thread since this progress began may have seen
+		 * starved still 0: the count of returns tells, and this
+		 * thread rings for it (each side writes, then reads the
+		 * other's word, so one of them sees the other). */
+		__atomic_store_n(&core_ep(ep)->starved, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&core_ep(ep)->returns, __ATOMIC_SEQ_CST) != returns &&
+		    __atomic_exchange_n(&core_ep(ep)->starved, 0, __ATOMIC_SEQ_CST))
+			os_handle_ring_work(ep);
 		return CCI_ENOBUFS;
 	}
 	if (empty && cci__ep_arm(ep) == CCI_EAGAIN && !e)
@@ -400,11 +410,12 @@ CCI_API int cci_return_event(cci_event_t *event)
 	cci__spin_unlock(&core_ep(ep)->lock);
 	cci__conn_free(dead);
 	/* A buffer is free again: what waited for one can arrive now, so a
-	 * waiter on the OS handle must look. */
-	if (__atomic_load_n(&core_ep(ep)->starved, __ATOMIC_RELAXED)) {
-		__atomic_store_n(&core_ep(ep)->starved, 0, __ATOMIC_RELAXED);
+	 * waiter on the OS handle must look (see get_event_with_handle for
+	 * the count). */
+	__atomic_add_fetch(&core_ep(ep)->returns, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&core_ep(ep)->starved, __ATOMIC_SEQ_CST) &&
+	    __atomic_exchange_n(&core_ep(ep)->starved, 0, __ATOMIC_SEQ_CST))
 		os_handle_ring_work(ep);
-	}
 	return CCI_SUCCESS;
 }
 

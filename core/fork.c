@@ -11,11 +11,12 @@
  * checks of its connections and events also read (core.h), and calls on
  * them return CCI_EINVAL.  Nothing of them is freed or closed: that would
  * run plugin code on the parent's resources; the copies stay as memory
- * the child never reads again (parent_state keeps it reachable).  The library itself is uninitialised in
- * the child, so that cci_finalize() there does nothing and cci_init()
- * starts afresh, with plugins that serve the child as any new process
- * (a plugin that cannot, such as one whose library keeps process-wide
- * state, says so when it is asked for devices).
+ * the child never reads again (parent_states keeps it reachable).  The
+ * library itself is uninitialised in the child, so that cci_finalize()
+ * there does nothing and cci_init() starts afresh, with plugins that
+ * serve the child as any new process (a plugin that cannot, such as one
+ * whose library keeps process-wide state, says so when it is asked for
+ * devices).
  *
  * The core's global locks are held across fork() (taken in the prepare
  * handler), so that the child's copies are free: a thread of the parent
@@ -23,6 +24,7 @@
  * otherwise leave them locked for good in the child.
  */
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "core.h"
 
@@ -40,16 +42,30 @@ static void fork_parent(void)
 	pthread_mutex_unlock(&cci__g.lock);
 }
 
-/* The child's copy of the parent's state, kept reachable (a leak checker
- * in the child would otherwise report every object of it). */
-static struct cci__globals parent_state;
+/* The child's copies of its ancestors' state, newest first, kept
+ * reachable (a leak checker in the child would otherwise report every
+ * object of them); a child of a child keeps both. */
+static struct saved_state {
+	struct cci__globals g;
+	struct saved_state *older;
+} *parent_states;
 
 static void fork_child(void)
 {
 	for (cci__ep_t *ep = cci__g.eps; ep; ep = core_ep(ep)->next_ep)
 		core_ep(ep)->magic = CCI__MAGIC_PARENT_EP;
-	/* The lists are the parent's: set aside, free nothing. */
-	parent_state = cci__g;
+	/* The lists are the parent's: set aside, free nothing.  (glibc's
+	 * malloc is usable in a fork child; without memory the copy is
+	 * only unreachable, a leak checker's concern.) */
+	if (cci__g.refcount || cci__g.eps) {
+		struct saved_state *st = malloc(sizeof(*st));
+
+		if (st) {
+			st->g = cci__g;
+			st->older = parent_states;
+			parent_states = st;
+		}
+	}
 	cci__g.refcount = 0;
 	cci__g.eps = NULL;
 	cci__g.plugins = NULL;

@@ -97,9 +97,10 @@ static inline int cci__ct_send_expired(uint32_t send_timeout_us, uint64_t oldest
  * connection broke at now because a send outlived the timeout
  * (cci__ct_send_expired): CCI_ETIMEDOUT if it too waited past the timeout
  * (it was not delivered in time either), else CCI_ERR_DISCONNECTED (it
- * fails only because the connection broke).  The send that broke the
- * connection always gets CCI_ETIMEDOUT, whatever thread reads the clock
- * later.
+ * fails only because the connection broke).  Given the timeout and the
+ * now that broke the connection, the send that broke it gets
+ * CCI_ETIMEDOUT; a caller that reads the connection's timeout again
+ * after a cci_set_opt() changed it judges by the new one.
  */
 static inline int cci__ct_send_fail_status(uint32_t send_timeout_us, uint64_t queued_ns,
                                            uint64_t now)

@@ -51,10 +51,15 @@ int cci__listen_accept_failed(struct cci__listen_guard *g, int err, uint64_t now
 	cci__listen_pause(g, CCI__LISTEN_NOFD);
 	g->retry_ns = now + g->retry_every_ns;
 	g->fails++;
-	if (g->since_ns)
-		return 1; /* the same shortage */
-	g->since_ns = now;
-	g->fails = 1;
+	if (!g->since_ns) { /* a new shortage */
+		g->since_ns = now;
+		g->fails = 1;
+	}
+	/* Said once a shortage, as soon as the interval since the last
+	 * warning (of an earlier shortage) allows: a long one is never
+	 * silent. */
+	if (g->warned)
+		return 1;
 	g->warned = cci__log_due_at(&g->warned_ns, g->warn_every_ns, now);
 	if (g->warned)
 		g->core->log(CCI_LOG_WARN,
