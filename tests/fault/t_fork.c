@@ -338,6 +338,15 @@ static void child_calls_into_parent_objects(void)
 
 /* ---- a child that starts the library afresh ------------------------------------ */
 
+/* A child's child: the endpoint its parent opened is its parent's. */
+static void grandchild_is_refused(void *arg)
+{
+	cci_event_t *ev = NULL;
+
+	CHECK_RC(cci_get_event(arg, &ev), CCI_EINVAL);
+	CHECK_RC(cci_finalize(), CCI_ERROR);
+}
+
 static void child_starts_afresh(void *arg)
 {
 	const char *uri = arg;
@@ -346,6 +355,9 @@ static void child_starts_afresh(void *arg)
 	uint32_t seq = 100000;
 
 	roundtrips(ep, c, &seq, 20, "from the child's own endpoint");
+	child_finish(fork_child(grandchild_is_refused, (void *)ep), 10000,
+	             "was forked by a child with an endpoint of its own");
+	roundtrips(ep, c, &seq, 20, "from the child's endpoint after its own child");
 	h_teardown(ep);
 }
 
@@ -385,7 +397,8 @@ const struct h_test t_fork_tests[] = {
 	{ "in a child, calls on the parent's endpoint, connection and registration fail with "
 	  "CCI_EINVAL and the parent's connection is untouched",
 	  child_calls_into_parent_objects, H_NEEDS_DEVICE, 40 },
-	{ "a child may cci_init afresh and connect from an endpoint of its own",
+	{ "a child may cci_init afresh and connect from an endpoint of its own; its own "
+	  "child gets CCI_EINVAL on that endpoint, which keeps working",
 	  child_may_init_afresh, H_NEEDS_DEVICE, 40 },
 };
 const size_t t_fork_count = sizeof(t_fork_tests) / sizeof(t_fork_tests[0]);
