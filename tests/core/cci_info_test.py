@@ -7,7 +7,7 @@ CASE is one of:
   example     CCI_CONFIG=--config (config/cci.ini.example): its devices, in
               order, with their settings; each plugin's ini keys; text and
               --json agree; -v, -h and a bad option behave.
-  tcp-manual  CCI_CONFIG=--config (tests/sockets/tcp-manual.ini): one tcp
+  tcp-manual  CCI_CONFIG=--config (tests/tcp/tcp-manual.ini): one tcp
               device with the plugin's own priority.
   discovered  no CCI_CONFIG: the sm device is discovered, with no conf_argv.
   broken      broken files written to a temporary directory: exit 1, the
@@ -201,7 +201,7 @@ def case_example(c, a):
     check_loaded(c, doc, "sm", "sm")
     check_keys(c, doc, "sm", SM_KEYS)
     if "tcp" in have:
-        check_keys(c, doc, "sockets", TCP_KEYS)
+        check_keys(c, doc, "tcp", TCP_KEYS)
     if "ofi" in have:
         check_keys(c, doc, "ofi", OFI_KEYS)
     if "tcp" in have:
@@ -211,7 +211,7 @@ def case_example(c, a):
                                                                       "priority=30"]})
         c.check("127.0.0.1" in (device(doc, "tcp-lo") or {}).get("info", ""),
                 "tcp-lo's info names its address")
-        check_loaded(c, doc, "sockets", "tcp")
+        check_loaded(c, doc, "tcp", "tcp")
     if "ofi" in have:
         check_device(c, doc, "ofi-tcp-lo", {"transport": "ofi", "default": False,
                                             "priority": 20,
@@ -302,7 +302,7 @@ def case_tcp_manual(c, a):
                                                       "progress=manual"]})
     c.check("127.0.0.1" in (device(doc, "tcp-manual") or {}).get("info", ""),
             "its info names its address")
-    check_loaded(c, doc, "sockets", "tcp")
+    check_loaded(c, doc, "tcp", "tcp")
 
 
 def case_discovered(c, a):

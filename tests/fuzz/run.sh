@@ -19,15 +19,14 @@ clang $cflags -I"$top/api" -I"$top/config" \
 	"$here/ini_fuzz.c" "$top/config/ini.c" -o "$work/ini_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/common" \
 	"$here/uri_fuzz.c" "$top/plugins/common/uri.c" -o "$work/uri_fuzz"
-clang $cflags -I"$top/api" -I"$top/plugins/sockets" \
-	"$top/tests/sockets/sock_wire_fuzz.c" "$top/plugins/sockets/sock_wire.c" -o "$work/wire_fuzz"
+clang $cflags -I"$top/api" -I"$top/plugins/tcp" \
+	"$top/tests/tcp/tcp_wire_fuzz.c" "$top/plugins/tcp/tcp_wire.c" -o "$work/wire_fuzz"
 clang $cflags -I"$top/plugins/sm" \
 	"$here/sm_ring_fuzz.c" "$top/plugins/sm/sm_ring.c" -o "$work/sm_ring_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/verbs" \
 	"$here/verbs_wire_fuzz.c" "$top/plugins/verbs/verbs_wire.c" -o "$work/verbs_fuzz"
-clang $cflags -I"$top/api" -I"$top/plugins/sockets" \
-	"$here/sock_dgram_fuzz.c" "$top/plugins/sockets/sock_dgram.c" \
-	"$top/plugins/sockets/sock_wire.c" -o "$work/dgram_fuzz"
+clang $cflags -I"$top/api" -I"$top/plugins/sock" \
+	"$here/sock_dgram_fuzz.c" "$top/plugins/sock/sock_dgram.c" -o "$work/dgram_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/sm" \
 	"$here/sm_ctl_fuzz.c" "$top/plugins/sm/sm_ctl_wire.c" -o "$work/sm_ctl_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/ofi" \

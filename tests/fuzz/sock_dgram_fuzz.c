@@ -1,6 +1,6 @@
 /*
  * sock_dgram_fuzz.c - libFuzzer harness for the sock transport's datagram
- * decoder (plugins/sockets/sock_dgram.c): every byte string decodes to a
+ * decoder (plugins/sock/sock_dgram.c): every byte string decodes to a
  * datagram within its promises, or is refused with a reason; never a
  * crash, never a read outside the input.  A decoded datagram encodes back
  * to the same header bytes.  The reader of datagrams quoted by ICMP errors

@@ -1,7 +1,7 @@
 /*
  * sock_rel_sim_test.c - two sock_rel connections talking through an
  * in-memory channel that loses, duplicates, reorders and delays their
- * datagrams, deterministically from a seed (plugins/sockets/sock_rel.h).
+ * datagrams, deterministically from a seed (plugins/sock/sock_rel.h).
  * Each run delivers numbered messages and fails on any message lost,
  * delivered twice or (RO) out of order, on a receiver overrun, on a
  * deadlock, or when it needs more iterations than its bound.  Time is

@@ -1,6 +1,6 @@
 /*
  * sock_rel_test.c - unit tests of the reliability of sock:// connections
- * (plugins/sockets/sock_rel.h): sequence widening, the RTT estimate and
+ * (plugins/sock/sock_rel.h): sequence widening, the RTT estimate and
  * its backoff, selective acks, congestion and flow windows, duplicate and
  * forged input, delivery order; then simulations of two connections
  * through a lossy, duplicating, reordering channel.  Time is simulated:

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sockets_test.h"
+#include "tcp_test.h"
 #include "init_config.h"
 
 #define MANUAL_CONF                                                                \

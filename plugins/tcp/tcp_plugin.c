@@ -7,9 +7,9 @@
 
 const struct cci_core *tcp_core;
 
-extern const struct cci_plugin cci_ctp_sockets_plugin;
+extern const struct cci_plugin cci_ctp_tcp_plugin;
 
-/* The ini keys of a tcp section, as plugins/sockets/README.md lists them. */
+/* The ini keys of a tcp section, as plugins/tcp/README.md lists them. */
 static const struct cci_conf_key tcp_conf_keys[] = SOCK_CONF_KEYS(
 	TCP_AM_MSS_MIN, TCP_AM_MSS_MAX, TCP_AM_MSS_DEFAULT, TCP_BUFSIZE_MAX,
 	"bind the first address of this interface (IPv4 first; with ip, the "
@@ -25,7 +25,7 @@ static int sock_init(const struct cci_core *core)
 
 static const struct sock_transport tcp_transport = {
 	.name = "tcp", .proto = "TCP/IP", .mss = TCP_AM_MSS_DEFAULT,
-	.plugin = &cci_ctp_sockets_plugin, .keys = tcp_conf_keys,
+	.plugin = &cci_ctp_tcp_plugin, .keys = tcp_conf_keys,
 };
 
 static int sock_discover_devs(void)
@@ -40,10 +40,10 @@ static int sock_dev_configure_one(cci__dev_t *dev)
 
 static const char *const sock_transports[] = { "tcp", NULL };
 
-__attribute__((visibility("default"))) const struct cci_plugin cci_ctp_sockets_plugin = {
+__attribute__((visibility("default"))) const struct cci_plugin cci_ctp_tcp_plugin = {
 	.size = sizeof(struct cci_plugin),
 	.abi_version = CCI_PLUGIN_ABI_VERSION,
-	.name = "sockets",
+	.name = "tcp",
 	.transports = sock_transports,
 	.priority = 30,
 	.ep_priv_size = sizeof(struct tcp_ep),

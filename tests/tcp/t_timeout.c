@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "init_config.h"
-#include "sockets_test.h"
+#include "tcp_test.h"
 
 #define TO_OLD 4u    /* sends and RMAs made first ... */
 #define TO_YOUNG 2u  /* ... and 600 ms later */
@@ -92,7 +92,7 @@ static void send_timeout_statuses(const char *transport)
 	snprintf(conf, sizeof(conf), "[cli]\ntransport = %s\nip = 127.0.0.1\n\n[srv]\ntransport = "
 	         "%s\nip = 127.0.0.1\nprogress = manual\n", transport, transport);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(init_config_first_device(
-	        conf, strcmp(transport, "tcp") == 0 ? "sockets" : "sock"));
+	        conf, strcmp(transport, "tcp") == 0 ? "tcp" : "sock"));
 	CU_ASSERT_EQUAL_FATAL(cci_create_endpoint(init_device_named("cli"), 0, &cli, NULL), CCI_SUCCESS);
 	CU_ASSERT_EQUAL_FATAL(cci_create_endpoint(init_device_named("srv"), 0, &srv, NULL), CCI_SUCCESS);
 	c = connect_pair(cli, srv);

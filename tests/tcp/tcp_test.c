@@ -17,9 +17,9 @@
 
 #include <CUnit/Basic.h>
 
-#include "sock_wire.h"
+#include "tcp_wire.h"
 #include "init_config.h"
-#include "sockets_test.h"
+#include "tcp_test.h"
 #include "unit_run.h"
 
 uint64_t st_now_ms(void)
@@ -49,12 +49,12 @@ cci_device_t *st_init_as(const char *transport, const char *ip)
 	char text[128];
 
 	snprintf(text, sizeof(text), "[t]\ntransport = %s\nip = %s\n", transport, ip);
-	return init_config_first_device(text, tcp ? "sockets" : "sock");
+	return init_config_first_device(text, tcp ? "tcp" : "sock");
 }
 
 cci_device_t *st_init_conf(const char *text)
 {
-	return init_config_first_device(text, "sockets");
+	return init_config_first_device(text, "tcp");
 }
 
 void st_fini(cci_endpoint_t *ep)

@@ -1,6 +1,6 @@
 /*
  * t_burst.c - tcp bursts: a polling application's burst of small sends is
- * held and written at once (plugins/sockets/tcp_tx.c).  Whatever the
+ * held and written at once (plugins/tcp/tcp_tx.c).  Whatever the
  * sender does after the burst (nothing at all, or only sleeping), every
  * message reaches the peer, in order and intact, without another library
  * call; with progress=manual nothing is held back in the first place.
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sockets_test.h"
+#include "tcp_test.h"
 
 #define BURST_N 300u       /* messages of one burst */
 #define BURST_BIG_EVERY 50 /* every 50th, from the 26th, is big: queued behind held ones */

@@ -15,8 +15,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "sock_wire.h"
-#include "sockets_test.h"
+#include "tcp_wire.h"
+#include "tcp_test.h"
 
 int raw_connect(uint16_t port)
 {

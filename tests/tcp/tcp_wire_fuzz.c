@@ -1,18 +1,18 @@
 /*
  * sock_wire_fuzz.c - libFuzzer harness for the socket transports' wire
- * decoders (plugins/sockets/sock_wire.c): every byte string must decode to
+ * decoders (plugins/tcp/tcp_wire.c): every byte string must decode to
  * a frame within the limits, or be refused with a reason; never a crash.
  *
  * Build (as tests/fuzz/run.sh does for the other harnesses):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I api -I plugins/sockets \
- *         tests/sockets/sock_wire_fuzz.c plugins/sockets/sock_wire.c
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I api -I plugins/tcp \
+ *         tests/tcp/tcp_wire_fuzz.c plugins/tcp/tcp_wire.c
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "cci.h"
-#include "sock_wire.h"
+#include "tcp_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,7 +5,7 @@
 
 #include "cci.h"
 #include "sock_dgram.h"
-#include "sock_wire.h"
+#include "../common/le.h"
 
 uint32_t sock_dg_sub_len(uint8_t type)
 {

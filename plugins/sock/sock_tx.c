@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "sock.h"
-#include "sock_io.h"
+#include "net_io.h"
 
 #define TXD_CHUNK 256u
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sock_addr.h"
+#include "net_dev.h"
 #include "plugin.h"
 #include "uri.h"
 

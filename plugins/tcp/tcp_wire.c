@@ -3,7 +3,7 @@
  * sock_wire.h).  Everything a peer sends passes through a decoder here
  * before any other code looks at it.
  */
-#include "sock_wire.h"
+#include "tcp_wire.h"
 
 #include "cci.h"
 

@@ -14,7 +14,7 @@ const struct cci_core *sock_core;
 
 extern const struct cci_plugin cci_ctp_sock_plugin;
 
-/* The ini keys of a sock section, as plugins/sockets/README.md lists them:
+/* The ini keys of a sock section, as plugins/sock/README.md lists them:
  * tcp's keys, with the limits of this transport. */
 static const struct cci_conf_key sock_conf_keys[] = SOCK_CONF_KEYS(
 	SOCK_MSS_MIN, SOCK_MSS_MAX, SOCK_MSS_DEFAULT, SOCK_BUFSIZE_MAX,

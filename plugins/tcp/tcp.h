@@ -57,9 +57,9 @@
 #include <sys/uio.h>
 
 #include "cci_plugin.h"
-#include "sock_addr.h"
-#include "sock_io.h"
-#include "sock_wire.h"
+#include "net_dev.h"
+#include "net_io.h"
+#include "tcp_wire.h"
 #include "clock.h"
 #include "conn_base.h"
 #include "dlist.h"

@@ -56,7 +56,7 @@
 #include "iov.h"
 #include "log_due.h"
 #include "random.h"
-#include "sock_addr.h"
+#include "net_dev.h"
 #include "sock_dgram.h"
 #include "sock_rel.h"
 #include "status.h"

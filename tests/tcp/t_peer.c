@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sockets_test.h"
+#include "tcp_test.h"
 #include "unit_run.h"
 
 /* ---- a serving peer ------------------------------------------------------ */

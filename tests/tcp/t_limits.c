@@ -19,7 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "sockets_test.h"
+#include "tcp_test.h"
 
 #define LIM_CLIENTS 40     /* connects waiting for a server out of descriptors */
 #define LIM_SPARE 12       /* descriptors the server may open past those in use */

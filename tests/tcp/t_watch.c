@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sockets_test.h"
+#include "tcp_test.h"
 
 #define WATCH_CONNS 6 /* above the plugin's 4 sockets polled by recv */
 

@@ -4,7 +4,7 @@
  *
  * usage: sock_test [substring]   (runs the tests whose name contains it)
  * SOCK_TEST_MSGS sets the message count of the RO and RU relay streams
- * (default 1000000; plugins/sockets/README.md, Tests).
+ * (default 1000000; plugins/sock/README.md, Tests).
  */
 #include <arpa/inet.h>
 #include <errno.h>
