@@ -1,6 +1,6 @@
 /*
- * sock_addr.c - interface discovery, device ini keys and URI parsing for
- * the socket transports (see sock_addr.h).
+ * net_dev.c - interface discovery, device ini keys and URI parsing for
+ * the IP transports, tcp and sock (see net_dev.h).
  */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -35,11 +35,11 @@ static uint64_t if_rate(const char *ifname)
 }
 
 /* A discovered device named name: the address of ifa. */
-static int dev_add(const struct cci_core *core, const struct sock_transport *t,
+static int dev_add(const struct cci_core *core, const struct net_transport *t,
                    const char *name, const struct ifaddrs *ifa)
 {
 	const struct sockaddr *sa = ifa->ifa_addr;
-	struct sock_dev *d = calloc(1, sizeof(*d));
+	struct net_dev *d = calloc(1, sizeof(*d));
 	cci__dev_t *dev;
 
 	if (!d)
@@ -73,7 +73,7 @@ static int addr_index(const struct ifaddrs *all, const struct ifaddrs *ifa)
 	return n;
 }
 
-int sock_devs_discover(const struct cci_core *core, const struct sock_transport *t)
+int net_devs_discover(const struct cci_core *core, const struct net_transport *t)
 {
 	struct ifaddrs *all, *ifa;
 	char name[64];
@@ -117,9 +117,9 @@ static void wildcard_host(char *buf, size_t len)
 	freeifaddrs(all);
 }
 
-const char *const sock_progress_modes[] = { "auto", "manual", NULL };
+const char *const net_progress_modes[] = { "auto", "manual", NULL };
 
-int sock_conf_ip(const char *value, void *field, char *why, size_t whylen)
+int net_conf_ip(const char *value, void *field, char *why, size_t whylen)
 {
 	struct sockaddr_in *s4 = field;
 	struct sockaddr_in6 *s6 = field;
@@ -140,7 +140,7 @@ int sock_conf_ip(const char *value, void *field, char *why, size_t whylen)
 }
 
 /* Settle the bind address from ip= and interface=. */
-static void conf_address(const struct cci_core *core, cci__dev_t *dev, struct sock_dev *d,
+static void conf_address(const struct cci_core *core, cci__dev_t *dev, struct net_dev *d,
                         int ip_i, int if_i, const char *proto)
 {
 	struct sockaddr_storage ifaddr;
@@ -169,11 +169,11 @@ static void conf_address(const struct cci_core *core, cci__dev_t *dev, struct so
 	         d->ifname, d->host, ip_i < 0 && if_i < 0 ? " (bound to all addresses)" : "");
 }
 
-int sock_devs_configure(const struct cci_core *core, const struct sock_transport *t,
+int net_devs_configure(const struct cci_core *core, const struct net_transport *t,
                         cci__dev_t *dev)
 {
-	struct sock_dev *d = calloc(1, sizeof(*d));
-	int kv[SOCK_KEY_COUNT];
+	struct net_dev *d = calloc(1, sizeof(*d));
+	int kv[NET_KEY_COUNT];
 	int rc;
 
 	if (!d)
@@ -184,12 +184,12 @@ int sock_devs_configure(const struct cci_core *core, const struct sock_transport
 		free(d);
 		return rc;
 	}
-	conf_address(core, dev, d, kv[SOCK_KEY_IP], kv[SOCK_KEY_INTERFACE], t->proto);
+	conf_address(core, dev, d, kv[NET_KEY_IP], kv[NET_KEY_INTERFACE], t->proto);
 	cci__dev_publish(dev, d, d->up, d->mss, 0, d->info);
 	return CCI_SUCCESS;
 }
 
-int sock_uri_resolve(const char *uri, const char *scheme, struct sockaddr_storage *ss,
+int net_uri_resolve(const char *uri, const char *scheme, struct sockaddr_storage *ss,
                      socklen_t *len)
 {
 	char sch[16], host[256];
@@ -202,7 +202,7 @@ int sock_uri_resolve(const char *uri, const char *scheme, struct sockaddr_storag
 	return cci__addr_resolve(host, port, AF_UNSPEC, ss, len);
 }
 
-char *sock_uri_make(const char *scheme, const struct sock_dev *d, uint16_t port)
+char *net_uri_make(const char *scheme, const struct net_dev *d, uint16_t port)
 {
 	char *s;
 

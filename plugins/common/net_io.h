@@ -1,13 +1,13 @@
 /*
- * sock_io.h - the socket I/O of the socket transports: raw system calls
+ * net_io.h - the socket I/O of the IP transports (tcp, sock): raw system calls
  * rather than the libc wrappers, because these are not cancellation points
  * (a thread cancelled inside the library would leave its locks held), and
  * they skip the cancellation bookkeeping libc adds to every call once a
  * process has threads, which is measurable on a polled path that makes one
  * call per message.
  */
-#ifndef CCI_SOCK_IO_H
-#define CCI_SOCK_IO_H
+#ifndef CCI_NET_IO_H
+#define CCI_NET_IO_H
 
 #include <stdint.h>
 #include <sys/socket.h>
@@ -15,19 +15,19 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-static inline ssize_t sock_recv(int fd, void *buf, size_t len, int flags)
+static inline ssize_t net_recv(int fd, void *buf, size_t len, int flags)
 {
 	return syscall(SYS_recvfrom, fd, buf, len, flags, NULL, NULL);
 }
 
-static inline ssize_t sock_send(int fd, const void *buf, size_t len, int flags)
+static inline ssize_t net_send(int fd, const void *buf, size_t len, int flags)
 {
 	return syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);
 }
 
-static inline ssize_t sock_sendmsg(int fd, const struct msghdr *mh, int flags)
+static inline ssize_t net_sendmsg(int fd, const struct msghdr *mh, int flags)
 {
 	return syscall(SYS_sendmsg, fd, mh, flags);
 }
 
-#endif /* CCI_SOCK_IO_H */
+#endif /* CCI_NET_IO_H */

@@ -1,6 +1,5 @@
 /*
- * sock.h - internal structures of the UDP transport (sock://) of the
- * sockets plugin.
+ * sock.h - internal structures of the sock transport (UDP, sock://).
  *
  * One UDP socket per endpoint carries every connection; a datagram names
  * its connection by the receiver's token (a random 32-bit tag over the
@@ -286,7 +285,7 @@ struct sock_txslot {
 
 struct sock_ep {
 	cci__ep_t *ep;
-	const struct sock_dev *dev;
+	const struct net_dev *dev;
 	int fd;
 	int family;
 	uint16_t port;

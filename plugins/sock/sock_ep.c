@@ -216,7 +216,7 @@ static int is_loopback(const struct sockaddr_storage *ss)
 
 /* The largest datagram: the interface's MTU less the IP and UDP headers
  * (1500 when it cannot be known), within what UDP carries. */
-static uint32_t dgram_size(const struct sock_dev *dev, int family, const char *host)
+static uint32_t dgram_size(const struct net_dev *dev, int family, const char *host)
 {
 	uint32_t mtu = 1500, hdr = family == AF_INET6 ? 48 : 28, dg;
 	struct ifreq ifr;
@@ -399,7 +399,7 @@ int sock_ep_create(cci__ep_t *ep, const char *service)
 	}
 	if (rc == CCI_SUCCESS)
 		rc = batches_init(sep);
-	if (rc == CCI_SUCCESS && !(ep->uri = sock_uri_make("sock", sep->dev, sep->port)))
+	if (rc == CCI_SUCCESS && !(ep->uri = net_uri_make("sock", sep->dev, sep->port)))
 		rc = CCI_ENOMEM;
 	if (rc == CCI_SUCCESS)
 		rc = handle_join(sep);

@@ -118,7 +118,7 @@ int sock_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data
 	struct sock_conn *sc;
 	int rc;
 
-	rc = sock_uri_resolve(uri, "sock", &ss, &sl);
+	rc = net_uri_resolve(uri, "sock", &ss, &sl);
 	if (rc != CCI_SUCCESS)
 		return rc;
 	if (ss.ss_family != sep->family)

@@ -1,11 +1,7 @@
 /*
- * sock_udp_plugin.c - the sock transport (UDP, sock://host:port): its ops
- * table, its devices and the ini keys of a sock section.
- *
- * It is a module of its own, cci_ctp_sock.so, built from this folder with
- * the address, device and key code it shares with tcp (sock_addr.c): so
- * CCI_CTP selects or drops it apart from tcp, and its discovered devices
- * carry its transport name.
+ * sock_plugin.c - the sock transport (UDP, sock://host:port): its ops
+ * table, its devices and the ini keys of a sock section.  The address,
+ * device and key code it shares with tcp is plugins/common/net_dev.c.
  */
 #include "plugin.h"
 #include "sock.h"
@@ -16,7 +12,7 @@ extern const struct cci_plugin cci_ctp_sock_plugin;
 
 /* The ini keys of a sock section, as plugins/sock/README.md lists them:
  * tcp's keys, with the limits of this transport. */
-static const struct cci_conf_key sock_conf_keys[] = SOCK_CONF_KEYS(
+static const struct cci_conf_key sock_conf_keys[] = NET_CONF_KEYS(
 	SOCK_MSS_MIN, SOCK_MSS_MAX, SOCK_MSS_DEFAULT, SOCK_BUFSIZE_MAX,
 	"bind the first address of this interface (IPv4 first; with ip, the "
 	"family of ip); its MTU sizes the datagrams",
@@ -29,19 +25,19 @@ static int plugin_init(const struct cci_core *core)
 	return cci__plugin_take_core(core, &sock_core);
 }
 
-static const struct sock_transport udp_transport = {
+static const struct net_transport udp_transport = {
 	.name = "sock", .proto = "UDP", .mss = SOCK_MSS_DEFAULT,
 	.plugin = &cci_ctp_sock_plugin, .keys = sock_conf_keys,
 };
 
 static int discover_devs(void)
 {
-	return sock_devs_discover(sock_core, &udp_transport);
+	return net_devs_discover(sock_core, &udp_transport);
 }
 
 static int dev_configure(cci__dev_t *dev)
 {
-	return sock_devs_configure(sock_core, &udp_transport, dev);
+	return net_devs_configure(sock_core, &udp_transport, dev);
 }
 
 static const char *const transports[] = { "sock", NULL };

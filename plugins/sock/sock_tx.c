@@ -32,7 +32,7 @@ static int send_lone(struct sock_ep *sep, const struct msghdr *mh)
 	size_t len;
 
 	if (mh->msg_iovlen == 2 && mh->msg_iov[1].iov_len > SOCK_TX_GATHER_MAX)
-		return sock_sendmsg(sep->fd, mh, MSG_DONTWAIT) < 0 ? -1 : 1;
+		return net_sendmsg(sep->fd, mh, MSG_DONTWAIT) < 0 ? -1 : 1;
 	len = cci__iov_gather(sep->tx_one, mh->msg_iov, mh->msg_iovlen);
 	return syscall(SYS_sendto, sep->fd, sep->tx_one, len, MSG_DONTWAIT, mh->msg_name,
 	               mh->msg_namelen) < 0 ? -1 : 1;

@@ -1,8 +1,8 @@
 /*
- * tcp.h - internal structures of the tcp transport of the sockets plugin.
+ * tcp.h - internal structures of the tcp transport.
  *
  * One TCP socket per connection, one listening socket per endpoint.  Frames
- * (sock_wire.h) carry messages, acks and emulated RMA.  A reliable send
+ * (tcp_wire.h) carry messages, acks and emulated RMA.  A reliable send
  * completes when the peer acknowledged it: acks ride on every frame and a
  * lone ACK frame goes out when nothing else does (at once when the sender
  * asked for it, else at the next tick).
@@ -172,7 +172,7 @@ struct tcp_op {
 	                            * its place among the sends (tcp_conn_break) */
 	char *buf;                 /* small copy buffer (TCP_COPY_SMALL bytes) */
 	/* The frame being written: header, sub-header and payload pieces. */
-	uint8_t hdr[SOCK_HDR_LEN + SOCK_SUB_MAX];
+	uint8_t hdr[TCP_HDR_LEN + TCP_SUB_MAX];
 	struct iovec piov[TCP_OP_IOV];
 	/* Message bytes: the caller's (borrowed, NO_COPY) or buf. */
 	struct iovec uiov[TCP_OP_IOV];
@@ -217,7 +217,7 @@ struct tcp_conn {
 
 	/* Handshake (client), under the loop lock and sep->lock. */
 	ev_io hs_w;
-	uint8_t hs[SOCK_HDR_LEN + SOCK_HELLO_LEN + CCI_CONN_REQ_LEN];
+	uint8_t hs[TCP_HDR_LEN + TCP_HELLO_LEN + CCI_CONN_REQ_LEN];
 	uint32_t hs_len, hs_off;
 	uint64_t nonce;
 	void *context;
@@ -258,12 +258,12 @@ struct tcp_conn {
 	int ack_now;
 	uint8_t *stage;
 	uint32_t st_pos, st_end;
-	uint8_t fh[SOCK_HDR_LEN + SOCK_SUB_MAX];
+	uint8_t fh[TCP_HDR_LEN + TCP_SUB_MAX];
 	uint32_t fh_have;
 	int fh_ready;                  /* fh decoded into h/sub, payload not begun */
 	int in_payload;
-	struct sock_hdr h;
-	struct sock_sub sub;
+	struct tcp_hdr h;
+	struct tcp_sub sub;
 	int sink;
 	char *dst;
 	uint64_t left;
@@ -288,14 +288,14 @@ struct tcp_req {
 	uint64_t t0_ns;                /* accepted at */
 	uint64_t deadline_ns;
 	char peer[64];
-	uint8_t buf[SOCK_HDR_LEN + SOCK_HELLO_LEN + CCI_CONN_REQ_LEN];
+	uint8_t buf[TCP_HDR_LEN + TCP_HELLO_LEN + CCI_CONN_REQ_LEN];
 	uint32_t have;
-	struct sock_hello hello;
+	struct tcp_hello hello;
 };
 
 struct tcp_ep {
 	cci__ep_t *ep;
-	const struct sock_dev *dev;
+	const struct net_dev *dev;
 	uint32_t mss;
 	uint64_t id;                   /* random per incarnation */
 	int listen_fd;
@@ -494,7 +494,7 @@ struct tcp_op *tcp_op_get_app(struct tcp_conn *tc, int kind, int flags, void *co
 void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done);
 void tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done);
 void tcp_tx_flush_all(struct tcp_ep *sep);
-void tcp_tx_flush_now(struct tcp_conn *tc, uint8_t ctl, const struct sock_sub *sub);
+void tcp_tx_flush_now(struct tcp_conn *tc, uint8_t ctl, const struct tcp_sub *sub);
 int tcp_tx_acked(struct tcp_conn *tc, uint64_t ack);
 void tcp_ops_complete(struct tcp_ep *sep, struct tcp_op *done);
 int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,

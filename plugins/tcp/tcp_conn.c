@@ -249,17 +249,17 @@ void tcp_faults_process(struct tcp_ep *sep)
  * that could destroy that ack.  Only between frames. */
 static void close_gracefully(struct tcp_conn *tc)
 {
-	struct sock_hdr h = { .type = SOCK_F_ACK };
-	uint8_t b[SOCK_HDR_LEN];
+	struct tcp_hdr h = { .type = TCP_F_ACK };
+	uint8_t b[TCP_HDR_LEN];
 	char scratch[4096];
 
 	h.ack = atomic_load(&tc->rx_seq);
-	sock_hdr_encode(b, &h);
-	if (sock_send(tc->fd, b, sizeof(b), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(b))
+	tcp_hdr_encode(b, &h);
+	if (net_send(tc->fd, b, sizeof(b), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(b))
 		return;
 	shutdown(tc->fd, SHUT_WR);
 	for (int i = 0; i < 64; i++)
-		if (sock_recv(tc->fd, scratch, sizeof(scratch), MSG_DONTWAIT) <= 0)
+		if (net_recv(tc->fd, scratch, sizeof(scratch), MSG_DONTWAIT) <= 0)
 			break;
 }
 
@@ -357,7 +357,7 @@ static uint64_t oldest_send_ns(void *pc)
 /* A PING to a quiet peer: its PONG is a sign of life. */
 static void ping(void *pc)
 {
-	tcp_tx_flush_now(pc, SOCK_F_PING, NULL);
+	tcp_tx_flush_now(pc, TCP_F_PING, NULL);
 }
 
 static void connect_expired(void *pc)
@@ -387,6 +387,6 @@ void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop)
 		if (cci__conn_tick(&tc->base, tc->conn, tcp_core, &tick_ops[with_loop != 0], tc,
 		                   now) &&
 		    atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent))
-			tcp_tx_flush_now(tc, SOCK_F_ACK, NULL);
+			tcp_tx_flush_now(tc, TCP_F_ACK, NULL);
 	}
 }

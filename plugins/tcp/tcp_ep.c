@@ -104,7 +104,7 @@ int tcp_ep_create(cci__ep_t *ep, const char *service)
 		rc = listen_open(sep, port);
 	if (rc == CCI_SUCCESS)
 		rc = rx_set_open(sep);
-	if (rc == CCI_SUCCESS && !(ep->uri = sock_uri_make("tcp", sep->dev, sep->port)))
+	if (rc == CCI_SUCCESS && !(ep->uri = net_uri_make("tcp", sep->dev, sep->port)))
 		rc = CCI_ENOMEM;
 	if (rc == CCI_SUCCESS)
 		rc = tcp_loop_start(sep);

@@ -39,7 +39,7 @@ static void frame_data(struct tcp_op *op, char *addr, uint64_t len)
 
 /* The next fragment of a read answer, checked again against the target's
  * registration (it may have been dropped since the request). */
-static int rdresp_fragment(struct tcp_op *op, struct sock_hdr *h, struct sock_sub *s,
+static int rdresp_fragment(struct tcp_op *op, struct tcp_hdr *h, struct tcp_sub *s,
                            uint64_t frag)
 {
 	void *addr = NULL;
@@ -51,51 +51,51 @@ static int rdresp_fragment(struct tcp_op *op, struct sock_hdr *h, struct sock_su
 		op->status = rc;
 		return 0;
 	}
-	h->type = SOCK_F_RD_DATA;
+	h->type = TCP_F_RD_DATA;
 	s->off = op->done;
 	frame_data(op, addr, frag);
 	return 1;
 }
 
 /* Fill h, s and the payload of op's current frame. */
-static void frame_fill(struct tcp_op *op, struct sock_hdr *h, struct sock_sub *s)
+static void frame_fill(struct tcp_op *op, struct tcp_hdr *h, struct tcp_sub *s)
 {
 	uint64_t frag = op->total - op->done < TCP_FRAG_LEN ? op->total - op->done : TCP_FRAG_LEN;
 
 	switch (op->kind) {
 	case TCP_OP_READ:
 		if (!op->msg_phase) {
-			h->type = SOCK_F_RD_REQ;
+			h->type = TCP_F_RD_REQ;
 			s->key = op->key;
 			s->off = op->roff;
 			s->len = op->total;
 			break;
 		}
-		h->flags = SOCK_FL_ACK_NOW; /* the completion message of a read */
+		h->flags = TCP_FL_ACK_NOW; /* the completion message of a read */
 		/* fall through */
 	case TCP_OP_MSG:
-		h->type = SOCK_F_MSG;
+		h->type = TCP_F_MSG;
 		h->seq = op->seq;
 		frame_payload(op, op->uiov, op->uiovcnt);
 		break;
 	case TCP_OP_WRITE:
 		if (op->done < op->total) {
-			h->type = SOCK_F_WR_DATA;
+			h->type = TCP_F_WR_DATA;
 			s->key = op->key;
 			s->off = op->roff + op->done;
 			frame_data(op, op->laddr + op->done, frag);
 			break;
 		}
-		h->type = SOCK_F_WR_END;
+		h->type = TCP_F_WR_END;
 		h->seq = op->seq;
-		h->flags = SOCK_FL_ACK_NOW; /* the initiator waits for this ack */
+		h->flags = TCP_FL_ACK_NOW; /* the initiator waits for this ack */
 		frame_payload(op, op->uiov, op->uiovcnt);
 		break;
 	default: /* TCP_OP_RDRESP */
 		if (op->status == CCI_SUCCESS && op->done < op->total &&
 		    rdresp_fragment(op, h, s, frag))
 			break;
-		h->type = SOCK_F_RD_END;
+		h->type = TCP_F_RD_END;
 		s->status = (uint32_t)op->status;
 		break;
 	}
@@ -104,25 +104,25 @@ static void frame_fill(struct tcp_op *op, struct sock_hdr *h, struct sock_sub *s
 void tcp_op_prepare(struct tcp_op *op)
 {
 	struct tcp_conn *tc = op->tc;
-	struct sock_hdr h = { 0 };
-	struct sock_sub s = { .op = op->op_id };
+	struct tcp_hdr h = { 0 };
+	struct tcp_sub s = { .op = op->op_id };
 	uint64_t payload = 0;
 	uint32_t sub;
 
 	op->piovcnt = 0;
 	op->frame_data = 0;
 	frame_fill(op, &h, &s);
-	if (h.type == SOCK_F_MSG && want_ack_now(op))
-		h.flags |= SOCK_FL_ACK_NOW;
+	if (h.type == TCP_F_MSG && want_ack_now(op))
+		h.flags |= TCP_FL_ACK_NOW;
 	for (uint32_t i = 0; i < op->piovcnt; i++)
 		payload += op->piov[i].iov_len;
-	sub = sock_sub_len(h.type);
+	sub = tcp_sub_len(h.type);
 	h.len = (uint32_t)(sub + payload);
 	h.ack = tcp_ack_take(tc);
-	sock_hdr_encode(op->hdr, &h);
+	tcp_hdr_encode(op->hdr, &h);
 	if (sub)
-		sock_sub_encode(op->hdr + SOCK_HDR_LEN, h.type, &s);
-	op->hdr_len = SOCK_HDR_LEN + sub;
+		tcp_sub_encode(op->hdr + TCP_HDR_LEN, h.type, &s);
+	op->hdr_len = TCP_HDR_LEN + sub;
 	op->frame_len = op->hdr_len + payload;
 	op->frame_off = 0;
 	op->prepared = 1;
@@ -137,14 +137,14 @@ void tcp_op_prepare(struct tcp_op *op)
 uint32_t tcp_msg_linear(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt,
                         uint8_t *b, uint64_t *ack)
 {
-	struct sock_hdr h = { .type = SOCK_F_MSG, .len = op->len, .seq = op->seq };
+	struct tcp_hdr h = { .type = TCP_F_MSG, .len = op->len, .seq = op->seq };
 
 	if (want_ack_now(op))
-		h.flags = SOCK_FL_ACK_NOW;
+		h.flags = TCP_FL_ACK_NOW;
 	h.ack = tcp_ack_take(op->tc);
 	*ack = h.ack;
-	sock_hdr_encode(b, &h);
-	return SOCK_HDR_LEN + (uint32_t)cci__iov_gather(b + SOCK_HDR_LEN, iov, iovcnt);
+	tcp_hdr_encode(b, &h);
+	return TCP_HDR_LEN + (uint32_t)cci__iov_gather(b + TCP_HDR_LEN, iov, iovcnt);
 }
 
 int tcp_op_frame_done(struct tcp_op *op)
@@ -152,7 +152,7 @@ int tcp_op_frame_done(struct tcp_op *op)
 	uint8_t type = op->hdr[1];
 
 	op->prepared = 0;
-	if (type == SOCK_F_WR_DATA || type == SOCK_F_RD_DATA) {
+	if (type == TCP_F_WR_DATA || type == TCP_F_RD_DATA) {
 		op->done += op->frame_data;
 		return 0;
 	}

@@ -52,9 +52,9 @@ void tcp_sock_opts(int fd, uint32_t bufsize)
 static int io_exact(int fd, uint8_t *buf, uint32_t *have, uint32_t need, int send)
 {
 	while (*have < need) {
-		ssize_t n = send ? sock_send(fd, buf + *have, need - *have,
+		ssize_t n = send ? net_send(fd, buf + *have, need - *have,
 		                             MSG_DONTWAIT | MSG_NOSIGNAL)
-		                 : sock_recv(fd, buf + *have, need - *have, MSG_DONTWAIT);
+		                 : net_recv(fd, buf + *have, need - *have, MSG_DONTWAIT);
 		if (n > 0) {
 			*have += (uint32_t)n;
 			continue;
@@ -73,25 +73,25 @@ static int io_exact(int fd, uint8_t *buf, uint32_t *have, uint32_t need, int sen
 static int hs_frame(int fd, uint8_t *buf, uint32_t *have, uint32_t mss, int want_hello,
                     const char **why)
 {
-	struct sock_limits lim = { mss, TCP_FRAG_MAX };
-	struct sock_hdr h;
-	int r = io_exact(fd, buf, have, SOCK_HDR_LEN, 0);
+	struct tcp_limits lim = { mss, TCP_FRAG_MAX };
+	struct tcp_hdr h;
+	int r = io_exact(fd, buf, have, TCP_HDR_LEN, 0);
 
 	if (r <= 0) {
 		*why = r < 0 ? "closed during the handshake" : NULL;
 		return r;
 	}
-	if (sock_hdr_decode(buf, &lim, &h, why) != 0)
+	if (tcp_hdr_decode(buf, &lim, &h, why) != 0)
 		return -1;
-	if (h.type != SOCK_F_HELLO && h.type != SOCK_F_ACCEPT && h.type != SOCK_F_REJECT) {
+	if (h.type != TCP_F_HELLO && h.type != TCP_F_ACCEPT && h.type != TCP_F_REJECT) {
 		*why = "not a handshake frame";
 		return -1;
 	}
-	if ((h.type == SOCK_F_HELLO) != want_hello) {
+	if ((h.type == TCP_F_HELLO) != want_hello) {
 		*why = want_hello ? "a reply where a request belongs" : "a request where a reply belongs";
 		return -1;
 	}
-	r = io_exact(fd, buf, have, SOCK_HDR_LEN + h.len, 0);
+	r = io_exact(fd, buf, have, TCP_HDR_LEN + h.len, 0);
 	if (r < 0)
 		*why = "closed during the handshake";
 	return r;
@@ -159,7 +159,7 @@ static void req_post(struct tcp_req *req)
 	req->state = TCP_REQ_POSTED;
 	CCI__DLIST_PUSH(&sep->posted, req);
 	if (tcp_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.attr,
-	                           req->buf + SOCK_HDR_LEN + SOCK_HELLO_LEN, req->hello.data_len,
+	                           req->buf + TCP_HDR_LEN + TCP_HELLO_LEN, req->hello.data_len,
 	                           req) != CCI_SUCCESS)
 		req_drop(req, "out of memory");
 }
@@ -175,7 +175,7 @@ static void req_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)revents;
 	pthread_mutex_lock(&sep->lock);
 	r = hs_frame(req->fd, req->buf, &req->have, sep->mss, 1, &why);
-	if (r == 1 && sock_hello_decode(req->buf + SOCK_HDR_LEN, req->have - SOCK_HDR_LEN,
+	if (r == 1 && tcp_hello_decode(req->buf + TCP_HDR_LEN, req->have - TCP_HDR_LEN,
 	                                &req->hello, &why) != 0)
 		r = -1;
 	if (r < 0 && why && strncmp(why, "closed", 6) != 0)
@@ -283,19 +283,19 @@ void tcp_hs_timers(struct tcp_ep *sep, uint64_t now)
 }
 
 /* Send a short handshake frame on a fresh socket (it always fits). */
-static int reply_send(int fd, uint8_t type, const struct sock_reply *r)
+static int reply_send(int fd, uint8_t type, const struct tcp_reply *r)
 {
-	uint8_t b[SOCK_HDR_LEN + SOCK_REPLY_LEN];
-	struct sock_hdr h = { .type = type, .len = SOCK_REPLY_LEN };
+	uint8_t b[TCP_HDR_LEN + TCP_REPLY_LEN];
+	struct tcp_hdr h = { .type = type, .len = TCP_REPLY_LEN };
 	uint32_t sent = 0;
 
-	sock_hdr_encode(b, &h);
-	sock_reply_encode(b + SOCK_HDR_LEN, r);
+	tcp_hdr_encode(b, &h);
+	tcp_reply_encode(b + TCP_HDR_LEN, r);
 	return io_exact(fd, b, &sent, sizeof(b), 1) == 1 ? CCI_SUCCESS : CCI_ERR_DISCONNECTED;
 }
 
 /* With the loop lock and sep->lock held. */
-static int accept_locked(struct tcp_req *req, void *context, const struct sock_reply *r)
+static int accept_locked(struct tcp_req *req, void *context, const struct tcp_reply *r)
 {
 	struct tcp_ep *sep = req->sep;
 	cci__conn_t *conn = tcp_core->conn_alloc(sep->ep, (cci_conn_attribute_t)req->hello.attr,
@@ -310,7 +310,7 @@ static int accept_locked(struct tcp_req *req, void *context, const struct sock_r
 	req->fd = -1; /* the connection owns the socket now */
 	memcpy(tc->peer, req->peer, sizeof(tc->peer));
 	CCI__DLIST_PUSH(&sep->conns, tc);
-	rc = reply_send(tc->fd, SOCK_F_ACCEPT, r);
+	rc = reply_send(tc->fd, TCP_F_ACCEPT, r);
 	if (rc == CCI_SUCCESS)
 		rc = tcp_conn_open(tc, req->hello.mss);
 	/* The event goes first: nothing can be read before the lock drops. */
@@ -325,9 +325,9 @@ static int accept_locked(struct tcp_req *req, void *context, const struct sock_r
 	return CCI_SUCCESS;
 }
 
-static int reject_locked(struct tcp_req *req, const struct sock_reply *r)
+static int reject_locked(struct tcp_req *req, const struct tcp_reply *r)
 {
-	reply_send(req->fd, SOCK_F_REJECT, r);
+	reply_send(req->fd, TCP_F_REJECT, r);
 	close(req->fd);
 	req->fd = -1;
 	return CCI_SUCCESS;
@@ -339,7 +339,7 @@ static int req_answer(cci__evt_t *evt, void *context, int accept)
 {
 	struct tcp_req *req = evt->req_state;
 	struct tcp_ep *sep = req->sep;
-	struct sock_reply r = { .mss = sep->mss, .id = sep->id, .nonce = req->hello.nonce };
+	struct tcp_reply r = { .mss = sep->mss, .id = sep->id, .nonce = req->hello.nonce };
 	int rc;
 
 	pthread_mutex_lock(&sep->eng.lock);
@@ -378,18 +378,18 @@ void tcp_request_done(cci__evt_t *evt)
 
 static void hs_got_reply(struct tcp_conn *tc)
 {
-	struct sock_reply r;
+	struct tcp_reply r;
 	const char *why = NULL;
 	int rc;
 
-	if (sock_reply_decode(tc->hs + SOCK_HDR_LEN, tc->hs_off - SOCK_HDR_LEN, &r, &why) != 0 ||
+	if (tcp_reply_decode(tc->hs + TCP_HDR_LEN, tc->hs_off - TCP_HDR_LEN, &r, &why) != 0 ||
 	    r.nonce != tc->nonce || r.mss == 0) {
 		TCP_WARN("tcp: bad handshake reply from %s: %s", tc->peer,
 		         why ? why : "wrong nonce or mss");
 		tcp_connect_fail(tc, CCI_ERROR, why ? why : "bad reply");
 		return;
 	}
-	if (tc->hs[1] == SOCK_F_REJECT) {
+	if (tc->hs[1] == TCP_F_REJECT) {
 		tcp_connect_fail(tc, CCI_ECONNREFUSED, "rejected by the server");
 		return;
 	}
@@ -505,16 +505,16 @@ static void hs_cb(struct ev_loop *loop, ev_io *w, int revents)
 static void hello_build(struct tcp_conn *tc, cci_conn_attribute_t attr, const void *data,
                         uint32_t len, uint64_t nonce)
 {
-	struct sock_hello h = { .attr = (uint16_t)attr, .mss = tc->sep->mss, .data_len = len,
+	struct tcp_hello h = { .attr = (uint16_t)attr, .mss = tc->sep->mss, .data_len = len,
 	                        .id = tc->sep->id, .nonce = nonce };
-	struct sock_hdr fh = { .type = SOCK_F_HELLO, .len = SOCK_HELLO_LEN + len };
+	struct tcp_hdr fh = { .type = TCP_F_HELLO, .len = TCP_HELLO_LEN + len };
 
 	tc->nonce = nonce;
-	sock_hdr_encode(tc->hs, &fh);
-	sock_hello_encode(tc->hs + SOCK_HDR_LEN, &h);
+	tcp_hdr_encode(tc->hs, &fh);
+	tcp_hello_encode(tc->hs + TCP_HDR_LEN, &h);
 	if (len)
-		memcpy(tc->hs + SOCK_HDR_LEN + SOCK_HELLO_LEN, data, len);
-	tc->hs_len = SOCK_HDR_LEN + SOCK_HELLO_LEN + len;
+		memcpy(tc->hs + TCP_HDR_LEN + TCP_HELLO_LEN, data, len);
+	tc->hs_len = TCP_HDR_LEN + TCP_HELLO_LEN + len;
 	tc->hs_off = 0;
 }
 
@@ -594,7 +594,7 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	uint64_t nonce;
 	int fd = -1, rc, err;
 
-	rc = sock_uri_resolve(uri, "tcp", &ss, &sl);
+	rc = net_uri_resolve(uri, "tcp", &ss, &sl);
 	if (rc != CCI_SUCCESS)
 		return rc;
 	if (cci__random64(&nonce) != CCI_SUCCESS)

@@ -84,7 +84,7 @@ static void refuse(struct tcp_conn *tc, const char *what, int rc)
 
 static void wr_data_begin(struct tcp_conn *tc, uint64_t dlen)
 {
-	struct sock_sub nack = { .op = tc->sub.op };
+	struct tcp_sub nack = { .op = tc->sub.op };
 	void *addr = NULL;
 	int rc;
 
@@ -101,7 +101,7 @@ static void wr_data_begin(struct tcp_conn *tc, uint64_t dlen)
 		refuse(tc, "RMA write", rc);
 		tc->wr_status = rc;
 		nack.status = (uint32_t)rc;
-		tcp_tx_flush_now(tc, SOCK_F_RMA_NACK, &nack);
+		tcp_tx_flush_now(tc, TCP_F_RMA_NACK, &nack);
 	}
 	/* Refused, now or at an earlier fragment of this write. */
 	tcp_rx_sink(tc, TCP_SINK_DROP, NULL, dlen);
@@ -222,22 +222,22 @@ static void rma_nack(struct tcp_conn *tc)
  * -1 with *why when the peer broke the protocol. */
 int tcp_rma_frame_begin(struct tcp_conn *tc, const char **why)
 {
-	uint64_t plen = tc->h.len - sock_sub_len(tc->h.type);
+	uint64_t plen = tc->h.len - tcp_sub_len(tc->h.type);
 
 	switch (tc->h.type) {
-	case SOCK_F_WR_DATA:
+	case TCP_F_WR_DATA:
 		wr_data_begin(tc, plen);
 		return 0;
-	case SOCK_F_WR_END:
+	case TCP_F_WR_END:
 		wr_end_begin(tc, plen);
 		return 0;
-	case SOCK_F_RD_REQ:
+	case TCP_F_RD_REQ:
 		return rd_req(tc, why);
-	case SOCK_F_RD_DATA:
+	case TCP_F_RD_DATA:
 		return rd_data_begin(tc, plen, why);
-	case SOCK_F_RD_END:
+	case TCP_F_RD_END:
 		return rd_end(tc, why);
-	default: /* SOCK_F_RMA_NACK */
+	default: /* TCP_F_RMA_NACK */
 		rma_nack(tc);
 		return 0;
 	}
@@ -248,14 +248,14 @@ int tcp_rma_frame_begin(struct tcp_conn *tc, const char **why)
 void tcp_rma_frame_end(struct tcp_conn *tc)
 {
 	switch (tc->h.type) {
-	case SOCK_F_WR_END:
+	case TCP_F_WR_END:
 		if (tc->wr_op == tc->sub.op)
 			tc->wr_status = CCI_SUCCESS;
 		break;
-	case SOCK_F_RD_DATA:
+	case TCP_F_RD_DATA:
 		/* Under tx_lock: rd_end reads done under it. */
 		cci__spin_lock(&tc->tx_lock);
-		tc->rd_op->done += tc->h.len - sock_sub_len(SOCK_F_RD_DATA);
+		tc->rd_op->done += tc->h.len - tcp_sub_len(TCP_F_RD_DATA);
 		cci__spin_unlock(&tc->tx_lock);
 		tc->rd_op = NULL;
 		break;

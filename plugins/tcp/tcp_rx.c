@@ -59,13 +59,13 @@ static int frame_end(struct tcp_conn *tc)
 	tc->in_payload = 0;
 	tc->fh_ready = 0;
 	tc->sink = TCP_SINK_NONE;
-	if (sock_type_sequenced(type))
+	if (tcp_type_sequenced(type))
 		atomic_store_explicit(&tc->rx_seq, tc->h.seq + 1, memory_order_relaxed);
 	if (tc->rb) {
-		rx_deliver(tc, tc->rb, tc->h.len - sock_sub_len(type));
+		rx_deliver(tc, tc->rb, tc->h.len - tcp_sub_len(type));
 		tc->rb = NULL;
 	}
-	if (type == SOCK_F_MSG)
+	if (type == TCP_F_MSG)
 		return tc->yield;
 	tcp_rma_frame_end(tc);
 	return tc->yield || !cci__conn_is_open(&tc->base);
@@ -76,10 +76,10 @@ static int frame_end(struct tcp_conn *tc)
  * when the connection broke. */
 static int frame_begin(struct tcp_conn *tc)
 {
-	const struct sock_hdr *h = &tc->h;
+	const struct tcp_hdr *h = &tc->h;
 	const char *why = NULL;
 
-	if (sock_type_sequenced(h->type) &&
+	if (tcp_type_sequenced(h->type) &&
 	    h->seq != atomic_load_explicit(&tc->rx_seq, memory_order_relaxed)) {
 		rx_fail(tc, "frame out of sequence");
 		return -1;
@@ -91,23 +91,23 @@ static int frame_begin(struct tcp_conn *tc)
 		return -1;
 	}
 	tc->ack_seen = h->ack;
-	if (h->flags & SOCK_FL_ACK_NOW)
+	if (h->flags & TCP_FL_ACK_NOW)
 		tc->ack_now = 1;
 	tc->ack_bytes += h->len;
 	tcp_rx_sink(tc, TCP_SINK_NONE, NULL, 0);
 	switch (h->type) {
-	case SOCK_F_ACK:
-	case SOCK_F_PONG:
+	case TCP_F_ACK:
+	case TCP_F_PONG:
 		break;
-	case SOCK_F_PING:
-		tcp_tx_flush_now(tc, SOCK_F_PONG, NULL);
+	case TCP_F_PING:
+		tcp_tx_flush_now(tc, TCP_F_PONG, NULL);
 		break;
-	case SOCK_F_MSG:
+	case TCP_F_MSG:
 		tcp_rx_sink(tc, TCP_SINK_BUF, NULL, h->len);
 		break;
-	case SOCK_F_HELLO:
-	case SOCK_F_ACCEPT:
-	case SOCK_F_REJECT:
+	case TCP_F_HELLO:
+	case TCP_F_ACCEPT:
+	case TCP_F_REJECT:
 		rx_fail(tc, "handshake frame on an open connection");
 		return -1;
 	default:
@@ -139,16 +139,16 @@ static int frame_begin(struct tcp_conn *tc)
  * tc->fh first. */
 static int rx_header(struct tcp_conn *tc)
 {
-	struct sock_limits lim = { tc->mss, TCP_FRAG_MAX };
+	struct tcp_limits lim = { tc->mss, TCP_FRAG_MAX };
 	const uint8_t *hdr = tc->fh;
 	const char *why = NULL;
 	uint32_t need, avail = tc->st_end - tc->st_pos;
 
-	if (tc->fh_have == 0 && avail >= SOCK_HDR_LEN) {
+	if (tc->fh_have == 0 && avail >= TCP_HDR_LEN) {
 		const uint8_t *staged = tc->stage + tc->st_pos;
-		if (sock_hdr_decode(staged, &lim, &tc->h, &why) != 0)
+		if (tcp_hdr_decode(staged, &lim, &tc->h, &why) != 0)
 			goto bad;
-		need = SOCK_HDR_LEN + sock_sub_len(tc->h.type);
+		need = TCP_HDR_LEN + tcp_sub_len(tc->h.type);
 		if (avail >= need) {
 			hdr = staged;
 			tc->st_pos += need;
@@ -159,7 +159,7 @@ static int rx_header(struct tcp_conn *tc)
 	for (;;) {
 		uint32_t k;
 		avail = tc->st_end - tc->st_pos;
-		need = SOCK_HDR_LEN + (tc->fh_have >= SOCK_HDR_LEN ? sock_sub_len(tc->h.type) : 0);
+		need = TCP_HDR_LEN + (tc->fh_have >= TCP_HDR_LEN ? tcp_sub_len(tc->h.type) : 0);
 		if (tc->fh_have == need)
 			break;
 		if (avail == 0)
@@ -168,12 +168,12 @@ static int rx_header(struct tcp_conn *tc)
 		memcpy(tc->fh + tc->fh_have, tc->stage + tc->st_pos, k);
 		tc->st_pos += k;
 		tc->fh_have += k;
-		if (tc->fh_have == SOCK_HDR_LEN && sock_hdr_decode(tc->fh, &lim, &tc->h, &why) != 0)
+		if (tc->fh_have == TCP_HDR_LEN && tcp_hdr_decode(tc->fh, &lim, &tc->h, &why) != 0)
 			goto bad;
 	}
 decoded:
-	if (need > SOCK_HDR_LEN &&
-	    sock_sub_decode(hdr + SOCK_HDR_LEN, tc->h.type, &tc->sub, &why) != 0)
+	if (need > TCP_HDR_LEN &&
+	    tcp_sub_decode(hdr + TCP_HDR_LEN, tc->h.type, &tc->sub, &why) != 0)
 		goto bad;
 	tc->fh_have = 0;
 	tc->fh_ready = 1;
@@ -250,11 +250,11 @@ static int rx_read(struct tcp_conn *tc)
 	/* After a big payload, expect another: stage only its header, so its
 	 * data is not copied twice. */
 	if (!direct && tc->big)
-		want = SOCK_HDR_LEN + SOCK_SUB_MAX;
+		want = TCP_HDR_LEN + TCP_SUB_MAX;
 	tc->big = direct;
 
 	do
-		n = sock_recv(tc->fd, direct ? tc->dst : (char *)tc->stage, want, MSG_DONTWAIT);
+		n = net_recv(tc->fd, direct ? tc->dst : (char *)tc->stage, want, MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	if (n > 0) {
 		cci__ct_heard(&tc->base.timers,
@@ -302,7 +302,7 @@ static void rx_ack_policy(struct tcp_conn *tc)
 	if (tc->ack_now || owed >= TCP_ACK_EVERY || tc->ack_bytes >= TCP_ACK_BYTES) {
 		tc->ack_now = 0;
 		tc->ack_bytes = 0;
-		tcp_tx_flush_now(tc, SOCK_F_ACK, NULL);
+		tcp_tx_flush_now(tc, TCP_F_ACK, NULL);
 	}
 }
 

@@ -153,7 +153,7 @@ static uint32_t gather(struct tcp_conn *tc, struct iovec *iov, uint64_t *total, 
 		type = op->hdr[1];
 		/* An op's frames stay together: stop after one that has more.
 		 * A big frame fills the socket on its own. */
-		if (type == SOCK_F_WR_DATA || type == SOCK_F_RD_DATA ||
+		if (type == TCP_F_WR_DATA || type == TCP_F_RD_DATA ||
 		    op->frame_len - op->frame_off >= TCP_ALONE_MIN)
 			break;
 	}
@@ -229,11 +229,11 @@ static ssize_t tx_write(int fd, struct msghdr *mh, uint64_t total)
 	char lin[TCP_LINEAR_MAX];
 
 	if (mh->msg_iovlen == 1)
-		return sock_send(fd, mh->msg_iov[0].iov_base, mh->msg_iov[0].iov_len,
+		return net_send(fd, mh->msg_iov[0].iov_base, mh->msg_iov[0].iov_len,
 		                 MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (total > sizeof(lin))
-		return sock_sendmsg(fd, mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-	return sock_send(fd, lin, cci__iov_gather(lin, mh->msg_iov, mh->msg_iovlen),
+		return net_sendmsg(fd, mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	return net_send(fd, lin, cci__iov_gather(lin, mh->msg_iov, mh->msg_iovlen),
 	                 MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
@@ -283,7 +283,7 @@ static void send_small(struct tcp_conn *tc, struct tcp_op *op, const struct iove
 	uint8_t frame[TCP_LINEAR_MAX];
 	uint64_t ack;
 	uint32_t len = tcp_msg_linear(op, iov, iovcnt, frame, &ack);
-	ssize_t n = sock_send(tc->fd, frame, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	ssize_t n = net_send(tc->fd, frame, len, MSG_DONTWAIT | MSG_NOSIGNAL);
 
 	if (n == (ssize_t)len) {
 		op_route(tc, op, done);
@@ -293,7 +293,7 @@ static void send_small(struct tcp_conn *tc, struct tcp_op *op, const struct iove
 		/* Part of it left: the rest follows from the very bytes sent,
 		 * which may carry an older ack than a new encoding would. */
 		tcp_op_prepare(op);
-		memcpy(op->hdr, frame, SOCK_HDR_LEN);
+		memcpy(op->hdr, frame, TCP_HDR_LEN);
 		atomic_store_explicit(&tc->ack_sent, ack, memory_order_relaxed);
 		op->frame_off = (uint64_t)n;
 	}
@@ -309,33 +309,33 @@ void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done)
 	tcp_tx_flush(tc, done);
 }
 
-static void ctl_push(struct tcp_conn *tc, uint8_t type, const struct sock_sub *sub)
+static void ctl_push(struct tcp_conn *tc, uint8_t type, const struct tcp_sub *sub)
 {
-	struct sock_hdr h = { .type = type };
-	uint32_t sl = sock_sub_len(type);
+	struct tcp_hdr h = { .type = type };
+	uint32_t sl = tcp_sub_len(type);
 
 	/* An ACK is owed only for what came since the last one, and a queued
 	 * frame carries it. */
-	if (type == SOCK_F_ACK &&
+	if (type == TCP_F_ACK &&
 	    (tc->txq || atomic_load(&tc->rx_seq) == atomic_load(&tc->ack_sent)))
 		return;
-	if (tc->ctl_len + SOCK_HDR_LEN + sl > TCP_CTL_LEN) {
+	if (tc->ctl_len + TCP_HDR_LEN + sl > TCP_CTL_LEN) {
 		/* Acks and probes are repeated later; a lost refusal is not. */
-		if (type == SOCK_F_RMA_NACK)
+		if (type == TCP_F_RMA_NACK)
 			tx_fault(tc, CCI_ERR_DISCONNECTED);
 		return;
 	}
 	h.len = sl;
 	h.ack = tcp_ack_take(tc);
-	sock_hdr_encode(tc->ctl + tc->ctl_len, &h);
+	tcp_hdr_encode(tc->ctl + tc->ctl_len, &h);
 	if (sl)
-		sock_sub_encode(tc->ctl + tc->ctl_len + SOCK_HDR_LEN, type, sub);
-	tc->ctl_len += SOCK_HDR_LEN + sl;
+		tcp_sub_encode(tc->ctl + tc->ctl_len + TCP_HDR_LEN, type, sub);
+	tc->ctl_len += TCP_HDR_LEN + sl;
 }
 
 /* Flush tc, taking its tx_lock, after queueing the control frame ctl
  * (ACK, PING, PONG, RMA_NACK; 0 for none), and complete what that finished. */
-void tcp_tx_flush_now(struct tcp_conn *tc, uint8_t ctl, const struct sock_sub *sub)
+void tcp_tx_flush_now(struct tcp_conn *tc, uint8_t ctl, const struct tcp_sub *sub)
 {
 	struct tcp_op *done = NULL;
 
@@ -441,7 +441,7 @@ static int burst_holds(struct tcp_conn *tc, const struct tcp_op *op)
 		tc->burst++;
 		return 0;
 	}
-	return op->reliable && op->len <= TCP_LINEAR_MAX - SOCK_HDR_LEN &&
+	return op->reliable && op->len <= TCP_LINEAR_MAX - TCP_HDR_LEN &&
 	       tc->ctl_off == tc->ctl_len && tc->held < TCP_HOLD_MAX - 1 && !sep->manual &&
 	       !atomic_load_explicit(&sep->thread_mode, memory_order_relaxed);
 }
@@ -496,7 +496,7 @@ int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 	op->seq = tc->tx_seq++;
 	if (burst_holds(tc, op))
 		hold(tc, op, iovcnt <= TCP_OP_IOV);
-	else if (!tc->txq && tc->ctl_off == tc->ctl_len && len <= TCP_LINEAR_MAX - SOCK_HDR_LEN)
+	else if (!tc->txq && tc->ctl_off == tc->ctl_len && len <= TCP_LINEAR_MAX - TCP_HDR_LEN)
 		send_small(tc, op, iov, iovcnt, &done);
 	else
 		tcp_txq_push(tc, op, &done);

@@ -1,15 +1,15 @@
 /*
- * sock_wire.c - encoding and checking of socket-transport frames (see
- * sock_wire.h).  Everything a peer sends passes through a decoder here
+ * tcp_wire.c - encoding and checking of tcp frames (see
+ * tcp_wire.h).  Everything a peer sends passes through a decoder here
  * before any other code looks at it.
  */
 #include "tcp_wire.h"
 
 #include "cci.h"
 
-void sock_hdr_encode(uint8_t *b, const struct sock_hdr *h)
+void tcp_hdr_encode(uint8_t *b, const struct tcp_hdr *h)
 {
-	b[0] = SOCK_HDR_MARK;
+	b[0] = TCP_HDR_MARK;
 	b[1] = h->type;
 	b[2] = h->flags;
 	b[3] = 0;
@@ -19,39 +19,39 @@ void sock_hdr_encode(uint8_t *b, const struct sock_hdr *h)
 }
 
 /* Is len a possible payload length for type under lim? */
-static int len_ok(uint8_t type, uint32_t len, const struct sock_limits *lim)
+static int len_ok(uint8_t type, uint32_t len, const struct tcp_limits *lim)
 {
-	uint32_t sub = sock_sub_len(type);
+	uint32_t sub = tcp_sub_len(type);
 
 	switch (type) {
-	case SOCK_F_HELLO:
-		return len >= SOCK_HELLO_LEN && len - SOCK_HELLO_LEN <= CCI_CONN_REQ_LEN;
-	case SOCK_F_ACCEPT:
-	case SOCK_F_REJECT:
-		return len == SOCK_REPLY_LEN;
-	case SOCK_F_MSG:
+	case TCP_F_HELLO:
+		return len >= TCP_HELLO_LEN && len - TCP_HELLO_LEN <= CCI_CONN_REQ_LEN;
+	case TCP_F_ACCEPT:
+	case TCP_F_REJECT:
+		return len == TCP_REPLY_LEN;
+	case TCP_F_MSG:
 		return len <= lim->mss;
-	case SOCK_F_ACK:
-	case SOCK_F_PING:
-	case SOCK_F_PONG:
+	case TCP_F_ACK:
+	case TCP_F_PING:
+	case TCP_F_PONG:
 		return len == 0;
-	case SOCK_F_WR_DATA:
-	case SOCK_F_RD_DATA:
+	case TCP_F_WR_DATA:
+	case TCP_F_RD_DATA:
 		/* A fragment carries at least one byte. */
 		return len > sub && len - sub <= lim->frag_max;
-	case SOCK_F_WR_END:
+	case TCP_F_WR_END:
 		return len >= sub && len - sub <= lim->mss;
 	default:
 		return len == sub;
 	}
 }
 
-int sock_hdr_decode(const uint8_t *b, const struct sock_limits *lim, struct sock_hdr *h,
+int tcp_hdr_decode(const uint8_t *b, const struct tcp_limits *lim, struct tcp_hdr *h,
                     const char **why)
 {
-	struct sock_hdr d;
+	struct tcp_hdr d;
 
-	if (b[0] != SOCK_HDR_MARK || b[3] != 0) {
+	if (b[0] != TCP_HDR_MARK || b[3] != 0) {
 		*why = "bad frame mark (garbage or lost framing)";
 		return -1;
 	}
@@ -60,11 +60,11 @@ int sock_hdr_decode(const uint8_t *b, const struct sock_limits *lim, struct sock
 	d.len = cci__get32(b + 4);
 	d.seq = cci__get64(b + 8);
 	d.ack = cci__get64(b + 16);
-	if (d.type == 0 || d.type >= SOCK_F_TYPE_END) {
+	if (d.type == 0 || d.type >= TCP_F_TYPE_END) {
 		*why = "unknown frame type";
 		return -1;
 	}
-	if (d.flags & ~SOCK_FL_ACK_NOW) {
+	if (d.flags & ~TCP_FL_ACK_NOW) {
 		*why = "unknown frame flags";
 		return -1;
 	}
@@ -72,7 +72,7 @@ int sock_hdr_decode(const uint8_t *b, const struct sock_limits *lim, struct sock
 		*why = "frame length out of range for its type";
 		return -1;
 	}
-	if (!sock_type_sequenced(d.type) && d.seq != 0) {
+	if (!tcp_type_sequenced(d.type) && d.seq != 0) {
 		*why = "sequence number on an unsequenced frame";
 		return -1;
 	}
@@ -80,10 +80,10 @@ int sock_hdr_decode(const uint8_t *b, const struct sock_limits *lim, struct sock
 	return 0;
 }
 
-void sock_hello_encode(uint8_t *b, const struct sock_hello *h)
+void tcp_hello_encode(uint8_t *b, const struct tcp_hello *h)
 {
-	cci__put32(b, SOCK_WIRE_MAGIC);
-	cci__put16(b + 4, SOCK_WIRE_VERSION);
+	cci__put32(b, TCP_WIRE_MAGIC);
+	cci__put16(b + 4, TCP_WIRE_VERSION);
 	cci__put16(b + 6, h->attr);
 	cci__put32(b + 8, h->mss);
 	cci__put32(b + 12, h->data_len);
@@ -93,22 +93,22 @@ void sock_hello_encode(uint8_t *b, const struct sock_hello *h)
 
 static int magic_version_ok(const uint8_t *b, const char **why)
 {
-	if (cci__get32(b) != SOCK_WIRE_MAGIC) {
+	if (cci__get32(b) != TCP_WIRE_MAGIC) {
 		*why = "bad handshake magic (not a CCI peer)";
 		return 0;
 	}
-	if (cci__get16(b + 4) != SOCK_WIRE_VERSION) {
+	if (cci__get16(b + 4) != TCP_WIRE_VERSION) {
 		*why = "unsupported protocol version";
 		return 0;
 	}
 	return 1;
 }
 
-int sock_hello_decode(const uint8_t *b, uint32_t len, struct sock_hello *h, const char **why)
+int tcp_hello_decode(const uint8_t *b, uint32_t len, struct tcp_hello *h, const char **why)
 {
-	struct sock_hello d;
+	struct tcp_hello d;
 
-	if (len < SOCK_HELLO_LEN) {
+	if (len < TCP_HELLO_LEN) {
 		*why = "short handshake";
 		return -1;
 	}
@@ -123,7 +123,7 @@ int sock_hello_decode(const uint8_t *b, uint32_t len, struct sock_hello *h, cons
 		*why = "unknown connection attribute";
 		return -1;
 	}
-	if (d.data_len > CCI_CONN_REQ_LEN || d.data_len != len - SOCK_HELLO_LEN) {
+	if (d.data_len > CCI_CONN_REQ_LEN || d.data_len != len - TCP_HELLO_LEN) {
 		*why = "connect payload length mismatch";
 		return -1;
 	}
@@ -136,16 +136,16 @@ int sock_hello_decode(const uint8_t *b, uint32_t len, struct sock_hello *h, cons
 }
 
 /* A reply is laid out as a HELLO without attribute and payload. */
-void sock_reply_encode(uint8_t *b, const struct sock_reply *r)
+void tcp_reply_encode(uint8_t *b, const struct tcp_reply *r)
 {
-	struct sock_hello h = { .mss = r->mss, .id = r->id, .nonce = r->nonce };
+	struct tcp_hello h = { .mss = r->mss, .id = r->id, .nonce = r->nonce };
 
-	sock_hello_encode(b, &h);
+	tcp_hello_encode(b, &h);
 }
 
-int sock_reply_decode(const uint8_t *b, uint32_t len, struct sock_reply *r, const char **why)
+int tcp_reply_decode(const uint8_t *b, uint32_t len, struct tcp_reply *r, const char **why)
 {
-	if (len != SOCK_REPLY_LEN) {
+	if (len != TCP_REPLY_LEN) {
 		*why = "handshake reply of the wrong size";
 		return -1;
 	}
@@ -161,19 +161,19 @@ int sock_reply_decode(const uint8_t *b, uint32_t len, struct sock_reply *r, cons
 	return 0;
 }
 
-void sock_sub_encode(uint8_t *b, uint8_t type, const struct sock_sub *s)
+void tcp_sub_encode(uint8_t *b, uint8_t type, const struct tcp_sub *s)
 {
 	cci__put32(b, s->op);
 	switch (type) {
-	case SOCK_F_RD_REQ:
+	case TCP_F_RD_REQ:
 		cci__put64(b + 24, s->len);
 		/* fall through - key and offset as for a write fragment */
-	case SOCK_F_WR_DATA:
+	case TCP_F_WR_DATA:
 		cci__put32(b + 4, 0);
 		cci__put64(b + 8, s->key);
 		cci__put64(b + 16, s->off);
 		break;
-	case SOCK_F_RD_DATA:
+	case TCP_F_RD_DATA:
 		cci__put32(b + 4, 0);
 		cci__put64(b + 8, s->off);
 		break;
@@ -183,23 +183,23 @@ void sock_sub_encode(uint8_t *b, uint8_t type, const struct sock_sub *s)
 	}
 }
 
-int sock_sub_decode(const uint8_t *b, uint8_t type, struct sock_sub *s, const char **why)
+int tcp_sub_decode(const uint8_t *b, uint8_t type, struct tcp_sub *s, const char **why)
 {
-	struct sock_sub d = { .op = cci__get32(b) };
+	struct tcp_sub d = { .op = cci__get32(b) };
 
 	switch (type) {
-	case SOCK_F_RD_REQ:
+	case TCP_F_RD_REQ:
 		d.len = cci__get64(b + 24);
 		if (d.len == 0) {
 			*why = "RMA read of zero bytes";
 			return -1;
 		}
 		/* fall through - key and offset as for a write fragment */
-	case SOCK_F_WR_DATA:
+	case TCP_F_WR_DATA:
 		d.key = cci__get64(b + 8);
 		d.off = cci__get64(b + 16);
 		break;
-	case SOCK_F_RD_DATA:
+	case TCP_F_RD_DATA:
 		d.off = cci__get64(b + 8);
 		break;
 	default:

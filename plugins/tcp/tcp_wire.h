@@ -1,7 +1,6 @@
 /*
- * sock_wire.h - the wire format of the socket transports (tcp today, the
- * UDP transport later): the frame header, the connection handshake and the
- * RMA sub-headers.  Pure encode/decode functions: no allocation, no I/O.
+ * tcp_wire.h - the wire format of the tcp transport: the frame header, the
+ * connection handshake and the RMA sub-headers.  Pure encode/decode functions: no allocation, no I/O.
  *
  * Every multi-byte field is little-endian.  Decoders treat their input as
  * hostile: they check every field and report what was wrong in *why (a
@@ -9,19 +8,19 @@
  *
  * A frame is a 24-byte header followed by len payload bytes:
  *
- *   0   u8   mark     SOCK_HDR_MARK, catches garbage and lost framing
- *   1   u8   type     enum sock_frame_type
- *   2   u8   flags    SOCK_FL_*
+ *   0   u8   mark     TCP_HDR_MARK, catches garbage and lost framing
+ *   1   u8   type     enum tcp_frame_type
+ *   2   u8   flags    TCP_FL_*
  *   3   u8   zero
  *   4   u32  len      payload bytes after the header
  *   8   u64  seq      sequence number of a sequenced frame, else 0
  *   16  u64  ack      sequenced frames received from the peer so far
  *
  * The payload of an RMA frame starts with a fixed sub-header (see
- * sock_sub_len()); the rest is data or a completion message.
+ * tcp_sub_len()); the rest is data or a completion message.
  */
-#ifndef CCI_SOCK_WIRE_H
-#define CCI_SOCK_WIRE_H
+#ifndef CCI_TCP_WIRE_H
+#define CCI_TCP_WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -30,35 +29,35 @@
  * folder alone on their include path. */
 #include "../common/le.h"
 
-#define SOCK_HDR_LEN 24u
-#define SOCK_HDR_MARK 0xc5u
-#define SOCK_WIRE_MAGIC 0x53494343u /* "CCIS" */
-#define SOCK_WIRE_VERSION 1u
-#define SOCK_HELLO_LEN 32u          /* fixed part of HELLO, before the payload */
-#define SOCK_REPLY_LEN 32u          /* ACCEPT and REJECT bodies */
-#define SOCK_SUB_MAX 32u            /* the longest RMA sub-header */
+#define TCP_HDR_LEN 24u
+#define TCP_HDR_MARK 0xc5u
+#define TCP_WIRE_MAGIC 0x53494343u /* "CCIS" */
+#define TCP_WIRE_VERSION 1u
+#define TCP_HELLO_LEN 32u          /* fixed part of HELLO, before the payload */
+#define TCP_REPLY_LEN 32u          /* ACCEPT and REJECT bodies */
+#define TCP_SUB_MAX 32u            /* the longest RMA sub-header */
 
-enum sock_frame_type {
-	SOCK_F_HELLO = 1,    /* client: sock_hello + connect payload */
-	SOCK_F_ACCEPT = 2,   /* server: sock_reply */
-	SOCK_F_REJECT = 3,   /* server: sock_reply */
-	SOCK_F_MSG = 4,      /* sequenced: one active message */
-	SOCK_F_ACK = 5,      /* no payload: carries ack only */
-	SOCK_F_PING = 6,     /* keepalive probe; answered by PONG */
-	SOCK_F_PONG = 7,
-	SOCK_F_WR_DATA = 8,  /* RMA write fragment: sub(op, key, off) + data */
-	SOCK_F_WR_END = 9,   /* sequenced: sub(op) + completion message */
-	SOCK_F_RD_REQ = 10,  /* RMA read request: sub(op, key, off, len) */
-	SOCK_F_RD_DATA = 11, /* RMA read fragment: sub(op, off) + data */
-	SOCK_F_RD_END = 12,  /* RMA read done: sub(op, status) */
-	SOCK_F_RMA_NACK = 13, /* target refused an RMA write: sub(op, status) */
-	SOCK_F_TYPE_END
+enum tcp_frame_type {
+	TCP_F_HELLO = 1,    /* client: tcp_hello + connect payload */
+	TCP_F_ACCEPT = 2,   /* server: tcp_reply */
+	TCP_F_REJECT = 3,   /* server: tcp_reply */
+	TCP_F_MSG = 4,      /* sequenced: one active message */
+	TCP_F_ACK = 5,      /* no payload: carries ack only */
+	TCP_F_PING = 6,     /* keepalive probe; answered by PONG */
+	TCP_F_PONG = 7,
+	TCP_F_WR_DATA = 8,  /* RMA write fragment: sub(op, key, off) + data */
+	TCP_F_WR_END = 9,   /* sequenced: sub(op) + completion message */
+	TCP_F_RD_REQ = 10,  /* RMA read request: sub(op, key, off, len) */
+	TCP_F_RD_DATA = 11, /* RMA read fragment: sub(op, off) + data */
+	TCP_F_RD_END = 12,  /* RMA read done: sub(op, status) */
+	TCP_F_RMA_NACK = 13, /* target refused an RMA write: sub(op, status) */
+	TCP_F_TYPE_END
 };
 
 /* The receiver acknowledges at once (a blocked sender waits for it). */
-#define SOCK_FL_ACK_NOW 0x01u
+#define TCP_FL_ACK_NOW 0x01u
 
-struct sock_hdr {
+struct tcp_hdr {
 	uint8_t type;
 	uint8_t flags;
 	uint32_t len;
@@ -67,13 +66,13 @@ struct sock_hdr {
 };
 
 /* What a receiver accepts; frames beyond these limits close the connection. */
-struct sock_limits {
+struct tcp_limits {
 	uint32_t mss;        /* largest message payload (MSG, WR_END message) */
 	uint32_t frag_max;   /* largest RMA data fragment */
 };
 
 /* The client's request. */
-struct sock_hello {
+struct tcp_hello {
 	uint16_t attr;
 	uint32_t mss;
 	uint32_t data_len;
@@ -82,14 +81,14 @@ struct sock_hello {
 };
 
 /* The server's answer (ACCEPT or REJECT). */
-struct sock_reply {
+struct tcp_reply {
 	uint32_t mss;
 	uint64_t id;
 	uint64_t nonce;
 };
 
 /* RMA sub-header; which fields travel depends on the frame type. */
-struct sock_sub {
+struct tcp_sub {
 	uint32_t op;
 	uint32_t status;
 	uint64_t key;
@@ -97,43 +96,43 @@ struct sock_sub {
 	uint64_t len;
 };
 
-void sock_hdr_encode(uint8_t *b, const struct sock_hdr *h);
+void tcp_hdr_encode(uint8_t *b, const struct tcp_hdr *h);
 /* Decode and check a header against lim: 0, or -1 with *why set. */
-int sock_hdr_decode(const uint8_t *b, const struct sock_limits *lim, struct sock_hdr *h,
+int tcp_hdr_decode(const uint8_t *b, const struct tcp_limits *lim, struct tcp_hdr *h,
                     const char **why);
 /* Is this frame type sequenced (counted by seq/ack)?  Inline, as the next
  * one: both are asked for every frame on the data path. */
-static inline int sock_type_sequenced(uint8_t type)
+static inline int tcp_type_sequenced(uint8_t type)
 {
-	return type == SOCK_F_MSG || type == SOCK_F_WR_END;
+	return type == TCP_F_MSG || type == TCP_F_WR_END;
 }
 
 /* Bytes of sub-header an RMA frame type starts with (0 for the others). */
-static inline uint32_t sock_sub_len(uint8_t type)
+static inline uint32_t tcp_sub_len(uint8_t type)
 {
 	switch (type) {
-	case SOCK_F_WR_DATA:
+	case TCP_F_WR_DATA:
 		return 24;
-	case SOCK_F_RD_REQ:
+	case TCP_F_RD_REQ:
 		return 32;
-	case SOCK_F_RD_DATA:
+	case TCP_F_RD_DATA:
 		return 16;
-	case SOCK_F_WR_END:
-	case SOCK_F_RD_END:
-	case SOCK_F_RMA_NACK:
+	case TCP_F_WR_END:
+	case TCP_F_RD_END:
+	case TCP_F_RMA_NACK:
 		return 8;
 	default:
 		return 0;
 	}
 }
 
-void sock_hello_encode(uint8_t *b, const struct sock_hello *h);
-int sock_hello_decode(const uint8_t *b, uint32_t len, struct sock_hello *h, const char **why);
-void sock_reply_encode(uint8_t *b, const struct sock_reply *r);
-int sock_reply_decode(const uint8_t *b, uint32_t len, struct sock_reply *r, const char **why);
+void tcp_hello_encode(uint8_t *b, const struct tcp_hello *h);
+int tcp_hello_decode(const uint8_t *b, uint32_t len, struct tcp_hello *h, const char **why);
+void tcp_reply_encode(uint8_t *b, const struct tcp_reply *r);
+int tcp_reply_decode(const uint8_t *b, uint32_t len, struct tcp_reply *r, const char **why);
 
-/* Encode the sub-header of type into b (sock_sub_len(type) bytes). */
-void sock_sub_encode(uint8_t *b, uint8_t type, const struct sock_sub *s);
-int sock_sub_decode(const uint8_t *b, uint8_t type, struct sock_sub *s, const char **why);
+/* Encode the sub-header of type into b (tcp_sub_len(type) bytes). */
+void tcp_sub_encode(uint8_t *b, uint8_t type, const struct tcp_sub *s);
+int tcp_sub_decode(const uint8_t *b, uint8_t type, struct tcp_sub *s, const char **why);
 
-#endif /* CCI_SOCK_WIRE_H */
+#endif /* CCI_TCP_WIRE_H */

@@ -42,18 +42,18 @@ int raw_send(int fd, const void *buf, size_t len)
 
 void raw_hdr(uint8_t *b, uint8_t type, uint32_t len, uint64_t seq, uint64_t ack)
 {
-	struct sock_hdr h = { .type = type, .len = len, .seq = seq, .ack = ack };
+	struct tcp_hdr h = { .type = type, .len = len, .seq = seq, .ack = ack };
 
-	sock_hdr_encode(b, &h);
+	tcp_hdr_encode(b, &h);
 }
 
 int raw_hello(int fd, uint16_t attr, uint32_t mss)
 {
-	uint8_t b[SOCK_HDR_LEN + SOCK_HELLO_LEN];
-	struct sock_hello h = { .attr = attr, .mss = mss, .id = 1, .nonce = 42 };
+	uint8_t b[TCP_HDR_LEN + TCP_HELLO_LEN];
+	struct tcp_hello h = { .attr = attr, .mss = mss, .id = 1, .nonce = 42 };
 
-	raw_hdr(b, SOCK_F_HELLO, SOCK_HELLO_LEN, 0, 0);
-	sock_hello_encode(b + SOCK_HDR_LEN, &h);
+	raw_hdr(b, TCP_F_HELLO, TCP_HELLO_LEN, 0, 0);
+	tcp_hello_encode(b + TCP_HDR_LEN, &h);
 	return raw_send(fd, b, sizeof(b));
 }
 
@@ -79,10 +79,10 @@ int raw_frame(int fd, uint8_t *buf, size_t cap, unsigned ms)
 	uint64_t stop = st_now_ms() + ms;
 	uint32_t len;
 
-	if (read_full(fd, buf, SOCK_HDR_LEN, stop) != 0)
+	if (read_full(fd, buf, TCP_HDR_LEN, stop) != 0)
 		return -1;
 	len = cci__get32(buf + 4);
-	if (len > cap - SOCK_HDR_LEN || read_full(fd, buf + SOCK_HDR_LEN, len, stop) != 0)
+	if (len > cap - TCP_HDR_LEN || read_full(fd, buf + TCP_HDR_LEN, len, stop) != 0)
 		return -1;
 	return (int)len;
 }
@@ -116,7 +116,7 @@ static int raw_open(cci_endpoint_t *ep, uint16_t port, cci_connection_t **c)
 		return -1;
 	}
 	*c = st_accept(ep, 3000);
-	if (!*c || raw_frame(fd, b, sizeof(b), 3000) != SOCK_REPLY_LEN || b[1] != SOCK_F_ACCEPT) {
+	if (!*c || raw_frame(fd, b, sizeof(b), 3000) != TCP_REPLY_LEN || b[1] != TCP_F_ACCEPT) {
 		close(fd);
 		return -1;
 	}
@@ -206,9 +206,9 @@ static void mangled_frame(const uint8_t *frame, size_t len, int close_after)
 
 static void oversized_length_closes_the_connection(void)
 {
-	uint8_t b[SOCK_HDR_LEN];
+	uint8_t b[TCP_HDR_LEN];
 
-	raw_hdr(b, SOCK_F_MSG, 0x7fffffffu, 0, 0);
+	raw_hdr(b, TCP_F_MSG, 0x7fffffffu, 0, 0);
 	mangled_frame(b, sizeof(b), 0);
 }
 
@@ -222,42 +222,42 @@ static void garbage_after_handshake_closes_the_connection(void)
 
 static void out_of_sequence_frame_closes_the_connection(void)
 {
-	uint8_t b[SOCK_HDR_LEN + 4];
+	uint8_t b[TCP_HDR_LEN + 4];
 
-	raw_hdr(b, SOCK_F_MSG, 4, 5, 0); /* the first frame must be seq 0 */
-	memcpy(b + SOCK_HDR_LEN, "abcd", 4);
+	raw_hdr(b, TCP_F_MSG, 4, 5, 0); /* the first frame must be seq 0 */
+	memcpy(b + TCP_HDR_LEN, "abcd", 4);
 	mangled_frame(b, sizeof(b), 0);
 }
 
 static void truncated_frame_breaks_only_that_connection(void)
 {
-	uint8_t b[SOCK_HDR_LEN + 100];
+	uint8_t b[TCP_HDR_LEN + 100];
 
 	memset(b, 0x33, sizeof(b));
-	raw_hdr(b, SOCK_F_MSG, 1000, 0, 0); /* promises 1000 bytes, sends 100 */
+	raw_hdr(b, TCP_F_MSG, 1000, 0, 0); /* promises 1000 bytes, sends 100 */
 	mangled_frame(b, sizeof(b), 1);
 }
 
 /* Send an RMA frame; return the status of the refusal it draws (an
  * RMA_NACK or RD_END), 0 if the frame was taken, -1 if nothing came. */
-static int rma_answer(int fd, uint8_t type, const struct sock_sub *s, const void *data,
+static int rma_answer(int fd, uint8_t type, const struct tcp_sub *s, const void *data,
                       uint32_t dlen, uint8_t want)
 {
-	uint8_t b[SOCK_HDR_LEN + SOCK_SUB_MAX + 64];
-	uint32_t sl = sock_sub_len(type);
+	uint8_t b[TCP_HDR_LEN + TCP_SUB_MAX + 64];
+	uint32_t sl = tcp_sub_len(type);
 
 	raw_hdr(b, type, sl + dlen, 0, 0);
-	sock_sub_encode(b + SOCK_HDR_LEN, type, s);
+	tcp_sub_encode(b + TCP_HDR_LEN, type, s);
 	if (dlen)
-		memcpy(b + SOCK_HDR_LEN + sl, data, dlen);
-	if (raw_send(fd, b, SOCK_HDR_LEN + sl + dlen) != 0)
+		memcpy(b + TCP_HDR_LEN + sl, data, dlen);
+	if (raw_send(fd, b, TCP_HDR_LEN + sl + dlen) != 0)
 		return -1;
 	for (int i = 0; i < 8; i++) {
 		int n = raw_frame(fd, b, sizeof(b), 1000);
 		if (n < 0)
 			return 0; /* no answer: the frame was taken */
 		if (b[1] == want)
-			return (int)cci__get32(b + SOCK_HDR_LEN + 4);
+			return (int)cci__get32(b + TCP_HDR_LEN + 4);
 	}
 	return -1;
 }
@@ -265,12 +265,12 @@ static int rma_answer(int fd, uint8_t type, const struct sock_sub *s, const void
 /* A WR_END with sequence number seq carrying "ok". */
 static int rma_end(int fd, uint32_t op, uint64_t seq)
 {
-	uint8_t b[SOCK_HDR_LEN + 8 + 2];
-	struct sock_sub s = { .op = op };
+	uint8_t b[TCP_HDR_LEN + 8 + 2];
+	struct tcp_sub s = { .op = op };
 
-	raw_hdr(b, SOCK_F_WR_END, 8 + 2, seq, 0);
-	sock_sub_encode(b + SOCK_HDR_LEN, SOCK_F_WR_END, &s);
-	memcpy(b + SOCK_HDR_LEN + 8, "ok", 2);
+	raw_hdr(b, TCP_F_WR_END, 8 + 2, seq, 0);
+	tcp_sub_encode(b + TCP_HDR_LEN, TCP_F_WR_END, &s);
+	memcpy(b + TCP_HDR_LEN + 8, "ok", 2);
 	return raw_send(fd, b, sizeof(b));
 }
 
@@ -283,7 +283,7 @@ static void forged_rma_never_touches_memory(void)
 	const uint8_t data[16] = "0123456789abcdef";
 	cci_rma_handle_t *h;
 	cci_connection_t *c = NULL;
-	struct sock_sub s = { .op = 1 };
+	struct tcp_sub s = { .op = 1 };
 	cci_event_t *ev;
 	int fd;
 
@@ -293,20 +293,20 @@ static void forged_rma_never_touches_memory(void)
 	fd = raw_open(ep, st_uri_port(uri), &c);
 	CU_ASSERT_FATAL(fd >= 0);
 	s.key = h->stuff[0] ^ 0x5555; /* forged key */
-	CU_ASSERT_EQUAL(rma_answer(fd, SOCK_F_WR_DATA, &s, data, 16, SOCK_F_RMA_NACK),
+	CU_ASSERT_EQUAL(rma_answer(fd, TCP_F_WR_DATA, &s, data, 16, TCP_F_RMA_NACK),
 	                CCI_ERR_RMA_HANDLE);
 	s.op = 2;
 	s.key = h->stuff[0];
 	s.off = sizeof(mem) - 8; /* runs past the end */
-	CU_ASSERT_EQUAL(rma_answer(fd, SOCK_F_WR_DATA, &s, data, 16, SOCK_F_RMA_NACK), CCI_EINVAL);
+	CU_ASSERT_EQUAL(rma_answer(fd, TCP_F_WR_DATA, &s, data, 16, TCP_F_RMA_NACK), CCI_EINVAL);
 	s.op = 3;
 	s.off = UINT64_MAX - 4; /* wraps around */
-	CU_ASSERT_EQUAL(rma_answer(fd, SOCK_F_WR_DATA, &s, data, 16, SOCK_F_RMA_NACK), CCI_EINVAL);
-	s = (struct sock_sub){ .op = 4, .key = h->stuff[0], .len = 16 }; /* no READ access */
-	CU_ASSERT_EQUAL(rma_answer(fd, SOCK_F_RD_REQ, &s, NULL, 0, SOCK_F_RD_END),
+	CU_ASSERT_EQUAL(rma_answer(fd, TCP_F_WR_DATA, &s, data, 16, TCP_F_RMA_NACK), CCI_EINVAL);
+	s = (struct tcp_sub){ .op = 4, .key = h->stuff[0], .len = 16 }; /* no READ access */
+	CU_ASSERT_EQUAL(rma_answer(fd, TCP_F_RD_REQ, &s, NULL, 0, TCP_F_RD_END),
 	                CCI_ERR_RMA_HANDLE);
-	s = (struct sock_sub){ .op = 5, .key = h->stuff[0], .off = 100 };
-	CU_ASSERT_EQUAL(rma_answer(fd, SOCK_F_WR_DATA, &s, data, 16, SOCK_F_RMA_NACK), 0);
+	s = (struct tcp_sub){ .op = 5, .key = h->stuff[0], .off = 100 };
+	CU_ASSERT_EQUAL(rma_answer(fd, TCP_F_WR_DATA, &s, data, 16, TCP_F_RMA_NACK), 0);
 	/* Its completion message says the data is in place. */
 	CU_ASSERT_EQUAL(rma_end(fd, 5, 0), 0);
 	ev = st_wait(ep, CCI_EVENT_RECV, 3000, NULL);
@@ -355,27 +355,27 @@ static int take_recvs(cci_endpoint_t *ep, int next)
  * message, a message of 100 bytes.  Returns the bytes written at b. */
 static size_t frame_group(uint8_t *b, uint32_t g, uint64_t key)
 {
-	const uint32_t wsub = sock_sub_len(SOCK_F_WR_DATA), esub = sock_sub_len(SOCK_F_WR_END);
-	struct sock_sub sub = { .op = g + 1, .key = key, .off = 40 };
+	const uint32_t wsub = tcp_sub_len(TCP_F_WR_DATA), esub = tcp_sub_len(TCP_F_WR_END);
+	struct tcp_sub sub = { .op = g + 1, .key = key, .off = 40 };
 	size_t len = 0;
 
-	raw_hdr(b, SOCK_F_MSG, 8, 4 * g, 0);
-	memcpy(b + SOCK_HDR_LEN, "m1234567", 8);
-	len += SOCK_HDR_LEN + 8;
-	raw_hdr(b + len, SOCK_F_WR_DATA, wsub + 16, 0, 0);
-	sock_sub_encode(b + len + SOCK_HDR_LEN, SOCK_F_WR_DATA, &sub);
-	memcpy(b + len + SOCK_HDR_LEN + wsub, "0123456789abcdef", 16);
-	len += SOCK_HDR_LEN + wsub + 16;
-	sub = (struct sock_sub){ .op = g + 1 };
-	raw_hdr(b + len, SOCK_F_WR_END, esub + 2, 4 * g + 1, 0);
-	sock_sub_encode(b + len + SOCK_HDR_LEN, SOCK_F_WR_END, &sub);
-	memcpy(b + len + SOCK_HDR_LEN + esub, "ok", 2);
-	len += SOCK_HDR_LEN + esub + 2;
-	raw_hdr(b + len, SOCK_F_MSG, 0, 4 * g + 2, 0);
-	len += SOCK_HDR_LEN;
-	raw_hdr(b + len, SOCK_F_MSG, 100, 4 * g + 3, 0);
-	memset(b + len + SOCK_HDR_LEN, 'z', 100);
-	return len + SOCK_HDR_LEN + 100;
+	raw_hdr(b, TCP_F_MSG, 8, 4 * g, 0);
+	memcpy(b + TCP_HDR_LEN, "m1234567", 8);
+	len += TCP_HDR_LEN + 8;
+	raw_hdr(b + len, TCP_F_WR_DATA, wsub + 16, 0, 0);
+	tcp_sub_encode(b + len + TCP_HDR_LEN, TCP_F_WR_DATA, &sub);
+	memcpy(b + len + TCP_HDR_LEN + wsub, "0123456789abcdef", 16);
+	len += TCP_HDR_LEN + wsub + 16;
+	sub = (struct tcp_sub){ .op = g + 1 };
+	raw_hdr(b + len, TCP_F_WR_END, esub + 2, 4 * g + 1, 0);
+	tcp_sub_encode(b + len + TCP_HDR_LEN, TCP_F_WR_END, &sub);
+	memcpy(b + len + TCP_HDR_LEN + esub, "ok", 2);
+	len += TCP_HDR_LEN + esub + 2;
+	raw_hdr(b + len, TCP_F_MSG, 0, 4 * g + 2, 0);
+	len += TCP_HDR_LEN;
+	raw_hdr(b + len, TCP_F_MSG, 100, 4 * g + 3, 0);
+	memset(b + len + TCP_HDR_LEN, 'z', 100);
+	return len + TCP_HDR_LEN + 100;
 }
 
 /* Frames cut anywhere, inside a header or an RMA sub-header too, are put
@@ -423,13 +423,13 @@ static void frames_cut_anywhere_arrive_intact(void)
 	 * (after the acks the endpoint sends meanwhile). */
 	CU_ASSERT_EQUAL(cci_send(c, "back", 4, NULL, 0), CCI_SUCCESS);
 	{
-		uint8_t b[SOCK_HDR_LEN + 64];
+		uint8_t b[TCP_HDR_LEN + 64];
 		int n = -1;
 
-		for (int i = 0; i < 64 && !(n == 4 && b[1] == SOCK_F_MSG); i++)
+		for (int i = 0; i < 64 && !(n == 4 && b[1] == TCP_F_MSG); i++)
 			if ((n = raw_frame(fd, b, sizeof(b), 2000)) < 0)
 				break;
-		CU_ASSERT(n == 4 && b[1] == SOCK_F_MSG && memcmp(b + SOCK_HDR_LEN, "back", 4) == 0);
+		CU_ASSERT(n == 4 && b[1] == TCP_F_MSG && memcmp(b + TCP_HDR_LEN, "back", 4) == 0);
 	}
 	close(fd);
 	cci_disconnect(c);
@@ -452,11 +452,11 @@ static uint8_t fill_byte(uint64_t seq, uint32_t i)
 /* One frame of the stream is the seq-th message, whole. */
 static int fill_frame_ok(const uint8_t *b, int n, uint64_t seq)
 {
-	if (n < 0 || (uint32_t)n != fill_len(seq) || b[1] != SOCK_F_MSG ||
+	if (n < 0 || (uint32_t)n != fill_len(seq) || b[1] != TCP_F_MSG ||
 	    cci__get64(b + 8) != seq)
 		return 0;
 	for (uint32_t i = 0; i < (uint32_t)n; i++)
-		if (b[SOCK_HDR_LEN + i] != fill_byte(seq, i))
+		if (b[TCP_HDR_LEN + i] != fill_byte(seq, i))
 			return 0;
 	return 1;
 }
@@ -486,7 +486,7 @@ static void small_sends_into_a_full_socket_arrive_whole(void)
 	cci_device_t *dev = st_init_conf("[t]\ntransport = tcp\nip = 127.0.0.1\nbufsize = 8192\n");
 	cci_endpoint_t *ep = st_endpoint(dev);
 	char *uri = st_uri(ep);
-	static uint8_t msg[480], b[SOCK_HDR_LEN + 480];
+	static uint8_t msg[480], b[TCP_HDR_LEN + 480];
 	cci_connection_t *c = NULL;
 	uint64_t seq = 0;
 	int fd, ok = 1;
@@ -494,7 +494,7 @@ static void small_sends_into_a_full_socket_arrive_whole(void)
 	fd = raw_open(ep, st_uri_port(uri), &c);
 	CU_ASSERT_FATAL(fd >= 0);
 	for (int r = 0; r < ROUNDS && ok; r++) {
-		uint8_t ack[SOCK_HDR_LEN];
+		uint8_t ack[TCP_HDR_LEN];
 		for (uint64_t s = seq; s < seq + PER_ROUND; s++) {
 			for (uint32_t i = 0; i < fill_len(s); i++)
 				msg[i] = fill_byte(s, i);
@@ -503,7 +503,7 @@ static void small_sends_into_a_full_socket_arrive_whole(void)
 		/* The endpoint's thread writes the queued rest as we read. */
 		for (uint32_t i = 0; i < PER_ROUND && ok; i++, seq++)
 			ok = fill_frame_ok(b, raw_frame(fd, b, sizeof(b), 3000), seq);
-		raw_hdr(ack, SOCK_F_ACK, 0, 0, seq);
+		raw_hdr(ack, TCP_F_ACK, 0, 0, seq);
 		CU_ASSERT_EQUAL_FATAL(raw_send(fd, ack, sizeof(ack)), 0);
 	}
 	CU_ASSERT(ok);

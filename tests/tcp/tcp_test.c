@@ -1,8 +1,9 @@
 /*
- * sockets_test.c - transport tests of the tcp transport: the harness, the
- * wire decoder unit tests, and main().
+ * tcp_test.c - transport tests of the tcp transport (and of sock beside it
+ * where a test says so): the harness, the wire decoder unit tests, and
+ * main().
  *
- * usage: sockets_test [substring]   (runs the tests whose name contains it)
+ * usage: tcp_test [substring]   (runs the tests whose name contains it)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -223,49 +224,49 @@ int st_read_line(int fd, char *buf, size_t len, unsigned ms)
 
 /* ---- wire decoder -------------------------------------------------------- */
 
-static const struct sock_limits lim = { 65536, 1u << 20 };
+static const struct tcp_limits lim = { 65536, 1u << 20 };
 
 static void wire_header_roundtrip(void)
 {
-	struct sock_hdr h = { SOCK_F_MSG, SOCK_FL_ACK_NOW, 100, 7, 9 }, d;
+	struct tcp_hdr h = { TCP_F_MSG, TCP_FL_ACK_NOW, 100, 7, 9 }, d;
 	const char *why = NULL;
-	uint8_t b[SOCK_HDR_LEN];
+	uint8_t b[TCP_HDR_LEN];
 
-	sock_hdr_encode(b, &h);
-	CU_ASSERT_EQUAL(sock_hdr_decode(b, &lim, &d, &why), 0);
+	tcp_hdr_encode(b, &h);
+	CU_ASSERT_EQUAL(tcp_hdr_decode(b, &lim, &d, &why), 0);
 	CU_ASSERT(d.type == h.type && d.flags == h.flags && d.len == h.len && d.seq == h.seq &&
 	          d.ack == h.ack);
 }
 
 static void wire_header_rejects_bad_fields(void)
 {
-	struct sock_hdr h = { SOCK_F_MSG, 0, 65537, 0, 0 }, d;
+	struct tcp_hdr h = { TCP_F_MSG, 0, 65537, 0, 0 }, d;
 	const char *why = NULL;
-	uint8_t b[SOCK_HDR_LEN];
+	uint8_t b[TCP_HDR_LEN];
 
-	sock_hdr_encode(b, &h); /* longer than mss */
-	CU_ASSERT_EQUAL(sock_hdr_decode(b, &lim, &d, &why), -1);
-	h = (struct sock_hdr){ SOCK_F_ACK, 0, 1, 0, 0 }; /* an ACK with payload */
-	sock_hdr_encode(b, &h);
-	CU_ASSERT_EQUAL(sock_hdr_decode(b, &lim, &d, &why), -1);
-	h = (struct sock_hdr){ SOCK_F_PING, 0, 0, 5, 0 }; /* seq on unsequenced */
-	sock_hdr_encode(b, &h);
-	CU_ASSERT_EQUAL(sock_hdr_decode(b, &lim, &d, &why), -1);
-	h = (struct sock_hdr){ SOCK_F_WR_DATA, 0, 24, 0, 0 }; /* fragment without data */
-	sock_hdr_encode(b, &h);
-	CU_ASSERT_EQUAL(sock_hdr_decode(b, &lim, &d, &why), -1);
-	h = (struct sock_hdr){ SOCK_F_MSG, 0x80, 1, 0, 0 }; /* unknown flag */
-	sock_hdr_encode(b, &h);
-	CU_ASSERT_EQUAL(sock_hdr_decode(b, &lim, &d, &why), -1);
+	tcp_hdr_encode(b, &h); /* longer than mss */
+	CU_ASSERT_EQUAL(tcp_hdr_decode(b, &lim, &d, &why), -1);
+	h = (struct tcp_hdr){ TCP_F_ACK, 0, 1, 0, 0 }; /* an ACK with payload */
+	tcp_hdr_encode(b, &h);
+	CU_ASSERT_EQUAL(tcp_hdr_decode(b, &lim, &d, &why), -1);
+	h = (struct tcp_hdr){ TCP_F_PING, 0, 0, 5, 0 }; /* seq on unsequenced */
+	tcp_hdr_encode(b, &h);
+	CU_ASSERT_EQUAL(tcp_hdr_decode(b, &lim, &d, &why), -1);
+	h = (struct tcp_hdr){ TCP_F_WR_DATA, 0, 24, 0, 0 }; /* fragment without data */
+	tcp_hdr_encode(b, &h);
+	CU_ASSERT_EQUAL(tcp_hdr_decode(b, &lim, &d, &why), -1);
+	h = (struct tcp_hdr){ TCP_F_MSG, 0x80, 1, 0, 0 }; /* unknown flag */
+	tcp_hdr_encode(b, &h);
+	CU_ASSERT_EQUAL(tcp_hdr_decode(b, &lim, &d, &why), -1);
 	b[0] = 0; /* no mark */
-	CU_ASSERT_EQUAL(sock_hdr_decode(b, &lim, &d, &why), -1);
+	CU_ASSERT_EQUAL(tcp_hdr_decode(b, &lim, &d, &why), -1);
 	CU_ASSERT_PTR_NOT_NULL(why);
 }
 
 static void wire_random_bytes_never_decode_out_of_limits(void)
 {
-	uint8_t b[SOCK_HDR_LEN];
-	struct sock_hdr d;
+	uint8_t b[TCP_HDR_LEN];
+	struct tcp_hdr d;
 	const char *why;
 	unsigned seed = 12345;
 
@@ -273,29 +274,29 @@ static void wire_random_bytes_never_decode_out_of_limits(void)
 		for (unsigned k = 0; k < sizeof(b); k++)
 			b[k] = (uint8_t)rand_r(&seed);
 		if (i & 1)
-			b[0] = SOCK_HDR_MARK, b[3] = 0;
-		if (sock_hdr_decode(b, &lim, &d, &why) == 0) {
-			CU_ASSERT(d.type > 0 && d.type < SOCK_F_TYPE_END);
-			CU_ASSERT(d.len <= lim.frag_max + SOCK_SUB_MAX);
+			b[0] = TCP_HDR_MARK, b[3] = 0;
+		if (tcp_hdr_decode(b, &lim, &d, &why) == 0) {
+			CU_ASSERT(d.type > 0 && d.type < TCP_F_TYPE_END);
+			CU_ASSERT(d.len <= lim.frag_max + TCP_SUB_MAX);
 		}
 	}
 }
 
 static void wire_hello_checks_magic_and_payload(void)
 {
-	struct sock_hello h = { CCI_CONN_ATTR_RU, 4096, 10, 1, 2 }, d;
-	uint8_t b[SOCK_HELLO_LEN + 10] = { 0 };
+	struct tcp_hello h = { CCI_CONN_ATTR_RU, 4096, 10, 1, 2 }, d;
+	uint8_t b[TCP_HELLO_LEN + 10] = { 0 };
 	const char *why;
 
-	sock_hello_encode(b, &h);
-	CU_ASSERT_EQUAL(sock_hello_decode(b, sizeof(b), &d, &why), 0);
+	tcp_hello_encode(b, &h);
+	CU_ASSERT_EQUAL(tcp_hello_decode(b, sizeof(b), &d, &why), 0);
 	CU_ASSERT(d.attr == h.attr && d.mss == h.mss && d.nonce == h.nonce);
-	CU_ASSERT_EQUAL(sock_hello_decode(b, sizeof(b) - 1, &d, &why), -1);
+	CU_ASSERT_EQUAL(tcp_hello_decode(b, sizeof(b) - 1, &d, &why), -1);
 	b[0] ^= 1;
-	CU_ASSERT_EQUAL(sock_hello_decode(b, sizeof(b), &d, &why), -1);
+	CU_ASSERT_EQUAL(tcp_hello_decode(b, sizeof(b), &d, &why), -1);
 	b[0] ^= 1;
 	b[6] = 9; /* attribute */
-	CU_ASSERT_EQUAL(sock_hello_decode(b, sizeof(b), &d, &why), -1);
+	CU_ASSERT_EQUAL(tcp_hello_decode(b, sizeof(b), &d, &why), -1);
 }
 
 int st_add_wire_tests(void)

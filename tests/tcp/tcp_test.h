@@ -1,5 +1,5 @@
 /*
- * sockets_test.h - what the tcp transport tests share: library set-up on a
+ * tcp_test.h - what the tcp transport tests share: library set-up on a
  * loopback device, bounded event waits, peer processes, and a raw TCP
  * client that speaks (or mangles) the wire protocol.
  *
@@ -17,7 +17,7 @@
 
 /* ---- library ------------------------------------------------------------- */
 
-/* cci_init with only the sockets plugin and one tcp device bound to ip
+/* cci_init with only the tcp plugin and one tcp device bound to ip
  * ("127.0.0.1" for most tests).  Returns the device or NULL (a failed
  * assertion has been recorded). */
 cci_device_t *st_init(const char *ip);

@@ -1,5 +1,5 @@
 /*
- * sock_wire_fuzz.c - libFuzzer harness for the socket transports' wire
+ * tcp_wire_fuzz.c - libFuzzer harness for the tcp transport's wire
  * decoders (plugins/tcp/tcp_wire.c): every byte string must decode to
  * a frame within the limits, or be refused with a reason; never a crash.
  *
@@ -18,40 +18,40 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check_header(const uint8_t *data, size_t size)
 {
-	const struct sock_limits lim = { 65536, 1u << 20 };
-	struct sock_sub sub;
-	struct sock_hdr h;
+	const struct tcp_limits lim = { 65536, 1u << 20 };
+	struct tcp_sub sub;
+	struct tcp_hdr h;
 	const char *why = NULL;
 	uint32_t sl;
 
-	if (size < SOCK_HDR_LEN)
+	if (size < TCP_HDR_LEN)
 		return;
-	if (sock_hdr_decode(data, &lim, &h, &why) != 0) {
+	if (tcp_hdr_decode(data, &lim, &h, &why) != 0) {
 		if (!why)
 			abort();
 		return;
 	}
-	sl = sock_sub_len(h.type);
-	if (h.type == 0 || h.type >= SOCK_F_TYPE_END || h.len < sl ||
-	    h.len > lim.frag_max + SOCK_SUB_MAX)
+	sl = tcp_sub_len(h.type);
+	if (h.type == 0 || h.type >= TCP_F_TYPE_END || h.len < sl ||
+	    h.len > lim.frag_max + TCP_SUB_MAX)
 		abort();
-	if (sl && size >= SOCK_HDR_LEN + sl)
-		sock_sub_decode(data + SOCK_HDR_LEN, h.type, &sub, &why);
+	if (sl && size >= TCP_HDR_LEN + sl)
+		tcp_sub_decode(data + TCP_HDR_LEN, h.type, &sub, &why);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct sock_hello hello;
-	struct sock_reply reply;
+	struct tcp_hello hello;
+	struct tcp_reply reply;
 	const char *why = NULL;
 
 	check_header(data, size);
-	if (size > SOCK_HDR_LEN + CCI_CONN_REQ_LEN + SOCK_HELLO_LEN)
+	if (size > TCP_HDR_LEN + CCI_CONN_REQ_LEN + TCP_HELLO_LEN)
 		return 0;
-	if (sock_hello_decode(data, (uint32_t)size, &hello, &why) == 0 &&
-	    (hello.data_len != size - SOCK_HELLO_LEN || hello.attr > CCI_CONN_ATTR_UU))
+	if (tcp_hello_decode(data, (uint32_t)size, &hello, &why) == 0 &&
+	    (hello.data_len != size - TCP_HELLO_LEN || hello.attr > CCI_CONN_ATTR_UU))
 		abort();
-	if (size == SOCK_REPLY_LEN)
-		sock_reply_decode(data, (uint32_t)size, &reply, &why);
+	if (size == TCP_REPLY_LEN)
+		tcp_reply_decode(data, (uint32_t)size, &reply, &why);
 	return 0;
 }
