@@ -234,7 +234,7 @@ struct sock_conn {
 	int touched;
 	struct sock_conn *touch_next;
 	/* The ack that came on the last data datagram, applied by
-	 * sock_rx_finish: after the message it carried is delivered, not on
+	 * sock_tx_finish: after the message it carried is delivered, not on
 	 * the way to it (sock_tx_ack_keep). */
 	struct sock_rel_ack ack_kept;
 	uint64_t ack_kept_ns;
@@ -378,7 +378,7 @@ void sock_tx_pump(struct sock_conn *sc, uint64_t now);
 void sock_tx_note_timer(struct sock_conn *sc);
 void sock_tx_acked(struct sock_conn *sc, const struct sock_dg *d, uint64_t now);
 void sock_tx_ack_keep(struct sock_conn *sc, const struct sock_dg *d, uint64_t now);
-void sock_tx_ack_kept_apply(struct sock_conn *sc);
+void sock_tx_finish(struct sock_ep *sep, uint64_t now);
 void sock_tx_timers(struct sock_conn *sc, uint64_t now);
 void sock_tx_fail_all(struct sock_conn *sc, int status, int report);
 void sock_tx_ops_free(struct sock_ep *sep);
@@ -426,7 +426,6 @@ int sock_rx_poll(struct sock_ep *sep, uint64_t *now_p);
 void sock_rx_errqueue(struct sock_ep *sep);
 void sock_rx_back(struct sock_ep *sep);
 void sock_rx_pend(struct sock_ep *sep);
-void sock_rx_finish(struct sock_ep *sep, uint64_t now);
 void sock_rb_free_all(struct sock_ep *sep);
 void sock_recv_returned(cci__evt_t *evt);
 

@@ -29,12 +29,12 @@
 static void tick_run(struct sock_ep *sep, uint64_t now)
 {
 	if (sep->touched) /* kept acks first: what they complete does not time out */
-		sock_rx_finish(sep, now);
+		sock_tx_finish(sep, now);
 	sock_rx_back(sep);
 	sock_conn_tick(sep, now);
 	sock_hs_tick(sep, now);
 	sock_conn_timers(sep, now);
-	sock_rx_finish(sep, now);
+	sock_tx_finish(sep, now);
 }
 
 static void mode_set(struct sock_ep *sep, int thread)
@@ -70,7 +70,7 @@ static void rx_cb(struct ev_loop *loop, ev_io *w, int revents)
 		now = cci__now_ns();
 	if (sep->timer_ns <= now)
 		sock_conn_timers(sep, now);
-	sock_rx_finish(sep, now);
+	sock_tx_finish(sep, now);
 	pthread_mutex_unlock(&sep->lock);
 }
 
@@ -82,7 +82,7 @@ static void on_cmd(void *owner, unsigned cmd)
 		mode_set(sep, 1);
 	pthread_mutex_lock(&sep->lock);
 	sock_rx_back(sep);
-	sock_rx_finish(sep, cci__now_ns());
+	sock_tx_finish(sep, cci__now_ns());
 	pthread_mutex_unlock(&sep->lock);
 }
 
@@ -120,7 +120,7 @@ int sock_progress(cci__ep_t *ep)
 	if (atomic_load_explicit(&sep->rb_back, memory_order_relaxed))
 		sock_rx_back(sep);
 	if (sep->touched || sep->ntx) /* what the last poll's datagram left */
-		sock_rx_finish(sep, cci__now_ns());
+		sock_tx_finish(sep, cci__now_ns());
 	due = atomic_load_explicit(&sep->tick_due, memory_order_relaxed);
 	if (sock_rx_poll(sep, &now) == 0 && !due && ++sep->idle_polls % SOCK_CLOCK_EVERY != 0)
 		goto out;
@@ -132,7 +132,7 @@ int sock_progress(cci__ep_t *ep)
 		tick_run(sep, now);
 	} else if (sep->timer_ns <= now) {
 		sock_conn_timers(sep, now);
-		sock_rx_finish(sep, now);
+		sock_tx_finish(sep, now);
 	}
 out:
 	starved = sep->held >= atomic_load(&sep->held_limit);
@@ -182,7 +182,7 @@ int sock_arm(cci__ep_t *ep)
 		timerfd_settime(sep->tfd, 0, &its, NULL);
 	}
 	if (sep->touched || sep->ntx) /* what the last poll's datagram left */
-		sock_rx_finish(sep, cci__now_ns());
+		sock_tx_finish(sep, cci__now_ns());
 	pending = atomic_load(&sep->rb_back) != NULL ||
 	          (sep->pend && sep->held < atomic_load(&sep->held_limit));
 	pthread_mutex_unlock(&sep->lock);

@@ -333,7 +333,7 @@ static void conn_rx(struct sock_conn *sc, const struct sock_dg *d, const uint8_t
                     uint32_t len, uint64_t now)
 {
 	/* A sequenced datagram's payload goes before the ack riding on it,
-	 * which is kept for sock_rx_finish (sock_tx_ack_keep): a RECV event is
+	 * which is kept for sock_tx_finish (sock_tx_ack_keep): a RECV event is
 	 * queued ahead of the SEND completions that the ack brings, and a
 	 * program that answers messages (a ping-pong, an RPC) answers first
 	 * and tends to its completions while it waits.  Other datagrams apply
@@ -521,7 +521,7 @@ static int rx_batches(struct sock_ep *sep, uint64_t *now_p)
 		}
 		batch_reset(sep, n);
 		total += n;
-		sock_rx_finish(sep, *now_p);
+		sock_tx_finish(sep, *now_p);
 		if (n < (int)SOCK_RX_BATCH)
 			break;
 	}
@@ -534,7 +534,7 @@ static int rx_batches(struct sock_ep *sep, uint64_t *now_p)
  * read; the clock is read only when some came (*now_p is 0 before, the
  * time after).  What a lone datagram leaves to do (the ack it brought,
  * the sends that frees, an ack of ours that is due) waits on
- * sep->touched for the caller's sock_rx_finish: a polling application
+ * sep->touched for the caller's sock_tx_finish: a polling application
  * gets the message first. */
 int sock_rx_poll(struct sock_ep *sep, uint64_t *now_p)
 {
@@ -553,24 +553,4 @@ int sock_rx_poll(struct sock_ep *sep, uint64_t *now_p)
 	}
 	sep->rx_last = n > 0;
 	return n;
-}
-
-/* After a batch: each connection it moved sends what it may and the ack
- * that is due. */
-void sock_rx_finish(struct sock_ep *sep, uint64_t now)
-{
-	while (sep->touched) {
-		struct sock_conn *sc = sep->touched;
-
-		sep->touched = sc->touch_next;
-		sc->touched = 0;
-		sock_tx_ack_kept_apply(sc);
-		if (!sc->rel_on || !cci__conn_is_open(&sc->base))
-			continue;
-		sock_tx_pump(sc, now);
-		if (sock_rel_ack_due(&sc->rel, now))
-			sock_tx_ctl(sc, SOCK_DG_ACK, 0);
-		sock_tx_note_timer(sc);
-	}
-	sock_tx_flush(sep);
 }

@@ -483,9 +483,9 @@ static void ack_apply(struct sock_conn *sc, const struct sock_rel_ack *a, uint64
 	}
 }
 
-/* The ack kept by sock_tx_ack_keep, if any, now (sock_rx_finish, or
+/* The ack kept by sock_tx_ack_keep, if any, now (sock_tx_finish, or
  * before a later ack of the connection). */
-void sock_tx_ack_kept_apply(struct sock_conn *sc)
+static void sock_tx_ack_kept_apply(struct sock_conn *sc)
 {
 	if (!sc->ack_kept_set)
 		return;
@@ -494,7 +494,7 @@ void sock_tx_ack_kept_apply(struct sock_conn *sc)
 		ack_apply(sc, &sc->ack_kept, sc->ack_kept_ns);
 }
 
-/* The ack riding on a data datagram d, kept for sock_rx_finish: the
+/* The ack riding on a data datagram d, kept for sock_tx_finish: the
  * completions it brings (and their events) then come after the RECV of
  * d's message and, when the application polls, after its next call, so
  * that a program answering messages (a ping-pong, an RPC) sends its
@@ -585,6 +585,27 @@ static int send_uu(struct sock_conn *sc, const struct iovec *iov, uint32_t iovcn
 	return CCI_SUCCESS;
 }
 
+/* What received datagrams left (sep->touched, see sock_conn_touch): each
+ * connection they moved applies its kept ack, sends what it may and the
+ * ack that is due. */
+void sock_tx_finish(struct sock_ep *sep, uint64_t now)
+{
+	while (sep->touched) {
+		struct sock_conn *sc = sep->touched;
+
+		sep->touched = sc->touch_next;
+		sc->touched = 0;
+		sock_tx_ack_kept_apply(sc);
+		if (!sc->rel_on || !cci__conn_is_open(&sc->base))
+			continue;
+		sock_tx_pump(sc, now);
+		if (sock_rel_ack_due(&sc->rel, now))
+			sock_tx_ctl(sc, SOCK_DG_ACK, 0);
+		sock_tx_note_timer(sc);
+	}
+	sock_tx_flush(sep);
+}
+
 static int send_locked(struct sock_conn *sc, const struct iovec *iov, uint32_t iovcnt,
                        uint32_t len, void *context, int flags, int *again)
 {
@@ -614,7 +635,7 @@ static int send_locked(struct sock_conn *sc, const struct iovec *iov, uint32_t i
 	sock_tx_flush(sc->sep);
 	/* The message is out: now the work the last datagram received left
 	 * (its kept ack, see sock_tx_ack_keep). */
-	sock_rx_finish(sc->sep, op->t_ns);
+	sock_tx_finish(sc->sep, op->t_ns);
 	return CCI_SUCCESS;
 }
 
