@@ -42,10 +42,26 @@ static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct cci__engine *e = w->data;
 
+	uint64_t now = cci__now_ns();
+	int app_polled = atomic_exchange(&e->app_polled, 0);
+
 	(void)loop;
 	(void)revents;
+	atomic_store_explicit(&e->now_ns, now, memory_order_relaxed);
+	cci__engine_mode_set(e, !app_polled);
 	if (e->on_tick)
-		e->on_tick(e->owner, cci__now_ns(), atomic_exchange(&e->app_polled, 0));
+		e->on_tick(e->owner, now, app_polled);
+}
+
+void cci__engine_mode_set(struct cci__engine *e, int thread)
+{
+	if (!e->on_mode || (thread && !e->threaded) ||
+	    atomic_load(&e->thread_polls) == thread)
+		return;
+	/* Published before the plugin looks at its queues (its senders do the
+	 * reverse), so queued work is never left without a watcher. */
+	atomic_store(&e->thread_polls, thread);
+	e->on_mode(e->owner, thread);
 }
 
 int cci__engine_init(struct cci__engine *e, void *owner, double tick_s, int threaded,
@@ -61,6 +77,7 @@ int cci__engine_init(struct cci__engine *e, void *owner, double tick_s, int thre
 	e->threaded = threaded;
 	e->on_cmd = on_cmd;
 	e->on_tick = on_tick;
+	atomic_store_explicit(&e->now_ns, cci__now_ns(), memory_order_relaxed);
 	ev_set_userdata(e->loop, e);
 	if (threaded)
 		ev_set_loop_release_cb(e->loop, l_release, l_acquire);

@@ -18,8 +18,20 @@
  * The tick.  Every tick_s seconds (while the tick runs, cci__engine_tick)
  * on_tick gets the time and whether the application called the plugin
  * since the previous tick (cci__engine_app_active, from its progress and
- * send paths): the rule by which a progress thread keeps off the sockets
- * while the application polls, and takes them when it computes.
+ * send paths).  Before it, the tick sets the coarse clock
+ * (cci__engine_now: the time of the last tick, for what needs a time but
+ * not a precise one, as a send's queueing time) and decides who polls.
+ *
+ * Who polls.  A plugin that sets on_mode after init lets the engine decide
+ * who reads its sockets or device: the application while it calls the
+ * plugin, the engine's thread when a tick finds it did not (it computes,
+ * or sleeps on the OS handle).  cci__engine_mode_set switches at once (an
+ * on_cmd of a plugin whose application is about to sleep); on_mode(owner,
+ * thread) then starts or stops the plugin's watchers.  Without a thread
+ * (progress = manual) the application always polls.  A tick that finds
+ * the plugin's lock taken (the application polls and holds it nearly all
+ * the time) can leave its work to the next progress() with
+ * cci__engine_tick_defer.
  *
  * Precise timers.  libev's epoll backend sleeps in whole milliseconds, too
  * coarse for a thread that polls a device every few microseconds.  A
@@ -57,6 +69,12 @@ struct cci__engine {
 	void *owner;          /* the plugin's endpoint, handed to the callbacks */
 	void (*on_cmd)(void *owner, unsigned cmd);
 	void (*on_tick)(void *owner, uint64_t now, int app_polled);
+	/* Who polls; see above.  on_mode is set by the plugin after init
+	 * (NULL: the plugin decides by itself). */
+	void (*on_mode)(void *owner, int thread);
+	_Atomic int thread_polls;  /* the engine's thread holds the plugin's I/O */
+	_Atomic int tick_due;      /* a tick left its work to progress() */
+	_Atomic uint64_t now_ns;   /* the coarse clock */
 };
 
 /*
@@ -113,6 +131,54 @@ void cci__engine_timer_stop(struct cci__engine_timer *t);
  * initialised, or twice); after cci__engine_stop, before
  * cci__engine_fini. */
 void cci__engine_timer_fini(struct cci__engine *e, struct cci__engine_timer *t);
+
+/* Who polls from now: the thread (thread != 0; ignored without one) or
+ * the application.  In the loop (a callback, or e->lock held); calls
+ * on_mode when it changes. */
+void cci__engine_mode_set(struct cci__engine *e, int thread);
+
+/* Let the engine decide who polls, starting with the thread (thread != 0,
+ * with one) or the application; after init, before start.  on_mode is not
+ * called for this first mode: the plugin starts its watchers for it. */
+static inline void cci__engine_mode_init(struct cci__engine *e,
+                                         void (*on_mode)(void *owner, int thread), int thread)
+{
+	e->on_mode = on_mode;
+	atomic_store(&e->thread_polls, thread && e->threaded);
+}
+
+/* Does the engine's thread poll now (else the application)?  Any thread;
+ * 0 on a zeroed engine never initialised.  Sequentially consistent: a
+ * sender stores its queue, then asks; the switch stores the mode, then
+ * looks at the queues. */
+static inline int cci__engine_thread_polls(const struct cci__engine *e)
+{
+	return atomic_load(&e->thread_polls);
+}
+
+/* The coarse clock: the time of the last tick (of init before any). */
+static inline uint64_t cci__engine_now(const struct cci__engine *e)
+{
+	return atomic_load_explicit(&e->now_ns, memory_order_relaxed);
+}
+
+/* The tick could not take the plugin's lock: its work waits for the
+ * application's next progress(), which asks cci__engine_tick_due() and,
+ * having done it, cci__engine_tick_done(). */
+static inline void cci__engine_tick_defer(struct cci__engine *e)
+{
+	atomic_store_explicit(&e->tick_due, 1, memory_order_relaxed);
+}
+
+static inline int cci__engine_tick_due(const struct cci__engine *e)
+{
+	return atomic_load_explicit(&e->tick_due, memory_order_relaxed);
+}
+
+static inline void cci__engine_tick_done(struct cci__engine *e)
+{
+	atomic_store_explicit(&e->tick_due, 0, memory_order_relaxed);
+}
 
 /* Is a command or wake-up waiting for the loop? */
 static inline int cci__engine_cmd_pending(struct cci__engine *e)

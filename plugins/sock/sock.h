@@ -294,11 +294,9 @@ struct sock_ep {
 	uint32_t window;            /* datagrams granted to each peer */
 	int manual;
 	int tfd;                    /* manual with an OS handle: a timerfd in it */
-	struct cci__engine eng;
+	struct cci__engine eng;     /* who polls and a deferred tick (engine.h) */
 	int eng_on;
 	ev_io rx_w;
-	_Atomic int thread_mode;
-	_Atomic int tick_due;       /* the tick found the lock taken: progress() runs it */
 	uint64_t next_tick_ns;      /* manual: when progress() runs the tick */
 	uint32_t idle_polls;        /* empty polls since the clock was last read */
 

@@ -37,11 +37,12 @@ static void tick_run(struct sock_ep *sep, uint64_t now)
 	sock_tx_finish(sep, now);
 }
 
-static void mode_set(struct sock_ep *sep, int thread)
+/* The engine's switch of who polls (engine.h): the thread reads the
+ * socket while the application does not poll. */
+static void on_mode(void *owner, int thread)
 {
-	if (atomic_load(&sep->thread_mode) == thread)
-		return;
-	atomic_store(&sep->thread_mode, thread);
+	struct sock_ep *sep = owner;
+
 	if (thread)
 		ev_io_start(sep->eng.loop, &sep->rx_w);
 	else
@@ -59,7 +60,7 @@ static void rx_cb(struct ev_loop *loop, ev_io *w, int revents)
 	 * socket itself.  Leave it the socket until the next idle tick,
 	 * rather than fight for the lock at every datagram. */
 	if (pthread_mutex_trylock(&sep->lock) != 0) {
-		mode_set(sep, 0);
+		cci__engine_mode_set(&sep->eng, 0);
 		return;
 	}
 	sock_rx_back(sep);
@@ -79,7 +80,7 @@ static void on_cmd(void *owner, unsigned cmd)
 	struct sock_ep *sep = owner;
 
 	if (cmd & SOCK_CMD_WAKE)
-		mode_set(sep, 1);
+		cci__engine_mode_set(&sep->eng, 1);
 	pthread_mutex_lock(&sep->lock);
 	sock_rx_back(sep);
 	sock_tx_finish(sep, cci__now_ns());
@@ -90,12 +91,12 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 {
 	struct sock_ep *sep = owner;
 
-	mode_set(sep, !app_polled);
+	(void)app_polled; /* the engine decided who polls (on_mode) */
 	/* A polling application holds the lock nearly all the time, and a
 	 * mutex is not fair: waiting for it could take long.  Leave the tick
 	 * to its next progress() instead. */
 	if (pthread_mutex_trylock(&sep->lock) != 0) {
-		atomic_store(&sep->tick_due, 1);
+		cci__engine_tick_defer(&sep->eng);
 		return;
 	}
 	tick_run(sep, now);
@@ -121,13 +122,13 @@ int sock_progress(cci__ep_t *ep)
 		sock_rx_back(sep);
 	if (sep->touched || sep->ntx) /* what the last poll's datagram left */
 		sock_tx_finish(sep, cci__now_ns());
-	due = atomic_load_explicit(&sep->tick_due, memory_order_relaxed);
+	due = cci__engine_tick_due(&sep->eng);
 	if (sock_rx_poll(sep, &now) == 0 && !due && ++sep->idle_polls % SOCK_CLOCK_EVERY != 0)
 		goto out;
 	if (!now)
 		now = cci__now_ns();
 	if (due || (sep->manual && now >= sep->next_tick_ns)) {
-		atomic_store_explicit(&sep->tick_due, 0, memory_order_relaxed);
+		cci__engine_tick_done(&sep->eng);
 		sep->next_tick_ns = now + SOCK_TICK_NS;
 		tick_run(sep, now);
 	} else if (sep->timer_ns <= now) {
@@ -186,7 +187,7 @@ int sock_arm(cci__ep_t *ep)
 	pending = atomic_load(&sep->rb_back) != NULL ||
 	          (sep->pend && sep->held < atomic_load(&sep->held_limit));
 	pthread_mutex_unlock(&sep->lock);
-	if (!sep->manual && !atomic_load(&sep->thread_mode))
+	if (!sep->manual && !cci__engine_thread_polls(&sep->eng))
 		cci__engine_cmd(&sep->eng, SOCK_CMD_WAKE);
 	return pending ? CCI_EAGAIN : CCI_SUCCESS;
 }
@@ -327,7 +328,7 @@ static int engine_start(struct sock_ep *sep)
 	ev_io_init(&sep->rx_w, rx_cb, sep->fd, EV_READ);
 	sep->rx_w.data = sep;
 	/* Until the application polls, the thread reads. */
-	atomic_store(&sep->thread_mode, 1);
+	cci__engine_mode_init(&sep->eng, on_mode, 1);
 	ev_io_start(sep->eng.loop, &sep->rx_w);
 	if (cci__engine_start(&sep->eng) != CCI_SUCCESS) {
 		SOCK_ERR("sock: cannot start the progress thread of %s", sep->ep->uri);

@@ -68,7 +68,7 @@ void sock_recv_returned(cci__evt_t *evt)
 	do
 		rb->next = head;
 	while (!atomic_compare_exchange_weak(&sep->rb_back, &head, rb));
-	if (atomic_load_explicit(&sep->thread_mode, memory_order_relaxed))
+	if (cci__engine_thread_polls(&sep->eng))
 		cci__engine_cmd(&sep->eng, 0);
 }
 

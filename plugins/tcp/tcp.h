@@ -322,11 +322,9 @@ struct tcp_ep {
 	int manual_tfd;                /* ... with an OS handle: a timerfd in it, armed
 	                                * for one tick while anything waits for the
 	                                * loop (tcp_arm) */
-	struct cci__engine eng;        /* the loop; eng.lock is the loop lock */
+	struct cci__engine eng;        /* the loop; eng.lock is the loop lock; who
+	                                * polls and the coarse clock (engine.h) */
 	ev_io listen_w, rx_w;
-	_Atomic int thread_mode;
-	_Atomic int tick_due;          /* the tick could not lock: progress() runs it */
-	_Atomic uint64_t now_ns;       /* coarse clock, updated by the tick */
 
 	/* Connections, under lock. */
 	pthread_mutex_t lock;

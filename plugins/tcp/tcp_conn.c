@@ -30,7 +30,7 @@ void tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, i
  */
 static int want_epoll(const struct tcp_ep *sep)
 {
-	return atomic_load(&sep->thread_mode) || sep->ep->os_epfd >= 0 ||
+	return cci__engine_thread_polls(&sep->eng) || sep->ep->os_epfd >= 0 ||
 	       sep->nopen > TCP_POLL_DIRECT_MAX;
 }
 
@@ -99,7 +99,7 @@ int tcp_conn_open(struct tcp_conn *tc, uint32_t peer_mss)
 		tc->in_rx = 0;
 		return CCI_ENOMEM;
 	}
-	cci__ct_arm(&tc->base.timers, tc->conn->keepalive_us, atomic_load(&sep->now_ns));
+	cci__ct_arm(&tc->base.timers, tc->conn->keepalive_us, cci__engine_now(&sep->eng));
 	cci__conn_move(&tc->base, CCI__CONN_OPEN, tcp_core, tc->conn);
 	return CCI_SUCCESS;
 }
@@ -225,9 +225,9 @@ void tcp_conn_break(struct tcp_conn *tc, int status, const char *why)
 	/* The peer learns at once; the socket stays open for the watchers
 	 * until the application disconnects. */
 	shutdown(tc->fd, SHUT_RDWR);
-	/* The queued times are the tick's clock (sep->now_ns), as is the
+	/* The queued times are the tick's clock (cci__engine_now), as is the
 	 * time the send timeout was judged at. */
-	ops_drop(tc->sep, ops_sort(ops), status, atomic_load(&tc->sep->now_ns));
+	ops_drop(tc->sep, ops_sort(ops), status, cci__engine_now(&tc->sep->eng));
 }
 
 void tcp_faults_process(struct tcp_ep *sep)

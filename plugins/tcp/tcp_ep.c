@@ -49,7 +49,6 @@ static void ep_fields_init(struct tcp_ep *sep, cci__ep_t *ep)
 	sep->manual = sep->dev->manual_progress;
 	sep->listen_fd = sep->rx_epfd = sep->manual_tfd = -1;
 	pthread_mutex_init(&sep->lock, NULL);
-	atomic_store(&sep->now_ns, cci__now_ns());
 	ep->recv_buf_count = TCP_RECV_COUNT_DEFAULT;
 	atomic_store(&sep->rb_limit, TCP_RECV_COUNT_DEFAULT);
 	ep->send_buf_count = TCP_SEND_COUNT_DEFAULT;

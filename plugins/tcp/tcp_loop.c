@@ -53,7 +53,7 @@ static void ww_cb(struct ev_loop *loop, ev_io *w, int revents)
 static void ww_update(struct tcp_conn *tc)
 {
 	struct tcp_ep *sep = tc->sep;
-	int want = atomic_load(&sep->thread_mode) &&
+	int want = cci__engine_thread_polls(&sep->eng) &&
 	           atomic_load_explicit(&tc->tx_queued, memory_order_relaxed) &&
 	           cci__conn_is_open(&tc->base);
 
@@ -88,15 +88,13 @@ static void rx_cb(struct ev_loop *loop, ev_io *w, int revents)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* Thread mode (thread set): the application stopped polling, the loop
- * takes the sockets; app mode: it polls again, the loop leaves them. */
-static void mode_set(struct tcp_ep *sep, int thread)
+/* The engine's switch of who polls (engine.h): in thread mode the
+ * application stopped polling and the loop takes the sockets; in app mode
+ * it polls again and the loop leaves them. */
+static void on_mode(void *owner, int thread)
 {
-	if (atomic_load(&sep->thread_mode) == thread || (thread && sep->manual))
-		return;
-	/* Publish the mode before looking at the queues (senders do the
-	 * reverse), so a queued byte is never left without a watcher. */
-	atomic_store(&sep->thread_mode, thread);
+	struct tcp_ep *sep = owner;
+
 	TCP_LOG(CCI_LOG_CTP, "tcp: %s: %s", sep->ep->uri,
 	        thread ? "the application is idle, the progress thread takes the sockets"
 	               : "the application polls, the progress thread leaves the sockets");
@@ -122,7 +120,7 @@ static void on_cmd(void *owner, unsigned cmd)
 	struct tcp_ep *sep = owner;
 
 	if (cmd & TCP_CMD_WAKE)
-		mode_set(sep, 1);
+		cci__engine_mode_set(&sep->eng, 1);
 	/* A polling application that holds the lock flushes by itself. */
 	if ((cmd & TCP_CMD_FLUSH) && pthread_mutex_trylock(&sep->lock) == 0) {
 		tcp_tx_flush_all(sep);
@@ -133,7 +131,7 @@ static void on_cmd(void *owner, unsigned cmd)
 	pthread_mutex_lock(&sep->lock);
 	if (cmd & TCP_CMD_FAULT)
 		tcp_faults_process(sep);
-	if ((cmd & TCP_CMD_RX) && atomic_load(&sep->thread_mode))
+	if ((cmd & TCP_CMD_RX) && cci__engine_thread_polls(&sep->eng))
 		tcp_rx_resume(sep);
 	if (cmd & TCP_CMD_TX)
 		ww_update_all(sep);
@@ -161,8 +159,9 @@ static void timers_in_app(struct tcp_ep *sep)
 {
 	int with_loop = pthread_mutex_trylock(&sep->eng.lock) == 0;
 
-	atomic_store(&sep->tick_due, !with_loop);
-	timers_run(sep, atomic_load(&sep->now_ns), with_loop);
+	if (with_loop)
+		cci__engine_tick_done(&sep->eng);
+	timers_run(sep, cci__engine_now(&sep->eng), with_loop);
 	if (with_loop) {
 		pthread_mutex_unlock(&sep->eng.lock);
 		tcp_loop_cmd(sep, 0); /* watchers may have stopped */
@@ -173,13 +172,12 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 {
 	struct tcp_ep *sep = owner;
 
-	atomic_store(&sep->now_ns, now);
-	mode_set(sep, !app_polled);
+	(void)app_polled; /* the engine decided who polls (on_mode) */
 	/* A polling application holds the lock nearly all the time: waiting
 	 * for it would cost it a wake-up call per unlock.  Leave the timers to
 	 * its next progress() instead. */
 	if (pthread_mutex_trylock(&sep->lock) != 0) {
-		atomic_store(&sep->tick_due, 1);
+		cci__engine_tick_defer(&sep->eng);
 		return;
 	}
 	timers_run(sep, now, 1);
@@ -262,7 +260,7 @@ int tcp_arm(cci__ep_t *ep)
 	struct tcp_ep *sep = tcp_ep_of(ep);
 	int pending;
 
-	if (!sep->manual && atomic_load(&sep->tx_busy) && !atomic_load(&sep->thread_mode))
+	if (!sep->manual && atomic_load(&sep->tx_busy) && !cci__engine_thread_polls(&sep->eng))
 		tcp_loop_cmd(sep, TCP_CMD_WAKE);
 	pthread_mutex_lock(&sep->lock);
 	if (sep->manual)
@@ -280,11 +278,10 @@ static void watchers_init(struct tcp_ep *sep)
 	tcp_listen_init(sep);
 	ev_io_init(&sep->rx_w, rx_cb, sep->rx_epfd, EV_READ);
 	sep->rx_w.data = sep;
-	if (sep->manual)
-		return;
 	/* Until the application polls, the thread does the reading. */
-	atomic_store(&sep->thread_mode, 1);
-	ev_io_start(loop, &sep->rx_w);
+	cci__engine_mode_init(&sep->eng, on_mode, 1);
+	if (cci__engine_thread_polls(&sep->eng))
+		ev_io_start(loop, &sep->rx_w);
 }
 
 /* With progress=manual nothing sleeps in the loop (loop_manual runs it
@@ -320,7 +317,7 @@ int tcp_progress(cci__ep_t *ep)
 	/* Wait for the progress thread if it holds the lock: it is reading
 	 * or posting, and what it posts is what the caller wants next. */
 	pthread_mutex_lock(&sep->lock);
-	if (atomic_load_explicit(&sep->tick_due, memory_order_relaxed))
+	if (cci__engine_tick_due(&sep->eng))
 		timers_in_app(sep);
 	if (atomic_load_explicit(&sep->nfaults, memory_order_relaxed))
 		tcp_faults_process(sep);

@@ -258,7 +258,7 @@ static int rx_read(struct tcp_conn *tc)
 	while (n < 0 && errno == EINTR);
 	if (n > 0) {
 		cci__ct_heard(&tc->base.timers,
-		              atomic_load_explicit(&tc->sep->now_ns, memory_order_relaxed));
+		              cci__engine_now(&tc->sep->eng));
 		if (!direct) {
 			tc->st_pos = 0;
 			tc->st_end = (uint32_t)n;
@@ -319,7 +319,7 @@ static void rx_conn(struct tcp_conn *tc)
 		if (rx_parse(tc) != 0 || round == TCP_RX_ROUNDS || tc->drained || !rx_read(tc))
 			break;
 	}
-	if (atomic_load_explicit(&tc->sep->thread_mode, memory_order_relaxed))
+	if (cci__engine_thread_polls(&tc->sep->eng))
 		rx_apply_acks(tc);
 	else if (tc->ack_seen != tc->ack_done)
 		tc->sep->acks_pending = 1;

@@ -37,7 +37,7 @@ struct tcp_op *tcp_op_get_app(struct tcp_conn *tc, int kind, int flags, void *co
 		op->kind = (uint8_t)kind;
 		op->flags = flags;
 		op->context = context;
-		op->t_ns = atomic_load_explicit(&sep->now_ns, memory_order_relaxed);
+		op->t_ns = cci__engine_now(&sep->eng);
 	}
 	return op;
 }
@@ -89,7 +89,7 @@ static void tx_mark(struct tcp_conn *tc)
 	atomic_fetch_add(&sep->tx_busy, q ? 1 : -1);
 	/* The thread, or an application asleep on a manual endpoint's OS
 	 * handle, must come back for the queued bytes. */
-	if (q && (atomic_load(&sep->thread_mode) || sep->manual_tfd >= 0))
+	if (q && (cci__engine_thread_polls(&sep->eng) || sep->manual_tfd >= 0))
 		tcp_loop_cmd(sep, TCP_CMD_TX);
 }
 
@@ -443,7 +443,7 @@ static int burst_holds(struct tcp_conn *tc, const struct tcp_op *op)
 	}
 	return op->reliable && op->len <= TCP_LINEAR_MAX - TCP_HDR_LEN &&
 	       tc->ctl_off == tc->ctl_len && tc->held < TCP_HOLD_MAX - 1 && !sep->manual &&
-	       !atomic_load_explicit(&sep->thread_mode, memory_order_relaxed);
+	       !cci__engine_thread_polls(&sep->eng);
 }
 
 /* Hold op; caller_bytes: its uiov points at the caller's buffers.  Those
