@@ -56,6 +56,7 @@
 #include "log_due.h"
 #include "random.h"
 #include "net_dev.h"
+#include "op_pool.h"
 #include "sock_dgram.h"
 #include "sock_rel.h"
 #include "status.h"
@@ -117,19 +118,16 @@ enum sock_op_phase {
 struct sock_conn;
 
 struct sock_op {
+	struct cci__op_link link;  /* the endpoint's op pool's; link.ctl: not the application's */
 	TAILQ_ENTRY(sock_op) q;    /* sc->txq while it has datagrams to push */
 	TAILQ_ENTRY(sock_op) live; /* sc->ops from start to completion, oldest first */
-	struct sock_op *next;      /* the free list */
-	struct sock_op *all_next;  /* every op of the endpoint */
 	struct sock_conn *sc;
-	uint8_t kind, phase, in_txq, fence, remote_wait, app, started;
+	uint8_t kind, phase, in_txq, fence, remote_wait, started;
 	int flags, status;
 	void *context;
 	uint64_t t_ns;             /* queued at, for the send timeout */
 	uint32_t txd_out;          /* datagrams pushed, not yet acknowledged */
-	/* The message: a copy in buf (kept across uses) or the caller's bytes. */
-	char *buf;
-	uint32_t cap;
+	/* The message: a copy in buf or the caller's bytes. */
 	const char *msg;
 	uint32_t len, msg_off;
 	/* RMA. */
@@ -137,6 +135,9 @@ struct sock_op {
 	uint32_t ctl_type, ctl_status;
 	uint64_t key, roff, total, done;
 	char *laddr;               /* local bytes of a WRITE, READ or RDRESP */
+	/* Kept across uses: the copy buffer. */
+	char *buf;
+	uint32_t cap;
 };
 
 /* A sequenced datagram awaiting its ack; the handle given to sock_rel. */
@@ -325,9 +326,7 @@ struct sock_ep {
 	struct sock_conn *pend;     /* connections with messages waiting for a buffer */
 	struct sock_conn *touched;  /* connections this pass moved */
 
-	struct sock_op *op_free, *op_all;
-	uint32_t ops_out;
-	_Atomic uint32_t ops_limit;
+	struct cci__op_pool ops;
 	struct sock_txd *txd_free;
 	void **txd_chunks;
 	uint32_t ntxd_chunks;
@@ -367,7 +366,13 @@ void sock_tx_emit(struct sock_ep *sep, const struct sockaddr_storage *to, sockle
                   struct sock_dg *d, const void *data, uint32_t len);
 void sock_tx_flush(struct sock_ep *sep);
 void sock_tx_ctl(struct sock_conn *sc, uint8_t type, uint8_t flags);
+void sock_op_pool_init(struct sock_ep *sep);
 struct sock_op *sock_op_get(struct sock_ep *sep, int kind, int app);
+/* Is op the application's (a completion event, and within its budget)? */
+static inline int sock_op_app(const struct sock_op *op)
+{
+	return !op->link.ctl;
+}
 void sock_op_put(struct sock_ep *sep, struct sock_op *op);
 int sock_op_copy_in(struct sock_op *op, const struct iovec *iov, uint32_t iovcnt, uint32_t len);
 void sock_op_queue(struct sock_conn *sc, struct sock_op *op);

@@ -405,7 +405,7 @@ static uint64_t oldest_send_ns(void *pc)
 	/* The list is in queueing order: the first send of the application's
 	 * is the oldest (answers to the peer's reads do not count). */
 	TAILQ_FOREACH(op, &sc->ops, live)
-		if (op->app)
+		if (sock_op_app(op))
 			return op->t_ns;
 	return UINT64_MAX;
 }

@@ -201,7 +201,7 @@ int sock_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
 	if (name == CCI_OPT_ENDPT_RECV_BUF_COUNT)
 		atomic_store(&sep->held_limit, value);
 	else
-		atomic_store(&sep->ops_limit, value);
+		cci__op_pool_set_limit(&sep->ops, value);
 	return CCI_SUCCESS;
 }
 
@@ -356,7 +356,7 @@ static void ep_fields_init(struct sock_ep *sep, cci__ep_t *ep)
 	ep->recv_buf_count = SOCK_RECV_COUNT_DEFAULT;
 	atomic_store(&sep->held_limit, SOCK_RECV_COUNT_DEFAULT);
 	ep->send_buf_count = SOCK_SEND_COUNT_DEFAULT;
-	atomic_store(&sep->ops_limit, SOCK_SEND_COUNT_DEFAULT);
+	sock_op_pool_init(sep);
 	memset(&ep->rma_align, 0, sizeof(ep->rma_align));
 }
 

@@ -151,58 +151,45 @@ static void txd_put(struct sock_ep *sep, struct sock_txd *t)
 	sep->txd_free = t;
 }
 
-/* An op from the pool; app ops count against CCI_OPT_ENDPT_SEND_BUF_COUNT
- * (NULL when it is reached or memory is short). */
+/* What hangs on an op: its copy buffer. */
+static void op_free_buf(struct cci__op_link *o)
+{
+	free(((struct sock_op *)o)->buf);
+}
+
+void sock_op_pool_init(struct sock_ep *sep)
+{
+	cci__op_pool_init(&sep->ops, sizeof(struct sock_op), SOCK_SEND_COUNT_DEFAULT, NULL, NULL,
+	                  op_free_buf);
+}
+
+/* An op from the pool, its per-use fields cleared: app ops count against
+ * CCI_OPT_ENDPT_SEND_BUF_COUNT (NULL when it is reached or memory is
+ * short), the transport's own do not. */
 struct sock_op *sock_op_get(struct sock_ep *sep, int kind, int app)
 {
-	struct sock_op *op = sep->op_free;
+	struct sock_op *op = (struct sock_op *)cci__op_pool_get(&sep->ops, !app);
 
-	if (app && sep->ops_out >= atomic_load_explicit(&sep->ops_limit, memory_order_relaxed))
+	if (!op)
 		return NULL;
-	if (op) {
-		sep->op_free = op->next;
-	} else {
-		op = calloc(1, sizeof(*op));
-		if (!op)
-			return NULL;
-		op->all_next = sep->op_all;
-		sep->op_all = op;
-	}
-	char *buf = op->buf;
-	uint32_t cap = op->cap;
-	struct sock_op *all = op->all_next;
-	memset(op, 0, sizeof(*op));
-	op->buf = buf;
-	op->cap = cap;
-	op->all_next = all;
+	memset(&op->q, 0, offsetof(struct sock_op, buf) - offsetof(struct sock_op, q));
 	op->kind = (uint8_t)kind;
-	op->app = (uint8_t)app;
-	if (app)
-		sep->ops_out++;
 	return op;
 }
 
 void sock_op_put(struct sock_ep *sep, struct sock_op *op)
 {
-	if (op->app)
-		sep->ops_out--;
 	if (op->cap > (64u << 10)) { /* do not keep big copies around */
 		free(op->buf);
 		op->buf = NULL;
 		op->cap = 0;
 	}
-	op->next = sep->op_free;
-	sep->op_free = op;
+	cci__op_pool_put(&sep->ops, &op->link);
 }
 
 void sock_tx_ops_free(struct sock_ep *sep)
 {
-	while (sep->op_all) {
-		struct sock_op *op = sep->op_all;
-		sep->op_all = op->all_next;
-		free(op->buf);
-		free(op);
-	}
+	cci__op_pool_fini(&sep->ops);
 	for (uint32_t i = 0; i < sep->ntxd_chunks; i++)
 		free(sep->txd_chunks[i]);
 	free(sep->txd_chunks);
@@ -395,7 +382,7 @@ void sock_op_maybe_done(struct sock_op *op)
 		sc->rma_out--;
 	if (op->kind == SOCK_OP_RDRESP)
 		sc->nrdresp--;
-	if (op->app)
+	if (sock_op_app(op))
 		sock_core->send_done(sc->conn, op->context, op->flags, op->status);
 	sock_op_put(sc->sep, op);
 	sock_conn_touch(sc);
@@ -549,7 +536,7 @@ void sock_tx_fail_all(struct sock_conn *sc, int status, int report)
 		TAILQ_REMOVE(&sc->ops, op, live);
 		if (op->in_txq)
 			TAILQ_REMOVE(&sc->txq, op, q);
-		if (op->app && report)
+		if (sock_op_app(op) && report)
 			sock_core->send_done(sc->conn, op->context, op->flags,
 			                     status == CCI_ETIMEDOUT
 			                             ? cci__ct_send_fail_status(timeout_us, op->t_ns, now)

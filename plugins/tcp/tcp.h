@@ -40,8 +40,10 @@
  *   tc->tx_lock     one connection's transmit side: queues, sequence numbers
  *                   (a spinlock: queue moves and non-blocking sends; taken
  *                   twice per message, where a mutex costs ~50 instructions).
- *   sep->pool_lock  the op free list and copy buffers (a spinlock: a few
- *                   pointer moves, never held across a call that blocks).
+ *   sep->ops        the op pool (plugins/common/op_pool.h): its own
+ *                   spinlock, the innermost.
+ *   sep->copy_lock  the copy buffers (a spinlock: a few pointer moves,
+ *                   never held across a call that blocks).
  */
 #ifndef CCI_TCP_H
 #define CCI_TCP_H
@@ -67,6 +69,7 @@
 #include "grow.h"
 #include "iov.h"
 #include "listen_guard.h"
+#include "op_pool.h"
 #include "random.h"
 #include "slist.h"
 #include "spin.h"
@@ -140,10 +143,13 @@ enum tcp_op_kind {
 
 struct tcp_conn;
 
-/* A send, an RMA, or the answer to a peer's read.  Fields up to all_next
- * are reset for every use; the rest is kept or valid only by its count. */
+/* A send, an RMA, or the answer to a peer's read (a control op, outside
+ * the application's budget), from the endpoint's op pool.  Fields after
+ * link and before rd_pos are reset for every use; the rest is kept or
+ * valid only by its count. */
 struct tcp_op {
-	struct tcp_op *next;       /* txq, infl, reads or the free list */
+	struct cci__op_link link;  /* the pool's */
+	struct tcp_op *next;       /* txq, infl or reads */
 	struct tcp_conn *tc;
 	uint8_t kind;
 	uint8_t prepared;          /* the current frame is encoded */
@@ -167,7 +173,6 @@ struct tcp_op {
 	char *big;                 /* a copy buffer from the endpoint's cache, or NULL */
 	uint32_t big_len;          /* bytes of it counted in sep->copy_queued */
 	/* Kept across uses. */
-	struct tcp_op *all_next;   /* every op of the endpoint, for freeing */
 	uint64_t rd_pos;           /* a READ (set for each): tc->tx_seq when it was queued,
 	                            * its place among the sends (tcp_conn_break) */
 	char *buf;                 /* small copy buffer (TCP_COPY_SMALL bytes) */
@@ -344,12 +349,10 @@ struct tcp_ep {
 
 	/* Op pool, and big copy buffers (mss bytes) lent to ops only until
 	 * their bytes are in the socket, so a few warm ones serve a stream. */
-	cci__spinlock_t pool_lock;
-	struct tcp_op *pool, *ops_all;
+	struct cci__op_pool ops;
+	cci__spinlock_t copy_lock;
 	struct tcp_buf *cb_free, *cb_all;
 	_Atomic uint64_t copy_queued;
-	/* Changed under pool_lock; read without it by the ack heuristic. */
-	_Atomic uint32_t pool_out, pool_limit;
 
 	/* Receive buffers: rb_free, rb_all and rb_count under lock; returned
 	 * buffers land on rb_back from any thread. */
@@ -469,6 +472,7 @@ void tcp_conn_timeouts_changed(cci__conn_t *conn);
 /* tcp_pool.c */
 struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force);
 void tcp_op_put(struct tcp_ep *sep, struct tcp_op *op);
+void tcp_pool_init(struct tcp_ep *sep);
 void tcp_pool_fini(struct tcp_ep *sep);
 int tcp_ops_prealloc(struct tcp_ep *sep, uint32_t n);
 void tcp_op_copy_free(struct tcp_op *op);

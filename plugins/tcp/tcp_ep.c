@@ -52,7 +52,7 @@ static void ep_fields_init(struct tcp_ep *sep, cci__ep_t *ep)
 	ep->recv_buf_count = TCP_RECV_COUNT_DEFAULT;
 	atomic_store(&sep->rb_limit, TCP_RECV_COUNT_DEFAULT);
 	ep->send_buf_count = TCP_SEND_COUNT_DEFAULT;
-	atomic_store(&sep->pool_limit, TCP_SEND_COUNT_DEFAULT);
+	tcp_pool_init(sep);
 	memset(&ep->rma_align, 0, sizeof(ep->rma_align));
 }
 
@@ -123,7 +123,7 @@ void tcp_ep_destroy(cci__ep_t *ep)
 
 	cci__engine_stop(&sep->eng);
 	TCP_LOG(CCI_LOG_EP, "tcp: endpoint %s closing: %u receive buffers, %u ops in use",
-	        ep->uri, sep->rb_count, atomic_load(&sep->pool_out));
+	        ep->uri, sep->rb_count, cci__op_pool_out(&sep->ops));
 	/* No other thread runs on this endpoint any more (API contract). */
 	while (sep->conns)
 		tcp_conn_destroy(sep->conns);
@@ -144,9 +144,7 @@ int tcp_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
 		if (atomic_load(&sep->rx_starved))
 			tcp_loop_cmd(sep, TCP_CMD_RX);
 	} else {
-		cci__spin_lock(&sep->pool_lock);
-		atomic_store(&sep->pool_limit, value);
-		cci__spin_unlock(&sep->pool_lock);
+		cci__op_pool_set_limit(&sep->ops, value);
 	}
 	return CCI_SUCCESS;
 }

@@ -16,8 +16,8 @@ static int want_ack_now(const struct tcp_op *op)
 	if (op->flags & CCI_FLAG_BLOCKING)
 		return 1;
 	/* Running out of send buffers: completions free them. */
-	uint32_t out = atomic_load_explicit(&sep->pool_out, memory_order_relaxed);
-	uint32_t limit = atomic_load_explicit(&sep->pool_limit, memory_order_relaxed);
+	uint32_t out = cci__op_pool_out(&sep->ops);
+	uint32_t limit = cci__op_pool_limit(&sep->ops);
 
 	return limit > 0 && out * 2 >= limit;
 }

@@ -231,14 +231,14 @@ static int tcp_loop_manual_handle(struct tcp_ep *sep)
 static int manual_tick_wanted(struct tcp_ep *sep)
 {
 	if (sep->reqs || (cci__listen_paused(&sep->lg) & CCI__LISTEN_NOFD) ||
-	    atomic_load(&sep->tx_busy) || atomic_load(&sep->pool_out) > 0 ||
+	    atomic_load(&sep->tx_busy) || cci__op_pool_out(&sep->ops) > 0 ||
 	    atomic_load(&sep->nfaults) ||
 	    cci__engine_cmd_pending(&sep->eng))
 		return 1;
 	/* An ack still owed goes out on a tick (timers_run): the peer's
 	 * completions wait for it. */
 	for (struct tcp_conn *tc = sep->conns; tc; tc = tc->next)
-		if (!cci__conn_is_open(&tc->base) || tc->base.timers.ka_us ||
+		if (!cci__conn_is_open(&tc->base) || tc->base.timers.ka_us || tc->nrdresp ||
 		    atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent))
 			return 1;
 	return 0;

@@ -11,75 +11,48 @@
 
 #include "tcp.h"
 
-/* sep->pool_out changes only under pool_lock: a plain store, no second
- * atomic operation on the send path. */
-static void pool_out_add(struct tcp_ep *sep, int d)
+/* What hangs on an op: its small copy buffer. */
+static void op_free_buf(struct cci__op_link *o)
 {
-	uint32_t n = atomic_load_explicit(&sep->pool_out, memory_order_relaxed);
-
-	atomic_store_explicit(&sep->pool_out, n + (uint32_t)d, memory_order_relaxed);
+	free(((struct tcp_op *)o)->buf);
 }
 
-/* A new op, on the endpoint's list of every op (kept until it dies). */
-static struct tcp_op *op_new(struct tcp_ep *sep)
+void tcp_pool_init(struct tcp_ep *sep)
 {
-	struct tcp_op *op = calloc(1, sizeof(*op));
+	cci__op_pool_init(&sep->ops, sizeof(struct tcp_op), TCP_SEND_COUNT_DEFAULT, NULL, NULL,
+	                  op_free_buf);
+}
 
-	if (op) {
-		cci__spin_lock(&sep->pool_lock);
-		op->all_next = sep->ops_all;
-		sep->ops_all = op;
-		cci__spin_unlock(&sep->pool_lock);
-	}
+/* An op for the application (ctl 0: within send_buf_count) or for the
+ * answer to a peer's read (ctl 1), its per-use fields cleared. */
+struct tcp_op *tcp_op_get(struct tcp_ep *sep, int ctl)
+{
+	struct tcp_op *op = (struct tcp_op *)cci__op_pool_get(&sep->ops, ctl);
+
+	if (op)
+		memset(&op->next, 0, offsetof(struct tcp_op, rd_pos) - offsetof(struct tcp_op, next));
 	return op;
 }
 
-struct tcp_op *tcp_op_get(struct tcp_ep *sep, int force)
+static int op_buf_init(struct cci__op_link *o)
 {
-	struct tcp_op *op;
+	struct tcp_op *op = (struct tcp_op *)o;
 
-	cci__spin_lock(&sep->pool_lock);
-	if (!force && atomic_load_explicit(&sep->pool_out, memory_order_relaxed) >=
-	              atomic_load_explicit(&sep->pool_limit, memory_order_relaxed)) {
-		cci__spin_unlock(&sep->pool_lock);
-		return NULL;
-	}
-	CCI__SLIST_POP(&sep->pool, op, next);
-	pool_out_add(sep, 1);
-	cci__spin_unlock(&sep->pool_lock);
-	/* The pool only grows while warming up. */
-	if (!op && !(op = op_new(sep))) {
-		cci__spin_lock(&sep->pool_lock);
-		pool_out_add(sep, -1);
-		cci__spin_unlock(&sep->pool_lock);
-		return NULL;
-	}
-	memset(op, 0, offsetof(struct tcp_op, all_next));
-	return op;
+	op->buf = malloc(TCP_COPY_SMALL);
+	return op->buf ? CCI_SUCCESS : CCI_ENOMEM;
 }
 
 /* Make n ops (with their small copy buffers) now, so that a warm-up of
  * the data path allocates nothing for the usual number in flight. */
 int tcp_ops_prealloc(struct tcp_ep *sep, uint32_t n)
 {
-	for (uint32_t i = 0; i < n; i++) {
-		struct tcp_op *op = op_new(sep);
-		if (!op || !(op->buf = malloc(TCP_COPY_SMALL)))
-			return CCI_ENOMEM; /* what was made is freed by tcp_pool_fini */
-		op->next = sep->pool;
-		sep->pool = op;
-	}
-	return CCI_SUCCESS;
+	return cci__op_pool_prealloc(&sep->ops, n, op_buf_init);
 }
 
 void tcp_op_put(struct tcp_ep *sep, struct tcp_op *op)
 {
 	tcp_op_copy_release(op);
-	cci__spin_lock(&sep->pool_lock);
-	op->next = sep->pool;
-	sep->pool = op;
-	pool_out_add(sep, -1);
-	cci__spin_unlock(&sep->pool_lock);
+	cci__op_pool_put(&sep->ops, &op->link);
 }
 
 /* Free every buffer of the list all (linked by all_next). */
@@ -95,11 +68,7 @@ static void bufs_free(struct tcp_buf *all)
  * dies: no thread runs on it, and nothing reads the lists after. */
 void tcp_pool_fini(struct tcp_ep *sep)
 {
-	for (struct tcp_op *op = sep->ops_all, *next; op; op = next) {
-		next = op->all_next;
-		free(op->buf);
-		free(op);
-	}
+	cci__op_pool_fini(&sep->ops);
 	bufs_free(sep->cb_all);
 	bufs_free(sep->rb_all);
 }
@@ -112,10 +81,10 @@ void tcp_op_copy_free(struct tcp_op *op)
 	atomic_fetch_sub_explicit(&sep->copy_queued, op->big_len, memory_order_relaxed);
 	op->big = NULL;
 	op->big_len = 0;
-	cci__spin_lock(&sep->pool_lock);
+	cci__spin_lock(&sep->copy_lock);
 	cb->next = sep->cb_free;
 	sep->cb_free = cb;
-	cci__spin_unlock(&sep->pool_lock);
+	cci__spin_unlock(&sep->copy_lock);
 }
 
 /* Room for a len-byte copy: the op's own small buffer, or a big one from
@@ -130,17 +99,17 @@ static char *op_copy_space(struct tcp_op *op, uint32_t len)
 			return NULL;
 		return op->buf;
 	}
-	cci__spin_lock(&sep->pool_lock);
+	cci__spin_lock(&sep->copy_lock);
 	CCI__SLIST_POP(&sep->cb_free, cb, next);
-	cci__spin_unlock(&sep->pool_lock);
+	cci__spin_unlock(&sep->copy_lock);
 	if (!cb) {
 		cb = malloc(sizeof(*cb) + sep->mss);
 		if (!cb)
 			return NULL;
-		cci__spin_lock(&sep->pool_lock);
+		cci__spin_lock(&sep->copy_lock);
 		cb->all_next = sep->cb_all;
 		sep->cb_all = cb;
-		cci__spin_unlock(&sep->pool_lock);
+		cci__spin_unlock(&sep->copy_lock);
 	}
 	op->big = (char *)(cb + 1);
 	op->big_len = len;
