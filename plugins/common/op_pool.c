@@ -12,6 +12,7 @@ void cci__op_pool_init(struct cci__op_pool *p, size_t size, uint32_t limit,
 {
 	p->lock.locked = 0;
 	p->free = p->all = NULL;
+	p->made = 0;
 	atomic_init(&p->out, 0);
 	atomic_init(&p->limit, limit);
 	p->size = size;
@@ -29,6 +30,17 @@ void cci__op_pool_fini(struct cci__op_pool *p)
 		free(o);
 	}
 	p->all = p->free = NULL;
+	p->made = 0;
+}
+
+uint32_t cci__op_pool_made(struct cci__op_pool *p)
+{
+	uint32_t n;
+
+	cci__spin_lock(&p->lock);
+	n = p->made;
+	cci__spin_unlock(&p->lock);
+	return n;
 }
 
 /* out changes only under the lock: a plain store, no second atomic
@@ -49,6 +61,7 @@ static struct cci__op_link *obj_new(struct cci__op_pool *p)
 		cci__spin_lock(&p->lock);
 		o->all_next = p->all;
 		p->all = o;
+		p->made++;
 		cci__spin_unlock(&p->lock);
 	}
 	return o;

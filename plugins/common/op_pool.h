@@ -51,6 +51,7 @@ struct cci__op_pool {
 	struct cci__op_link *all;      /* made by the pool itself */
 	_Atomic uint32_t out;          /* the application's objects taken, not put back */
 	_Atomic uint32_t limit;        /* at most this many of them */
+	uint32_t made;                 /* objects the pool made itself, under lock */
 	size_t size;                   /* of an object the pool makes */
 	/* Make more objects and cci__op_pool_add them; CCI_SUCCESS or an
 	 * error.  NULL: the pool callocs one object of size bytes. */
@@ -96,6 +97,9 @@ static inline uint32_t cci__op_pool_limit(const struct cci__op_pool *p)
 {
 	return atomic_load_explicit(&p->limit, memory_order_relaxed);
 }
+
+/* Objects the pool made itself (not those of a grow callback). */
+uint32_t cci__op_pool_made(struct cci__op_pool *p);
 
 /* The application's objects out now (a heuristic without the lock). */
 static inline uint32_t cci__op_pool_out(const struct cci__op_pool *p)

@@ -16,8 +16,10 @@
  *   struct sm_peer  malloc'd; a peer endpoint (its doorbell and page),
  *                   shared by every connection and request from or to it,
  *                   freed with the last reference (sm_peer.c).
- *   struct sm_pend  a queued send or RMA step; from the endpoint's pool
- *                   (sends) or malloc'd (copy-RMA replies, rare).
+ *   struct sm_pend  a queued send or RMA step, from the endpoint's pool
+ *                   (plugins/common/op_pool.h): the application's within
+ *                   send_buf_count, copy-RMA replies and completions of
+ *                   RMAs whose data moved outside it.
  *
  * Locks, always taken in this order:
  *   sep->eng.lock the control thread's loop and its watchers (the loop
@@ -30,7 +32,8 @@
  *                 and tail, lent counts.  progress() only try-locks it.
  *   sc->tx_lock   the producer side of one connection: its transmit ring,
  *                 its queue, its state as seen by senders.
- *   sep->pool_lock  the free list of pending descriptors.
+ *   sep->pool       the pending descriptors: the pool's own spinlock,
+ *                   innermost.
  *   sep->reg_lock   this endpoint's registration table.
  *   sep->peer_lock  the table of peer endpoints and their references.
  */
@@ -49,6 +52,7 @@
 #include "clock.h"
 #include "conn_base.h"
 #include "log_due.h"
+#include "op_pool.h"
 #include "dlist.h"
 #include "engine.h"
 #include "grow.h"
@@ -172,9 +176,9 @@ enum sm_pend_kind {
 
 /* A queued unit of transmit work; its fields are the sender's arguments. */
 struct sm_pend {
+	struct cci__op_link link; /* the pool's */
 	struct sm_pend *next;
 	uint8_t kind;
-	uint8_t pooled;     /* from the endpoint's pool (else malloc'd) */
 	uint8_t req_sent;   /* READ: the request left, waiting for data/ACK */
 	int flags;
 	void *context;
@@ -187,7 +191,7 @@ struct sm_pend {
 	char *laddr;        /* copy RMA: local bytes (REPLY: the target's) */
 	uint64_t total;     /* copy RMA: bytes to move */
 	uint64_t done;      /* copy RMA: bytes framed (write) or received (read) */
-	char *buf;          /* mss bytes for pooled descriptors */
+	char *buf;          /* mss bytes, after the struct */
 };
 
 struct sm_ep;
@@ -364,12 +368,7 @@ struct sm_ep {
 	uint32_t *reg_free;   /* freed slots, reused first (a stack) */
 	uint32_t reg_nfree, reg_free_cap;
 
-	/* Pending-send pool. */
-	pthread_mutex_t pool_lock;
-	struct sm_pend *pool;
-	uint32_t pool_limit;        /* send_buf_count */
-	uint32_t pool_out;          /* descriptors in use */
-	uint32_t pool_free_n;       /* descriptors on the free list */
+	struct cci__op_pool pool;   /* pending descriptors, see struct sm_pend */
 	_Atomic uint32_t txq_busy;  /* connections with queued work */
 };
 
@@ -525,8 +524,8 @@ int sm_progress(cci__ep_t *ep);
 
 /* sm_tx.c */
 int sm_pool_resize(struct sm_ep *sep, uint32_t count);
-struct sm_pend *sm_pend_alloc(uint32_t len);
-struct sm_pend *sm_pend_get(struct sm_ep *sep);
+void sm_pool_init(struct sm_ep *sep, uint32_t count);
+struct sm_pend *sm_pend_get(struct sm_ep *sep, int ctl);
 void sm_pend_put(struct sm_ep *sep, struct sm_pend *p);
 void sm_txq_queue(struct sm_conn *sc, struct sm_pend *p);
 void sm_txq_flush(struct sm_conn *sc);

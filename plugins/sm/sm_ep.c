@@ -62,10 +62,10 @@ static void ep_init_fields(struct sm_ep *sep, cci__ep_t *ep)
 	sep->bell_fd = sep->page_fd = -1;
 	pthread_mutex_init(&sep->lock, NULL);
 	pthread_mutex_init(&sep->reg_lock, NULL);
-	pthread_mutex_init(&sep->pool_lock, NULL);
 	pthread_mutex_init(&sep->peer_lock, NULL);
 	ep->recv_buf_count = SM_BUF_COUNT_DEFAULT;
 	ep->send_buf_count = SM_BUF_COUNT_DEFAULT;
+	sm_pool_init(sep, SM_BUF_COUNT_DEFAULT);
 	memset(&ep->rma_align, 0, sizeof(ep->rma_align));
 }
 
@@ -79,13 +79,12 @@ static void ep_release(struct sm_ep *sep)
 		munmap(sep->page, sep->page_len);
 	if (sep->page_fd >= 0)
 		close(sep->page_fd);
-	sm_pool_resize(sep, 0);
+	cci__op_pool_fini(&sep->pool);
 	free(sep->reg_free);
 	free(sep->rx_set);
 	sm_peers_fini(sep);
 	pthread_mutex_destroy(&sep->lock);
 	pthread_mutex_destroy(&sep->reg_lock);
-	pthread_mutex_destroy(&sep->pool_lock);
 	pthread_mutex_destroy(&sep->peer_lock);
 }
 

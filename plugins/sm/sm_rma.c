@@ -200,9 +200,8 @@ static int cma_finish(struct sm_conn *sc, const void *msg, uint32_t msg_len, voi
 		sm_core->send_done(sc->conn, context, flags, CCI_SUCCESS);
 		return CCI_SUCCESS;
 	}
-	p = sm_pend_get(sc->sep);
-	if (!p) /* a descriptor even when the pool is dry: the data has already moved */
-		p = sm_pend_alloc(msg_len);
+	/* A descriptor even past send_buf_count: the data has already moved. */
+	p = sm_pend_get(sc->sep, 1);
 	if (!p) {
 		pthread_mutex_unlock(&sc->tx_lock);
 		return CCI_ENOMEM;
@@ -259,7 +258,7 @@ static int rma_copy_start(struct sm_conn *sc, const void *msg, uint32_t msg_len,
 		pthread_mutex_unlock(&sc->tx_lock);
 		return CCI_ERR_DISCONNECTED;
 	}
-	p = sm_pend_get(sc->sep);
+	p = sm_pend_get(sc->sep, 0);
 	if (!p) {
 		pthread_mutex_unlock(&sc->tx_lock);
 		return CCI_ENOBUFS;
@@ -310,7 +309,7 @@ int sm_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_re
  * for a write or a refused read), then the ACK with status. */
 static void reply_queue(struct sm_conn *sc, uint32_t op_id, int status, void *addr, uint64_t len)
 {
-	struct sm_pend *p = calloc(1, sizeof(*p));
+	struct sm_pend *p = sm_pend_get(sc->sep, 1);
 
 	if (!p) {
 		sm_rx_fault(sc);
@@ -327,7 +326,8 @@ static void reply_queue(struct sm_conn *sc, uint32_t op_id, int status, void *ad
 		p = NULL;
 	}
 	pthread_mutex_unlock(&sc->tx_lock);
-	free(p);
+	if (p)
+		sm_pend_put(sc->sep, p);
 }
 
 static void on_wr_frag(struct sm_conn *sc, struct sm_rec *rec)

@@ -23,88 +23,39 @@
 /* The pool of pending descriptors                                           */
 /* ------------------------------------------------------------------------ */
 
-/* Not from the pool: sm_pend_get marks the descriptors it hands out. */
-struct sm_pend *sm_pend_alloc(uint32_t len)
+/* A descriptor is the struct and mss bytes after it. */
+void sm_pool_init(struct sm_ep *sep, uint32_t count)
 {
-	struct sm_pend *p = malloc(sizeof(*p) + len);
-
-	if (p) {
-		memset(p, 0, sizeof(*p));
-		p->buf = (char *)(p + 1);
-	}
-	return p;
+	cci__op_pool_init(&sep->pool, sizeof(struct sm_pend) + sep->mss, count, NULL, NULL, NULL);
 }
 
-/* Onto the free list; pool_lock held. */
-static void pool_push(struct sm_ep *sep, struct sm_pend *p)
-{
-	p->next = sep->pool;
-	sep->pool = p;
-	sep->pool_free_n++;
-}
-
-/* A new send_buf_count (and the first, from an empty pool at endpoint
- * creation; 0 frees the free list at its end): grow the free list now,
- * shrink it as descriptors return. */
+/* A new send_buf_count (and the first, at endpoint creation): as many
+ * descriptors are made now, so that a full ring costs no malloc. */
 int sm_pool_resize(struct sm_ep *sep, uint32_t count)
 {
-	int rc = CCI_SUCCESS;
+	uint32_t made = cci__op_pool_made(&sep->pool);
 
-	pthread_mutex_lock(&sep->pool_lock);
-	sep->pool_limit = count;
-	while (sep->pool_out + sep->pool_free_n < count) {
-		struct sm_pend *p = sm_pend_alloc(sep->mss);
-		if (!p) {
-			rc = CCI_ENOMEM;
-			break;
-		}
-		pool_push(sep, p);
-	}
-	while (sep->pool && sep->pool_out + sep->pool_free_n > count) {
-		struct sm_pend *p = sep->pool;
-		sep->pool = p->next;
-		sep->pool_free_n--;
-		free(p);
-	}
-	pthread_mutex_unlock(&sep->pool_lock);
-	return rc;
+	cci__op_pool_set_limit(&sep->pool, count);
+	return made < count ? cci__op_pool_prealloc(&sep->pool, count - made, NULL) : CCI_SUCCESS;
 }
 
-struct sm_pend *sm_pend_get(struct sm_ep *sep)
+/* A descriptor for the application's send or RMA (ctl 0: NULL past
+ * send_buf_count) or for what must be sent whatever the count (ctl 1: a
+ * copy-RMA reply, the completion of an RMA whose data already moved). */
+struct sm_pend *sm_pend_get(struct sm_ep *sep, int ctl)
 {
-	struct sm_pend *p = NULL;
+	struct sm_pend *p = (struct sm_pend *)cci__op_pool_get(&sep->pool, ctl);
 
-	pthread_mutex_lock(&sep->pool_lock);
-	if (sep->pool_out < sep->pool_limit && sep->pool) {
-		p = sep->pool;
-		sep->pool = p->next;
-		sep->pool_free_n--;
-		sep->pool_out++;
-	}
-	pthread_mutex_unlock(&sep->pool_lock);
 	if (p) {
-		char *buf = p->buf;
-		memset(p, 0, sizeof(*p));
-		p->buf = buf;
-		p->pooled = 1;
+		memset(&p->next, 0, sizeof(*p) - offsetof(struct sm_pend, next));
+		p->buf = (char *)(p + 1);
 	}
 	return p;
 }
 
 void sm_pend_put(struct sm_ep *sep, struct sm_pend *p)
 {
-	if (!p->pooled) {
-		free(p);
-		return;
-	}
-	pthread_mutex_lock(&sep->pool_lock);
-	sep->pool_out--;
-	if (sep->pool_out + sep->pool_free_n >= sep->pool_limit) {
-		free(p);
-	} else {
-		pool_push(sep, p);
-	}
-	pthread_mutex_unlock(&sep->pool_lock);
+	cci__op_pool_put(&sep->pool, &p->link);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -326,7 +277,7 @@ int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_
 		sm_core->send_done(conn, context, flags, CCI_SUCCESS);
 		return CCI_SUCCESS;
 	}
-	p = sm_pend_get(sc->sep);
+	p = sm_pend_get(sc->sep, 0);
 	if (!p) {
 		pthread_mutex_unlock(&sc->tx_lock);
 		return CCI_ENOBUFS;

@@ -128,6 +128,7 @@ static void t_grow_callback(void)
 		CU_ASSERT(in_slabs(&s, o[i]));
 	}
 	CU_ASSERT_EQUAL(s.n, 2); /* 5 objects: two slabs of 4 */
+	CU_ASSERT_EQUAL(cci__op_pool_made(&p), 0); /* the slabs' objects are the test's */
 	CU_ASSERT_PTR_NULL(get(&p, 0));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(o[5] = get(&p, 1));
 	CU_ASSERT_EQUAL(s.n, 2); /* the second slab's rest served it */
@@ -165,11 +166,13 @@ static void t_prealloc_and_fini(void)
 	cci__op_pool_init(&p, sizeof(struct obj), 100, NULL, NULL, obj_free);
 	CU_ASSERT_EQUAL_FATAL(cci__op_pool_prealloc(&p, 4, give_buf), CCI_SUCCESS);
 	CU_ASSERT_EQUAL(cci__op_pool_out(&p), 0);
+	CU_ASSERT_EQUAL(cci__op_pool_made(&p), 4);
 	for (int i = 0; i < 5; i++) {
 		CU_ASSERT_PTR_NOT_NULL_FATAL(o[i] = get(&p, 0));
 		with_buf += o[i]->buf != NULL;
 	}
 	CU_ASSERT_EQUAL(with_buf, 4); /* the fifth was made on demand, bare */
+	CU_ASSERT_EQUAL(cci__op_pool_made(&p), 5);
 	cci__op_pool_put(&p, &o[0]->link);
 	/* Objects still out are freed too, with what hangs on them. */
 	cci__op_pool_fini(&p);
@@ -227,6 +230,7 @@ static void t_threads(void)
 		for (struct cci__op_link *o = shared.all; o; o = o->all_next)
 			made++;
 		CU_ASSERT_EQUAL(free_count, made);
+		CU_ASSERT_EQUAL(cci__op_pool_made(&shared), made);
 		CU_ASSERT(made <= LIMIT + 3 * (THREADS / 2) + THREADS);
 	}
 	cci__op_pool_fini(&shared);
