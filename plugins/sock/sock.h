@@ -13,8 +13,8 @@
  * (timers, handshakes) and, while the application does not poll, watches
  * the socket ("thread mode"); its callbacks hold sep->eng.lock and take
  * sep->lock inside it.  Application calls take sep->lock only.  Receive
- * buffers come back from any thread through a lock-free stack (rb_back),
- * applied by the next pass under the lock.  With progress = manual there
+ * buffers come back from any thread through the lender (lender.h),
+ * collected by the next pass under the lock.  With progress = manual there
  * is no engine: progress() does the tick's work itself.
  *
  * Layers (README.md): dgram (codec) -> tx -> rma -> conn -> hs -> rx ->
@@ -53,6 +53,7 @@
 #include "engine.h"
 #include "grow.h"
 #include "iov.h"
+#include "lender.h"
 #include "log_due.h"
 #include "random.h"
 #include "net_dev.h"
@@ -152,7 +153,8 @@ struct sock_txd {
 
 /* A received message lent to the application; data follows the header. */
 struct sock_rxbuf {
-	struct sock_rxbuf *next;   /* free list, sc->pend queue or rb_back */
+	struct cci__lent lent;     /* lent with a RECV event, on its way back */
+	struct sock_rxbuf *next;   /* free list or sc->pend queue */
 	struct sock_rxbuf *all_next;
 	uint64_t token;            /* the connection it came on */
 	uint32_t cap, len, dgs;    /* dgs: datagrams to grant again when returned */
@@ -331,9 +333,7 @@ struct sock_ep {
 	void **txd_chunks;
 	uint32_t ntxd_chunks;
 	struct sock_rxbuf *rb_small, *rb_big, *rb_all;
-	uint32_t held;              /* receive buffers lent to the application */
-	_Atomic uint32_t held_limit;
-	_Atomic(struct sock_rxbuf *) rb_back;
+	struct cci__lender lend;    /* receive buffers lent with RECV events */
 	struct sock_held *hd_free;
 
 	/* Socket batches. */

@@ -118,7 +118,7 @@ int sock_progress(cci__ep_t *ep)
 
 	cci__engine_app_active(&sep->eng);
 	pthread_mutex_lock(&sep->lock);
-	if (atomic_load_explicit(&sep->rb_back, memory_order_relaxed))
+	if (cci__lender_returned(&sep->lend))
 		sock_rx_back(sep);
 	if (sep->touched || sep->ntx) /* what the last poll's datagram left */
 		sock_tx_finish(sep, cci__now_ns());
@@ -136,7 +136,7 @@ int sock_progress(cci__ep_t *ep)
 		sock_tx_finish(sep, now);
 	}
 out:
-	starved = sep->held >= atomic_load(&sep->held_limit);
+	starved = !cci__lender_can_take(&sep->lend);
 	pthread_mutex_unlock(&sep->lock);
 	return starved ? CCI_ENOBUFS : CCI_SUCCESS;
 }
@@ -184,8 +184,8 @@ int sock_arm(cci__ep_t *ep)
 	}
 	if (sep->touched || sep->ntx) /* what the last poll's datagram left */
 		sock_tx_finish(sep, cci__now_ns());
-	pending = atomic_load(&sep->rb_back) != NULL ||
-	          (sep->pend && sep->held < atomic_load(&sep->held_limit));
+	pending = cci__lender_returned(&sep->lend) ||
+	          (sep->pend && cci__lender_can_take(&sep->lend));
 	pthread_mutex_unlock(&sep->lock);
 	if (!sep->manual && !cci__engine_thread_polls(&sep->eng))
 		cci__engine_cmd(&sep->eng, SOCK_CMD_WAKE);
@@ -199,7 +199,7 @@ int sock_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
 	if (value == 0 || value > SOCK_BUF_COUNT_MAX)
 		return CCI_ERANGE;
 	if (name == CCI_OPT_ENDPT_RECV_BUF_COUNT)
-		atomic_store(&sep->held_limit, value);
+		cci__lender_set_limit(&sep->lend, value);
 	else
 		cci__op_pool_set_limit(&sep->ops, value);
 	return CCI_SUCCESS;
@@ -354,7 +354,7 @@ static void ep_fields_init(struct sock_ep *sep, cci__ep_t *ep)
 	TAILQ_INIT(&sep->gone);
 	pthread_mutex_init(&sep->lock, NULL);
 	ep->recv_buf_count = SOCK_RECV_COUNT_DEFAULT;
-	atomic_store(&sep->held_limit, SOCK_RECV_COUNT_DEFAULT);
+	cci__lender_init(&sep->lend, SOCK_RECV_COUNT_DEFAULT);
 	ep->send_buf_count = SOCK_SEND_COUNT_DEFAULT;
 	sock_op_pool_init(sep);
 	memset(&ep->rma_align, 0, sizeof(ep->rma_align));

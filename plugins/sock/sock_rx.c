@@ -63,20 +63,19 @@ void sock_recv_returned(cci__evt_t *evt)
 {
 	struct sock_ep *sep = sock_ep_of(evt->ep);
 	struct sock_rxbuf *rb = evt->rx_buf;
-	struct sock_rxbuf *head = atomic_load(&sep->rb_back);
 
-	do
-		rb->next = head;
-	while (!atomic_compare_exchange_weak(&sep->rb_back, &head, rb));
+	cci__lender_return(&sep->lend, &rb->lent);
 	if (cci__engine_thread_polls(&sep->eng))
 		cci__engine_cmd(&sep->eng, 0);
 }
 
+/* Lend rb with a RECV event, within recv_buf_count: 1 if it went out. */
 static int post(struct sock_conn *sc, struct sock_rxbuf *rb)
 {
-	if (sock_core->post_recv(sc->conn, sock_rb_data(rb), rb->len, rb) != CCI_SUCCESS)
+	if (!cci__lender_can_take(&sc->sep->lend) ||
+	    sock_core->post_recv(sc->conn, sock_rb_data(rb), rb->len, rb) != CCI_SUCCESS)
 		return 0;
-	sc->sep->held++;
+	cci__lender_take(&sc->sep->lend);
 	return 1;
 }
 
@@ -97,9 +96,7 @@ static void pend_add(struct sock_conn *sc, struct sock_rxbuf *rb)
 
 static void deliver(struct sock_conn *sc, struct sock_rxbuf *rb)
 {
-	struct sock_ep *sep = sc->sep;
-
-	if (sc->pend || sep->held >= atomic_load(&sep->held_limit) || !post(sc, rb))
+	if (sc->pend || !post(sc, rb))
 		pend_add(sc, rb);
 }
 
@@ -108,10 +105,10 @@ void sock_rx_pend(struct sock_ep *sep)
 {
 	struct sock_conn **p = &sep->pend;
 
-	while (*p && sep->held < atomic_load(&sep->held_limit)) {
+	while (*p && cci__lender_can_take(&sep->lend)) {
 		struct sock_conn *sc = *p;
 
-		while (sc->pend && sep->held < atomic_load(&sep->held_limit)) {
+		while (sc->pend && cci__lender_can_take(&sep->lend)) {
 			struct sock_rxbuf *rb = sc->pend;
 			struct sock_rxbuf *next = rb->next;
 
@@ -134,19 +131,19 @@ void sock_rx_pend(struct sock_ep *sep)
 /* Returned buffers: grant the peer their datagrams again. */
 void sock_rx_back(struct sock_ep *sep)
 {
-	struct sock_rxbuf *rb = atomic_exchange(&sep->rb_back, NULL);
+	struct cci__lent *b = cci__lender_collect(&sep->lend);
 
-	while (rb) {
-		struct sock_rxbuf *next = rb->next;
+	while (b) {
+		struct sock_rxbuf *rb = (struct sock_rxbuf *)b;
+		struct cci__lent *next = b->next;
 		struct sock_conn *sc = sock_conn_find(sep, rb->token);
 
-		sep->held--;
 		if (sc && sc->rel_on && rb->dgs) {
 			sock_rel_rx_release(&sc->rel, rb->dgs);
 			sock_conn_touch(sc);
 		}
 		rb_put(sep, rb);
-		rb = next;
+		b = next;
 	}
 	sock_rx_pend(sep);
 }
@@ -312,7 +309,7 @@ static void uu_rx(struct sock_conn *sc, const struct sock_dg *d)
 	} else {
 		sc->uu_bits |= 1ull << (sc->uu_top - w);
 	}
-	if (d->body_len > sc->mss || sep->held >= atomic_load(&sep->held_limit) ||
+	if (d->body_len > sc->mss || !cci__lender_can_take(&sep->lend) ||
 	    !(rb = rb_get(sep, d->body_len))) {
 		sep->stats.uu_drop++;
 		return;

@@ -68,6 +68,7 @@
 #include "engine.h"
 #include "grow.h"
 #include "iov.h"
+#include "lender.h"
 #include "listen_guard.h"
 #include "op_pool.h"
 #include "random.h"
@@ -186,6 +187,7 @@ struct tcp_op {
 /* A receive buffer or a big copy buffer (mss bytes); data follows the
  * header (16-byte aligned). */
 struct tcp_buf {
+	struct cci__lent lent;     /* a receive buffer on its way back */
 	struct tcp_buf *next;
 	struct tcp_buf *all_next;
 };
@@ -354,12 +356,12 @@ struct tcp_ep {
 	struct tcp_buf *cb_free, *cb_all;
 	_Atomic uint64_t copy_queued;
 
-	/* Receive buffers: rb_free, rb_all and rb_count under lock; returned
-	 * buffers land on rb_back from any thread. */
+	/* Receive buffers: rb_free, rb_all, rb_count (made) and the lender's
+	 * count under lock; they come back through the lender from any
+	 * thread. */
 	struct tcp_buf *rb_free, *rb_all;
-	_Atomic(struct tcp_buf *) rb_back;
 	uint32_t rb_count;
-	_Atomic uint32_t rb_limit;
+	struct cci__lender lend;
 };
 
 static inline struct tcp_ep *tcp_ep_of(cci__ep_t *ep)

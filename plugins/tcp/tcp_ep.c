@@ -50,7 +50,7 @@ static void ep_fields_init(struct tcp_ep *sep, cci__ep_t *ep)
 	sep->listen_fd = sep->rx_epfd = sep->manual_tfd = -1;
 	pthread_mutex_init(&sep->lock, NULL);
 	ep->recv_buf_count = TCP_RECV_COUNT_DEFAULT;
-	atomic_store(&sep->rb_limit, TCP_RECV_COUNT_DEFAULT);
+	cci__lender_init(&sep->lend, TCP_RECV_COUNT_DEFAULT);
 	ep->send_buf_count = TCP_SEND_COUNT_DEFAULT;
 	tcp_pool_init(sep);
 	memset(&ep->rma_align, 0, sizeof(ep->rma_align));
@@ -140,7 +140,7 @@ int tcp_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
 	if (value == 0 || value > TCP_BUF_COUNT_MAX)
 		return CCI_ERANGE;
 	if (name == CCI_OPT_ENDPT_RECV_BUF_COUNT) {
-		atomic_store(&sep->rb_limit, value);
+		cci__lender_set_limit(&sep->lend, value);
 		if (atomic_load(&sep->rx_starved))
 			tcp_loop_cmd(sep, TCP_CMD_RX);
 	} else {

@@ -136,42 +136,50 @@ int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, 
 }
 
 /*
- * Receive buffers are taken only by the receive side (sep->lock held) from its
- * private list; they come back from any thread onto a lock-free stack
- * that the receive side takes whole when its list runs dry (one consumer
- * taking everything: no ABA).
+ * Receive buffers are taken only by the receive side (sep->lock held),
+ * from its private list, within recv_buf_count out at once (the lender:
+ * one being filled or lent with a RECV event); they come back from any
+ * thread through the lender and join the list when the receive side
+ * collects them.
  */
+static void rb_collect(struct tcp_ep *sep)
+{
+	for (struct cci__lent *b = cci__lender_collect(&sep->lend), *next; b; b = next) {
+		struct tcp_buf *rb = (struct tcp_buf *)b;
+
+		next = b->next;
+		rb->next = sep->rb_free;
+		sep->rb_free = rb;
+	}
+}
+
 struct tcp_buf *tcp_rb_get(struct tcp_ep *sep)
 {
-	struct tcp_buf *rb = sep->rb_free;
+	struct tcp_buf *rb;
 
-	if (!rb)
-		rb = atomic_exchange_explicit(&sep->rb_back, NULL, memory_order_acquire);
+	if (!sep->rb_free || !cci__lender_can_take(&sep->lend))
+		rb_collect(sep);
+	if (!cci__lender_can_take(&sep->lend))
+		return NULL;
+	rb = sep->rb_free;
 	if (rb) {
 		sep->rb_free = rb->next;
-		return rb;
-	}
-	if (sep->rb_count >= atomic_load_explicit(&sep->rb_limit, memory_order_relaxed))
-		return NULL;
-	/* Made on first need and kept: no malloc once warm. */
-	rb = malloc(sizeof(*rb) + sep->mss);
-	if (rb) {
+	} else {
+		/* Made on first need and kept: no malloc once warm. */
+		rb = malloc(sizeof(*rb) + sep->mss);
+		if (!rb)
+			return NULL;
 		rb->all_next = sep->rb_all;
 		sep->rb_all = rb;
 		sep->rb_count++;
 	}
+	cci__lender_take(&sep->lend);
 	return rb;
 }
 
 void tcp_rb_put(struct tcp_ep *sep, struct tcp_buf *rb)
 {
-	struct tcp_buf *head = atomic_load_explicit(&sep->rb_back, memory_order_relaxed);
-
-	do
-		rb->next = head;
-	while (!atomic_compare_exchange_weak_explicit(&sep->rb_back, &head, rb,
-	                                              memory_order_release,
-	                                              memory_order_relaxed));
+	cci__lender_return(&sep->lend, &rb->lent);
 	if (atomic_load_explicit(&sep->rx_starved, memory_order_relaxed))
 		tcp_loop_cmd(sep, TCP_CMD_RX);
 }
@@ -179,8 +187,7 @@ void tcp_rb_put(struct tcp_ep *sep, struct tcp_buf *rb)
 /* Could tcp_rb_get() succeed now?  sep->lock held. */
 int tcp_rb_available(struct tcp_ep *sep)
 {
-	return sep->rb_free != NULL || atomic_load(&sep->rb_back) != NULL ||
-	       sep->rb_count < atomic_load(&sep->rb_limit);
+	return cci__lender_available(&sep->lend);
 }
 
 void tcp_recv_returned(cci__evt_t *evt)
