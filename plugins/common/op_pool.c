@@ -10,7 +10,7 @@ void cci__op_pool_init(struct cci__op_pool *p, size_t size, uint32_t limit,
                        int (*grow)(void *owner), void *owner,
                        void (*obj_free)(struct cci__op_link *o))
 {
-	p->lock.locked = 0;
+	cci__spin_init(&p->lock);
 	p->free = p->all = NULL;
 	p->made = 0;
 	atomic_init(&p->out, 0);

@@ -13,10 +13,19 @@
 #define CCI_COMMON_SPIN_H
 
 #include <sched.h>
+#include <stdatomic.h>
 
+/* Zeroed memory is an unlocked lock; so is CCI__SPIN_INIT. */
 typedef struct {
-	int locked;
+	atomic_int locked;
 } cci__spinlock_t;
+
+#define CCI__SPIN_INIT { 0 }
+
+static inline void cci__spin_init(cci__spinlock_t *l)
+{
+	atomic_init(&l->locked, 0);
+}
 
 static inline void cci__cpu_relax(void)
 {
@@ -29,8 +38,8 @@ static inline void cci__spin_lock(cci__spinlock_t *l)
 {
 	unsigned spins = 0;
 
-	while (__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE)) {
-		while (__atomic_load_n(&l->locked, __ATOMIC_RELAXED)) {
+	while (atomic_exchange_explicit(&l->locked, 1, memory_order_acquire)) {
+		while (atomic_load_explicit(&l->locked, memory_order_relaxed)) {
 			if (++spins < 256)
 				cci__cpu_relax();
 			else
@@ -42,13 +51,13 @@ static inline void cci__spin_lock(cci__spinlock_t *l)
 /* Take the lock if it is free; 1 if taken. */
 static inline int cci__spin_trylock(cci__spinlock_t *l)
 {
-	return !__atomic_load_n(&l->locked, __ATOMIC_RELAXED) &&
-	       !__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE);
+	return !atomic_load_explicit(&l->locked, memory_order_relaxed) &&
+	       !atomic_exchange_explicit(&l->locked, 1, memory_order_acquire);
 }
 
 static inline void cci__spin_unlock(cci__spinlock_t *l)
 {
-	__atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
+	atomic_store_explicit(&l->locked, 0, memory_order_release);
 }
 
 #endif /* CCI_COMMON_SPIN_H */
