@@ -140,7 +140,6 @@ struct cci__globals {
 };
 
 extern struct cci__globals cci__g;
-extern const struct cci_core cci__core_services;
 
 /* log.c */
 extern unsigned cci__log_mask;
@@ -161,16 +160,26 @@ static inline int cci__flags_keep(int flags, int meaningful, int *logged, unsign
 		cci__flags_ignored(flags & ~meaningful, logged, cat, call);
 	return flags & meaningful;
 }
-#define LOG(cat, ...) CCI__LOG(&cci__core_services, cat, __VA_ARGS__)
+/* CCI__LOG (cci_plugin.h) for the core's own files: straight to log.c,
+ * not through the services table, which names functions of every file. */
+#define LOG(cat, ...)                                          \
+	do {                                                       \
+		if ((cci__log_mask & (unsigned)(cat)) != 0)            \
+			cci__log((cat), __VA_ARGS__);                      \
+	} while (0)
 #define LOG_ERR(...) cci__log(CCI_LOG_ERR, __VA_ARGS__)
 #define LOG_WARN(...) cci__log(CCI_LOG_WARN, __VA_ARGS__)
 
 /* plugins.c */
-int cci__plugins_load(void);
+/* Load the plugins and call each one's init() with core, the services
+ * table (services.c, which names functions of every layer: only init.c,
+ * above them all, passes it down). */
+int cci__plugins_load(const struct cci_core *core);
 void cci__plugins_unload(void);
 const struct cci_plugin *cci__plugin_for_transport(const char *transport);
 int cci__plugin_serves(const struct cci_plugin *p, const char *transport);
 const struct cci_conf_key *cci__plugin_conf_keys(const struct cci_plugin *p);
+void cci__plugin_note(const struct cci_plugin *plugin, const char *text);
 
 /* devices.c */
 cci__dev_t *cci__dev_new(const struct cci_plugin *plugin, const char *name);
@@ -186,7 +195,6 @@ void cci__conf_error(cci__dev_t *dev, int kv, const char *fmt, ...) __attribute_
 /* conf_keys.c */
 int cci__conf_is_core_key(const char *key);
 int cci__conf_parse(cci__dev_t *dev, const struct cci_conf_key *keys, void *out, int *kv_p);
-void cci__plugin_note(const struct cci_plugin *plugin, const char *text);
 /* CCI_EINVAL, with why naming the key, if a plugin's table is unusable. */
 int cci__conf_keys_check(const struct cci_conf_key *keys, char *why, size_t len);
 /* A NULL-terminated deep copy of keys (an empty one for NULL); NULL on ENOMEM. */
@@ -289,5 +297,9 @@ int cci__list_handout(void *const *list_p, const int *n_p, const void *const **o
 
 /* A library call needs cci_init(): CCI_SUCCESS or CCI_ERROR. */
 int cci__check_initialized(void);
+
+/* services.c: the table every plugin's init() is given.  It names
+ * functions of every layer of the core, so only init.c, on top, uses it. */
+extern const struct cci_core cci__core_services;
 
 #endif /* CCI_CORE_H */

@@ -31,7 +31,7 @@ static int library_setup(void)
 	int rc;
 
 	cci__log_init();
-	rc = cci__plugins_load();
+	rc = cci__plugins_load(&cci__core_services);
 	if (rc == CCI_SUCCESS) {
 		if (config && *config)
 			rc = cci__config_load(config);
