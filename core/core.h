@@ -139,6 +139,7 @@ struct cci__globals {
 	cci__ep_t *eps;            /* open endpoints */
 };
 
+/* globals.c */
 extern struct cci__globals cci__g;
 
 /* log.c */
@@ -290,12 +291,12 @@ static inline int cci__evq_nonempty(cci__ep_t *ep)
 	return __atomic_load_n(&core_ep(ep)->evq_head, __ATOMIC_RELAXED) != NULL;
 }
 
-/* Hand out the library-owned NULL-terminated list *list_p of *n_p
- * entries (an empty one when there are none), both read under the global
- * lock: CCI_EINVAL for a NULL out, CCI_ERROR before cci_init().  init.c. */
+/* globals.c: hand out the library-owned NULL-terminated list *list_p of
+ * *n_p entries (an empty one when there are none), both read under the
+ * global lock: CCI_EINVAL for a NULL out, CCI_ERROR before cci_init(). */
 int cci__list_handout(void *const *list_p, const int *n_p, const void *const **out);
 
-/* A library call needs cci_init(): CCI_SUCCESS or CCI_ERROR. */
+/* globals.c: a library call needs cci_init(): CCI_SUCCESS or CCI_ERROR. */
 int cci__check_initialized(void);
 
 /* services.c: the table every plugin's init() is given.  It names
