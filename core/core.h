@@ -191,9 +191,13 @@ cci__dev_t *cci__dev_from_pub(cci_device_t *pub);
 
 /* config.c */
 int cci__config_load(const char *path);
-void cci__conf_error(cci__dev_t *dev, int kv, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* conf_keys.c */
+/* One error line about dev's config section, naming the file being read
+ * (set by cci__conf_file_set, "(no file)" outside cci__config_load), the
+ * line and key kv (dev->conf[kv]; -1: the section itself), and fmt. */
+void cci__conf_error(cci__dev_t *dev, int kv, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void cci__conf_file_set(const char *path);
 int cci__conf_is_core_key(const char *key);
 int cci__conf_parse(cci__dev_t *dev, const struct cci_conf_key *keys, void *out, int *kv_p);
 /* CCI_EINVAL, with why naming the key, if a plugin's table is unusable. */
