@@ -1,6 +1,24 @@
 /*
  * core.h - internal declarations shared by the files of the core library.
  * Nothing here is visible to applications or plugins.
+ *
+ * The files call down, never up, so that each can be read knowing only
+ * those below it (tests/core/core_layers.py checks the objects for a
+ * circle).  From the bottom:
+ *   log, strerror, shell, globals, options   nothing of the core's
+ *   conf_keys        ini keys of a config section, and its errors
+ *   devices, plugins the lists of cci__g
+ *   config           the CCI_CONFIG file into devices
+ *   conn             connection objects and their references
+ *   event            the event pool and queue (events hold connections)
+ *   post, msg        the event services; sends and their completions
+ *   rma              registrations and cci_rma (msg's blocking wait)
+ *   connect          cci_connect, cci_accept, cci_reject, cci_disconnect
+ *   endpoint, fork   endpoints (events, registrations); fork() handlers
+ *   services         the table of core services handed to plugins
+ *   init             cci_init and cci_finalize, on top
+ * A lower file that needs something of a higher one gets it as an
+ * argument (cci__plugins_load takes the services table).
  */
 #ifndef CCI_CORE_H
 #define CCI_CORE_H
