@@ -1,17 +1,49 @@
 /*
  * conf_keys.c - the plugins' tables of ini keys: checked when a plugin is
  * loaded, applied to a config section for the plugin (core->conf_parse),
- * and copied for cci_get_plugin_keys().
+ * and copied for cci_get_plugin_keys(); and the one line that reports a
+ * mistake in a section (core->conf_error), for config.c, the parse here
+ * and the plugins alike.
  *
  * Parsing lives here rather than in each plugin so that every transport
  * refuses a bad value with the same words, and so that the keys a plugin
  * reads are data that cci_info can show.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
+
+/* ---------------------------------------------------------------- errors */
+
+static const char *conf_path; /* the file being read, for messages */
+
+void cci__conf_file_set(const char *path)
+{
+	conf_path = path;
+}
+
+void cci__conf_error(cci__dev_t *dev, int kv, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (kv >= 0 && kv < dev->conf_count)
+		LOG_ERR("%s:%d: [%s] %s: %s", conf_path ? conf_path : "(no file)",
+		        dev->conf[kv].line, dev->pub.name, dev->conf[kv].key, msg);
+	else if (core_dev(dev)->line > 0)
+		LOG_ERR("%s:%d: [%s]: %s", conf_path ? conf_path : "(no file)", core_dev(dev)->line,
+		        dev->pub.name, msg);
+	else
+		LOG_ERR("%s: [%s]: %s", conf_path ? conf_path : "(no file)", dev->pub.name, msg);
+}
+
+/* ------------------------------------------------------- the core's keys */
 
 static const char *const core_keys[] = { "transport", "priority", "default", NULL };
 

@@ -5,10 +5,9 @@
  * priority, default) and hands the section to the plugin serving the
  * transport, which has the rest read against its table of keys
  * (conf_keys.c).  Every mistake fails cci_init() with one line naming the
- * file, the line and the problem.
+ * file, the line and the problem (cci__conf_error, conf_keys.c).
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,26 +17,6 @@
 
 /* Transports a config file may name, whether or not their plugin is here. */
 static const char *const known_transports[] = { "sm", "tcp", "sock", "verbs", "ofi", NULL };
-
-static const char *conf_path; /* the file being read, for messages */
-
-void cci__conf_error(cci__dev_t *dev, int kv, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (kv >= 0 && kv < dev->conf_count)
-		LOG_ERR("%s:%d: [%s] %s: %s", conf_path ? conf_path : "(no file)",
-		        dev->conf[kv].line, dev->pub.name, dev->conf[kv].key, msg);
-	else if (core_dev(dev)->line > 0)
-		LOG_ERR("%s:%d: [%s]: %s", conf_path ? conf_path : "(no file)", core_dev(dev)->line,
-		        dev->pub.name, msg);
-	else
-		LOG_ERR("%s: [%s]: %s", conf_path ? conf_path : "(no file)", dev->pub.name, msg);
-}
 
 static int is_known_transport(const char *t)
 {
@@ -115,8 +94,10 @@ static int dev_core_keys(cci__dev_t *dev, const cci__dev_t **first_default)
 	return CCI_SUCCESS;
 }
 
-/* One section: a device, or a skip (its transport's plugin is filtered out). */
-static int config_section(const struct ini_section *s, const cci__dev_t **first_default)
+/* One section of the file at conf_path: a device, or a skip (its
+ * transport's plugin is filtered out). */
+static int config_section(const char *conf_path, const struct ini_section *s,
+                          const cci__dev_t **first_default)
 {
 	const char *transport = ini_section_get(s, "transport");
 	const struct cci_plugin *plugin;
@@ -168,13 +149,13 @@ int cci__config_load(const char *path)
 		LOG_ERR("CCI_CONFIG: %s", err);
 		return rc;
 	}
-	conf_path = path;
+	cci__conf_file_set(path);
 	LOG(CCI_LOG_CONFIG, "reading %s: %d section(s)", path, ini.nsections);
 	for (int i = 0; i < ini.nsections && rc == CCI_SUCCESS; i++)
-		rc = config_section(&ini.sections[i], &first_default);
+		rc = config_section(path, &ini.sections[i], &first_default);
 	if (rc == CCI_ENOMEM)
 		LOG_ERR("%s: out of memory while reading it", path);
 	ini_free(&ini);
-	conf_path = NULL;
+	cci__conf_file_set(NULL);
 	return rc;
 }

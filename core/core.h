@@ -1,10 +1,29 @@
 /*
  * core.h - internal declarations shared by the files of the core library.
  * Nothing here is visible to applications or plugins.
+ *
+ * The files call down, never up, so that each can be read knowing only
+ * those below it (tests/core/core_layers.py checks the objects for a
+ * circle).  From the bottom:
+ *   log, strerror, shell, globals, options   nothing of the core's
+ *   conf_keys        ini keys of a config section, and its errors
+ *   devices, plugins the lists of cci__g
+ *   config           the CCI_CONFIG file into devices
+ *   conn             connection objects and their references
+ *   event            the event pool and queue (events hold connections)
+ *   post, msg        the event services; sends and their completions
+ *   rma              registrations and cci_rma (msg's blocking wait)
+ *   connect          cci_connect, cci_accept, cci_reject, cci_disconnect
+ *   endpoint, fork   endpoints (events, registrations); fork() handlers
+ *   services         the table of core services handed to plugins
+ *   init             cci_init and cci_finalize, on top
+ * A lower file that needs something of a higher one gets it as an
+ * argument (cci__plugins_load takes the services table).
  */
 #ifndef CCI_CORE_H
 #define CCI_CORE_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -95,6 +114,25 @@ static inline struct cci__ep_core *core_ep(cci__ep_t *ep) { return (struct cci__
 static inline struct cci__conn_core *core_conn(cci__conn_t *c) { return (struct cci__conn_core *)c; }
 static inline struct cci__rma_reg_core *core_reg(cci__rma_reg_t *r) { return (struct cci__rma_reg_core *)r; }
 
+/*
+ * Where a function's comment says a lock is held, it asserts so:
+ * assert(cci__mutex_held(&m)) or assert(cci__spin_held(&l)).  They tell
+ * whether some thread holds the lock, not which: enough to catch a caller
+ * that took none.  A release build (NDEBUG) compiles the assertions, and
+ * so these calls, away.
+ */
+static inline int cci__mutex_held(pthread_mutex_t *m)
+{
+	if (pthread_mutex_trylock(m) != 0)
+		return 1; /* EBUSY: taken, by this thread or another */
+	pthread_mutex_unlock(m);
+	return 0;
+}
+static inline int cci__spin_held(cci__spinlock_t *l)
+{
+	return __atomic_load_n(&l->locked, __ATOMIC_RELAXED) != 0;
+}
+
 /* Public entry points are exported; everything else stays hidden. */
 #define CCI_API __attribute__((visibility("default")))
 
@@ -139,8 +177,8 @@ struct cci__globals {
 	cci__ep_t *eps;            /* open endpoints */
 };
 
+/* globals.c */
 extern struct cci__globals cci__g;
-extern const struct cci_core cci__core_services;
 
 /* log.c */
 extern unsigned cci__log_mask;
@@ -161,16 +199,26 @@ static inline int cci__flags_keep(int flags, int meaningful, int *logged, unsign
 		cci__flags_ignored(flags & ~meaningful, logged, cat, call);
 	return flags & meaningful;
 }
-#define LOG(cat, ...) CCI__LOG(&cci__core_services, cat, __VA_ARGS__)
+/* CCI__LOG (cci_plugin.h) for the core's own files: straight to log.c,
+ * not through the services table, which names functions of every file. */
+#define LOG(cat, ...)                                          \
+	do {                                                       \
+		if ((cci__log_mask & (unsigned)(cat)) != 0)            \
+			cci__log((cat), __VA_ARGS__);                      \
+	} while (0)
 #define LOG_ERR(...) cci__log(CCI_LOG_ERR, __VA_ARGS__)
 #define LOG_WARN(...) cci__log(CCI_LOG_WARN, __VA_ARGS__)
 
 /* plugins.c */
-int cci__plugins_load(void);
+/* Load the plugins and call each one's init() with core, the services
+ * table (services.c, which names functions of every layer: only init.c,
+ * above them all, passes it down). */
+int cci__plugins_load(const struct cci_core *core);
 void cci__plugins_unload(void);
 const struct cci_plugin *cci__plugin_for_transport(const char *transport);
 int cci__plugin_serves(const struct cci_plugin *p, const char *transport);
 const struct cci_conf_key *cci__plugin_conf_keys(const struct cci_plugin *p);
+void cci__plugin_note(const struct cci_plugin *plugin, const char *text);
 
 /* devices.c */
 cci__dev_t *cci__dev_new(const struct cci_plugin *plugin, const char *name);
@@ -181,12 +229,15 @@ cci__dev_t *cci__dev_from_pub(cci_device_t *pub);
 
 /* config.c */
 int cci__config_load(const char *path);
-void cci__conf_error(cci__dev_t *dev, int kv, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* conf_keys.c */
+/* One error line about dev's config section, naming the file being read
+ * (set by cci__conf_file_set, "(no file)" outside cci__config_load), the
+ * line and key kv (dev->conf[kv]; -1: the section itself), and fmt. */
+void cci__conf_error(cci__dev_t *dev, int kv, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void cci__conf_file_set(const char *path);
 int cci__conf_is_core_key(const char *key);
 int cci__conf_parse(cci__dev_t *dev, const struct cci_conf_key *keys, void *out, int *kv_p);
-void cci__plugin_note(const struct cci_plugin *plugin, const char *text);
 /* CCI_EINVAL, with why naming the key, if a plugin's table is unusable. */
 int cci__conf_keys_check(const struct cci_conf_key *keys, char *why, size_t len);
 /* A NULL-terminated deep copy of keys (an empty one for NULL); NULL on ENOMEM. */
@@ -282,12 +333,16 @@ static inline int cci__evq_nonempty(cci__ep_t *ep)
 	return __atomic_load_n(&core_ep(ep)->evq_head, __ATOMIC_RELAXED) != NULL;
 }
 
-/* Hand out the library-owned NULL-terminated list *list_p of *n_p
- * entries (an empty one when there are none), both read under the global
- * lock: CCI_EINVAL for a NULL out, CCI_ERROR before cci_init().  init.c. */
+/* globals.c: hand out the library-owned NULL-terminated list *list_p of
+ * *n_p entries (an empty one when there are none), both read under the
+ * global lock: CCI_EINVAL for a NULL out, CCI_ERROR before cci_init(). */
 int cci__list_handout(void *const *list_p, const int *n_p, const void *const **out);
 
-/* A library call needs cci_init(): CCI_SUCCESS or CCI_ERROR. */
+/* globals.c: a library call needs cci_init(): CCI_SUCCESS or CCI_ERROR. */
 int cci__check_initialized(void);
+
+/* services.c: the table every plugin's init() is given.  It names
+ * functions of every layer of the core, so only init.c, on top, uses it. */
+extern const struct cci_core cci__core_services;
 
 #endif /* CCI_CORE_H */

@@ -87,8 +87,10 @@ static void ep_free(cci__ep_t *ep)
 /* Check the arguments and pick the device; with the global lock held. */
 static int ep_resolve_device(cci_device_t *device, cci__dev_t **dev_p)
 {
-	cci__dev_t *dev = device ? cci__dev_from_pub(device) : default_device();
+	cci__dev_t *dev;
 
+	assert(cci__mutex_held(&cci__g.lock));
+	dev = device ? cci__dev_from_pub(device) : default_device();
 	if (device && !dev)
 		return CCI_EINVAL;
 	if (!dev || !dev->pub.up)
@@ -149,6 +151,7 @@ CCI_API int cci_create_endpoint(cci_device_t *device, int flags, cci_endpoint_t 
 /* With the global lock held. */
 int cci__ep_is_open(cci__ep_t *ep)
 {
+	assert(cci__mutex_held(&cci__g.lock));
 	for (cci__ep_t *e = cci__g.eps; e; e = core_ep(e)->next_ep)
 		if (e == ep)
 			return 1;
@@ -158,6 +161,7 @@ int cci__ep_is_open(cci__ep_t *ep)
 /* Unlink, let the plugin close everything, free; global lock held. */
 void cci__ep_destroy_locked(cci__ep_t *ep)
 {
+	assert(cci__mutex_held(&cci__g.lock));
 	for (cci__ep_t **pp = &cci__g.eps; *pp; pp = &core_ep((*pp))->next_ep) {
 		if (*pp == ep) {
 			*pp = core_ep(ep)->next_ep;

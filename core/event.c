@@ -28,8 +28,10 @@ struct evt_chunk {
 /* Called with core_ep(ep)->lock held. */
 static int pool_grow(cci__ep_t *ep)
 {
-	struct evt_chunk *c = calloc(1, sizeof(*c));
+	struct evt_chunk *c;
 
+	assert(cci__spin_held(&core_ep(ep)->lock));
+	c = calloc(1, sizeof(*c));
 	if (!c)
 		return CCI_ENOMEM;
 	c->next = core_ep(ep)->evt_chunks;
@@ -74,6 +76,7 @@ cci__evt_t *cci__evt_get(cci__ep_t *ep)
 /* With core_ep(ep)->lock held. */
 static void evt_put_locked(cci__ep_t *ep, cci__evt_t *e)
 {
+	assert(cci__spin_held(&core_ep(ep)->lock));
 	e->conn = NULL;
 	core_evt(e)->next = core_ep(ep)->evt_pool;
 	core_ep(ep)->evt_pool = e;
@@ -100,6 +103,7 @@ static void os_handle_ring(cci__ep_t *ep)
  */
 static int os_handle_should_ring(cci__ep_t *ep)
 {
+	assert(cci__spin_held(&core_ep(ep)->lock));
 	if (core_ep(ep)->os_evfd < 0 || core_ep(ep)->rung || core_ep(ep)->pollers > 0 || !core_ep(ep)->evq_head)
 		return 0;
 	core_ep(ep)->rung = 1;
@@ -127,10 +131,11 @@ void cci__evt_post(cci__ep_t *ep, cci__evt_t *e)
 	LOG(CCI_LOG_EVENT, "ep %p: posted %s", (void *)ep, cci_event_type_str(e->ev.type));
 }
 
-/* Drop the connection reference of an event; with core_ep(ep)->lock held.
- * Returns the connection if that was its last reference. */
+/* Drop the connection reference of an event; with the lock of c's
+ * endpoint held.  Returns the connection if that was its last reference. */
 static cci__conn_t *conn_unref_locked(cci__conn_t *c)
 {
+	assert(!c || cci__spin_held(&core_ep(c->ep)->lock));
 	if (c && --core_conn(c)->refs == 0)
 		return c;
 	return NULL;
@@ -210,6 +215,7 @@ static void os_handle_drain(cci__ep_t *ep)
  * call).  A ring for plugin work (work_rung) stays: see os_handle_ring_work. */
 static void os_handle_quiet_locked(cci__ep_t *ep)
 {
+	assert(cci__spin_held(&core_ep(ep)->lock));
 	if (!core_ep(ep)->evq_head && core_ep(ep)->rung && !core_ep(ep)->work_rung) {
 		os_handle_drain(ep);
 		core_ep(ep)->rung = 0;
@@ -222,6 +228,7 @@ static cci__evt_t *evq_pop_locked(cci__ep_t *ep)
 {
 	cci__evt_t *e = core_ep(ep)->evq_head;
 
+	assert(cci__spin_held(&core_ep(ep)->lock));
 	if (e) {
 		__atomic_store_n(&core_ep(ep)->evq_head, core_evt(e)->next, __ATOMIC_RELAXED);
 		if (!core_evt(e)->next)
@@ -238,6 +245,7 @@ static cci__evt_t *evq_pop_locked(cci__ep_t *ep)
  * may go.  With core_ep(ep)->lock held. */
 static void os_handle_take_work_locked(cci__ep_t *ep)
 {
+	assert(cci__spin_held(&core_ep(ep)->lock));
 	core_ep(ep)->work_rung = 0;
 	os_handle_quiet_locked(ep);
 }
@@ -420,13 +428,19 @@ CCI_API int cci_return_event(cci_event_t *event)
 }
 
 /* A dying endpoint: drop the references that queued and lent events hold
- * on connections, freeing the connections nobody else holds. */
+ * on connections, freeing the connections nobody else holds.  No other
+ * thread reaches the endpoint now; the lock is taken as everywhere a
+ * reference drops, and is free. */
 void cci__evt_drop_conn_refs(cci__ep_t *ep)
 {
 	for (struct evt_chunk *c = core_ep(ep)->evt_chunks; c; c = c->next) {
 		for (int i = 0; i < EVT_CHUNK; i++) {
-			cci__conn_t *dead = conn_unref_locked(c->evts[i].evt.conn);
+			cci__conn_t *dead;
+
+			cci__spin_lock(&core_ep(ep)->lock);
+			dead = conn_unref_locked(c->evts[i].evt.conn);
 			c->evts[i].evt.conn = NULL;
+			cci__spin_unlock(&core_ep(ep)->lock);
 			cci__conn_free(dead);
 		}
 	}

@@ -5,18 +5,6 @@
 
 #include "core.h"
 
-struct cci__globals cci__g = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-int cci__check_initialized(void)
-{
-	int rc;
-
-	pthread_mutex_lock(&cci__g.lock);
-	rc = cci__g.refcount > 0 ? CCI_SUCCESS : CCI_ERROR;
-	pthread_mutex_unlock(&cci__g.lock);
-	return rc;
-}
-
 static void library_teardown(void)
 {
 	while (cci__g.eps)
@@ -31,7 +19,7 @@ static int library_setup(void)
 	int rc;
 
 	cci__log_init();
-	rc = cci__plugins_load();
+	rc = cci__plugins_load(&cci__core_services);
 	if (rc == CCI_SUCCESS) {
 		if (config && *config)
 			rc = cci__config_load(config);
@@ -77,22 +65,6 @@ CCI_API int cci_finalize(void)
 		rc = CCI_ERROR;
 	else if (--cci__g.refcount == 0)
 		library_teardown();
-	pthread_mutex_unlock(&cci__g.lock);
-	return rc;
-}
-
-int cci__list_handout(void *const *list_p, const int *n_p, const void *const **out)
-{
-	static const void *const empty[] = { NULL };
-	int rc = CCI_SUCCESS;
-
-	if (!out)
-		return CCI_EINVAL;
-	pthread_mutex_lock(&cci__g.lock);
-	if (cci__g.refcount == 0)
-		rc = CCI_ERROR;
-	else
-		*out = *n_p == 0 ? empty : *(const void *const *const *)list_p;
 	pthread_mutex_unlock(&cci__g.lock);
 	return rc;
 }

@@ -403,10 +403,10 @@ static int plugins_scan_env(void)
 }
 
 /* Initialise one module; a failure skips it.  Fails only with CCI_ENOMEM. */
-static int plugin_init(struct cci__plugin_mod *m)
+static int plugin_init(struct cci__plugin_mod *m, const struct cci_core *core)
 {
 	char why[256], *reason;
-	int rc = m->ops->init(&cci__core_services);
+	int rc = m->ops->init(core);
 
 	if (rc == CCI_SUCCESS) {
 		m->initialized = 1;
@@ -424,8 +424,8 @@ static int plugin_init(struct cci__plugin_mod *m)
 	return CCI_SUCCESS;
 }
 
-/* Load every plugin and initialise it; at least one must work. */
-int cci__plugins_load(void)
+/* Load every plugin and initialise it with core; at least one must work. */
+int cci__plugins_load(const struct cci_core *core)
 {
 	int usable = 0, rc;
 
@@ -435,7 +435,7 @@ int cci__plugins_load(void)
 	if (rc == CCI_SUCCESS)
 		rc = plugins_search(CCI_PLUGIN_DIR, 0);
 	for (struct cci__plugin_mod *m = cci__g.plugins; m && rc == CCI_SUCCESS; m = m->next) {
-		rc = plugin_init(m);
+		rc = plugin_init(m, core);
 		usable += m->initialized;
 	}
 	if (rc != CCI_SUCCESS) {

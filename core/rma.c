@@ -36,6 +36,7 @@ static uint32_t bucket_of(cci__ep_t *ep, uint64_t key)
 /* With rma_lock held. */
 static cci__rma_reg_t *reg_find(cci__ep_t *ep, uint64_t key)
 {
+	assert(cci__mutex_held(&core_ep(ep)->rma_lock));
 	if (!core_ep(ep)->rma_table)
 		return NULL;
 	for (cci__rma_reg_t *r = core_ep(ep)->rma_table[bucket_of(ep, key)]; r; r = core_reg(r)->hnext)
@@ -65,6 +66,7 @@ static int table_reserve(cci__ep_t *ep)
 	cci__rma_reg_t **by_key, **old_key, *r, *next;
 	uint32_t old = ce->rma_buckets;
 
+	assert(cci__mutex_held(&ce->rma_lock));
 	if (ce->rma_table && (ce->rma_count < old || old >= 1u << 30))
 		return CCI_SUCCESS;
 	by_key = calloc(n, sizeof(*by_key));
@@ -87,8 +89,10 @@ static int table_reserve(cci__ep_t *ep)
 static int reg_insert(cci__ep_t *ep, cci__rma_reg_t *reg)
 {
 	uint64_t key;
-	int rc = table_reserve(ep);
+	int rc;
 
+	assert(cci__mutex_held(&core_ep(ep)->rma_lock));
+	rc = table_reserve(ep);
 	if (rc != CCI_SUCCESS)
 		return rc;
 	do {
@@ -104,10 +108,12 @@ static int reg_insert(cci__ep_t *ep, cci__rma_reg_t *reg)
 	return CCI_SUCCESS;
 }
 
+/* With rma_lock held. */
 static void reg_unlink(cci__ep_t *ep, cci__rma_reg_t *reg)
 {
 	cci__rma_reg_t **pp = &core_ep(ep)->rma_table[bucket_of(ep, cci__handle_key(&reg->handle))];
 
+	assert(cci__mutex_held(&core_ep(ep)->rma_lock));
 	for (; *pp; pp = &core_reg((*pp))->hnext) {
 		if (*pp == reg) {
 			*pp = core_reg(reg)->hnext;
@@ -141,6 +147,7 @@ static cci__rma_reg_t *reg_find_handle(cci__ep_t *ep, const struct cci_rma_handl
 	struct cci_rma_handle v;
 	cci__rma_reg_t *r;
 
+	assert(cci__mutex_held(&core_ep(ep)->rma_lock));
 	memcpy(&v, h, sizeof(v));
 	r = v.stuff[0] ? reg_find(ep, v.stuff[0]) : NULL;
 	return r && memcmp(&r->handle, &v, sizeof(v)) == 0 ? r : NULL;
