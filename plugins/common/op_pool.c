@@ -21,6 +21,12 @@ void cci__op_pool_init(struct cci__op_pool *p, size_t size, uint32_t limit,
 	p->obj_free = obj_free;
 }
 
+int cci__op_pool_no_grow(void *owner)
+{
+	(void)owner;
+	return CCI_ENOBUFS;
+}
+
 void cci__op_pool_fini(struct cci__op_pool *p)
 {
 	for (struct cci__op_link *o = p->all, *next; o; o = next) {

@@ -60,6 +60,11 @@ struct cci__op_pool {
 	void (*obj_free)(struct cci__op_link *o); /* NULL: nothing hangs on objects */
 };
 
+/* The grow callback of a pool that never grows on the message path (its
+ * slabs are added when the endpoint opens or a count is raised): get then
+ * returns NULL when every object is out. */
+int cci__op_pool_no_grow(void *owner);
+
 /* size: of the transport's object, whose first member is a struct
  * cci__op_link.  grow and obj_free may be NULL (see above). */
 void cci__op_pool_init(struct cci__op_pool *p, size_t size, uint32_t limit,

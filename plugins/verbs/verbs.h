@@ -50,6 +50,7 @@
 #include "engine.h"
 #include "ifaddr.h"
 #include "iov.h"
+#include "op_pool.h"
 #include "random.h"
 #include "slist.h"
 #include "status.h"
@@ -95,27 +96,29 @@ enum verbs_op_kind { VERBS_OP_MSG, VERBS_OP_CTL, VERBS_OP_RMA };
 struct verbs_conn;
 
 struct verbs_op {
-	struct verbs_op *next;      /* pool, txq, rmaq, flight */
+	struct cci__op_link link;   /* the endpoint's pool's */
+	struct verbs_op *next;      /* txq, rmaq, flight */
 	uint8_t kind;               /* enum verbs_op_kind */
-	uint8_t user;               /* counted against send_buf_count */
+	uint8_t user;               /* counted against send_buf_count (!link.ctl) */
 	uint8_t reported;           /* the core was told, or never will be */
 	uint8_t is_read, fence;
 	uint8_t spends_credit;      /* MSG, REQ, ACCEPT, REJECT, an RMA's message */
 	uint8_t type;               /* enum verbs_type of its SEND (an RMA's: MSG) */
 	uint32_t aux;               /* the header's aux */
-	uint32_t lkey;              /* of buf's slab */
 	int flags;                  /* the caller's CCI flags */
 	void *context;
 	uint64_t serial;            /* of its last work request, once posted */
 	uint64_t stamp_ns;          /* when queued, for the send timeout */
 	uint32_t len;               /* bytes in buf: header then payload */
-	char *buf;                  /* VERBS_HDR_LEN + mss bytes of sep->tx_mr */
 	/* RMA */
 	struct ibv_mr *lmr;
 	char *laddr;
 	uint64_t key, roff, rlen;
 	uint64_t raddr;             /* checked against the peer's answer (verbs_reg.c) */
 	uint32_t rkey;
+	/* Kept across uses: the op's registered buffer. */
+	uint32_t lkey;              /* of buf's slab */
+	char *buf;                  /* VERBS_HDR_LEN + mss bytes of its slab */
 };
 
 struct verbs_rxbuf {
@@ -208,10 +211,12 @@ struct verbs_ep {
 	uint32_t rx_total, rx_count, rx_lent, srq_max;
 	struct verbs_rxbuf *held, *held_tail;
 
-	/* Operations: pool_limit user ones, VERBS_CTL_OPS control ones. */
+	/* Operations: send_buf_count user ones, VERBS_CTL_OPS control ones,
+	 * in slabs of registered buffers added when the count rises (the pool
+	 * never grows on the message path). */
 	struct verbs_slab *op_slabs;
-	struct verbs_op *pool;
-	uint32_t op_total, pool_user, pool_limit;
+	struct cci__op_pool ops;
+	uint32_t op_total;
 
 	struct cci__engine eng;
 	ev_io cm_w, cq_w, async_w;

@@ -477,9 +477,10 @@ static int queues_open(struct verbs_ep *sep)
 		return CCI_ENOMEM;
 	}
 	sep->rx_count = sep->dev->recv_count;
-	sep->pool_limit = VERBS_SEND_COUNT_DEFAULT;
+	cci__op_pool_init(&sep->ops, sizeof(struct verbs_op), VERBS_SEND_COUNT_DEFAULT,
+	                  cci__op_pool_no_grow, sep, NULL);
 	if (verbs_rx_grow(sep, sep->rx_count + VERBS_RX_RESERVE) != CCI_SUCCESS ||
-	    verbs_ops_grow(sep, sep->pool_limit + VERBS_CTL_OPS) != CCI_SUCCESS)
+	    verbs_ops_grow(sep, VERBS_SEND_COUNT_DEFAULT + VERBS_CTL_OPS) != CCI_SUCCESS)
 		return CCI_ENOMEM;
 	return CCI_SUCCESS;
 }
@@ -507,6 +508,7 @@ static void ep_free(struct verbs_ep *sep)
 	if (sep->cc)
 		ibv_destroy_comp_channel(sep->cc);
 	verbs_slabs_free(&sep->rx_slabs);
+	cci__op_pool_fini(&sep->ops);
 	verbs_slabs_free(&sep->op_slabs);
 	if (sep->pd)
 		ibv_dealloc_pd(sep->pd);
@@ -544,7 +546,7 @@ int verbs_ep_create(cci__ep_t *ep, const char *service)
 		return rc;
 	}
 	ep->recv_buf_count = sep->rx_count;
-	ep->send_buf_count = sep->pool_limit;
+	ep->send_buf_count = cci__op_pool_limit(&sep->ops);
 	pthread_mutex_lock(&verbs_live_lock);
 	sep->live_next = verbs_live;
 	verbs_live = sep;
@@ -595,7 +597,7 @@ int verbs_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
 		if (value + VERBS_CTL_OPS > sep->op_total)
 			rc = verbs_ops_grow(sep, value + VERBS_CTL_OPS - sep->op_total);
 		if (rc == CCI_SUCCESS)
-			sep->pool_limit = value;
+			cci__op_pool_set_limit(&sep->ops, value);
 	}
 	pthread_mutex_unlock(&sep->lock);
 	return rc;

@@ -65,8 +65,7 @@ int verbs_ops_grow(struct verbs_ep *sep, uint32_t count)
 	for (uint32_t i = 0; i < count; i++) {
 		ops[i].buf = s->mem + buf_size(sep) * i;
 		ops[i].lkey = s->mr->lkey;
-		ops[i].next = sep->pool;
-		sep->pool = &ops[i];
+		cci__op_pool_add(&sep->ops, &ops[i].link);
 	}
 	s->next = sep->op_slabs;
 	sep->op_slabs = s;
@@ -74,33 +73,23 @@ int verbs_ops_grow(struct verbs_ep *sep, uint32_t count)
 	return CCI_SUCCESS;
 }
 
-/* A free operation; a user one only within send_buf_count, and control
- * ones from what user ones leave (VERBS_CTL_OPS are theirs alone). */
+/* A free operation, its per-use fields cleared; a user one only within
+ * send_buf_count, control ones from what user ones leave (VERBS_CTL_OPS
+ * are theirs alone). */
 struct verbs_op *verbs_op_get(struct verbs_ep *sep, int user)
 {
-	struct verbs_op *op = sep->pool;
-	char *buf;
-	uint32_t lkey;
+	struct verbs_op *op = (struct verbs_op *)cci__op_pool_get(&sep->ops, !user);
 
-	if (!op || (user && sep->pool_user >= sep->pool_limit))
+	if (!op)
 		return NULL;
-	sep->pool = op->next;
-	buf = op->buf;
-	lkey = op->lkey;
-	memset(op, 0, sizeof(*op));
-	op->buf = buf;
-	op->lkey = lkey;
+	memset(&op->next, 0, offsetof(struct verbs_op, lkey) - offsetof(struct verbs_op, next));
 	op->user = (uint8_t)(user != 0);
-	sep->pool_user += op->user;
 	return op;
 }
 
 void verbs_op_put(struct verbs_ep *sep, struct verbs_op *op)
 {
-	sep->pool_user -= op->user;
-	op->user = 0;
-	op->next = sep->pool;
-	sep->pool = op;
+	cci__op_pool_put(&sep->ops, &op->link);
 }
 
 int verbs_rx_post(struct verbs_ep *sep, struct verbs_rxbuf *rb)
