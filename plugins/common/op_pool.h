@@ -16,8 +16,10 @@
  * the transport's grow callback (slabs of registered buffers: it hands
  * each new object to cci__op_pool_add and keeps the slabs), and live until
  * cci__op_pool_fini: a warm data path allocates nothing.  The pool touches
- * only the struct cci__op_link that starts each object; an object comes
- * back from get as it was put, and the transport clears what it must.
+ * only the struct cci__op_link of each object (its first member when the
+ * pool makes the objects; anywhere in those of a grow callback, found back
+ * with offsetof); an object comes back from get as it was put, and the
+ * transport clears what it must.
  *
  * Locking.  A spinlock inside the pool guards the free list and the
  * count; it is the innermost lock, so get and put may be called from any
@@ -38,7 +40,7 @@
 
 #include "spin.h"
 
-/* The first member of every object of a pool. */
+/* In every object of a pool (see Memory above). */
 struct cci__op_link {
 	struct cci__op_link *next;     /* the free list, while the object is free */
 	struct cci__op_link *all_next; /* every object the pool made, for fini */
@@ -66,7 +68,8 @@ struct cci__op_pool {
 int cci__op_pool_no_grow(void *owner);
 
 /* size: of the transport's object, whose first member is a struct
- * cci__op_link.  grow and obj_free may be NULL (see above). */
+ * cci__op_link when grow is NULL.  grow and obj_free may be NULL (see
+ * above). */
 void cci__op_pool_init(struct cci__op_pool *p, size_t size, uint32_t limit,
                        int (*grow)(void *owner), void *owner,
                        void (*obj_free)(struct cci__op_link *o));

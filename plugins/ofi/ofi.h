@@ -67,6 +67,7 @@
 #include "conn_base.h"
 #include "engine.h"
 #include "iov.h"
+#include "op_pool.h"
 #include "peer_reg.h"
 #include "random.h"
 #include "dlist.h"
@@ -136,7 +137,8 @@ enum ofi_obj { OFI_OBJ_OP = 1, OFI_OBJ_RX = 2 };
 struct ofi_op {
 	struct fi_context2 fctx;    /* first: libfabric's, FI_CONTEXT2 mode */
 	uint8_t obj;                /* OFI_OBJ_OP */
-	struct ofi_op *next;        /* pool, msgq, peer->ctlq */
+	struct cci__op_link link;   /* the endpoint's ops or ctl_ops pool's */
+	struct ofi_op *next;        /* msgq, peer->ctlq */
 	struct ofi_op *rnext;       /* rmaq */
 	struct ofi_op *inext, *iprev; /* the connection's operations in flight */
 	struct ofi_conn *oc;        /* holds a reference while set */
@@ -355,16 +357,14 @@ struct ofi_ep {
 	uint32_t rx_posted;
 	uint32_t rx_lent;           /* atomic: RECV events the application holds */
 
-	/* Operations. */
-	cci__spinlock_t pool_lock;
+	/* Operations, from slabs added on need (ofi_pool.c). */
+	cci__spinlock_t pool_lock;  /* op_slabs and the control queues below */
 	struct ofi_slab *op_slabs;
-	struct ofi_op *pool;        /* messages and RMAs (buffers of mss) */
-	struct ofi_op *ctl_pool;    /* control messages (buffers of OFI_CTL_BODY_MAX) */
+	struct cci__op_pool ops;    /* messages and RMAs (buffers of mss), send_buf_count */
+	struct cci__op_pool ctl_ops; /* control messages (buffers of OFI_CTL_BODY_MAX) */
 	struct ofi_peer *ctlq_peers, *ctlq_peers_tail; /* peers with control messages
 	                              * queued (pool_lock; the head read unlocked as a hint) */
 	uint32_t ctl_out;           /* atomic: tracked control messages alive */
-	uint32_t pool_user;         /* user operations out */
-	uint32_t pool_limit;        /* send_buf_count */
 
 	/* Progress thread (ofi_loop.c); its watchers are the loop lock's. */
 	struct cci__engine eng;
@@ -522,6 +522,7 @@ const char *ofi_peer_text(const struct ofi_ep *sep, const struct ofi_peer *peer,
 /* ofi_pool.c */
 int ofi_rx_grow(struct ofi_ep *sep, uint32_t count);
 void ofi_rx_repost(struct ofi_ep *sep, struct ofi_rxbuf *rb);
+void ofi_ops_init(struct ofi_ep *sep, uint32_t send_buf_count);
 struct ofi_op *ofi_op_get(struct ofi_ep *sep, uint8_t kind);
 void ofi_op_put(struct ofi_ep *sep, struct ofi_op *op);
 void ofi_pool_fini(struct ofi_ep *sep);

@@ -221,7 +221,7 @@ static int ep_buffers(struct ofi_ep *sep, cci__ep_t *ep)
 
 	if (rx_size && rx_size < ep->recv_buf_count + OFI_RX_RESERVE)
 		ep->recv_buf_count = rx_size > OFI_RX_RESERVE + 1 ? (uint32_t)(rx_size - OFI_RX_RESERVE) : 1;
-	sep->pool_limit = ep->send_buf_count;
+	ofi_ops_init(sep, ep->send_buf_count);
 	sep->slots = calloc(OFI_MAX_CONNS + 1, sizeof(*sep->slots));
 	sep->slot_gen = calloc(OFI_MAX_CONNS + 1, sizeof(*sep->slot_gen));
 	if (!sep->slots || !sep->slot_gen)
@@ -309,9 +309,7 @@ int ofi_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
 	if (value == 0 || value > OFI_BUF_COUNT_MAX)
 		return CCI_ERANGE;
 	if (name == CCI_OPT_ENDPT_SEND_BUF_COUNT) {
-		cci__spin_lock(&sep->pool_lock);
-		sep->pool_limit = value;
-		cci__spin_unlock(&sep->pool_lock);
+		cci__op_pool_set_limit(&sep->ops, value);
 		return CCI_SUCCESS;
 	}
 	if (rx_size && value + OFI_RX_RESERVE > rx_size)

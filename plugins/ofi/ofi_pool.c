@@ -183,7 +183,7 @@ static int op_slab_add(struct ofi_ep *sep, int ctl)
 	uint32_t n = ctl ? OFI_CTL_SLAB : OFI_OP_SLAB;
 	size_t stride = ctl ? OFI_CTL_STRIDE : buf_stride(sep);
 	struct ofi_slab *s = slab_new(sep, n, sizeof(struct ofi_op), stride, FI_SEND);
-	struct ofi_op **free_list = ctl ? &sep->ctl_pool : &sep->pool;
+	struct cci__op_pool *pool = ctl ? &sep->ctl_ops : &sep->ops;
 	struct ofi_op *op;
 
 	if (!s) {
@@ -197,8 +197,7 @@ static int op_slab_add(struct ofi_ep *sep, int ctl)
 		op[i].obj = OFI_OBJ_OP;
 		op[i].buf = (char *)s->bufs + stride * i;
 		op[i].desc = s->mr ? fi_mr_desc(s->mr) : NULL;
-		op[i].next = *free_list;
-		*free_list = &op[i];
+		cci__op_pool_add(pool, &op[i].link);
 	}
 	s->next = sep->op_slabs;
 	sep->op_slabs = s;
@@ -206,39 +205,35 @@ static int op_slab_add(struct ofi_ep *sep, int ctl)
 	return CCI_SUCCESS;
 }
 
+static int ops_grow(void *sep)
+{
+	return op_slab_add(sep, 0);
+}
+
+static int ctl_ops_grow(void *sep)
+{
+	return op_slab_add(sep, 1);
+}
+
+void ofi_ops_init(struct ofi_ep *sep, uint32_t send_buf_count)
+{
+	cci__op_pool_init(&sep->ops, sizeof(struct ofi_op), send_buf_count, ops_grow, sep, NULL);
+	cci__op_pool_init(&sep->ctl_ops, sizeof(struct ofi_op), 0, ctl_ops_grow, sep, NULL);
+}
+
 /* A cleared operation of kind; messages and RMAs are bounded by
- * send_buf_count (NULL). */
+ * send_buf_count (NULL), control messages by memory alone. */
 struct ofi_op *ofi_op_get(struct ofi_ep *sep, uint8_t kind)
 {
-	int user = kind != OFI_OP_CTL;
-	struct ofi_op **free_list = user ? &sep->pool : &sep->ctl_pool;
-	struct ofi_op *op = NULL;
-	char *buf;
-	void *desc;
+	int ctl = kind == OFI_OP_CTL;
+	struct cci__op_link *l = cci__op_pool_get(ctl ? &sep->ctl_ops : &sep->ops, ctl);
+	struct ofi_op *op;
 
-	for (int tries = 0; !op && tries < 2; tries++) {
-		cci__spin_lock(&sep->pool_lock);
-		if (user && sep->pool_user >= sep->pool_limit) {
-			cci__spin_unlock(&sep->pool_lock);
-			return NULL;
-		}
-		op = *free_list;
-		if (op) {
-			*free_list = op->next;
-			sep->pool_user += user ? 1u : 0u;
-		}
-		cci__spin_unlock(&sep->pool_lock);
-		if (!op && op_slab_add(sep, !user) != CCI_SUCCESS)
-			return NULL;
-	}
-	if (!op)
+	if (!l)
 		return NULL;
-	buf = op->buf;
-	desc = op->desc;
-	memset(op, 0, sizeof(*op));
-	op->obj = OFI_OBJ_OP;
-	op->buf = buf;
-	op->desc = desc;
+	op = (struct ofi_op *)((char *)l - offsetof(struct ofi_op, link));
+	memset(&op->fctx, 0, sizeof(op->fctx));
+	memset(&op->next, 0, offsetof(struct ofi_op, buf) - offsetof(struct ofi_op, next));
 	op->kind = kind;
 	return op;
 }
@@ -249,16 +244,10 @@ void ofi_op_put(struct ofi_ep *sep, struct ofi_op *op)
 {
 	struct ofi_conn *oc = op->oc;
 	struct ofi_peer *peer = op->peer;
-	struct ofi_op **free_list = op->kind != OFI_OP_CTL ? &sep->pool : &sep->ctl_pool;
 
 	op->oc = NULL;
 	op->peer = NULL;
-	cci__spin_lock(&sep->pool_lock);
-	if (op->kind != OFI_OP_CTL)
-		sep->pool_user--;
-	op->next = *free_list;
-	*free_list = op;
-	cci__spin_unlock(&sep->pool_lock);
+	cci__op_pool_put(op->kind == OFI_OP_CTL ? &sep->ctl_ops : &sep->ops, &op->link);
 	if (oc)
 		ofi_conn_unref(oc);
 	ofi_peer_put(sep, peer);
@@ -268,6 +257,8 @@ void ofi_op_put(struct ofi_ep *sep, struct ofi_op *op)
  * endpoint is freed next, its free lists unread). */
 void ofi_pool_fini(struct ofi_ep *sep)
 {
+	cci__op_pool_fini(&sep->ops);
+	cci__op_pool_fini(&sep->ctl_ops);
 	for (struct ofi_slab *s; CCI__SLIST_POP(&sep->rx_slabs, s, next);)
 		slab_free(s);
 	for (struct ofi_slab *s; CCI__SLIST_POP(&sep->op_slabs, s, next);)
