@@ -44,7 +44,7 @@
  *   sep->rx_lock    the free list of receive buffers.  These two are
  *                   never held together.
  * app_armed, hot_ns, now_ns, tx_pending, ctl_out, rx_lent, the
- * connections' refs and owed and the requests' cancelled are atomics,
+ * connections' refs and credits owed and the requests' cancelled are atomics,
  * read and written without locks.
  */
 #ifndef CCI_OFI_H
@@ -65,6 +65,7 @@
 #include "cci_plugin.h"
 #include "clock.h"
 #include "conn_base.h"
+#include "credit.h"
 #include "engine.h"
 #include "iov.h"
 #include "op_pool.h"
@@ -222,8 +223,7 @@ struct ofi_conn {
 	int imm;                    /* headers of messages to the peer go as CQ data */
 
 	pthread_mutex_t lock;
-	uint32_t credits;           /* messages we may still send */
-	uint32_t window;            /* credits we granted the peer */
+	struct cci__credit cr;      /* credit.h: owed is counted without the lock */
 	uint32_t tx_seq;
 	uint32_t call_seq;          /* sends and RMAs queued so far */
 	struct ofi_op *msgq, *msgq_tail;  /* messages in call order, not yet posted */
@@ -236,7 +236,6 @@ struct ofi_conn {
 	                             * key in flight are done */
 	uint32_t rx_next;           /* RO: next sequence to deliver */
 	struct ofi_rxbuf *held;     /* arrived early (RO gap, or before CONNECT) */
-	uint32_t owed;              /* atomic: credits to give back to the peer */
 };
 
 /* A core key on one of a connection's lists (ofi_rma.c). */
@@ -549,7 +548,6 @@ void ofi_flight_add(struct ofi_conn *oc, struct ofi_op *op);
 void ofi_flight_del(struct ofi_conn *oc, struct ofi_op *op);
 void ofi_tx_credits_in(struct ofi_conn *oc, uint32_t n);
 void ofi_credit_maybe(struct ofi_conn *oc, int force);
-uint32_t ofi_credit_quarter(const struct ofi_conn *oc);
 void ofi_conn_break(struct ofi_conn *oc, int status);
 
 /* ofi_rx.c */

@@ -31,6 +31,7 @@ static int slot_alloc(struct ofi_ep *sep, struct ofi_conn *oc)
 struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, void *context)
 {
 	struct ofi_conn *oc = calloc(1, sizeof(*oc));
+	uint32_t window;
 	int rc;
 
 	if (!oc || !(oc->conn = ofi_core->conn_alloc(sep->ep, attr, context))) {
@@ -41,9 +42,8 @@ struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, voi
 	oc->sep = sep;
 	oc->refs = 1;
 	oc->attr = (int)attr;
-	oc->window = __atomic_load_n(&sep->rx_count, __ATOMIC_RELAXED);
-	if (oc->window > OFI_WINDOW_MAX)
-		oc->window = OFI_WINDOW_MAX;
+	window = __atomic_load_n(&sep->rx_count, __ATOMIC_RELAXED);
+	cci__credit_init(&oc->cr, 0, window < OFI_WINDOW_MAX ? window : OFI_WINDOW_MAX);
 	pthread_mutex_init(&oc->lock, NULL);
 	cci__spin_lock(&sep->cq_lock);
 	rc = slot_alloc(sep, oc);

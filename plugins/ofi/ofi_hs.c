@@ -67,7 +67,7 @@ static void hello_fill(struct ofi_conn *oc, struct ofi_hello *h)
 	h->id = oc->id;
 	h->attr = (uint32_t)oc->attr;
 	h->mss = oc->sep->mss;
-	h->credits = oc->window;
+	h->credits = oc->cr.window;
 	h->nonce = oc->nonce;
 	h->proc = oc->sep->self;
 	h->flags = oc->sep->imm ? OFI_HELLO_IMM : 0;
@@ -172,7 +172,7 @@ static void conn_set_peer(struct ofi_conn *oc, const struct ofi_hello *h)
 	oc->peer_id = h->id;
 	oc->nonce = h->nonce;
 	oc->imm = oc->sep->imm && (h->flags & OFI_HELLO_IMM);
-	oc->credits = h->credits < 0xffffu ? h->credits : 0xffffu;
+	cci__credit_init(&oc->cr, h->credits < 0xffffu ? h->credits : 0xffffu, oc->cr.window);
 	if (h->mss < oc->conn->pub.max_send_size)
 		oc->conn->pub.max_send_size = h->mss;
 	cci__ct_arm(&oc->base.timers, oc->conn->keepalive_us, cci__now_ns());

@@ -333,7 +333,7 @@ void ofi_recv_returned(cci__evt_t *evt)
 
 	__atomic_sub_fetch(&sep->rx_lent, 1, __ATOMIC_RELAXED);
 	ofi_rx_repost(sep, rb);
-	if (__atomic_add_fetch(&oc->owed, 1, __ATOMIC_RELAXED) >= ofi_credit_quarter(oc)) {
+	if (cci__credit_owe(&oc->cr)) {
 		pthread_mutex_lock(&oc->lock);
 		ofi_credit_maybe(oc, 0);
 		pthread_mutex_unlock(&oc->lock);
@@ -369,7 +369,7 @@ static uint64_t oldest_send_ns(void *pc)
  * breaks the connection instead of leaving the sends queued forever. */
 static void conn_probe(struct ofi_conn *oc, uint64_t now)
 {
-	if (!oc->msgq || oc->credits > 0 || oc->msgq->kind == OFI_OP_CTL ||
+	if (!oc->msgq || oc->cr.tx > 0 || oc->msgq->kind == OFI_OP_CTL ||
 	    (int64_t)(now - oc->msgq->stamp_ns) < (int64_t)OFI_PROBE_NS ||
 	    cci__ns_since(oc->base.timers.last_ping_ns, now) < OFI_PROBE_NS)
 		return;

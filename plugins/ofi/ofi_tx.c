@@ -2,14 +2,14 @@
  * ofi_tx.c - the transmit path: sends, credits, the per-connection queue
  * of messages, control messages, completions and failures.
  *
- * Flow control: a receiver grants each connection a window of credits
- * (one per receive buffer it may fill, at most OFI_WINDOW_MAX) and gives
- * them back in the credits field of any header it sends, or in a CREDIT
- * message when a quarter of the window is owed (or at the next timer
- * tick).  A message without a credit waits in the connection's queue,
- * which holds at most send_buf_count operations: after that cci_send
- * returns CCI_ENOBUFS.  So a slow receiver slows its senders down, and
- * the provider never has to buffer more than the receiver posted.
+ * Flow control (plugins/common/credit.h): a receiver grants each
+ * connection at most OFI_WINDOW_MAX credits and gives them back in any
+ * header, or in a CREDIT message (a quarter of the window owed, or any at
+ * the next timer tick).  A message without a credit waits in the
+ * connection's queue, which holds at most send_buf_count operations:
+ * after that cci_send returns CCI_ENOBUFS.  So a slow receiver slows its
+ * senders down, and the provider never has to buffer more than the
+ * receiver posted.
  *
  * Order: the queue is strictly FIFO and sequence numbers are assigned
  * when a message is handed to the provider, so a send never overtakes an
@@ -25,33 +25,12 @@
 
 #include "ofi.h"
 
-/* Credits owed are counted without the connection's lock (returned
- * events add to them); a header takes at most max of them. */
-static uint32_t owed_take(struct ofi_conn *oc, uint32_t max)
-{
-	uint32_t c = __atomic_exchange_n(&oc->owed, 0, __ATOMIC_RELAXED);
-
-	if (c > max) {
-		__atomic_add_fetch(&oc->owed, c - max, __ATOMIC_RELAXED);
-		c = max;
-	}
-	return c;
-}
-
-static void owed_give(struct ofi_conn *oc, uint32_t n)
-{
-	if (n)
-		__atomic_add_fetch(&oc->owed, n, __ATOMIC_RELAXED);
-}
-
 static void hdr_fill(struct ofi_conn *oc, struct ofi_hdr *h, uint8_t type, uint32_t seq,
                      uint32_t aux)
 {
-	uint32_t c = owed_take(oc, 0xffffu);
-
 	h->dst = oc->peer_id;
 	h->seq = seq;
-	h->credits = (uint16_t)c;
+	h->credits = (uint16_t)cci__credit_piggyback(&oc->cr, UINT16_MAX);
 	h->type = type;
 	h->version = OFI_WIRE_VERSION;
 	h->aux = aux;
@@ -142,7 +121,7 @@ static ssize_t msgq_post(struct ofi_conn *oc, struct ofi_op *op, int credit)
 	ssize_t rc;
 
 	if (credit && oc->imm) {
-		c = owed_take(oc, OFI_IMM_CREDITS_MAX);
+		c = cci__credit_piggyback(&oc->cr, OFI_IMM_CREDITS_MAX);
 		rc = fi_senddata(oc->sep->fep, op->nocopy ? op->ubuf : op->buf, op->len,
 		                 op->nocopy ? NULL : op->desc,
 		                 ofi_imm_pack(oc->peer_id, oc->tx_seq, c), oc->peer->fa, op);
@@ -153,7 +132,7 @@ static ssize_t msgq_post(struct ofi_conn *oc, struct ofi_op *op, int credit)
 		rc = op_send(oc->sep, op, oc->peer->fa);
 	}
 	if (rc != 0)
-		owed_give(oc, c);
+		cci__credit_unsent(&oc->cr, c);
 	return rc;
 }
 
@@ -172,7 +151,7 @@ static int msgq_head(struct ofi_conn *oc, struct ofi_op *op)
 		ofi_op_done(sep, op);
 		return 1;
 	}
-	if (credit && oc->credits == 0)
+	if (credit && oc->cr.tx == 0)
 		return 0;
 	rc = msgq_post(oc, op, credit);
 	if (rc == -FI_EAGAIN) {
@@ -188,7 +167,7 @@ static int msgq_head(struct ofi_conn *oc, struct ofi_op *op)
 		return 0;
 	}
 	if (credit) {
-		oc->credits--;
+		cci__credit_take(&oc->cr);
 		oc->tx_seq++;
 	}
 	ofi_flight_add(oc, op);
@@ -470,7 +449,7 @@ int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *bo
 		rc = fi_inject(sep->fep, buf, OFI_HDR_LEN + len, oc->peer->fa);
 		if (rc == 0)
 			return CCI_SUCCESS;
-		owed_give(oc, h->credits);
+		cci__credit_unsent(&oc->cr, h->credits);
 	}
 	op = ctl_op(sep, type, aux, body, len, flags);
 	if (!op)
@@ -506,30 +485,20 @@ int ofi_ctl_to(struct ofi_ep *sep, struct ofi_peer *peer, uint32_t dst, uint8_t 
 	return ctl_post(sep, op);
 }
 
-/* Credits worth a message of their own: a quarter of the window. */
-uint32_t ofi_credit_quarter(const struct ofi_conn *oc)
-{
-	return oc->window / 4 ? oc->window / 4 : 1;
-}
-
 /* Give credits back when a quarter of the window is owed (or any, when
  * forced by the timer); oc->lock held. */
 void ofi_credit_maybe(struct ofi_conn *oc, int force)
 {
-	uint32_t quarter = ofi_credit_quarter(oc);
-	uint32_t owed = __atomic_load_n(&oc->owed, __ATOMIC_RELAXED);
-
-	if (ofi_conn_state(oc) != CCI__CONN_OPEN || owed == 0 || (!force && owed < quarter))
-		return;
-	ofi_ctl_send(oc, OFI_T_CREDIT, 0, NULL, 0, 0);
+	if (ofi_conn_state(oc) == CCI__CONN_OPEN &&
+	    (force ? cci__credit_owed(&oc->cr) != 0 : cci__credit_explicit_due(&oc->cr)))
+		ofi_ctl_send(oc, OFI_T_CREDIT, 0, NULL, 0, 0);
 }
 
 /* The peer gave credits back, in a header: queued messages may go.
- * oc->lock held. */
+ * More than it ever granted are ignored (credit.h).  oc->lock held. */
 void ofi_tx_credits_in(struct ofi_conn *oc, uint32_t n)
 {
-	oc->credits += n;
-	if (oc->msgq)
+	if (cci__credit_in(&oc->cr, n) == CCI_SUCCESS && oc->msgq)
 		ofi_msgq_flush(oc);
 }
 
@@ -547,7 +516,7 @@ static ssize_t send_inject(struct ofi_conn *oc, const struct iovec *iov, uint32_
 
 	cci__iov_gather(oc->imm ? (void *)buf : (void *)(h + 1), iov, iovcnt);
 	if (oc->imm) {
-		c = owed_take(oc, OFI_IMM_CREDITS_MAX);
+		c = cci__credit_piggyback(&oc->cr, OFI_IMM_CREDITS_MAX);
 		rc = fi_injectdata(oc->sep->fep, buf, len, ofi_imm_pack(oc->peer_id, oc->tx_seq, c),
 		                   oc->peer->fa);
 	} else {
@@ -556,10 +525,10 @@ static ssize_t send_inject(struct ofi_conn *oc, const struct iovec *iov, uint32_
 		rc = fi_inject(oc->sep->fep, buf, OFI_HDR_LEN + len, oc->peer->fa);
 	}
 	if (rc != 0) {
-		owed_give(oc, c); /* they go with a later header */
+		cci__credit_unsent(&oc->cr, c); /* they go with a later header */
 		return rc;
 	}
-	oc->credits--;
+	cci__credit_take(&oc->cr);
 	oc->tx_seq++;
 	return 0;
 }
@@ -611,14 +580,14 @@ int ofi_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32
 		pthread_mutex_unlock(&oc->lock);
 		return CCI_ERR_DISCONNECTED;
 	}
-	if (!oc->msgq && !oc->inflight && oc->credits > 0 &&
+	if (!oc->msgq && !oc->inflight && oc->cr.tx > 0 &&
 	    len + (oc->imm ? 0 : OFI_HDR_LEN) <= sep->inject_size &&
 	    send_inject(oc, iov, iovcnt, len) == 0) {
 		pthread_mutex_unlock(&oc->lock);
 		ofi_core->send_done(conn, context, flags, CCI_SUCCESS);
 		return CCI_SUCCESS;
 	}
-	if (uu && (oc->msgq || oc->credits == 0)) {
+	if (uu && (oc->msgq || oc->cr.tx == 0)) {
 		rnr = 1;
 	} else if ((op = ofi_op_get(sep, OFI_OP_MSG)) == NULL) {
 		pthread_mutex_unlock(&oc->lock);

@@ -168,7 +168,7 @@ struct verbs_conn {
 	uint64_t nonce;
 	uint32_t peer_mss, req_len, max_inline;
 	uint8_t *req_data;          /* client: the connect payload, sent after ESTABLISHED */
-	struct verbs_credit cr;
+	struct cci__credit cr;
 	uint32_t tx_seq, rx_seq;
 	struct verbs_op *txq, *txq_tail;       /* waiting for credits or send-queue room */
 	struct verbs_op *rmaq, *rmaq_tail;     /* RMAs waiting for MR_REP or a fence */

@@ -127,7 +127,7 @@ void verbs_conn_break(struct verbs_conn *vc, int status)
  * every message). */
 void verbs_credit_flush(struct verbs_conn *vc)
 {
-	if (vc->step == VERBS_STEP_OPEN && verbs_credit_explicit_due(&vc->cr))
+	if (vc->step == VERBS_STEP_OPEN && cci__credit_explicit_due(&vc->cr))
 		verbs_ctl_send(vc, VERBS_T_CREDIT, 0, NULL, 0);
 }
 

@@ -71,9 +71,9 @@ static const char *msg_check(struct verbs_conn *vc, const struct verbs_hdr *h)
 {
 	if (!verbs_fsm_msg_ok(vc->step, vc->is_client, h->type))
 		return "a message its connection's state does not allow";
-	if (verbs_credit_in(&vc->cr, h->credits) != CCI_SUCCESS)
+	if (cci__credit_in(&vc->cr, h->credits) != CCI_SUCCESS)
 		return "more credits returned than were granted";
-	if (verbs_type_spends_credit(h->type) && verbs_credit_rx(&vc->cr) != CCI_SUCCESS)
+	if (verbs_type_spends_credit(h->type) && cci__credit_rx(&vc->cr) != CCI_SUCCESS)
 		return "more messages than the credits granted";
 	if (h->type == VERBS_T_MSG && h->seq != vc->rx_seq)
 		return "a message out of sequence";
@@ -94,7 +94,7 @@ static void on_ctl(struct verbs_ep *sep, struct verbs_conn *vc, struct verbs_rxb
 		verbs_rma_on_msg(vc, h, body);
 	verbs_rx_post(sep, rb);
 	if (verbs_type_spends_credit(h->type))
-		verbs_credit_returned(&vc->cr);
+		cci__credit_returned(&vc->cr);
 }
 
 static void on_recv(struct verbs_ep *sep, const struct ibv_wc *wc)

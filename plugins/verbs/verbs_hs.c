@@ -160,7 +160,7 @@ static int client_established(struct verbs_conn *vc, const void *pd, size_t pdle
 		           why ? why : "not the nonce we sent");
 		return CCI_ERROR;
 	}
-	verbs_credit_init(&vc->cr, h.credits, vc->cr.window);
+	cci__credit_init(&vc->cr, h.credits, vc->cr.window);
 	vc->peer_mss = h.mss;
 	vc->step = VERBS_STEP_ANSWER;
 	return verbs_ctl_send(vc, VERBS_T_REQ, 0, vc->req_data, vc->req_len);
@@ -200,7 +200,7 @@ static int server_request(struct verbs_ep *sep, struct rdma_cm_id *id,
 	vc->peer_mss = h.mss;
 	vc->req_len = h.data_len;
 	ours.nonce = h.nonce;
-	verbs_credit_init(&vc->cr, h.credits, ours.credits);
+	cci__credit_init(&vc->cr, h.credits, ours.credits);
 	cci__ct_connecting(&vc->base.timers, NULL, 0);
 	vc->base.timers.deadline_ns = cci__now_ns() + VERBS_SERVER_HS_NS;
 	/* RDMA READ depths: ours, within what the client offered (the

@@ -1,8 +1,8 @@
 /*
  * verbs_proto.h - the protocol of the verbs transport that does not touch
  * a device: the wire header and control bodies (verbs_wire.c), the hello
- * carried in rdma_cm private data (verbs_wire.c), credit accounting and
- * the selective-signalling rule (verbs_credit.c), the initiator's cache
+ * carried in rdma_cm private data (verbs_wire.c), which messages spend a
+ * credit and the send queue's rules (verbs_sq.c), the initiator's cache
  * of a peer's registrations (plugins/common/peer_reg.c) and the
  * connection set-up steps (verbs_fsm.c).  Nothing here includes
  * libibverbs or librdmacm, so the unit tests (tests/unit/verbs_*_test.c)
@@ -22,6 +22,7 @@
 #include "cci.h"
 /* By path: the unit tests and the fuzzer build this header with this
  * folder alone on their include path. */
+#include "../common/credit.h"
 #include "../common/le.h"
 #include "../common/peer_reg.h"
 
@@ -123,44 +124,12 @@ void verbs_hello_encode(const struct verbs_hello *h, void *out);
 int verbs_hello_decode(const void *pd, size_t n, int kind, struct verbs_hello *h,
                        const char **why_p);
 
-/* ---- Credits (verbs_credit.c) ---- */
+/* ---- Credits (plugins/common/credit.h), the send queue (verbs_sq.c) ---- */
 
-/*
- * Each side grants the other a window of receive buffers in its hello.
- * A sender spends one credit per MSG, REQ, ACCEPT or REJECT and gets it
- * back when the receiver reposts the buffer, that is when the
- * application returns the RECV event: a receiver that holds its events
- * stops its sender, and is never sent more than it granted.  Returned
- * credits ride in the header of every message, or alone in a CREDIT once
- * a quarter of the window is owed.  Control messages (CREDIT, PING, PONG,
- * MR_*) spend no credit: their buffers are reposted at once from a
- * reserve the receiver keeps beyond the windows.
- */
-struct verbs_credit {
-	uint32_t tx;        /* messages we may still send */
-	uint32_t tx_max;    /* what the peer granted: tx never exceeds it */
-	uint32_t window;    /* what we granted the peer */
-	uint32_t rx_used;   /* granted buffers the peer has filled and we hold */
-	uint32_t owed;      /* buffers reposted, not yet told to the peer */
-};
-
-void verbs_credit_init(struct verbs_credit *c, uint32_t granted_by_peer, uint32_t our_window);
-/* Spend one credit to send: 1, or 0 when none is left. */
-int verbs_credit_take(struct verbs_credit *c);
-/* A message arrived that spends a credit of ours: CCI_SUCCESS, or
- * CCI_ERROR when the peer sent more than we granted. */
-int verbs_credit_rx(struct verbs_credit *c);
-/* One such buffer was reposted (its event returned). */
-void verbs_credit_returned(struct verbs_credit *c);
-/* Credits in a header: CCI_SUCCESS, or CCI_ERROR when they would make
- * more than the peer ever granted. */
-int verbs_credit_in(struct verbs_credit *c, uint32_t n);
-/* What to put in the next header (all that is owed, at most 0xffff). */
-uint16_t verbs_credit_piggyback(struct verbs_credit *c);
-/* Does a message of type spend a credit (MSG, REQ, ACCEPT, REJECT)? */
+/* Does a message of type spend a credit (MSG, REQ, ACCEPT, REJECT)?
+ * Control messages do not: their buffers are posted again at once from a
+ * reserve the receiver keeps beyond the windows. */
 int verbs_type_spends_credit(int type);
-/* Is so much owed that a CREDIT message should carry it now? */
-int verbs_credit_explicit_due(const struct verbs_credit *c);
 
 /*
  * Selective signalling.  Sends are posted unsignaled except when the

@@ -91,6 +91,6 @@ struct verbs_conn *verbs_rx_returned(struct verbs_ep *sep, struct verbs_rxbuf *r
 	sep->rx_lent--;
 	vc = rx_recycle(sep, rb);
 	if (vc && vc->step == VERBS_STEP_OPEN)
-		verbs_credit_returned(&vc->cr);
+		cci__credit_returned(&vc->cr);
 	return vc;
 }

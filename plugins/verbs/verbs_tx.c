@@ -25,8 +25,8 @@ void verbs_txq_push(struct verbs_conn *vc, struct verbs_op *op)
  * those of the moment it leaves).  fence: wait for earlier READs. */
 static int post_send(struct verbs_conn *vc, struct verbs_op *op, int last, int fence)
 {
-	struct verbs_hdr h = { .type = op->type, .credits = verbs_credit_piggyback(&vc->cr),
-	                       .len = op->len - VERBS_HDR_LEN, .aux = op->aux };
+	struct verbs_hdr h = { .type = op->type, .len = op->len - VERBS_HDR_LEN, .aux = op->aux,
+	                       .credits = (uint16_t)cci__credit_piggyback(&vc->cr, UINT16_MAX) };
 	struct ibv_sge sge = { .addr = (uintptr_t)op->buf, .length = op->len, .lkey = op->lkey };
 	struct ibv_send_wr wr = { .wr_id = vc->serial_posted + 1, .sg_list = &sge, .num_sge = 1,
 	                          .opcode = IBV_WR_SEND }, *bad;
@@ -43,7 +43,7 @@ static int post_send(struct verbs_conn *vc, struct verbs_op *op, int last, int f
 		wr.send_flags |= IBV_SEND_SIGNALED;
 	rc = ibv_post_send(vc->qp, &wr, &bad);
 	if (rc != 0) {
-		vc->cr.owed += h.credits; /* not sent: still owed */
+		cci__credit_unsent(&vc->cr, h.credits);
 		return cci__errno_status(rc);
 	}
 	vc->unsignaled = (wr.send_flags & IBV_SEND_SIGNALED) ? 0 : vc->unsignaled + 1;
@@ -130,7 +130,7 @@ void verbs_txq_flush(struct verbs_conn *vc)
 		if (!verbs_sq_fits(vc->serial_posted, vc->serial_done, op_wrs(vc, op),
 		                   vc->sep->sq_depth))
 			return;
-		if (op->spends_credit && !verbs_credit_take(&vc->cr))
+		if (op->spends_credit && !cci__credit_take(&vc->cr))
 			return;
 		CCI__FIFO_SHIFT(&vc->txq, &vc->txq_tail, next);
 		rc = op->kind == VERBS_OP_RMA ? post_rma(vc, op)

@@ -1,8 +1,9 @@
 /*
  * verbs_proto_test.c - unit tests of the verbs transport's logic that
- * needs no device: credit accounting and selective signalling
- * (verbs_credit.c), the checks of a peer's registration (verbs_reg.c)
- * and the connection set-up steps (verbs_fsm.c).
+ * needs no device: selective signalling and the send queue's accounting
+ * (verbs_sq.c), the checks of a peer's registration (verbs_reg.c) and
+ * the connection set-up steps (verbs_fsm.c); its credits are tested
+ * with the common ones (credit_test.c).
  */
 #include <stdlib.h>
 
@@ -10,59 +11,6 @@
 
 #include "unit_run.h"
 #include "verbs_proto.h"
-
-static void test_sender_stops_at_the_granted_window(void)
-{
-	struct verbs_credit c;
-	int sent = 0;
-
-	verbs_credit_init(&c, 4, 8);
-	while (verbs_credit_take(&c))
-		sent++;
-	CU_ASSERT_EQUAL(sent, 4);
-	CU_ASSERT_EQUAL(verbs_credit_in(&c, 3), CCI_SUCCESS);
-	CU_ASSERT_EQUAL(c.tx, 3);
-	/* more than the peer ever granted is a protocol error */
-	CU_ASSERT_EQUAL(verbs_credit_in(&c, 2), CCI_ERROR);
-	CU_ASSERT_EQUAL(verbs_credit_in(&c, 0xffffffffu), CCI_ERROR);
-	CU_ASSERT_EQUAL(c.tx, 3);
-}
-
-static void test_receiver_holding_events_is_never_overrun(void)
-{
-	struct verbs_credit c;
-
-	verbs_credit_init(&c, 4, 4);
-	for (int i = 0; i < 4; i++)
-		CU_ASSERT_EQUAL(verbs_credit_rx(&c), CCI_SUCCESS);
-	/* the application holds all four: a fifth is an overrun */
-	CU_ASSERT_EQUAL(verbs_credit_rx(&c), CCI_ERROR);
-	verbs_credit_returned(&c);
-	/* returned but not yet told to the peer: still counted as used */
-	CU_ASSERT_EQUAL(verbs_credit_rx(&c), CCI_ERROR);
-	CU_ASSERT_EQUAL(verbs_credit_piggyback(&c), 1);
-	CU_ASSERT_EQUAL(verbs_credit_piggyback(&c), 0);
-	CU_ASSERT_EQUAL(verbs_credit_rx(&c), CCI_SUCCESS);
-}
-
-static void test_explicit_credit_after_a_quarter(void)
-{
-	struct verbs_credit c;
-
-	verbs_credit_init(&c, 8, 8);
-	for (int i = 0; i < 8; i++)
-		verbs_credit_rx(&c);
-	verbs_credit_returned(&c);
-	CU_ASSERT_FALSE(verbs_credit_explicit_due(&c));
-	verbs_credit_returned(&c);
-	CU_ASSERT_TRUE(verbs_credit_explicit_due(&c));
-	verbs_credit_init(&c, 1, 1); /* a window of one: every buffer is due */
-	verbs_credit_rx(&c);
-	verbs_credit_returned(&c);
-	CU_ASSERT_TRUE(verbs_credit_explicit_due(&c));
-	verbs_credit_returned(&c); /* nothing held: no credit made up */
-	CU_ASSERT_EQUAL(c.owed, 1);
-}
 
 static void test_selective_signalling(void)
 {
@@ -215,11 +163,6 @@ static void test_messages_only_in_their_step(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{ "sender stops at the window its peer granted", test_sender_stops_at_the_granted_window },
-		{ "receiver holding its events is never overrun",
-		  test_receiver_holding_events_is_never_overrun },
-		{ "explicit CREDIT once a quarter of the window is owed",
-		  test_explicit_credit_after_a_quarter },
 		{ "sends are signalled selectively, the last of a burst always",
 		  test_selective_signalling },
 		{ "send queue counts unreaped requests; RMA chunks", test_send_queue_accounting },
