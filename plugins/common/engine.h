@@ -162,6 +162,13 @@ static inline uint64_t cci__engine_now(const struct cci__engine *e)
 	return atomic_load_explicit(&e->now_ns, memory_order_relaxed);
 }
 
+/* A plugin whose loop reads the clock anyway between ticks sets the
+ * coarse clock to it (any thread). */
+static inline void cci__engine_now_set(struct cci__engine *e, uint64_t now)
+{
+	atomic_store_explicit(&e->now_ns, now, memory_order_relaxed);
+}
+
 /* The tick could not take the plugin's lock: its work waits for the
  * application's next progress(), which asks cci__engine_tick_due() and,
  * having done it, cci__engine_tick_done(). */

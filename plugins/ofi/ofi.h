@@ -43,7 +43,7 @@
  *   sep->pool_lock  the free lists of operations and the control queues;
  *   sep->rx_lock    the free list of receive buffers.  These two are
  *                   never held together.
- * app_armed, hot_ns, now_ns, tx_pending, ctl_out, rx_lent, the
+ * app_armed, hot_ns, tx_pending, ctl_out, rx_lent, the
  * connections' refs and credits owed and the requests' cancelled are atomics,
  * read and written without locks.
  */
@@ -371,7 +371,6 @@ struct ofi_ep {
 	struct cci__engine_timer poll_t; /* polls the CQ, or retries after fi_trywait */
 	uint64_t poll_ns;           /* poll_t's period, 0 while it does not poll */
 	int app_armed;              /* atomic: the application sleeps on its OS handle */
-	uint64_t now_ns;            /* atomic: coarse clock, updated by the thread */
 	uint64_t hot_ns;            /* atomic: last arm or completion the thread saw */
 	int tx_pending;             /* atomic: some connection has queued work */
 };

@@ -58,7 +58,7 @@ _Static_assert(offsetof(struct ofi_op, obj) == sizeof(struct fi_context2) &&
  * clock: a tick late at most); oc->lock held. */
 static void heard(struct ofi_conn *oc, const struct ofi_hdr *h)
 {
-	cci__ct_heard(&oc->base.timers, __atomic_load_n(&oc->sep->now_ns, __ATOMIC_RELAXED));
+	cci__ct_heard(&oc->base.timers, cci__engine_now(&oc->sep->eng));
 	if (h->credits)
 		ofi_tx_credits_in(oc, h->credits);
 }
@@ -552,7 +552,7 @@ static void loop_round(struct ofi_ep *sep, int idle)
 	int armed = __atomic_load_n(&sep->app_armed, __ATOMIC_RELAXED);
 
 	idle = idle || armed;
-	__atomic_store_n(&sep->now_ns, now, __ATOMIC_RELAXED);
+	cci__engine_now_set(&sep->eng, now);
 	if (idle && cci__spin_trylock(&sep->cq_lock)) {
 		uint64_t seen = sep->cq_seen;
 
@@ -571,9 +571,9 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 {
 	struct ofi_ep *sep = owner;
 
-	/* The coarse clock is the tick's: a send timeout fails each pending
-	 * send by the time the timer judged the oldest by (ofi_tx_fail_all). */
-	__atomic_store_n(&sep->now_ns, now, __ATOMIC_RELAXED);
+	/* The engine set its coarse clock to now: a send timeout fails each
+	 * pending send by the time the timer judged the oldest by
+	 * (ofi_tx_fail_all). */
 	timers(sep, now);
 	loop_round(sep, !app_polled);
 }
@@ -604,7 +604,6 @@ static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 int ofi_thread_start(struct ofi_ep *sep)
 {
-	sep->now_ns = cci__now_ns();
 	if (cci__engine_init(&sep->eng, sep, OFI_TICK_NS * 1e-9, 1, on_cmd, on_tick) != CCI_SUCCESS ||
 	    cci__engine_timer_init(&sep->eng, &sep->poll_t, poll_cb, sep) != CCI_SUCCESS) {
 		OFI_ERR("ofi: cannot set up the progress thread: out of memory or descriptors");

@@ -521,7 +521,7 @@ int ofi_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
 	ofi_conn_ref(oc);
 	op->context = context;
 	op->flags = flags;
-	op->stamp_ns = __atomic_load_n(&oc->sep->now_ns, __ATOMIC_RELAXED);
+	op->stamp_ns = cci__engine_now(&oc->sep->eng);
 	op->laddr = (char *)local->start + local_offset;
 	op->ldesc = lm ? lm->desc : NULL;
 	op->key = cci__handle_key(remote);

@@ -209,7 +209,7 @@ static void ctlq_push(struct ofi_ep *sep, struct ofi_op *op)
 	struct ofi_peer *peer = op_peer(op);
 
 	op->next = NULL;
-	op->stamp_ns = __atomic_load_n(&sep->now_ns, __ATOMIC_RELAXED);
+	op->stamp_ns = cci__engine_now(&sep->eng);
 	cci__spin_lock(&sep->pool_lock);
 	CCI__FIFO_PUSH(&peer->ctlq, &peer->ctlq_tail, op, next);
 	if (!peer->ctlq_listed) { /* at the tail: a flush pass holds on to the others */
@@ -296,7 +296,7 @@ static int ctl_stale(const struct ofi_ep *sep, const struct ofi_op *op)
 		return ofi_conn_state(op->oc) != CCI__CONN_CONNECTING;
 	if (!op->oc)
 		return __atomic_load_n(&peer->probe_refused, __ATOMIC_RELAXED) ||
-		       __atomic_load_n(&sep->now_ns, __ATOMIC_RELAXED) - op->stamp_ns > OFI_CTL_KEEP_NS;
+		       cci__engine_now(&sep->eng) - op->stamp_ns > OFI_CTL_KEEP_NS;
 	if (ofi_conn_state(op->oc) == CCI__CONN_OPEN)
 		return 0;
 	return op->ctl_type == OFI_T_CREDIT || op->ctl_type == OFI_T_PING ||
@@ -541,7 +541,7 @@ static void msg_fill(struct ofi_conn *oc, struct ofi_op *op, const struct iovec 
 	op->context = context;
 	op->flags = flags;
 	op->len = len;
-	op->stamp_ns = __atomic_load_n(&sep->now_ns, __ATOMIC_RELAXED);
+	op->stamp_ns = cci__engine_now(&sep->eng);
 	op->call_seq = oc->call_seq++;
 	op->oc = oc;
 	ofi_conn_ref(oc);
@@ -693,7 +693,7 @@ void ofi_tx_fail_all(struct ofi_conn *oc, int status, int notify)
 {
 	struct ofi_ep *sep = oc->sep;
 	uint32_t timeout_us = oc->conn ? oc->conn->send_timeout_us : 0;
-	uint64_t now = __atomic_load_n(&sep->now_ns, __ATOMIC_RELAXED);
+	uint64_t now = cci__engine_now(&sep->eng);
 	struct ofi_op *list = NULL;
 
 	for (struct ofi_op *op = oc->inflight; op; op = op->inext)
