@@ -29,7 +29,8 @@
  *   sep->lock     connection, request and dial lists, control sockets,
  *                 timers; taken by the control thread's callbacks.
  *   sep->rx_lock  the consumer side: rx_set, every receive ring's read
- *                 and tail, lent counts.  progress() only try-locks it.
+ *                 and tail, the zombies and their last drops (conn_life.h).
+ *                 progress() only try-locks it.
  *   sc->tx_lock   the producer side of one connection: its transmit ring,
  *                 its queue, its state as seen by senders.
  *   sep->pool       the pending descriptors: the pool's own spinlock,
@@ -51,6 +52,7 @@
 #include "cci_plugin.h"
 #include "clock.h"
 #include "conn_base.h"
+#include "conn_life.h"
 #include "log_due.h"
 #include "op_pool.h"
 #include "dlist.h"
@@ -255,6 +257,7 @@ struct sm_conn {
 	ev_io ctl_w;                /* its control socket, on the engine; the loop lock */
 	struct sm_ep *sep;
 	cci__conn_t *conn;          /* the core's; NULL once released */
+	struct cci__conn_life life; /* held by itself and by each RECV event lent */
 	struct sm_conn *prev, *next; /* sep->conns, or sep->zombies once disconnected */
 	/* The tick visits only the connections that need it (sm_loop.c). */
 	struct sm_tlink tl;         /* sep->timed; under sep->lock */
@@ -293,9 +296,8 @@ struct sm_conn {
 	void *rx_seg;               /* our receive ring segment */
 	size_t rx_seg_len;
 	int rx_fd;                  /* its memfd, until it went in a hello */
-	uint32_t lent;              /* RECV events posted and not returned */
 	int rx_dead;                /* the ring held garbage: not read any more */
-	int rx_closed;              /* disconnected: freed at the last lent return */
+	int rx_closed;              /* disconnected: freed at its last drop */
 	uint32_t wr_op;             /* copy write being received */
 	int wr_status;
 
@@ -336,7 +338,7 @@ struct sm_ep {
 	_Atomic uint32_t rx_waiters; /* sm_rx_lock callers waiting: progress lets them in */
 	struct sm_conn **rx_set;    /* open connections, scanned by progress */
 	uint32_t rx_n, rx_cap;
-	struct sm_conn *zombies;    /* disconnected, RECV events still lent */
+	struct sm_conn *zombies;    /* disconnected, still held by RECV events */
 
 	/* Control thread: the shared engine, with the listening socket and
 	 * every control socket; the tick runs while there is something to time. */

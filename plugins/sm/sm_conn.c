@@ -92,6 +92,7 @@ struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *
 	sc->sep = sep;
 	sc->sock = sc->peer_bell = sc->rx_fd = -1;
 	sc->rma_copy = sep->dev->rma_copy;
+	cci__conn_life_init(&sc->life);
 	pthread_mutex_init(&sc->tx_lock, NULL);
 	sc->conn = sm_core->conn_alloc(sep->ep, attr, context);
 	if (!sc->conn) {
@@ -340,8 +341,9 @@ int sm_disconnect(cci__conn_t *conn)
 	sm_timed_take_asked(sep);
 	sm_timed_remove(sc);
 	/* Lent RECV events still point into the receive ring: keep it mapped
-	 * until the last one comes back (sm_recv_returned frees it then). */
-	last = (sc->lent == 0);
+	 * until the last one comes back (sm_recv_returned frees it then).
+	 * Their drops take rx_lock too, so none is the last before this. */
+	last = cci__conn_drop(&sc->life);
 	if (!last)
 		CCI__DLIST_PUSH(&sep->zombies, sc);
 	cci__spin_unlock(&sep->rx_lock);

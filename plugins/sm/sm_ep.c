@@ -170,10 +170,11 @@ static int rx_drain(struct sm_ep *sep, struct sm_conn *sc)
 }
 
 /* After a drain that found nothing more: the peer waits for space
- * (prod_waiting) that only returning events of this ring can give. */
-static int rx_starved(const struct sm_conn *sc)
+ * (prod_waiting) that only returning events of this ring can give (RECV
+ * events are an open connection's only holds besides its own). */
+static int rx_starved(struct sm_conn *sc)
 {
-	return sc->lent > 0 && sm_ring_blocked(&sc->rx, sc->sep->mss) &&
+	return cci__conn_holds(&sc->life) > 1 && sm_ring_blocked(&sc->rx, sc->sep->mss) &&
 	       atomic_load_explicit(&sc->rx.ctl->prod_waiting, memory_order_relaxed);
 }
 

@@ -38,7 +38,7 @@ int sm_rx_post(struct sm_ep *sep, struct sm_conn *sc, struct sm_rec *rec)
 	if (sm_core->post_recv(sc->conn, sm_rec_payload(rec), len, rec) != CCI_SUCCESS)
 		return 0;
 	sm_ring_consume(&sc->rx, rec);
-	sc->lent++;
+	cci__conn_hold(&sc->life);
 	return 1;
 }
 
@@ -94,14 +94,11 @@ void sm_recv_returned(cci__evt_t *evt)
 	int dead = 0;
 
 	cci__spin_lock(&sep->rx_lock);
-	sc->lent--;
-	if (sc->rx_closed) {
-		dead = sc->lent == 0;
-		if (dead)
-			CCI__DLIST_UNLINK(&sep->zombies, sc);
-	} else {
+	if (!sc->rx_closed)
 		rx_release(sc, evt->rx_buf);
-	}
+	dead = cci__conn_drop(&sc->life);
+	if (dead)
+		CCI__DLIST_UNLINK(&sep->zombies, sc);
 	cci__spin_unlock(&sep->rx_lock);
 	if (dead)
 		sm_conn_destroy(sc);
