@@ -5,7 +5,7 @@
 
 #include "cci.h"
 #include "sock_dgram.h"
-#include "../common/le.h"
+#include "../common/netorder.h"
 
 uint32_t sock_dg_sub_len(uint8_t type)
 {

@@ -1,7 +1,7 @@
 /*
  * sock_dgram.h - the datagram format of the UDP transport (sock://): one
  * header, then a body whose layout the type fixes.  Pure encode/decode: no
- * allocation, no I/O.  Every multi-byte field is little-endian; the
+ * allocation, no I/O.  Every multi-byte field is in network byte order; the
  * decoder treats its input as hostile and says what was wrong in *why.
  *
  * Header (SOCK_DG_HDR_LEN = 32 bytes):
@@ -28,7 +28,7 @@
 #define SOCK_DG_HDR_LEN 32u
 #define SOCK_DG_MARK 0xd7u
 #define SOCK_DG_VERSION 1u
-#define SOCK_DG_MAGIC 0x55494343u /* "CCIU" */
+#define SOCK_DG_MAGIC 0x43434955u /* "CCIU" on the wire */
 #define SOCK_DG_HELLO_LEN 40u     /* HELLO body before the connect payload */
 #define SOCK_DG_ACCEPT_LEN 40u
 #define SOCK_DG_SUB_MAX 32u

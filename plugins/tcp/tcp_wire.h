@@ -2,7 +2,7 @@
  * tcp_wire.h - the wire format of the tcp transport: the frame header, the
  * connection handshake and the RMA sub-headers.  Pure encode/decode functions: no allocation, no I/O.
  *
- * Every multi-byte field is little-endian.  Decoders treat their input as
+ * Every multi-byte field is in network byte order (big-endian).  Decoders treat their input as
  * hostile: they check every field and report what was wrong in *why (a
  * static string for the log line that closes the connection).
  *
@@ -27,11 +27,11 @@
 
 /* By path: the transport tests and the fuzzers build this codec with this
  * folder alone on their include path. */
-#include "../common/le.h"
+#include "../common/netorder.h"
 
 #define TCP_HDR_LEN 24u
 #define TCP_HDR_MARK 0xc5u
-#define TCP_WIRE_MAGIC 0x53494343u /* "CCIS" */
+#define TCP_WIRE_MAGIC 0x43434953u /* "CCIS" on the wire */
 #define TCP_WIRE_VERSION 1u
 #define TCP_HELLO_LEN 32u          /* fixed part of HELLO, before the payload */
 #define TCP_REPLY_LEN 32u          /* ACCEPT and REJECT bodies */

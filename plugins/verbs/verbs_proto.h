@@ -9,8 +9,8 @@
  * and the fuzzer (tests/fuzz/verbs_wire_fuzz.c) run on machines without
  * an RDMA device.
  *
- * All multi-byte fields travel little-endian, written byte by byte by the
- * encoders (le.h); decoders never trust a length or a type they did not
+ * All multi-byte fields travel in network byte order (big-endian), written
+ * by the encoders through netorder.h; decoders never trust a length or a type they did not
  * check.
  */
 #ifndef CCI_VERBS_PROTO_H
@@ -23,11 +23,11 @@
 /* By path: the unit tests and the fuzzer build this header with this
  * folder alone on their include path. */
 #include "../common/credit.h"
-#include "../common/le.h"
+#include "../common/netorder.h"
 #include "../common/peer_reg.h"
 
 #define VERBS_WIRE_VERSION 1
-#define VERBS_HELLO_MAGIC 0x43434956u /* "VICC" little-endian: a CCI verbs peer */
+#define VERBS_HELLO_MAGIC 0x43434956u /* "CCIV" on the wire: a CCI verbs peer */
 
 #define VERBS_MSS_MIN 1024u           /* a connect payload (CCI_CONN_REQ_LEN) fits one message */
 #define VERBS_MSS_MAX (1u << 20)

@@ -29,7 +29,8 @@ static void test_header_round_trip(void)
 	verbs_hdr_encode(&in, buf);
 	CU_ASSERT_EQUAL(buf[0], VERBS_T_MSG);
 	CU_ASSERT_EQUAL(buf[1], VERBS_WIRE_VERSION);
-	CU_ASSERT_EQUAL(buf[4], 0xef); /* little-endian on the wire */
+	CU_ASSERT_EQUAL(buf[4], 0xde); /* network byte order on the wire */
+	CU_ASSERT_EQUAL(buf[7], 0xef);
 	CU_ASSERT_EQUAL_FATAL(verbs_hdr_decode(buf, sizeof(buf), 8192, &out), CCI_SUCCESS);
 	CU_ASSERT_EQUAL(out.type, in.type);
 	CU_ASSERT_EQUAL(out.credits, in.credits);
@@ -179,7 +180,7 @@ static void test_hello_refusals(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{ "header round-trips little-endian", test_header_round_trip },
+		{ "header round-trips in network byte order", test_header_round_trip },
 		{ "header refuses short, lying and oversized lengths", test_header_refuses_bad_lengths },
 		{ "header refuses bad type, version and control body sizes",
 		  test_header_refuses_bad_type_version_body },
