@@ -41,7 +41,7 @@ extern "C" {
  * added at the end of struct cci_plugin or struct cci_core does not bump
  * it: both start with their size, so each side sees what the other has.
  */
-#define CCI_PLUGIN_ABI_VERSION 3
+#define CCI_PLUGIN_ABI_VERSION 4
 
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                   */
@@ -126,7 +126,7 @@ struct cci__evt {
  * An endpoint.  Allocated by the core with ep_priv_size zeroed bytes for
  * the plugin at priv (aligned to 64 bytes, not inside the endpoint: never
  * derive one from the other); freed by the core after
- * plugin->ep_destroy().
+ * plugin->ep_free().
  */
 struct cci__ep {
 	struct cci_endpoint pub; /* first */
@@ -401,9 +401,27 @@ struct cci_plugin {
 	 * rma_align.  service is NULL or the string of cci_create_endpoint_at.
 	 * If ep->os_epfd >= 0, add the plugin's wake-up descriptors to it. */
 	int (*ep_create)(cci__ep_t *ep, const char *service);
-	/* (M) Close every connection (in-flight work ends without events),
-	 * stop the plugin's threads for ep and free its resources. */
-	void (*ep_destroy)(cci__ep_t *ep);
+	/*
+	 * Endpoint teardown, in three steps.  The core calls ep_close, then
+	 * ep_stop, then ep_free; at cci_finalize every endpoint is closed
+	 * before any is stopped, and stopped before any is freed, so that no
+	 * endpoint's thread still runs while another's memory goes.  The
+	 * application makes no more calls on ep from the first step on.
+	 * Close: no new work.  The core refuses from then on every connection
+	 * request the plugin posts (post_request fails with
+	 * CCI_ERR_DISCONNECTED, and the plugin refuses the peer as it does
+	 * when it cannot post one); ep_close, if set, stops what more the
+	 * plugin would start (listening, say).  The plugin's threads may
+	 * still run.
+	 * (M) ep_stop: the plugin's threads for ep are joined; none of its
+	 * callbacks runs for ep after it returns.
+	 * (M) ep_free: close every connection (in-flight work ends without
+	 * events; peers are told where the wire can say it) and free every
+	 * resource; the core frees ep after.
+	 */
+	void (*ep_close)(cci__ep_t *ep);
+	void (*ep_stop)(cci__ep_t *ep);
+	void (*ep_free)(cci__ep_t *ep);
 	/* (M) Make progress without blocking; post what arrived.  Returns
 	 * CCI_ENOBUFS when nothing can arrive because the application holds
 	 * every receive buffer, CCI_SUCCESS otherwise. */

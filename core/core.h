@@ -87,7 +87,7 @@ struct cci__ep_core {
 	int pollers;                 /* threads in cci_get_event's progress: they ring for it */
 	int starved;                 /* cci_get_event said CCI_ENOBUFS: a return rings */
 	uint32_t returns;            /* events returned, ever (event.c: starved) */
-	int closing;
+	_Atomic int closing;         /* teardown began: no new connection requests */
 	pthread_mutex_t rma_lock;
 	cci__rma_reg_t **rma_table;  /* hash of registrations by key */
 	uint32_t rma_buckets;        /* of rma_table: a power of two, 0 before the first */
@@ -269,6 +269,7 @@ void cci__evt_orphans_unlock(void);
 cci__ep_t *cci__ep_from_pub(cci_endpoint_t *pub);
 int cci__ep_is_open(cci__ep_t *ep);
 void cci__ep_destroy_locked(cci__ep_t *ep);
+void cci__eps_destroy_all_locked(void);
 
 /* conn.c */
 cci__conn_t *cci__conn_alloc(cci__ep_t *ep, cci_conn_attribute_t attr, void *context);

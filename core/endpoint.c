@@ -158,7 +158,44 @@ int cci__ep_is_open(cci__ep_t *ep)
 	return 0;
 }
 
-/* Unlink, let the plugin close everything, free; global lock held. */
+/*
+ * Teardown in the plugin's three steps (cci_plugin.h): close (no new
+ * work), stop (its threads joined), free.  The endpoints are off
+ * cci__g.eps already; global lock held.
+ */
+static void eps_close(cci__ep_t *list)
+{
+	for (cci__ep_t *ep = list; ep; ep = core_ep(ep)->next_ep) {
+		atomic_store_explicit(&core_ep(ep)->closing, 1, memory_order_release);
+		if (ep->plugin->ep_close)
+			ep->plugin->ep_close(ep);
+	}
+}
+
+static void eps_stop(cci__ep_t *list)
+{
+	for (cci__ep_t *ep = list; ep; ep = core_ep(ep)->next_ep)
+		ep->plugin->ep_stop(ep);
+}
+
+static void eps_free(cci__ep_t *list)
+{
+	for (cci__ep_t *ep = list, *next; ep; ep = next) {
+		next = core_ep(ep)->next_ep;
+		ep->plugin->ep_free(ep);
+		LOG(CCI_LOG_EP, "endpoint %s destroyed", ep->uri ? ep->uri : "?");
+		ep_free(ep);
+	}
+}
+
+static void eps_destroy(cci__ep_t *list)
+{
+	eps_close(list);
+	eps_stop(list);
+	eps_free(list);
+}
+
+/* Unlink ep and tear it down; global lock held. */
 void cci__ep_destroy_locked(cci__ep_t *ep)
 {
 	assert(cci__mutex_held(&cci__g.lock));
@@ -168,10 +205,19 @@ void cci__ep_destroy_locked(cci__ep_t *ep)
 			break;
 		}
 	}
-	core_ep(ep)->closing = 1;
-	ep->plugin->ep_destroy(ep);
-	LOG(CCI_LOG_EP, "endpoint %s destroyed", ep->uri ? ep->uri : "?");
-	ep_free(ep);
+	core_ep(ep)->next_ep = NULL;
+	eps_destroy(ep);
+}
+
+/* Tear every endpoint down, each step on all before the next; global
+ * lock held. */
+void cci__eps_destroy_all_locked(void)
+{
+	cci__ep_t *list = cci__g.eps;
+
+	assert(cci__mutex_held(&cci__g.lock));
+	cci__g.eps = NULL;
+	eps_destroy(list);
 }
 
 CCI_API int cci_destroy_endpoint(cci_endpoint_t *endpoint)

@@ -7,8 +7,7 @@
 
 static void library_teardown(void)
 {
-	while (cci__g.eps)
-		cci__ep_destroy_locked(cci__g.eps);
+	cci__eps_destroy_all_locked();
 	cci__devices_free();
 	cci__plugins_unload();
 }

@@ -222,8 +222,8 @@ static int plugin_check(const struct cci_plugin *p, char *why, size_t len)
 		missing = "name/transports";
 	else if (!p->init || !p->discover || !p->dev_configure)
 		missing = "init/discover/dev_configure";
-	else if (!p->ep_create || !p->ep_destroy || !p->progress)
-		missing = "ep_create/ep_destroy/progress";
+	else if (!p->ep_create || !p->ep_stop || !p->ep_free || !p->progress)
+		missing = "ep_create/ep_stop/ep_free/progress";
 	else if (!p->connect || !p->accept || !p->reject || !p->request_done || !p->disconnect)
 		missing = "connect/accept/reject/request_done/disconnect";
 	else if (!p->send || !p->rma)

@@ -74,6 +74,11 @@ int cci__post_request(cci__ep_t *ep, cci_conn_attribute_t attr, const void *data
 {
 	cci__evt_t *e;
 
+	if (atomic_load_explicit(&core_ep(ep)->closing, memory_order_acquire)) {
+		LOG(CCI_LOG_EP, "endpoint %s is closing: a connection request is refused",
+		    ep->uri ? ep->uri : "?");
+		return CCI_ERR_DISCONNECTED;
+	}
 	if (len > CCI_CONN_REQ_LEN) {
 		LOG_ERR("endpoint %s: a connection request with %u bytes of data (at most %u) "
 		        "is refused", ep->uri ? ep->uri : "?", len, CCI_CONN_REQ_LEN);

@@ -44,7 +44,7 @@
  * fini it after cci__engine_stop.  Setting it costs one system call.
  *
  * Lifetime.  The struct lives in the plugin's endpoint; init, then start,
- * then (at ep_destroy) stop, which joins the thread, then fini.
+ * then (at ep_stop) stop, which joins the thread, then (at ep_free) fini.
  */
 #ifndef CCI_COMMON_ENGINE_H
 #define CCI_COMMON_ENGINE_H

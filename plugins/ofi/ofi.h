@@ -8,7 +8,7 @@
  *
  * Objects and who owns them:
  *   struct ofi_dev    dev->priv, from dev_configure/discover to dev_free.
- *   struct ofi_ep     ep->priv (core allocation), ep_create to ep_destroy.
+ *   struct ofi_ep     ep->priv (core allocation), ep_create to ep_free.
  *   struct ofi_conn   malloc'd, reference counted: the connection table
  *                     holds one reference until cci_disconnect (or the
  *                     endpoint's end); every operation the provider owns
@@ -18,7 +18,7 @@
  *   struct ofi_req    malloc'd; a connection request from its arrival
  *                     until it is answered and its event returned.
  *   struct ofi_op     one send, RMA or control message; from the
- *                     endpoint's pool (slabs freed at ep_destroy).
+ *                     endpoint's pool (slabs freed at ep_free).
  *   struct ofi_rxbuf  a pre-posted receive buffer; from the endpoint's
  *                     slabs, posted to the provider, or lent to the
  *                     application as a RECV event, or held (out of
@@ -611,7 +611,8 @@ int ofi_arm(cci__ep_t *ep);
 
 /* ofi_ep.c */
 int ofi_ep_create(cci__ep_t *ep, const char *service);
-void ofi_ep_destroy(cci__ep_t *ep);
+void ofi_ep_stop(cci__ep_t *ep);
+void ofi_ep_free(cci__ep_t *ep);
 int ofi_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);
 
 #endif /* CCI_OFI_H */

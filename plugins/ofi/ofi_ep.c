@@ -289,12 +289,18 @@ static void ep_flush_ctl(struct ofi_ep *sep)
 	}
 }
 
-void ofi_ep_destroy(cci__ep_t *ep)
+void ofi_ep_stop(cci__ep_t *ep)
 {
 	struct ofi_ep *sep = ofi_ep_of(ep);
 
 	ofi_thread_stop(sep);
 	ofi_live_del(sep);
+}
+
+void ofi_ep_free(cci__ep_t *ep)
+{
+	struct ofi_ep *sep = ofi_ep_of(ep);
+
 	/* No other thread runs on this endpoint any more (API contract). */
 	ofi_conns_close_all(sep);
 	ep_flush_ctl(sep);

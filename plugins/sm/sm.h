@@ -3,7 +3,7 @@
  *
  * Objects and who owns them:
  *   struct sm_dev   dev->priv, from dev_configure/discover to dev_free.
- *   struct sm_ep    ep->priv (core allocation), from ep_create to ep_destroy.
+ *   struct sm_ep    ep->priv (core allocation), from ep_create to ep_free.
  *   struct sm_conn  malloc'd; reached from the core connection through
  *                   *(struct sm_conn **)conn->priv.  Lives until the
  *                   application disconnected it (or the endpoint died) AND
@@ -519,7 +519,8 @@ int sm_loop_start(struct sm_ep *sep);
 
 /* sm_ep.c */
 int sm_ep_create(cci__ep_t *ep, const char *service);
-void sm_ep_destroy(cci__ep_t *ep);
+void sm_ep_stop(cci__ep_t *ep);
+void sm_ep_free(cci__ep_t *ep);
 int sm_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);
 int sm_arm(cci__ep_t *ep);
 int sm_progress(cci__ep_t *ep);

@@ -121,11 +121,15 @@ err_release:
 	return rc;
 }
 
-void sm_ep_destroy(cci__ep_t *ep)
+void sm_ep_stop(cci__ep_t *ep)
+{
+	cci__engine_stop(&sm_ep_of(ep)->eng);
+}
+
+void sm_ep_free(cci__ep_t *ep)
 {
 	struct sm_ep *sep = sm_ep_of(ep);
 
-	cci__engine_stop(&sep->eng);
 	cci__engine_fini(&sep->eng);
 	/* No other thread runs on this endpoint any more (API contract). */
 	for (struct sm_conn *sc;

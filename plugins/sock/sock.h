@@ -21,7 +21,7 @@
  * ep -> plugin.  A file calls only those before it; tx never calls rx.
  *
  * Objects and owners:
- *   struct sock_ep     ep->priv, from ep_create to ep_destroy.
+ *   struct sock_ep     ep->priv, from ep_create to ep_free.
  *   struct sock_conn   conn->priv; the core frees it after conn_release()
  *                      and the last lent event.
  *   struct sock_op     a send, an RMA, the answer to a peer's read or a
@@ -445,7 +445,8 @@ void sock_hs_free_all(struct sock_ep *sep);
 
 /* ---- sock_ep.c ---- */
 int sock_ep_create(cci__ep_t *ep, const char *service);
-void sock_ep_destroy(cci__ep_t *ep);
+void sock_ep_stop(cci__ep_t *ep);
+void sock_ep_free(cci__ep_t *ep);
 int sock_progress(cci__ep_t *ep);
 int sock_arm(cci__ep_t *ep);
 int sock_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);

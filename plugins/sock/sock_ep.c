@@ -417,12 +417,18 @@ int sock_ep_create(cci__ep_t *ep, const char *service)
 	return CCI_SUCCESS;
 }
 
-void sock_ep_destroy(cci__ep_t *ep)
+void sock_ep_stop(cci__ep_t *ep)
 {
 	struct sock_ep *sep = sock_ep_of(ep);
 
 	if (sep->eng_on)
 		cci__engine_stop(&sep->eng);
+}
+
+void sock_ep_free(cci__ep_t *ep)
+{
+	struct sock_ep *sep = sock_ep_of(ep);
+
 	SOCK_LOG(CCI_LOG_EP, "sock: endpoint %s closing: %llu datagrams in, %llu out, %llu "
 	         "refused, %llu foreign, %llu HELLOs dropped (too many requests), %llu for "
 	         "connections closed, %llu ICMP errors ignored", ep->uri,

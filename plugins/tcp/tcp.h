@@ -16,7 +16,7 @@
  * The tick switches modes.
  *
  * Objects and owners:
- *   struct tcp_ep    ep->priv, from ep_create to ep_destroy.
+ *   struct tcp_ep    ep->priv, from ep_create to ep_free.
  *   struct tcp_conn  conn->priv of the core's connection; the core frees it
  *                    after core->conn_release() and the last lent event.
  *   struct tcp_req   malloc'd: an accepted socket until its request is
@@ -438,7 +438,8 @@ static inline uint64_t tcp_ack_take(struct tcp_conn *tc)
 
 /* tcp_ep.c */
 int tcp_ep_create(cci__ep_t *ep, const char *service);
-void tcp_ep_destroy(cci__ep_t *ep);
+void tcp_ep_stop(cci__ep_t *ep);
+void tcp_ep_free(cci__ep_t *ep);
 int tcp_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);
 
 /* tcp_loop.c */

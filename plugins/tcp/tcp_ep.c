@@ -117,11 +117,15 @@ int tcp_ep_create(cci__ep_t *ep, const char *service)
 	return CCI_SUCCESS;
 }
 
-void tcp_ep_destroy(cci__ep_t *ep)
+void tcp_ep_stop(cci__ep_t *ep)
+{
+	cci__engine_stop(&tcp_ep_of(ep)->eng);
+}
+
+void tcp_ep_free(cci__ep_t *ep)
 {
 	struct tcp_ep *sep = tcp_ep_of(ep);
 
-	cci__engine_stop(&sep->eng);
 	TCP_LOG(CCI_LOG_EP, "tcp: endpoint %s closing: %u receive buffers, %u ops in use",
 	        ep->uri, sep->rb_count, cci__op_pool_out(&sep->ops));
 	/* No other thread runs on this endpoint any more (API contract). */

@@ -13,7 +13,7 @@
  *
  * Objects and who owns them:
  *   struct verbs_dev    dev->priv, from dev_configure/discover to dev_free.
- *   struct verbs_ep     ep->priv (core allocation), ep_create to ep_destroy.
+ *   struct verbs_ep     ep->priv (core allocation), ep_create to ep_free.
  *   struct verbs_conn   calloc'd at connect or at a connection request;
  *                       on sep->conns until reaped (verbs_conns_reap):
  *                       once down, released by the application (conn
@@ -304,7 +304,8 @@ void verbs_cm_drain(struct verbs_ep *sep);
 
 /* verbs_ep.c */
 int verbs_ep_create(cci__ep_t *ep, const char *service);
-void verbs_ep_destroy(cci__ep_t *ep);
+void verbs_ep_stop(cci__ep_t *ep);
+void verbs_ep_free(cci__ep_t *ep);
 int verbs_progress(cci__ep_t *ep);
 int verbs_arm(cci__ep_t *ep);
 int verbs_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value);

@@ -555,7 +555,7 @@ int verbs_ep_create(cci__ep_t *ep, const char *service)
 	return CCI_SUCCESS;
 }
 
-void verbs_ep_destroy(cci__ep_t *ep)
+void verbs_ep_stop(cci__ep_t *ep)
 {
 	struct verbs_ep *sep = verbs_ep_of(ep);
 
@@ -568,6 +568,12 @@ void verbs_ep_destroy(cci__ep_t *ep)
 	}
 	pthread_mutex_unlock(&verbs_live_lock);
 	cci__engine_stop(&sep->eng);
+}
+
+void verbs_ep_free(cci__ep_t *ep)
+{
+	struct verbs_ep *sep = verbs_ep_of(ep);
+
 	ev_io_stop(sep->eng.loop, &sep->cm_w);
 	ev_io_stop(sep->eng.loop, &sep->cq_w);
 	ev_io_stop(sep->eng.loop, &sep->async_w);

@@ -47,7 +47,8 @@ static int dev_configure(cci__dev_t *dev) { (void)dev; return CCI_EINVAL; }
 #ifndef BAD_OPS
 /* Present so that only the intended defect is found; never reached. */
 static int ep_create(cci__ep_t *ep, const char *s) { (void)ep; (void)s; return CCI_ERROR; }
-static void ep_destroy(cci__ep_t *ep) { (void)ep; }
+static void ep_stop(cci__ep_t *ep) { (void)ep; }
+static void ep_free(cci__ep_t *ep) { (void)ep; }
 static int progress(cci__ep_t *ep) { (void)ep; return CCI_SUCCESS; }
 static int connect_(cci__ep_t *ep, const char *u, const void *d, uint32_t l,
                     cci_conn_attribute_t a, void *c, const struct timeval *t)
@@ -91,7 +92,8 @@ __attribute__((visibility("default"))) const struct cci_plugin PLUGIN_SYMBOL = {
 	.dev_configure = dev_configure,
 #ifndef BAD_OPS
 	.ep_create = ep_create,
-	.ep_destroy = ep_destroy,
+	.ep_stop = ep_stop,
+	.ep_free = ep_free,
 	.progress = progress,
 	.connect = connect_,
 	.accept = accept_,
