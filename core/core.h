@@ -29,6 +29,7 @@
 
 #include "cci.h"
 #include "cci_plugin.h"
+#include "lock_held.h" /* assert(cci__mutex_held(&m)) where a comment says m is held */
 #include "spin.h"
 
 /*
@@ -113,25 +114,6 @@ static inline struct cci__evt_core *core_evt(cci__evt_t *e) { return (struct cci
 static inline struct cci__ep_core *core_ep(cci__ep_t *ep) { return (struct cci__ep_core *)ep; }
 static inline struct cci__conn_core *core_conn(cci__conn_t *c) { return (struct cci__conn_core *)c; }
 static inline struct cci__rma_reg_core *core_reg(cci__rma_reg_t *r) { return (struct cci__rma_reg_core *)r; }
-
-/*
- * Where a function's comment says a lock is held, it asserts so:
- * assert(cci__mutex_held(&m)) or assert(cci__spin_held(&l)).  They tell
- * whether some thread holds the lock, not which: enough to catch a caller
- * that took none.  A release build (NDEBUG) compiles the assertions, and
- * so these calls, away.
- */
-static inline int cci__mutex_held(pthread_mutex_t *m)
-{
-	if (pthread_mutex_trylock(m) != 0)
-		return 1; /* EBUSY: taken, by this thread or another */
-	pthread_mutex_unlock(m);
-	return 0;
-}
-static inline int cci__spin_held(cci__spinlock_t *l)
-{
-	return __atomic_load_n(&l->locked, __ATOMIC_RELAXED) != 0;
-}
 
 /* Public entry points are exported; everything else stays hidden. */
 #define CCI_API __attribute__((visibility("default")))

@@ -53,6 +53,7 @@
 #include "clock.h"
 #include "conn_base.h"
 #include "conn_life.h"
+#include "lock_held.h"
 #include "log_due.h"
 #include "op_pool.h"
 #include "dlist.h"

@@ -143,6 +143,7 @@ static void rx_set_remove(struct sm_ep *sep, struct sm_conn *sc)
 {
 	uint32_t i = sc->rx_idx;
 
+	assert(cci__spin_held(&sep->rx_lock));
 	if (i >= sep->rx_n || sep->rx_set[i] != sc)
 		return; /* never opened, or its open found no memory */
 	sep->rx_set[i] = sep->rx_set[--sep->rx_n];
@@ -198,6 +199,7 @@ void sm_conn_break(struct sm_conn *sc, int status)
 	struct sm_ep *sep = sc->sep;
 	struct sm_hello_maps m;
 
+	assert(cci__mutex_held(&sep->lock));
 	if (!cci__conn_is_open(&sc->base))
 		return;
 	SM_LOG(CCI_LOG_CONN, "sm: connection %p to pid %d broken (status %d)", (void *)sc,
@@ -287,6 +289,7 @@ void sm_conn_on_ctl(struct sm_conn *sc)
 	int fds[SM_HELLO_FDS], nfds, n;
 	const char *why;
 
+	assert(cci__mutex_held(&sc->sep->lock));
 	while (sc->sock >= 0 && (n = sm_ctl_recv(sc->sock, &raw, sizeof(raw), fds, &nfds)) != -1) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
@@ -362,6 +365,7 @@ static void keepalive_armed(void *pc)
 {
 	struct sm_conn *sc = pc;
 
+	assert(cci__mutex_held(&sc->sep->lock));
 	if (cci__conn_state(&sc->base) <= CCI__CONN_OPEN)
 		sm_timed_add(sc);
 }

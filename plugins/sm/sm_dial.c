@@ -50,6 +50,7 @@ static struct sm_dial *dial_of_hlink(struct sm_dlink *l)
  * The servers with connects waiting are few: a walk of them is cheap. */
 static struct sm_dial *dialq_find(struct sm_ep *sep, uint64_t key, const char *path)
 {
+	assert(cci__mutex_held(&sep->lock));
 	for (struct sm_dlink *l = sep->dialq; l; l = l->next) {
 		struct sm_dial *h = dial_of_hlink(l);
 		if (h->key == key && strcmp(h->sa.sun_path, path) == 0)
@@ -63,6 +64,7 @@ static void dial_queue(struct sm_ep *sep, struct sm_dial *d)
 {
 	struct sm_dial *h = dialq_find(sep, d->key, d->sa.sun_path);
 
+	assert(cci__mutex_held(&sep->lock));
 	d->queued = 1;
 	if (!h) {
 		d->prev = d->next = d;
@@ -82,6 +84,7 @@ static void dial_unqueue(struct sm_ep *sep, struct sm_dial *d)
 {
 	struct sm_dial *n = d->next;
 
+	assert(cci__mutex_held(&sep->lock));
 	if (!d->queued)
 		return;
 	if (d->head && n != d) {
@@ -224,6 +227,7 @@ static void dial_watch(struct sm_conn *sc)
  * first that must still wait; the loop lock and sep->lock held. */
 static void dialq_serve(struct sm_ep *sep, struct sm_dial *h)
 {
+	assert(cci__mutex_held(&sep->lock));
 	for (struct sm_dial *d = h, *next; d; d = next) {
 		int rc = dial_step(d->sc);
 		if (rc == CCI_EAGAIN)
@@ -250,6 +254,7 @@ void sm_dial_retry(struct sm_ep *sep)
  * and asks again on a new socket.  The loop lock and sep->lock held. */
 static void dial_requeue(struct sm_conn *sc)
 {
+	assert(cci__mutex_held(&sc->sep->lock));
 	SM_LOG(CCI_LOG_CONN, "sm: %s (pid %d) has no descriptor for the request for now; "
 	       "the connect waits", sc->dial->sa.sun_path, (int)sc->peer_pid);
 	sm_conn_unwatch(sc);
@@ -304,6 +309,7 @@ static int client_on_readable(struct sm_conn *sc)
 	int fds[SM_HELLO_FDS], nfds, rc;
 	int n = sm_ctl_recv(sc->sock, &raw, sizeof(raw), fds, &nfds);
 
+	assert(cci__mutex_held(&sc->sep->lock));
 	if (n == -1)
 		return 0;
 	why = answer_check(sc, &raw, n, nfds, &h, &rc);

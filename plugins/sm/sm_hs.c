@@ -36,6 +36,7 @@ static void listen_pause(struct sm_ep *sep, const char *why);
  * thread, sep->lock held. */
 static void req_nores(struct sm_ep *sep, struct sm_req *req, const char *why)
 {
+	assert(cci__mutex_held(&sep->lock));
 	SM_LIMIT_LOG(sep, "sm: %s: request from pid %d refused: %s", sep->sock_path,
 	             (int)req->peer_pid, why);
 	sm_ctl_send(req->sock, SM_CTL_NORES, NULL, NULL, 0);
@@ -47,6 +48,7 @@ static void req_nores(struct sm_ep *sep, struct sm_req *req, const char *why)
  * each would take a descriptor its request needs; sep->lock held. */
 static void req_busy(struct sm_ep *sep, struct sm_req *req)
 {
+	assert(cci__mutex_held(&sep->lock));
 	SM_LOG(CCI_LOG_CONN, "sm: %s: no descriptor left for the request of pid %d; it asks "
 	       "again later", sep->sock_path, (int)req->peer_pid);
 	sm_ctl_send(req->sock, SM_CTL_BUSY, NULL, NULL, 0);
@@ -76,6 +78,7 @@ static void req_on_readable(struct sm_ep *sep, struct sm_req *req)
 	int fds[SM_HELLO_FDS], nfds, rc, n = sm_ctl_recv(req->sock, &raw, sizeof(raw), fds, &nfds);
 	const char *why;
 
+	assert(cci__mutex_held(&sep->lock));
 	if (n == -1)
 		return;
 	if (n == SM_CTL_RECV_NOFDS) {
@@ -139,6 +142,7 @@ static void req_cb(struct ev_loop *loop, ev_io *w, int revents)
  * held. */
 static void listen_pause(struct sm_ep *sep, const char *why)
 {
+	assert(cci__mutex_held(&sep->lock));
 	ev_io_stop(sep->eng.loop, &sep->listen_w);
 	if (!sep->listen_paused)
 		SM_LIMIT_LOG(sep, "sm: %s: cannot accept connections: %s; clients wait until "
@@ -191,6 +195,7 @@ static void listen_recovered(struct sm_ep *sep)
  * triggered, fires again for the rest); sep->lock held. */
 static void listen_take(struct sm_ep *sep)
 {
+	assert(cci__mutex_held(&sep->lock));
 	for (int i = 0; i < SM_ACCEPT_BATCH;) {
 		int fd = accept4(sep->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
@@ -277,6 +282,7 @@ static void answer_done(struct sm_conn *sc, int rc)
 	struct sm_ep *sep = sc->sep;
 	struct sm_ctl_hello h = { .mss = sc->peer_mss };
 
+	assert(cci__mutex_held(&sep->lock));
 	sc->answer_until_ns = 0;
 	if (rc == CCI_SUCCESS) {
 		sm_conn_watch(sc);
@@ -315,6 +321,7 @@ static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 	struct sm_conn *sc = sm_conn_new(sep, (cci_conn_attribute_t)req->hello.attr, context);
 	int rc;
 
+	assert(cci__mutex_held(&sep->lock));
 	if (!sc) {
 		SM_LIMIT_LOG(sep, "sm: %s: cannot accept pid %d: out of memory", sep->sock_path,
 		             (int)req->peer_pid);
@@ -349,6 +356,7 @@ static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 /* Forget a request that never became an event; loop thread, sep->lock held. */
 void sm_req_drop(struct sm_ep *sep, struct sm_req *req)
 {
+	assert(cci__mutex_held(&sep->lock));
 	CCI__DLIST_UNLINK(&sep->reqs, req);
 	ev_io_stop(sep->eng.loop, &req->w);
 	sm_req_free(req);
