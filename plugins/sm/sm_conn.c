@@ -234,8 +234,8 @@ void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h, cci_event_ty
 	cci__conn_t *conn = sc->conn;
 	int rc;
 
-	if (h->mss < conn->pub.max_send_size)
-		conn->pub.max_send_size = h->mss;
+	if (h->core.mss < conn->pub.max_send_size)
+		conn->pub.max_send_size = h->core.mss;
 	free(sc->dial);
 	sc->dial = NULL;
 	cci__ct_arm(&sc->base.timers, conn->keepalive_us, cci__now_ns());

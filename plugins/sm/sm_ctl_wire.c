@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "netorder.h"
 #include "sm_ctl_wire.h"
 #include "sm_ring.h"
 
@@ -24,15 +25,23 @@ size_t sm_ctl_encode(uint16_t type, const struct sm_ctl_hello *body, void *buf, 
 	struct sm_ctl_hdr h = { SM_CTL_MAGIC, SM_CTL_VERSION, type };
 	size_t n = sizeof(h);
 
-	if (is_hello(type) && body && body->data_len <= CCI_CONN_REQ_LEN)
-		n = SM_CTL_HELLO_HEAD + body->data_len;
+	uint8_t *b = buf;
+
+	if (is_hello(type) && body && body->core.data_len <= CCI_CONN_REQ_LEN)
+		n = SM_CTL_HELLO_HEAD + body->core.data_len;
 	else if (!is_bare(type))
 		return 0;
 	if (cap < n)
 		return 0;
-	memcpy(buf, &h, sizeof(h));
-	if (n > sizeof(h)) /* a hello: its fields after the header, and the payload */
-		memcpy((char *)buf + sizeof(h), (const char *)body + sizeof(h), n - sizeof(h));
+	memcpy(b, &h, sizeof(h));
+	if (n > sizeof(h)) { /* a hello: the core, sm's fields, the payload */
+		b += sizeof(h);
+		cci__hello_encode(b, &body->core);
+		cci__put32(b + CCI__HELLO_LEN, body->pid);
+		cci__put32(b + CCI__HELLO_LEN + 4, 0);
+		cci__put64(b + CCI__HELLO_LEN + 8, body->ring_size);
+		memcpy(b + CCI__HELLO_LEN + 16, body->data, body->core.data_len);
+	}
 	return n;
 }
 
@@ -40,34 +49,35 @@ size_t sm_ctl_encode(uint16_t type, const struct sm_ctl_hello *body, void *buf, 
 static int hello_decode(const void *buf, size_t len, int nfds, struct sm_ctl_hello *out,
                         const char **why_p)
 {
+	static const struct cci__hello_limits lim = { .mss_min = SM_MSS_MIN,
+		                                      .mss_max = SM_MSS_MAX };
+	const uint8_t *b = (const uint8_t *)buf + sizeof(out->hdr);
+	uint32_t data_len;
 	uint64_t rs;
 
 	if (len < SM_CTL_HELLO_HEAD) {
 		*why_p = "hello shorter than its fixed part";
 		return CCI_EMSGSIZE;
 	}
-	memcpy(out, buf, SM_CTL_HELLO_HEAD);
-	if (out->data_len > CCI_CONN_REQ_LEN) {
+	data_len = cci__get32(b + 12); /* the core's; its length checks are sm's record's */
+	if (data_len > CCI_CONN_REQ_LEN) {
 		*why_p = "payload length over CCI_CONN_REQ_LEN";
 		return CCI_EMSGSIZE;
 	}
-	if (len != SM_CTL_HELLO_HEAD + out->data_len) {
+	if (len != SM_CTL_HELLO_HEAD + data_len) {
 		*why_p = "record length disagrees with the payload length";
 		return CCI_EMSGSIZE;
 	}
-	if (out->hdr.type == SM_CTL_ACCEPT && out->data_len != 0) {
-		*why_p = "payload in an answer";
+	if (cci__hello_decode(b, out->hdr.type == SM_CTL_REQ ? CCI__HELLO_REQUEST
+	                                                    : CCI__HELLO_ANSWER,
+	                      &lim, &out->core, why_p) != CCI_SUCCESS)
+		return CCI_EINVAL;
+	out->pid = cci__get32(b + CCI__HELLO_LEN);
+	rs = out->ring_size = cci__get64(b + CCI__HELLO_LEN + 8);
+	if (cci__get32(b + CCI__HELLO_LEN + 4) != 0) {
+		*why_p = "reserved hello bytes set";
 		return CCI_EINVAL;
 	}
-	if (out->hdr.type == SM_CTL_REQ && out->attr > CCI_CONN_ATTR_UU) {
-		*why_p = "unsupported connection attribute";
-		return CCI_EINVAL;
-	}
-	if (out->mss < SM_MSS_MIN || out->mss > SM_MSS_MAX) {
-		*why_p = "mss out of range";
-		return CCI_EINVAL;
-	}
-	rs = out->ring_size;
 	if (rs < SM_RING_MIN_SIZE || rs > SM_RING_MAX_SIZE || (rs & (rs - 1)) != 0) {
 		*why_p = "ring size not a power of two in range";
 		return CCI_EINVAL;
@@ -76,7 +86,7 @@ static int hello_decode(const void *buf, size_t len, int nfds, struct sm_ctl_hel
 		*why_p = "shared-memory descriptors missing";
 		return CCI_EINVAL;
 	}
-	memcpy(out->data, (const char *)buf + SM_CTL_HELLO_HEAD, out->data_len);
+	memcpy(out->data, (const char *)buf + SM_CTL_HELLO_HEAD, out->core.data_len);
 	return CCI_SUCCESS;
 }
 

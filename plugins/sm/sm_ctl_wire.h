@@ -4,8 +4,10 @@
  *
  * One message per record: a header, and for REQ and ACCEPT the hello
  * with the connect payload.  The peer is another process of the same user
- * on this host, so the layout is the host's; what a peer sends is still
- * checked field by field, since a crashed or hostile peer sends anything.
+ * on this host, so the header's layout is the host's; the hello is every
+ * transport's core (plugins/common/hello.h) then sm's own fields.  What a
+ * peer sends is still checked field by field, since a crashed or hostile
+ * peer sends anything.
  * The codec is pure (no I/O, no allocation, no endpoint state) and fuzzed
  * by tests/fuzz/sm_ctl_fuzz.c.
  */
@@ -16,6 +18,7 @@
 #include <stdint.h>
 
 #include "cci.h"
+#include "../common/hello.h"
 
 #define SM_MSS_MIN 64u
 #define SM_MSS_MAX 1048576u
@@ -50,25 +53,26 @@ struct sm_ctl_hdr {
 	uint16_t type;
 };
 
-/* REQ and ACCEPT share this body; data is used by REQ only. */
+/* REQ and ACCEPT, decoded; data is used by REQ only.  On the wire: the
+ * header, the hello core (attribute, mss, payload length; sm grants no
+ * credits and sends no nonce), pid (4 bytes), 4 zero bytes, ring_size (8),
+ * then the payload. */
 struct sm_ctl_hello {
 	struct sm_ctl_hdr hdr;
-	uint32_t attr;
-	uint32_t data_len;
-	uint32_t mss;
+	struct cci__hello core;
 	uint32_t pid;
 	uint64_t ring_size;  /* data bytes of the sender's receive ring */
 	uint8_t data[CCI_CONN_REQ_LEN];
 };
 
 #define SM_HELLO_FDS 3 /* receive ring memfd, doorbell eventfd, endpoint page memfd */
-/* The fixed part of a hello, before its payload. */
-#define SM_CTL_HELLO_HEAD offsetof(struct sm_ctl_hello, data)
+/* The fixed part of a hello on the wire, before its payload. */
+#define SM_CTL_HELLO_HEAD (sizeof(struct sm_ctl_hdr) + CCI__HELLO_LEN + 16u)
 
 /*
  * Write the message of type into buf (cap bytes): the header, then for
- * REQ and ACCEPT the fields of *body after its header and body->data_len
- * payload bytes.  The bytes written, or 0 for an unknown type, a missing
+ * REQ and ACCEPT the fields of *body after its header and
+ * body->core.data_len payload bytes.  The bytes written, or 0 for an unknown type, a missing
  * body, a payload over CCI_CONN_REQ_LEN or a buffer too small.
  */
 size_t sm_ctl_encode(uint16_t type, const struct sm_ctl_hello *body, void *buf, size_t cap);

@@ -113,7 +113,7 @@ static void dial_unqueue(struct sm_ep *sep, struct sm_dial *d)
 static int dial_send(struct sm_conn *sc)
 {
 	struct sm_dial *d = sc->dial;
-	struct sm_ctl_hello h = { .attr = d->attr, .data_len = d->data_len };
+	struct sm_ctl_hello h = { .core = { .attr = (uint8_t)d->attr, .data_len = d->data_len } };
 
 	memcpy(h.data, d->data, d->data_len);
 	if (sm_hello_send(sc, sc->sock, SM_CTL_REQ, &h) != CCI_SUCCESS) {

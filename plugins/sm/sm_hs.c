@@ -115,8 +115,8 @@ static void req_on_readable(struct sm_ep *sep, struct sm_req *req)
 	/* The request is the event's now; the socket waits for the answer
 	 * (sep->lock, held, keeps cci_accept off it until it is posted). */
 	ev_io_stop(sep->eng.loop, &req->w);
-	if (sm_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.attr, req->hello.data,
-	                          req->hello.data_len, req) != CCI_SUCCESS) {
+	if (sm_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.core.attr,
+	                          req->hello.data, req->hello.core.data_len, req) != CCI_SUCCESS) {
 		req_nores(sep, req, "no memory for its event");
 		return;
 	}
@@ -249,7 +249,7 @@ static int short_of_fds(int err)
  * that a waiting answer holds only its socket. */
 static int answer_send(struct sm_conn *sc)
 {
-	struct sm_ctl_hello h = { .data_len = 0 };
+	struct sm_ctl_hello h = { .core.data_len = 0 };
 	int rc;
 
 	if (!sc->rx_seg) {
@@ -280,7 +280,7 @@ static int answer_send(struct sm_conn *sc)
 static void answer_done(struct sm_conn *sc, int rc)
 {
 	struct sm_ep *sep = sc->sep;
-	struct sm_ctl_hello h = { .mss = sc->peer_mss };
+	struct sm_ctl_hello h = { .core.mss = sc->peer_mss };
 
 	assert(cci__mutex_held(&sep->lock));
 	sc->answer_until_ns = 0;
@@ -318,7 +318,7 @@ int sm_hs_answer_retry(struct sm_conn *sc, uint64_t now)
  * cannot afford the connection. */
 static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 {
-	struct sm_conn *sc = sm_conn_new(sep, (cci_conn_attribute_t)req->hello.attr, context);
+	struct sm_conn *sc = sm_conn_new(sep, (cci_conn_attribute_t)req->hello.core.attr, context);
 	int rc;
 
 	assert(cci__mutex_held(&sep->lock));
@@ -328,7 +328,7 @@ static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 		return CCI_ENOMEM;
 	}
 	sc->peer_pid = req->peer_pid;
-	sc->peer_mss = req->hello.mss;
+	sc->peer_mss = req->hello.core.mss;
 	rc = sm_conn_rx_create(sc);
 	if (rc != CCI_SUCCESS && !short_of_fds(errno)) {
 		SM_LIMIT_LOG(sep, "sm: %s: cannot accept pid %d: no receive ring: %s",

@@ -56,7 +56,7 @@ int sm_hello_send(struct sm_conn *sc, int sock, uint16_t type, struct sm_ctl_hel
 {
 	const int fds[SM_HELLO_FDS] = { sc->rx_fd, sc->sep->bell_fd, sc->sep->page_fd };
 
-	h->mss = sc->sep->mss;
+	h->core.mss = sc->sep->mss;
 	h->pid = (uint32_t)getpid();
 	h->ring_size = sc->rx.size;
 	return sm_ctl_send(sock, type, h, fds, SM_HELLO_FDS);

@@ -5,8 +5,8 @@
  * (sm_ctl_encode), the ofi ones laid out as ofi_tx.c and ofi_hs.c send
  * them.  Run again only when a layout changes:
  *
- *   cc -std=gnu11 -I api -I plugins/sm -I plugins/ofi tests/fuzz/ctl_corpus_gen.c \
- *      plugins/sm/sm_ctl_wire.c plugins/ofi/ofi_wire.c -o gen && ./gen tests/fuzz/corpus
+ *   cc -std=gnu11 -I api -I plugins/sm -I plugins/ofi -I plugins/common tests/fuzz/ctl_corpus_gen.c \
+ *      plugins/sm/sm_ctl_wire.c plugins/common/hello.c plugins/ofi/ofi_wire.c -o gen && ./gen tests/fuzz/corpus
  *
  * Each file is checked by its decoder before it is written.
  */
@@ -69,14 +69,14 @@ static void gen_sm(void)
 	struct sm_ctl_hello h;
 
 	memset(&h, 0, sizeof(h));
-	h.attr = CCI_CONN_ATTR_RO;
-	h.mss = 8192;
+	h.core.attr = CCI_CONN_ATTR_RO;
+	h.core.mss = 8192;
 	h.pid = 1000;
 	h.ring_size = 1u << 20;
-	h.data_len = 16;
+	h.core.data_len = 16;
 	memcpy(h.data, "connect payload!", 16);
 	sm_put("req", SM_CTL_REQ, &h);
-	h.data_len = 0;
+	h.core.data_len = 0;
 	sm_put("accept", SM_CTL_ACCEPT, &h);
 	sm_put("reject", SM_CTL_REJECT, NULL);
 	sm_put("disconnect", SM_CTL_DISCONNECT, NULL);

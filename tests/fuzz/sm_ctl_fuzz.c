@@ -30,14 +30,14 @@ static void check_accepted(const struct sm_ctl_hello *m, const uint8_t *rec, siz
 	if (m->hdr.magic != SM_CTL_MAGIC || m->hdr.version != SM_CTL_VERSION)
 		abort();
 	if (m->hdr.type == SM_CTL_REQ || m->hdr.type == SM_CTL_ACCEPT) {
-		if (nfds != SM_HELLO_FDS || m->data_len > CCI_CONN_REQ_LEN ||
-		    len != SM_CTL_HELLO_HEAD + m->data_len || m->mss < SM_MSS_MIN ||
-		    m->mss > SM_MSS_MAX || m->ring_size < SM_RING_MIN_SIZE ||
+		if (nfds != SM_HELLO_FDS || m->core.data_len > CCI_CONN_REQ_LEN ||
+		    len != SM_CTL_HELLO_HEAD + m->core.data_len || m->core.mss < SM_MSS_MIN ||
+		    m->core.mss > SM_MSS_MAX || m->ring_size < SM_RING_MIN_SIZE ||
 		    m->ring_size > SM_RING_MAX_SIZE || (m->ring_size & (m->ring_size - 1)) ||
-		    (m->hdr.type == SM_CTL_ACCEPT && m->data_len) ||
-		    (m->hdr.type == SM_CTL_REQ && m->attr > CCI_CONN_ATTR_UU))
+		    (m->hdr.type == SM_CTL_ACCEPT && m->core.data_len) ||
+		    (m->hdr.type == SM_CTL_REQ && m->core.attr > CCI_CONN_ATTR_UU))
 			abort();
-		for (size_t i = m->data_len; i < CCI_CONN_REQ_LEN; i++)
+		for (size_t i = m->core.data_len; i < CCI_CONN_REQ_LEN; i++)
 			if (m->data[i])
 				abort();
 	} else if (m->hdr.type < SM_CTL_REJECT || m->hdr.type > SM_CTL_LAST || nfds != 0 ||

@@ -26,6 +26,7 @@
 
 #include "cci.h"
 #include "harness.h" /* h_count_fds */
+#include "../../plugins/common/netorder.h"
 #include "sm_ctl_wire.h"
 
 #define WAIT_MS 5000 /* bound of every wait; far above what the loop needs */
@@ -121,11 +122,11 @@ static struct sm_ctl_hello good_hello(void)
 	struct sm_ctl_hello h;
 
 	memset(&h, 0, sizeof(h));
-	h.attr = CCI_CONN_ATTR_RO;
-	h.mss = 8192;
+	h.core.attr = CCI_CONN_ATTR_RO;
+	h.core.mss = 8192;
 	h.pid = (uint32_t)getpid();
 	h.ring_size = 65536;
-	h.data_len = 10;
+	h.core.data_len = 10;
 	memcpy(h.data, "0123456789", 10);
 	return h;
 }
@@ -154,7 +155,7 @@ static void test_malformed_requests_dropped(void)
 	expect_dropped(rec, n - 1, SM_HELLO_FDS);          /* payload cut short */
 	expect_dropped(rec, n, 0);                         /* no descriptors */
 	lie = CCI_CONN_REQ_LEN + 1;
-	memcpy(rec + offsetof(struct sm_ctl_hello, data_len), &lie, sizeof(lie));
+	cci__put32(rec + sizeof(struct sm_ctl_hdr) + 12, lie); /* the hello core's data_len */
 	expect_dropped(rec, n, SM_HELLO_FDS);              /* payload length over the limit */
 	h.ring_size = 3;
 	n = sm_ctl_encode(SM_CTL_REQ, &h, rec, sizeof(rec));
@@ -342,7 +343,7 @@ static void test_too_many_descriptors_refused(void)
 	struct fake f;
 	int s;
 
-	h.data_len = 0;
+	h.core.data_len = 0;
 	n = sm_ctl_encode(SM_CTL_ACCEPT, &h, rec, sizeof(rec));
 	CU_ASSERT_FATAL(n > 0);
 	fake_open(&f, 4);
