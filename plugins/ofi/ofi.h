@@ -4,7 +4,7 @@
  * One CCI endpoint is one libfabric FI_EP_RDM endpoint with its own
  * fabric, domain, address vector and completion queue.  CCI connections
  * are a handshake of small messages on top of it; every message starts
- * with struct ofi_hdr.
+ * with a header (ofi_wire.h, network byte order).
  *
  * Objects and who owns them:
  *   struct ofi_dev    dev->priv, from dev_configure/discover to dev_free.
@@ -110,7 +110,7 @@ extern const struct cci_plugin cci_ctp_ofi_plugin;
 
 /* The largest control message body: a REQ with the client's address and
  * the connect payload. */
-#define OFI_CTL_BODY_MAX (sizeof(struct ofi_hello) + OFI_ADDR_MAX + CCI_CONN_REQ_LEN)
+#define OFI_CTL_BODY_MAX (OFI_HELLO_LEN + OFI_ADDR_MAX + CCI_CONN_REQ_LEN)
 
 /* ---- Devices ---- */
 

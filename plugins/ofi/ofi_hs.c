@@ -76,19 +76,20 @@ static void hello_fill(struct ofi_conn *oc, struct ofi_hello *h)
 static int send_req(struct ofi_conn *oc, const void *data, uint32_t data_len)
 {
 	struct ofi_ep *sep = oc->sep;
-	uint64_t body[(OFI_CTL_BODY_MAX + 7) / 8];
-	struct ofi_hello *h = (struct ofi_hello *)body;
+	uint8_t body[OFI_CTL_BODY_MAX];
+	struct ofi_hello h;
 	int rc;
 
-	hello_fill(oc, h);
-	h->addr_len = (uint32_t)sep->addr_len;
-	h->data_len = data_len;
-	memcpy((char *)body + sizeof(*h), sep->addr, sep->addr_len);
+	hello_fill(oc, &h);
+	h.addr_len = (uint32_t)sep->addr_len;
+	h.data_len = data_len;
+	ofi_hello_encode(&h, body);
+	memcpy(body + OFI_HELLO_LEN, sep->addr, sep->addr_len);
 	if (data_len)
-		memcpy((char *)body + sizeof(*h) + sep->addr_len, data, data_len);
+		memcpy(body + OFI_HELLO_LEN + sep->addr_len, data, data_len);
 	pthread_mutex_lock(&oc->lock);
 	rc = ofi_ctl_send(oc, OFI_T_REQ, 0, body,
-	                  (uint32_t)(sizeof(*h) + sep->addr_len + data_len), OFI_CTL_TRACKED);
+	                  (uint32_t)(OFI_HELLO_LEN + sep->addr_len + data_len), OFI_CTL_TRACKED);
 	pthread_mutex_unlock(&oc->lock);
 	return rc;
 }
@@ -150,13 +151,15 @@ int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 void ofi_connect_timeout(struct ofi_conn *oc)
 {
 	struct ofi_cancel c = { .id = oc->id, .nonce = oc->nonce };
+	uint8_t body[OFI_CANCEL_LEN];
 
 	if (ofi_conn_state(oc) != CCI__CONN_CONNECTING)
 		return;
 	/* A REQ the provider never took is dropped from the queue: then
 	 * nobody holds a request to cancel. */
+	ofi_cancel_encode(&c, body);
 	if (oc->peer && __atomic_load_n(&oc->req_posted, __ATOMIC_ACQUIRE))
-		ofi_ctl_to(oc->sep, oc->peer, 0, OFI_T_CANCEL, &c, sizeof(c));
+		ofi_ctl_to(oc->sep, oc->peer, 0, OFI_T_CANCEL, body, sizeof(body));
 	connect_failed(oc, CCI_ETIMEDOUT, 1);
 }
 
@@ -298,6 +301,7 @@ int ofi_accept(cci__evt_t *evt, void *context)
 	struct ofi_req *req = evt->req_state;
 	struct ofi_ep *sep = ofi_ep_of(evt->ep);
 	struct ofi_hello mine;
+	uint8_t body[OFI_HELLO_LEN];
 	struct ofi_pidw *w;
 	struct ofi_conn *oc;
 	int cancelled = __atomic_load_n(&req->cancelled, __ATOMIC_RELAXED);
@@ -318,9 +322,10 @@ int ofi_accept(cci__evt_t *evt, void *context)
 	__atomic_store_n(&oc->pidw, w, __ATOMIC_RELEASE); /* ctl_peer_gone reads it unlocked */
 	conn_set_peer(oc, &req->hello);
 	hello_fill(oc, &mine);
+	ofi_hello_encode(&mine, body);
 	/* ACCEPT goes first on the connection, and the ACCEPT event is
 	 * posted before any message of the client can be delivered. */
-	ofi_ctl_send(oc, OFI_T_ACCEPT, 0, &mine, sizeof(mine), OFI_CTL_ORDERED);
+	ofi_ctl_send(oc, OFI_T_ACCEPT, 0, body, sizeof(body), OFI_CTL_ORDERED);
 	ofi_core->post_accept(sep->ep, context, CCI_SUCCESS, oc->conn);
 	if (cancelled || (oc->pidw && __atomic_load_n(&oc->pidw->dead, __ATOMIC_ACQUIRE)))
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);

@@ -145,6 +145,7 @@ void ofi_keys_free(struct ofi_conn *oc)
 static int mr_inval_send(struct ofi_conn *oc, uint64_t key)
 {
 	struct ofi_lkey *k = key_find(oc->lent, key);
+	uint8_t body[OFI_KEY_LEN];
 	int rc;
 
 	if (!k || ofi_conn_state(oc) != CCI__CONN_OPEN)
@@ -153,7 +154,8 @@ static int mr_inval_send(struct ofi_conn *oc, uint64_t key)
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 		return 0;
 	}
-	rc = ofi_ctl_send(oc, OFI_T_MR_INVAL, 0, &key, sizeof(key), 0);
+	cci__put_be64(body, key);
+	rc = ofi_ctl_send(oc, OFI_T_MR_INVAL, 0, body, sizeof(body), 0);
 	if (rc != CCI_SUCCESS) {
 		ofi_conn_break(oc, rc == CCI_ERR_DISCONNECTED ? rc : CCI_ENOMEM);
 		return 0;
@@ -264,6 +266,7 @@ static int mr_export(cci__rma_reg_t *reg, void *arg)
 static void on_mr_req(struct ofi_conn *oc, uint32_t req_id, uint64_t key)
 {
 	struct ofi_mr_rep rep = { .key = key };
+	uint8_t body[OFI_MR_REP_LEN];
 
 	rep.status = ofi_core->rma_with_reg(oc->sep->ep, key, mr_export, &rep);
 	if (rep.status == CCI_SUCCESS && key_add(&oc->lent, key) != CCI_SUCCESS) {
@@ -273,7 +276,8 @@ static void on_mr_req(struct ofi_conn *oc, uint32_t req_id, uint64_t key)
 	}
 	if (!(oc->sep->mr_mode & FI_MR_VIRT_ADDR))
 		rep.base = 0; /* the initiator's offsets are the registration's */
-	ofi_ctl_send(oc, OFI_T_MR_REP, req_id, &rep, sizeof(rep), 0);
+	ofi_mr_rep_encode(&rep, body);
+	ofi_ctl_send(oc, OFI_T_MR_REP, req_id, body, sizeof(body), 0);
 }
 
 /* ---- The initiator's cache of peer registrations (peer_reg.h) ---- */
@@ -281,7 +285,10 @@ static void on_mr_req(struct ofi_conn *oc, uint32_t req_id, uint64_t key)
 /* cci__peer_reg_ask's callback: the MR_REQ about key. */
 static int mr_req_send(void *oc, uint32_t req_id, uint64_t key)
 {
-	return ofi_ctl_send(oc, OFI_T_MR_REQ, req_id, &key, sizeof(key), 0);
+	uint8_t body[OFI_KEY_LEN];
+
+	cci__put_be64(body, key);
+	return ofi_ctl_send(oc, OFI_T_MR_REQ, req_id, body, sizeof(body), 0);
 }
 
 /* Ask the target about key; the entry waits for the answer.  oc->lock held. */
@@ -303,8 +310,11 @@ static int rma_key_busy(const struct ofi_conn *oc, uint64_t key)
 
 static void mr_done_send(struct ofi_conn *oc, uint64_t key)
 {
+	uint8_t body[OFI_KEY_LEN];
+
+	cci__put_be64(body, key);
 	if (ofi_conn_state(oc) == CCI__CONN_OPEN)
-		ofi_ctl_send(oc, OFI_T_MR_DONE, 0, &key, sizeof(key), 0);
+		ofi_ctl_send(oc, OFI_T_MR_DONE, 0, body, sizeof(body), 0);
 }
 
 /* MR_INVAL: forget the answer about key (one per key, see rmaq_head): a

@@ -25,15 +25,15 @@
 
 #include "ofi.h"
 
-static void hdr_fill(struct ofi_conn *oc, struct ofi_hdr *h, uint8_t type, uint32_t seq,
-                     uint32_t aux)
+/* Write the header of a message on oc at out (wire bytes); returns the
+ * credits it gives back. */
+static uint32_t hdr_put(struct ofi_conn *oc, void *out, uint8_t type, uint32_t seq, uint32_t aux)
 {
-	h->dst = oc->peer_id;
-	h->seq = seq;
-	h->credits = (uint16_t)cci__credit_piggyback(&oc->cr, UINT16_MAX);
-	h->type = type;
-	h->version = OFI_WIRE_VERSION;
-	h->aux = aux;
+	struct ofi_hdr h = { .dst = oc->peer_id, .seq = seq, .type = type, .aux = aux,
+	                     .credits = (uint16_t)cci__credit_piggyback(&oc->cr, UINT16_MAX) };
+
+	ofi_hdr_encode(&h, out);
+	return h.credits;
 }
 
 /* ---- Operations in flight ---- */
@@ -116,7 +116,6 @@ static ssize_t op_send(struct ofi_ep *sep, struct ofi_op *op, fi_addr_t dest)
  * payload alone is sent); oc->lock held. */
 static ssize_t msgq_post(struct ofi_conn *oc, struct ofi_op *op, int credit)
 {
-	struct ofi_hdr *h = (struct ofi_hdr *)op->buf;
 	uint32_t c;
 	ssize_t rc;
 
@@ -126,9 +125,8 @@ static ssize_t msgq_post(struct ofi_conn *oc, struct ofi_op *op, int credit)
 		                 op->nocopy ? NULL : op->desc,
 		                 ofi_imm_pack(oc->peer_id, oc->tx_seq, c), oc->peer->fa, op);
 	} else {
-		hdr_fill(oc, h, credit ? OFI_T_MSG : op->ctl_type, credit ? oc->tx_seq : 0,
-		         op->aux);
-		c = h->credits;
+		c = hdr_put(oc, op->buf, credit ? OFI_T_MSG : op->ctl_type, credit ? oc->tx_seq : 0,
+		            op->aux);
 		rc = op_send(oc->sep, op, oc->peer->fa);
 	}
 	if (rc != 0)
@@ -435,21 +433,21 @@ int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *bo
 {
 	struct ofi_ep *sep = oc->sep;
 	uint64_t buf[16];
-	struct ofi_hdr *h = (struct ofi_hdr *)buf;
 	struct ofi_op *op;
 
 	if (!oc->peer || __atomic_load_n(&oc->peer->cut, __ATOMIC_ACQUIRE))
 		return CCI_ERR_DISCONNECTED;
 	if (!flags && OFI_HDR_LEN + len <= sizeof(buf) && OFI_HDR_LEN + len <= sep->inject_size &&
 	    !ctlq_busy(oc->peer)) {
+		uint32_t c = hdr_put(oc, buf, type, 0, aux);
 		ssize_t rc;
-		hdr_fill(oc, h, type, 0, aux);
+
 		if (len)
-			memcpy(h + 1, body, len);
+			memcpy((char *)buf + OFI_HDR_LEN, body, len);
 		rc = fi_inject(sep->fep, buf, OFI_HDR_LEN + len, oc->peer->fa);
 		if (rc == 0)
 			return CCI_SUCCESS;
-		cci__credit_unsent(&oc->cr, h->credits);
+		cci__credit_unsent(&oc->cr, c);
 	}
 	op = ctl_op(sep, type, aux, body, len, flags);
 	if (!op)
@@ -461,7 +459,7 @@ int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *bo
 		ofi_msgq_flush(oc);
 		return CCI_SUCCESS;
 	}
-	hdr_fill(oc, (struct ofi_hdr *)op->buf, type, 0, aux);
+	hdr_put(oc, op->buf, type, 0, aux);
 	return ctl_post(sep, op);
 }
 
@@ -469,7 +467,7 @@ int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *bo
 int ofi_ctl_to(struct ofi_ep *sep, struct ofi_peer *peer, uint32_t dst, uint8_t type,
                const void *body, uint32_t len)
 {
-	struct ofi_hdr h = { .dst = dst, .type = type, .version = OFI_WIRE_VERSION };
+	struct ofi_hdr h = { .dst = dst, .type = type };
 	struct ofi_op *op;
 
 	if (__atomic_load_n(&peer->cut, __ATOMIC_ACQUIRE))
@@ -477,7 +475,7 @@ int ofi_ctl_to(struct ofi_ep *sep, struct ofi_peer *peer, uint32_t dst, uint8_t 
 	op = ctl_op(sep, type, 0, body, len, 0);
 	if (!op)
 		return CCI_ENOMEM;
-	memcpy(op->buf, &h, sizeof(h));
+	ofi_hdr_encode(&h, op->buf);
 	pthread_mutex_lock(&sep->lock);
 	peer->refs++;
 	pthread_mutex_unlock(&sep->lock);
@@ -510,18 +508,16 @@ static ssize_t send_inject(struct ofi_conn *oc, const struct iovec *iov, uint32_
                            uint32_t len)
 {
 	uint64_t buf[(OFI_HDR_LEN + OFI_INJECT_MAX) / 8];
-	struct ofi_hdr *h = (struct ofi_hdr *)buf;
 	uint32_t c;
 	ssize_t rc;
 
-	cci__iov_gather(oc->imm ? (void *)buf : (void *)(h + 1), iov, iovcnt);
+	cci__iov_gather(oc->imm ? (char *)buf : (char *)buf + OFI_HDR_LEN, iov, iovcnt);
 	if (oc->imm) {
 		c = cci__credit_piggyback(&oc->cr, OFI_IMM_CREDITS_MAX);
 		rc = fi_injectdata(oc->sep->fep, buf, len, ofi_imm_pack(oc->peer_id, oc->tx_seq, c),
 		                   oc->peer->fa);
 	} else {
-		hdr_fill(oc, h, OFI_T_MSG, oc->tx_seq, 0);
-		c = h->credits;
+		c = hdr_put(oc, buf, OFI_T_MSG, oc->tx_seq, 0);
 		rc = fi_inject(oc->sep->fep, buf, OFI_HDR_LEN + len, oc->peer->fa);
 	}
 	if (rc != 0) {

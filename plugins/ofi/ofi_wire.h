@@ -2,13 +2,18 @@
  * ofi_wire.h - the messages of the libfabric transport, and their decoder
  * (ofi_wire.c).
  *
- * Every message on the RDM endpoint begins with struct ofi_hdr; the body
- * follows, its layout the host's (the peers this transport was tested
- * with share the byte order).  An application message to a peer that
- * takes remote CQ data carries its header in the 64-bit datum instead
- * (ofi_imm_pack).  Whatever arrives is checked by ofi_wire_decode or
- * ofi_imm_decode before any field is used: pure functions (no I/O, no
- * allocation, no endpoint state), fuzzed by tests/fuzz/ofi_wire_fuzz.c.
+ * Every message on the RDM endpoint begins with a header of OFI_HDR_LEN
+ * bytes; the body follows.  Every multi-byte field travels big-endian
+ * (network byte order), at the offsets each layout below gives: the
+ * structs are the fields as the host holds them, written to wire bytes
+ * by the encoders here (ofi_hdr_encode, ofi_hello_encode,
+ * ofi_cancel_encode) and read back only by ofi_wire_decode.  An
+ * application message to a peer that takes remote CQ data carries its
+ * header in the 64-bit datum instead (ofi_imm_pack; libfabric carries
+ * the datum as an integer, so it has no byte order of ours).  Whatever
+ * arrives is checked by ofi_wire_decode or ofi_imm_decode before any
+ * field is used: pure functions (no I/O, no allocation, no endpoint
+ * state), fuzzed by tests/fuzz/ofi_wire_fuzz.c.
  */
 #ifndef CCI_OFI_WIRE_H
 #define CCI_OFI_WIRE_H
@@ -17,6 +22,9 @@
 #include <stdint.h>
 
 #include "cci.h"
+/* By path: the unit test and the fuzzer build this header with this
+ * folder alone on their include path. */
+#include "../common/be.h"
 
 #define OFI_MSS_MIN 8192u
 #define OFI_MSS_MAX (1u << 20)
@@ -40,7 +48,8 @@ enum ofi_type {
 };
 #define OFI_T_LAST OFI_T_MR_DONE
 
-/* Every message begins with this; the payload follows, 8-byte aligned. */
+/* Every message begins with this; the payload follows, 8-byte aligned.
+ * Wire offsets: dst 0, seq 4, credits 8, type 10, version 11, aux 12. */
 struct ofi_hdr {
 	uint32_t dst;      /* the receiver's connection id, 0 for REQ/CANCEL */
 	uint32_t seq;      /* MSG: per-connection sequence number */
@@ -49,8 +58,24 @@ struct ofi_hdr {
 	uint8_t version;
 	uint32_t aux;
 };
-#define OFI_HDR_LEN ((uint32_t)sizeof(struct ofi_hdr))
-#define OFI_WIRE_VERSION 1
+#define OFI_HDR_LEN 16u
+/* 2: network byte order (1 was the host's).  The version byte sits where
+ * it always did, so a peer of the other version is refused by it. */
+#define OFI_WIRE_VERSION 2
+
+/* Write h's fields, with our version, as the OFI_HDR_LEN bytes at out
+ * (the send path's one header write: a few stores and byte swaps). */
+static inline void ofi_hdr_encode(const struct ofi_hdr *h, void *out)
+{
+	uint8_t *p = out;
+
+	cci__put_be32(p, h->dst);
+	cci__put_be32(p + 4, h->seq);
+	cci__put_be16(p + 8, h->credits);
+	p[10] = h->type;
+	p[11] = OFI_WIRE_VERSION;
+	cci__put_be32(p + 12, h->aux);
+}
 
 /* The identity of a process, to watch peers of this host for death. */
 struct ofi_proc {
@@ -77,7 +102,13 @@ static inline uint64_t ofi_imm_pack(uint32_t dst, uint32_t seq, uint32_t credits
 
 #define OFI_HELLO_IMM 1u    /* the sender takes headers as remote CQ data */
 
-/* REQ and ACCEPT.  REQ: addr then data follow; ACCEPT: nothing follows. */
+/*
+ * REQ and ACCEPT.  REQ: addr then data follow; ACCEPT: nothing follows.
+ * Wire offsets: id 0, attr 4, mss 8, credits 12, nonce 16, proc.host 24,
+ * proc.start 32, proc.pid 40, (zero) 44, addr_len 48, data_len 52,
+ * flags 56, (zero) 60.
+ */
+#define OFI_HELLO_LEN 64u
 struct ofi_hello {
 	uint32_t id;        /* the sender's connection id */
 	uint32_t attr;
@@ -91,12 +122,22 @@ struct ofi_hello {
 	uint32_t pad;
 };
 
+/* Wire offsets: id 0, (zero) 4, nonce 8. */
+#define OFI_CANCEL_LEN 16u
 struct ofi_cancel {
 	uint32_t id;        /* the client's connection id */
 	uint32_t pad;
 	uint64_t nonce;
 };
 
+/* Write h (OFI_HELLO_LEN bytes) or c (OFI_CANCEL_LEN bytes) at out. */
+void ofi_hello_encode(const struct ofi_hello *h, void *out);
+void ofi_cancel_encode(const struct ofi_cancel *c, void *out);
+
+/* The key of MR_REQ, MR_INVAL and MR_DONE, at offset 0. */
+#define OFI_KEY_LEN 8u
+/* Wire offsets: status 0, flags 4, key 8, prov_key 16, base 24, len 32. */
+#define OFI_MR_REP_LEN 40u
 struct ofi_mr_rep {
 	int32_t status;     /* CCI_SUCCESS or CCI_ERR_RMA_HANDLE */
 	uint32_t flags;     /* CCI_FLAG_READ / CCI_FLAG_WRITE of the registration */
@@ -106,7 +147,10 @@ struct ofi_mr_rep {
 	uint64_t len;
 };
 
-/* A message decoded by ofi_wire_decode; pointers are into its bytes. */
+void ofi_mr_rep_encode(const struct ofi_mr_rep *r, void *out);
+
+/* A message decoded by ofi_wire_decode: the fields in host byte order;
+ * pointers are into its bytes. */
 struct ofi_msg {
 	struct ofi_hdr hdr;
 	const uint8_t *body;        /* after the header */
