@@ -231,6 +231,7 @@ struct ofi_conn {
 	struct ofi_op *inflight, *inflight_tail; /* owned by the provider, oldest first */
 	uint32_t rma_busy;          /* RMA data operations in flight (FENCE) */
 	struct cci__peer_reg *mrc;  /* peer registrations known (or asked about) */
+	uint32_t mr_req_next;       /* the last MR_REQ's id (peer_reg.h) */
 	struct ofi_lkey *lent;      /* our keys the peer learned (MR_REP), ofi_rma.c */
 	struct ofi_lkey *done_due;  /* MR_INVALs to confirm once the RMAs of their
 	                             * key in flight are done */
@@ -346,7 +347,6 @@ struct ofi_ep {
 	struct ofi_pidw *pidws;
 	pthread_mutex_t mr_lock;    /* mrs; taken last, nothing inside it */
 	struct ofi_mr *mrs;
-	uint32_t mr_req_next;       /* atomic */
 
 	/* Receive buffers. */
 	cci__spinlock_t rx_lock;

@@ -10,10 +10,10 @@
 static const uint32_t body_len[OFI_T_LAST + 1] = {
 	[OFI_T_ACCEPT] = OFI_HELLO_LEN,
 	[OFI_T_CANCEL] = OFI_CANCEL_LEN,
-	[OFI_T_MR_REQ] = OFI_KEY_LEN,
-	[OFI_T_MR_REP] = OFI_MR_REP_LEN,
-	[OFI_T_MR_INVAL] = OFI_KEY_LEN,
-	[OFI_T_MR_DONE] = OFI_KEY_LEN,
+	[OFI_T_MR_REQ] = CCI__PEER_REG_KEY_LEN,
+	[OFI_T_MR_REP] = CCI__PEER_REG_REP_LEN,
+	[OFI_T_MR_INVAL] = CCI__PEER_REG_KEY_LEN,
+	[OFI_T_MR_DONE] = CCI__PEER_REG_KEY_LEN,
 };
 
 /* ---- Encoders ---- */
@@ -44,18 +44,6 @@ void ofi_cancel_encode(const struct ofi_cancel *c, void *out)
 	cci__put_be32(p, c->id);
 	cci__put_be32(p + 4, 0);
 	cci__put_be64(p + 8, c->nonce);
-}
-
-void ofi_mr_rep_encode(const struct ofi_mr_rep *r, void *out)
-{
-	uint8_t *p = out;
-
-	cci__put_be32(p, (uint32_t)r->status);
-	cci__put_be32(p + 4, r->flags);
-	cci__put_be64(p + 8, r->key);
-	cci__put_be64(p + 16, r->prov_key);
-	cci__put_be64(p + 24, r->base);
-	cci__put_be64(p + 32, r->len);
 }
 
 /* ---- The decoder ---- */
@@ -132,25 +120,12 @@ static int body_decode(struct ofi_msg *m, const char **why_p)
 	case OFI_T_MR_REQ:
 	case OFI_T_MR_INVAL:
 	case OFI_T_MR_DONE:
-		m->u.key = cci__get_be64(m->body);
+		m->u.key = cci__peer_reg_key_decode(m->body);
 		break;
-	case OFI_T_MR_REP: {
-		struct ofi_mr_rep *r = &m->u.mr_rep;
-
-		*r = (struct ofi_mr_rep){ .status = (int32_t)cci__get_be32(m->body),
-		                          .flags = cci__get_be32(m->body + 4),
-		                          .key = cci__get_be64(m->body + 8),
-		                          .prov_key = cci__get_be64(m->body + 16),
-		                          .base = cci__get_be64(m->body + 24),
-		                          .len = cci__get_be64(m->body + 32) };
-		if (r->status != CCI_SUCCESS && r->status != CCI_ERR_RMA_HANDLE)
-			*why_p = "unknown registration status";
-		else if (r->flags & ~(uint32_t)(CCI_FLAG_READ | CCI_FLAG_WRITE))
-			*why_p = "unknown registration flags";
-		else if (r->status == CCI_SUCCESS && (r->len == 0 || r->base > UINT64_MAX - r->len))
-			*why_p = "registration range empty or wrapping";
+	case OFI_T_MR_REP:
+		/* provider keys are 64 bits wide */
+		cci__peer_reg_rep_decode(m->body, m->body_len, UINT64_MAX, &m->u.mr_rep, why_p);
 		break;
-	}
 	default:
 		break;
 	}

@@ -25,6 +25,7 @@
 /* By path: the unit test and the fuzzer build this header with this
  * folder alone on their include path. */
 #include "../common/be.h"
+#include "../common/peer_reg_wire.h"
 
 #define OFI_MSS_MIN 8192u
 #define OFI_MSS_MAX (1u << 20)
@@ -41,10 +42,11 @@ enum ofi_type {
 	OFI_T_CREDIT = 7,   /* only the credits field */
 	OFI_T_PING = 8,
 	OFI_T_PONG = 9,
-	OFI_T_MR_REQ = 10,  /* aux: request id; body: u64 core key */
-	OFI_T_MR_REP = 11,  /* aux: request id; struct ofi_mr_rep */
-	OFI_T_MR_INVAL = 12, /* body: u64 core key, being deregistered */
-	OFI_T_MR_DONE = 13  /* body: u64 core key: no RMA naming it is in flight or will be */
+	OFI_T_MR = 10,      /* the registration-key messages from here (peer_reg_wire.h) */
+	OFI_T_MR_REQ = OFI_T_MR + CCI__PEER_REG_MSG_REQ,
+	OFI_T_MR_REP = OFI_T_MR + CCI__PEER_REG_MSG_REP,
+	OFI_T_MR_INVAL = OFI_T_MR + CCI__PEER_REG_MSG_INVAL,
+	OFI_T_MR_DONE = OFI_T_MR + CCI__PEER_REG_MSG_DONE
 };
 #define OFI_T_LAST OFI_T_MR_DONE
 
@@ -134,21 +136,6 @@ struct ofi_cancel {
 void ofi_hello_encode(const struct ofi_hello *h, void *out);
 void ofi_cancel_encode(const struct ofi_cancel *c, void *out);
 
-/* The key of MR_REQ, MR_INVAL and MR_DONE, at offset 0. */
-#define OFI_KEY_LEN 8u
-/* Wire offsets: status 0, flags 4, key 8, prov_key 16, base 24, len 32. */
-#define OFI_MR_REP_LEN 40u
-struct ofi_mr_rep {
-	int32_t status;     /* CCI_SUCCESS or CCI_ERR_RMA_HANDLE */
-	uint32_t flags;     /* CCI_FLAG_READ / CCI_FLAG_WRITE of the registration */
-	uint64_t key;       /* the core key asked about */
-	uint64_t prov_key;  /* fi_mr_key() */
-	uint64_t base;      /* address of offset 0 for fi_write (0 without FI_MR_VIRT_ADDR) */
-	uint64_t len;
-};
-
-void ofi_mr_rep_encode(const struct ofi_mr_rep *r, void *out);
-
 /* A message decoded by ofi_wire_decode: the fields in host byte order;
  * pointers are into its bytes. */
 struct ofi_msg {
@@ -160,7 +147,9 @@ struct ofi_msg {
 	union {
 		struct ofi_hello hello;     /* REQ, ACCEPT */
 		struct ofi_cancel cancel;   /* CANCEL */
-		struct ofi_mr_rep mr_rep;   /* MR_REP */
+		struct cci__peer_reg_rep mr_rep; /* MR_REP: rkey fi_mr_key(), addr the
+		                                    offset 0 for fi_write (0 without
+		                                    FI_MR_VIRT_ADDR) */
 		uint64_t key;               /* MR_REQ, MR_INVAL, MR_DONE: a core key */
 	} u;
 };

@@ -12,7 +12,7 @@
  *
  * Build (as tests/fuzz/run.sh does):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I api -I plugins/ofi \
- *         tests/fuzz/ofi_wire_fuzz.c plugins/ofi/ofi_wire.c
+ *         tests/fuzz/ofi_wire_fuzz.c plugins/ofi/ofi_wire.c plugins/common/peer_reg_wire.c
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -60,11 +60,11 @@ static int cancel_round_trips(const struct ofi_cancel *c, const uint8_t *body)
 	return memcmp(out, body, sizeof(out)) == 0;
 }
 
-static int rep_round_trips(const struct ofi_mr_rep *r, const uint8_t *body)
+static int rep_round_trips(const struct cci__peer_reg_rep *r, const uint8_t *body)
 {
-	uint8_t out[OFI_MR_REP_LEN];
+	uint8_t out[CCI__PEER_REG_REP_LEN];
 
-	ofi_mr_rep_encode(r, out);
+	cci__peer_reg_rep_encode(r, out);
 	return memcmp(out, body, sizeof(out)) == 0;
 }
 
@@ -103,17 +103,17 @@ static void check_accepted(const struct ofi_msg *m, const uint8_t *msg, size_t l
 	case OFI_T_MR_REQ:
 	case OFI_T_MR_INVAL:
 	case OFI_T_MR_DONE:
-		if (m->body_len != OFI_KEY_LEN || m->u.key != cci__get_be64(m->body))
+		if (m->body_len != CCI__PEER_REG_KEY_LEN || m->u.key != cci__get_be64(m->body))
 			abort();
 		break;
 	case OFI_T_MR_REP: {
-		const struct ofi_mr_rep *r = &m->u.mr_rep;
+		const struct cci__peer_reg_rep *r = &m->u.mr_rep;
 		const uint32_t known = CCI_FLAG_READ | CCI_FLAG_WRITE;
 
-		if (m->body_len != OFI_MR_REP_LEN || !rep_round_trips(r, m->body) ||
+		if (m->body_len != CCI__PEER_REG_REP_LEN || !rep_round_trips(r, m->body) ||
 		    (r->flags & ~known) ||
 		    (r->status != CCI_SUCCESS && r->status != CCI_ERR_RMA_HANDLE) ||
-		    (r->status == CCI_SUCCESS && (r->len == 0 || r->base + r->len < r->base)))
+		    (r->status == CCI_SUCCESS && (r->len == 0 || r->addr + r->len < r->addr)))
 			abort();
 		break;
 	}
