@@ -150,7 +150,7 @@ static int mr_inval_send(struct ofi_conn *oc, uint64_t key)
 
 	if (!k || ofi_conn_state(oc) != CCI__CONN_OPEN)
 		return 0;
-	if (ofi_pidw_exited(oc->pidw)) {
+	if (ofi_pidw_exited(ofi_conn_pidw(oc))) {
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 		return 0;
 	}
@@ -422,13 +422,13 @@ static int rmaq_head(struct ofi_conn *oc, struct ofi_op *op)
 	/* libfabric 1.17's shm provider spins for good on a write to a process
 	 * that died holding its region lock: a local peer's end is checked
 	 * first (one poll of its pidfd; RMAs only, not messages). */
-	if (oc->sep->info->addr_format == FI_ADDR_STR && ofi_pidw_exited(oc->pidw)) {
+	if (oc->sep->info->addr_format == FI_ADDR_STR && ofi_pidw_exited(ofi_conn_pidw(oc))) {
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 		return 0;
 	}
 	rc = rma_post(oc, op, raddr, rkey);
 	if (rc == -FI_EAGAIN) {
-		__atomic_store_n(&oc->sep->tx_pending, 1, __ATOMIC_RELAXED);
+		atomic_store_explicit(&oc->sep->tx_pending, 1, memory_order_relaxed);
 		return 0;
 	}
 	rmaq_pop(oc);

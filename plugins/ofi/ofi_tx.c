@@ -78,7 +78,7 @@ void ofi_op_done(struct ofi_ep *sep, struct ofi_op *op)
 	if (op->in_msgq || op->in_rmaq || op->in_flight)
 		return;
 	if (op->tracked)
-		__atomic_sub_fetch(&sep->ctl_out, 1, __ATOMIC_RELEASE);
+		atomic_fetch_sub_explicit(&sep->ctl_out, 1, memory_order_release);
 	ofi_op_put(sep, op);
 }
 
@@ -153,7 +153,7 @@ static int msgq_head(struct ofi_conn *oc, struct ofi_op *op)
 		return 0;
 	rc = msgq_post(oc, op, credit);
 	if (rc == -FI_EAGAIN) {
-		__atomic_store_n(&sep->tx_pending, 1, __ATOMIC_RELAXED);
+		atomic_store_explicit(&sep->tx_pending, 1, memory_order_relaxed);
 		return 0;
 	}
 	msgq_pop(oc);
@@ -216,17 +216,17 @@ static void ctlq_push(struct ofi_ep *sep, struct ofi_op *op)
 		if (sep->ctlq_peers_tail)
 			sep->ctlq_peers_tail->ctlq_next = peer;
 		else
-			__atomic_store_n(&sep->ctlq_peers, peer, __ATOMIC_RELAXED);
+			atomic_store_explicit(&sep->ctlq_peers, peer, memory_order_relaxed);
 		sep->ctlq_peers_tail = peer;
 	}
-	__atomic_add_fetch(&peer->ctl_queued, 1, __ATOMIC_RELAXED);
+	atomic_fetch_add_explicit(&peer->ctl_queued, 1, memory_order_relaxed);
 	cci__spin_unlock(&sep->pool_lock);
 }
 
 /* Does a message to peer have to wait behind queued ones? */
 static int ctlq_busy(const struct ofi_peer *peer)
 {
-	return __atomic_load_n(&peer->ctl_queued, __ATOMIC_RELAXED) != 0;
+	return atomic_load_explicit(&peer->ctl_queued, memory_order_relaxed) != 0;
 }
 
 static struct ofi_op *ctlq_head(struct ofi_ep *sep, struct ofi_peer *peer)
@@ -247,7 +247,7 @@ static void ctlq_shift(struct ofi_ep *sep, struct ofi_peer *peer)
 	cci__spin_lock(&sep->pool_lock);
 	op = peer->ctlq;
 	CCI__FIFO_SHIFT(&peer->ctlq, &peer->ctlq_tail, next);
-	__atomic_sub_fetch(&peer->ctl_queued, 1, __ATOMIC_RELAXED);
+	atomic_fetch_sub_explicit(&peer->ctl_queued, 1, memory_order_relaxed);
 	cci__spin_unlock(&sep->pool_lock);
 	op->next = NULL;
 }
@@ -268,7 +268,7 @@ static struct ofi_peer *ctlq_peer_next(struct ofi_ep *sep, struct ofi_peer *prev
 		if (prev)
 			prev->ctlq_next = next;
 		else
-			__atomic_store_n(&sep->ctlq_peers, next, __ATOMIC_RELAXED);
+			atomic_store_explicit(&sep->ctlq_peers, next, memory_order_relaxed);
 		if (sep->ctlq_peers_tail == peer)
 			sep->ctlq_peers_tail = prev;
 		peer->ctlq_listed = 0;
@@ -288,12 +288,12 @@ static int ctl_stale(const struct ofi_ep *sep, const struct ofi_op *op)
 {
 	const struct ofi_peer *peer = op_peer(op);
 
-	if (__atomic_load_n(&peer->cut, __ATOMIC_ACQUIRE))
+	if (atomic_load_explicit(&peer->cut, memory_order_acquire))
 		return 1;
 	if (op->ctl_type == OFI_T_REQ)
 		return ofi_conn_state(op->oc) != CCI__CONN_CONNECTING;
 	if (!op->oc)
-		return __atomic_load_n(&peer->probe_refused, __ATOMIC_RELAXED) ||
+		return atomic_load_explicit(&peer->probe_refused, memory_order_relaxed) ||
 		       cci__engine_now(&sep->eng) - op->stamp_ns > OFI_CTL_KEEP_NS;
 	if (ofi_conn_state(op->oc) == CCI__CONN_OPEN)
 		return 0;
@@ -305,14 +305,14 @@ static int ctl_stale(const struct ofi_ep *sep, const struct ofi_op *op)
 static void ctl_posted(struct ofi_op *op)
 {
 	if (op->ctl_type == OFI_T_REQ)
-		__atomic_store_n(&op->oc->req_posted, 1, __ATOMIC_RELEASE);
+		atomic_store_explicit(&op->oc->req_posted, 1, memory_order_release);
 }
 
 /* The provider refused op: is its peer a process of this host that is
  * gone?  Then it never will take it. */
 static int ctl_peer_gone(const struct ofi_op *op)
 {
-	return op->oc && ofi_pidw_exited(__atomic_load_n(&op->oc->pidw, __ATOMIC_ACQUIRE));
+	return op->oc && ofi_pidw_exited(ofi_conn_pidw(op->oc));
 }
 
 /* A control op to the provider.  A connection's last word (the DISC of
@@ -372,7 +372,7 @@ void ofi_ctlq_flush(struct ofi_ep *sep)
 	int nref = 0;
 
 	cci__spin_lock(&sep->pool_lock);
-	peer = sep->ctlq_peers;
+	peer = atomic_load_explicit(&sep->ctlq_peers, memory_order_relaxed);
 	cci__spin_unlock(&sep->pool_lock);
 	while (peer && nref < OFI_CTLQ_REFUSED) {
 		nref += ctlq_flush_peer(sep, peer) == -FI_EAGAIN;
@@ -396,7 +396,7 @@ static int ctl_post(struct ofi_ep *sep, struct ofi_op *op)
 		rc = ctl_fi_send(sep, op);
 	}
 	if (rc == 0 && req_oc)
-		__atomic_store_n(&req_oc->req_posted, 1, __ATOMIC_RELEASE);
+		atomic_store_explicit(&req_oc->req_posted, 1, memory_order_release);
 	if (rc == 0)
 		return CCI_SUCCESS;
 	op->in_flight = 0;
@@ -422,7 +422,7 @@ static struct ofi_op *ctl_op(struct ofi_ep *sep, uint8_t type, uint32_t aux, con
 		memcpy(op->buf + OFI_HDR_LEN, body, len);
 	if (flags & OFI_CTL_TRACKED) {
 		op->tracked = 1;
-		__atomic_add_fetch(&sep->ctl_out, 1, __ATOMIC_RELAXED);
+		atomic_fetch_add_explicit(&sep->ctl_out, 1, memory_order_relaxed);
 	}
 	return op;
 }
@@ -435,7 +435,7 @@ int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *bo
 	uint64_t buf[16];
 	struct ofi_op *op;
 
-	if (!oc->peer || __atomic_load_n(&oc->peer->cut, __ATOMIC_ACQUIRE))
+	if (!oc->peer || atomic_load_explicit(&oc->peer->cut, memory_order_acquire))
 		return CCI_ERR_DISCONNECTED;
 	if (!flags && OFI_HDR_LEN + len <= sizeof(buf) && OFI_HDR_LEN + len <= sep->inject_size &&
 	    !ctlq_busy(oc->peer)) {
@@ -470,7 +470,7 @@ int ofi_ctl_to(struct ofi_ep *sep, struct ofi_peer *peer, uint32_t dst, uint8_t 
 	struct ofi_hdr h = { .dst = dst, .type = type };
 	struct ofi_op *op;
 
-	if (__atomic_load_n(&peer->cut, __ATOMIC_ACQUIRE))
+	if (atomic_load_explicit(&peer->cut, memory_order_acquire))
 		return CCI_ERR_DISCONNECTED;
 	op = ctl_op(sep, type, 0, body, len, 0);
 	if (!op)
@@ -730,7 +730,7 @@ void ofi_conn_break(struct ofi_conn *oc, int status)
 		return;
 	OFI_LOG(CCI_LOG_CONN, "ofi: connection %08x broken (status %d)", oc->id, status);
 	ofi_conn_move(oc, CCI__CONN_BROKEN);
-	if (status != CCI_ERR_DISCONNECTED && !ofi_pidw_unreachable(oc->sep, oc->pidw))
+	if (status != CCI_ERR_DISCONNECTED && !ofi_pidw_unreachable(oc->sep, ofi_conn_pidw(oc)))
 		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, 0);
 	ofi_tx_fail_all(oc, status, 1);
 }
