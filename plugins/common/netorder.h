@@ -1,7 +1,8 @@
 /*
  * netorder.h - integers in wire bytes in network byte order (big-endian),
  * at any alignment and on any host: the codecs of the network transports
- * (tcp, sock, verbs, and the records they share).  A field is copied
+ * (tcp, sock, verbs, ofi, and the records they share: emulated RMA,
+ * registration keys, the hello core).  A field is copied
  * whole and swapped once (one load or store and a bswap on x86).  Pure
  * inline functions, no state.
  */

@@ -7,18 +7,18 @@
 #include "peer_reg.h"
 #include "slist.h"
 
-struct cci__peer_reg *cci__peer_reg_ask(struct cci__peer_reg **headp, uint64_t key,
-                                        uint32_t req_id,
-                                        int (*ask)(void *arg, uint32_t req_id, uint64_t key),
-                                        void *arg)
+/* Ask the target about key: a new entry, waiting, linked at *headp once
+ * the request went.  NULL when there is no memory or it could not go. */
+static struct cci__peer_reg *ask_new(struct cci__peer_reg **headp, uint32_t *req_next,
+                                     uint64_t key, cci__peer_reg_ask_fn ask, void *arg)
 {
 	struct cci__peer_reg *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
 	c->key = key;
-	c->req_id = req_id;
-	if (ask(arg, req_id, key) != CCI_SUCCESS) {
+	c->req_id = ++*req_next;
+	if (ask(arg, c->req_id, key) != CCI_SUCCESS) {
 		free(c);
 		return NULL;
 	}
@@ -27,22 +27,39 @@ struct cci__peer_reg *cci__peer_reg_ask(struct cci__peer_reg **headp, uint64_t k
 	return c;
 }
 
-int cci__peer_reg_learn(struct cci__peer_reg *head, uint32_t req_id, uint64_t key, int status,
-                        uint32_t flags, uint64_t rkey, uint64_t addr, uint64_t len)
+int cci__peer_reg_gate(struct cci__peer_reg **headp, uint32_t *req_next,
+                       const struct cci__peer_reg_rma *rma, cci__peer_reg_ask_fn ask, void *arg,
+                       uint64_t *raddr_p, uint64_t *rkey_p)
 {
-	struct cci__peer_reg *c = cci__peer_reg_find(head, key);
+	struct cci__peer_reg *c = cci__peer_reg_find(*headp, rma->key);
+	int rc;
+
+	if (!c)
+		return ask_new(headp, req_next, rma->key, ask, arg) ? CCI_EAGAIN : CCI_ENOMEM;
+	if (c->state == CCI__PEER_REG_ASKED || rma->fenced)
+		return CCI_EAGAIN;
+	rc = cci__peer_reg_check(c, rma->is_read, rma->roff, rma->len, raddr_p);
+	if (rc == CCI_SUCCESS)
+		*rkey_p = c->rkey;
+	return rc;
+}
+
+int cci__peer_reg_learn(struct cci__peer_reg *head, uint32_t req_id,
+                        const struct cci__peer_reg_rep *r)
+{
+	struct cci__peer_reg *c = cci__peer_reg_find(head, r->key);
 
 	if (!c || c->state != CCI__PEER_REG_ASKED || c->req_id != req_id)
 		return CCI_EINVAL;
-	if (status != CCI_SUCCESS) {
+	if (r->status != CCI_SUCCESS) {
 		c->state = CCI__PEER_REG_REFUSED;
 		return CCI_SUCCESS;
 	}
 	c->state = CCI__PEER_REG_KNOWN;
-	c->flags = flags;
-	c->rkey = rkey;
-	c->addr = addr;
-	c->len = len;
+	c->flags = r->flags;
+	c->rkey = r->rkey;
+	c->addr = r->addr;
+	c->len = r->len;
 	return CCI_SUCCESS;
 }
 

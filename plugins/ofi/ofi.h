@@ -4,7 +4,7 @@
  * One CCI endpoint is one libfabric FI_EP_RDM endpoint with its own
  * fabric, domain, address vector and completion queue.  CCI connections
  * are a handshake of small messages on top of it; every message starts
- * with struct ofi_hdr.
+ * with a header (ofi_wire.h, network byte order).
  *
  * Objects and who owns them:
  *   struct ofi_dev    dev->priv, from dev_configure/discover to dev_free.
@@ -43,14 +43,20 @@
  *   sep->pool_lock  the free lists of operations and the control queues;
  *   sep->rx_lock    the free list of receive buffers.  These two are
  *                   never held together.
- * app_armed, hot_ns, tx_pending, ctl_out, rx_lent, the
- * connections' refs and credits owed and the requests' cancelled are atomics,
- * read and written without locks.
+ * Fields declared _Atomic (C11 <stdatomic.h>, every access explicit with
+ * its memory order) are read or written without these locks: the
+ * endpoint's receive and control counts, tx_pending and the head of the
+ * control queues' peer list, the connections' refs, pidw and handshake
+ * flags, the peers' cut and probe answer, the pid watches' dead, the
+ * requests' cancelled; credits owed are counted without the lock too
+ * (credit.h).  app_armed and hot_ns (the polling switch), touched only
+ * by ofi_loop.c and ofi_ep.c, use the GNU __atomic builtins there.
  */
 #ifndef CCI_OFI_H
 #define CCI_OFI_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -110,7 +116,7 @@ extern const struct cci_plugin cci_ctp_ofi_plugin;
 
 /* The largest control message body: a REQ with the client's address and
  * the connect payload. */
-#define OFI_CTL_BODY_MAX (sizeof(struct ofi_hello) + OFI_ADDR_MAX + CCI_CONN_REQ_LEN)
+#define OFI_CTL_BODY_MAX (OFI_HELLO_LEN + OFI_ADDR_MAX + CCI_CONN_REQ_LEN)
 
 /* ---- Devices ---- */
 
@@ -205,16 +211,16 @@ struct ofi_conn {
 	struct ofi_conn *prev, *next; /* sep->conns, then sep->gone (dlists: thousands
 	                             * leave them one by one) */
 	struct ofi_conn *free_next; /* sep->freeable */
-	int refs;                   /* atomic */
+	_Atomic int refs;
 	uint32_t id;                /* ours: slot | generation << 16 */
 	uint32_t peer_id;
 	struct ofi_peer *peer;
-	struct ofi_pidw *pidw;      /* the peer process, when on this host; set
-	                             * once, under lock, and atomically */
+	struct ofi_pidw *_Atomic pidw; /* the peer process, when on this host; set
+	                             * once, under lock (read unlocked too) */
 	uint64_t nonce;
 	uint64_t start_ns;          /* client: when cci_connect was called */
-	int refused;                /* atomic, client: nobody is at the server's address */
-	int req_posted;             /* atomic, client: the provider took our REQ */
+	_Atomic int refused;        /* client: nobody is at the server's address */
+	_Atomic int req_posted;     /* client: the provider took our REQ */
 	int end_status;             /* client: the timer ended the connect with this
 	                             * (sep->ended), or 0 */
 	struct ofi_conn *end_next;  /* sep->ended */
@@ -231,6 +237,7 @@ struct ofi_conn {
 	struct ofi_op *inflight, *inflight_tail; /* owned by the provider, oldest first */
 	uint32_t rma_busy;          /* RMA data operations in flight (FENCE) */
 	struct cci__peer_reg *mrc;  /* peer registrations known (or asked about) */
+	uint32_t mr_req_next;       /* the last MR_REQ's id (peer_reg.h) */
 	struct ofi_lkey *lent;      /* our keys the peer learned (MR_REP), ofi_rma.c */
 	struct ofi_lkey *done_due;  /* MR_INVALs to confirm once the RMAs of their
 	                             * key in flight are done */
@@ -249,7 +256,7 @@ struct ofi_lkey {
  * (accept or reject), so it needs no state of its own. */
 struct ofi_req {
 	struct ofi_req *next;
-	int cancelled;              /* atomic: the client gave up */
+	_Atomic int cancelled;      /* the client gave up */
 	struct ofi_peer *peer;
 	struct ofi_hello hello;
 };
@@ -259,18 +266,18 @@ struct ofi_peer {
 	struct ofi_peer *next;
 	fi_addr_t fa;
 	int refs;                   /* 0: unused since idle_ns, removed later */
-	int cut;                    /* atomic: removed from the AV (ofi_live.c) */
+	_Atomic int cut;            /* removed from the AV (ofi_live.c) */
 	/* Control messages the provider refused, in order (ofi_tx.c); under
 	 * sep->pool_lock. */
 	struct ofi_op *ctlq, *ctlq_tail;
 	struct ofi_peer *ctlq_next; /* sep->ctlq_peers */
 	int ctlq_listed;
-	uint32_t ctl_queued;        /* atomic: the length of ctlq */
+	_Atomic uint32_t ctl_queued; /* the length of ctlq */
 	uint64_t idle_ns;
 	struct ofi_pidw *owner;     /* shm: the process whose region addr names, or NULL */
 	/* tcp: is anybody listening at addr (ofi_reach.c)?  Under sep->lock. */
 	int probe_fd;               /* a connect under way, or -1 */
-	int probe_refused;          /* atomic: the last probe's answer, nobody listens */
+	_Atomic int probe_refused;  /* the last probe's answer, nobody listens */
 	uint64_t probe_ns;          /* when the last probe started, 0: never */
 	size_t len;
 	uint8_t addr[OFI_ADDR_MAX];
@@ -284,7 +291,7 @@ struct ofi_pidw {
 	uint64_t start;
 	int fd;
 	int refs;                   /* 0: unused since idle_ns, closed later */
-	int dead;
+	_Atomic int dead;           /* set by the progress thread, read anywhere */
 	uint64_t idle_ns;
 };
 
@@ -335,7 +342,7 @@ struct ofi_ep {
 	pthread_mutex_t lock;
 	struct ofi_conn *conns;
 	struct ofi_conn *gone;      /* out of service, freed at their last reference */
-	struct ofi_conn *freeable;  /* atomic: those of gone whose last reference went */
+	struct ofi_conn *_Atomic freeable; /* those of gone whose last reference went */
 	struct ofi_conn *tick_next; /* where the timer's next round of conns starts */
 	struct ofi_conn *ended;     /* connects the timer ended, each with a reference,
 	                             * for progress to fail (read unlocked as a hint) */
@@ -346,24 +353,25 @@ struct ofi_ep {
 	struct ofi_pidw *pidws;
 	pthread_mutex_t mr_lock;    /* mrs; taken last, nothing inside it */
 	struct ofi_mr *mrs;
-	uint32_t mr_req_next;       /* atomic */
 
 	/* Receive buffers. */
 	cci__spinlock_t rx_lock;
-	uint32_t rx_count;          /* atomic: our copy of ep->recv_buf_count */
+	_Atomic uint32_t rx_count;  /* our copy of ep->recv_buf_count */
 	struct ofi_slab *rx_slabs;
 	struct ofi_rxbuf *rx_free;
-	uint32_t rx_posted;
-	uint32_t rx_lent;           /* atomic: RECV events the application holds */
+	_Atomic uint32_t rx_posted; /* buffers the provider holds */
+	_Atomic uint32_t rx_lent;   /* RECV events the application holds */
 
 	/* Operations, from slabs added on need (ofi_pool.c). */
 	cci__spinlock_t pool_lock;  /* op_slabs and the control queues below */
 	struct ofi_slab *op_slabs;
 	struct cci__op_pool ops;    /* messages and RMAs (buffers of mss), send_buf_count */
 	struct cci__op_pool ctl_ops; /* control messages (buffers of OFI_CTL_BODY_MAX) */
-	struct ofi_peer *ctlq_peers, *ctlq_peers_tail; /* peers with control messages
-	                              * queued (pool_lock; the head read unlocked as a hint) */
-	uint32_t ctl_out;           /* atomic: tracked control messages alive */
+	/* Peers with control messages queued (pool_lock; the head read
+	 * unlocked as a hint). */
+	struct ofi_peer *_Atomic ctlq_peers;
+	struct ofi_peer *ctlq_peers_tail;
+	_Atomic uint32_t ctl_out;   /* tracked control messages alive */
 
 	/* Progress thread (ofi_loop.c); its watchers are the loop lock's. */
 	struct cci__engine eng;
@@ -372,7 +380,7 @@ struct ofi_ep {
 	uint64_t poll_ns;           /* poll_t's period, 0 while it does not poll */
 	int app_armed;              /* atomic: the application sleeps on its OS handle */
 	uint64_t hot_ns;            /* atomic: last arm or completion the thread saw */
-	int tx_pending;             /* atomic: some connection has queued work */
+	_Atomic int tx_pending;     /* some connection has queued work */
 };
 
 static inline struct ofi_ep *ofi_ep_of(cci__ep_t *ep)
@@ -404,9 +412,16 @@ static inline void ofi_conn_move(struct ofi_conn *oc, int to)
 	cci__conn_move(&oc->base, to, ofi_core, oc->conn);
 }
 
+/* The peer process of oc (NULL: not on this host, or not known yet),
+ * with or without oc->lock. */
+static inline struct ofi_pidw *ofi_conn_pidw(struct ofi_conn *oc)
+{
+	return atomic_load_explicit(&oc->pidw, memory_order_acquire);
+}
+
 static inline void ofi_conn_ref(struct ofi_conn *oc)
 {
-	__atomic_add_fetch(&oc->refs, 1, __ATOMIC_RELAXED);
+	atomic_fetch_add_explicit(&oc->refs, 1, memory_order_relaxed);
 }
 
 /* The last reference (never the table's: it goes first, at
@@ -418,13 +433,13 @@ static inline void ofi_conn_unref(struct ofi_conn *oc)
 	struct ofi_ep *sep = oc->sep;
 	struct ofi_conn *head;
 
-	if (__atomic_sub_fetch(&oc->refs, 1, __ATOMIC_ACQ_REL) != 0)
+	if (atomic_fetch_sub_explicit(&oc->refs, 1, memory_order_acq_rel) != 1)
 		return;
-	head = __atomic_load_n(&sep->freeable, __ATOMIC_RELAXED);
+	head = atomic_load_explicit(&sep->freeable, memory_order_relaxed);
 	do
 		oc->free_next = head;
-	while (!__atomic_compare_exchange_n(&sep->freeable, &head, oc, 1, __ATOMIC_RELEASE,
-	                                    __ATOMIC_RELAXED));
+	while (!atomic_compare_exchange_weak_explicit(&sep->freeable, &head, oc,
+	                                              memory_order_release, memory_order_relaxed));
 }
 
 /* Where an application message's payload goes in its op's buffer: after

@@ -265,10 +265,10 @@ struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p)
 		w->refs = 1;
 		w->fd = (int)syscall(SYS_pidfd_open, (pid_t)p->pid, 0);
 		/* Check the start time after opening: a reused pid is another process. */
-		w->dead = w->fd < 0 || proc_start(p->pid) != p->start;
+		atomic_init(&w->dead, w->fd < 0 || proc_start(p->pid) != p->start);
 		w->next = sep->pidws;
 		sep->pidws = w;
-		if (!w->dead)
+		if (!atomic_load_explicit(&w->dead, memory_order_relaxed))
 			cci__engine_cmd(&sep->eng, OFI_CMD_PIDW); /* the thread watches it */
 	}
 	pthread_mutex_unlock(&sep->lock);
@@ -283,7 +283,7 @@ int ofi_pidw_exited(const struct ofi_pidw *w)
 
 	if (!w)
 		return 0;
-	if (__atomic_load_n(&w->dead, __ATOMIC_ACQUIRE))
+	if (atomic_load_explicit(&w->dead, memory_order_acquire))
 		return 1;
 	pfd = (struct pollfd){ .fd = w->fd, .events = POLLIN };
 	return w->fd >= 0 && poll(&pfd, 1, 0) > 0;
@@ -356,8 +356,8 @@ const char *ofi_peer_text(const struct ofi_ep *sep, const struct ofi_peer *peer,
 static void peers_make_room(struct ofi_ep *sep)
 {
 	for (struct ofi_peer *p = sep->peers; p; p = p->next)
-		if (p->refs == 0 && !__atomic_load_n(&p->cut, __ATOMIC_ACQUIRE)) {
-			__atomic_store_n(&p->cut, 1, __ATOMIC_RELEASE);
+		if (p->refs == 0 && !atomic_load_explicit(&p->cut, memory_order_acquire)) {
+			atomic_store_explicit(&p->cut, 1, memory_order_release);
 			fi_av_remove(sep->av, &p->fa, 1, 0);
 			sep->npeers--;
 		}
@@ -409,7 +409,8 @@ static int peer_insert(struct ofi_ep *sep, const uint8_t *addr, size_t len,
 static struct ofi_peer *peer_find(struct ofi_ep *sep, const uint8_t *addr, size_t len)
 {
 	for (struct ofi_peer *p = sep->peers; p; p = p->next)
-		if (!p->cut && p->len == len && memcmp(p->addr, addr, len) == 0) {
+		if (!atomic_load_explicit(&p->cut, memory_order_relaxed) && p->len == len &&
+		    memcmp(p->addr, addr, len) == 0) {
 			p->refs++;
 			return p;
 		}
@@ -433,7 +434,7 @@ static int peer_owner(struct ofi_ep *sep, const uint8_t *addr, size_t len,
 	if (r == OFI_REACH_THERE && pr.pid != sep->self.pid) {
 		pr.start = proc_start(pr.pid);
 		w = pr.start ? ofi_pidw_get(sep, &pr) : NULL;
-		if (!pr.start || (w && __atomic_load_n(&w->dead, __ATOMIC_ACQUIRE)))
+		if (!pr.start || (w && atomic_load_explicit(&w->dead, memory_order_acquire)))
 			r = OFI_REACH_NOBODY;
 	}
 	if (r != OFI_REACH_NOBODY) {
@@ -517,7 +518,7 @@ static void probe_done(struct ofi_peer *p, int r)
 {
 	char text[64];
 
-	__atomic_store_n(&p->probe_refused, r == OFI_REACH_NOBODY, __ATOMIC_RELAXED);
+	atomic_store_explicit(&p->probe_refused, r == OFI_REACH_NOBODY, memory_order_relaxed);
 	if (r != OFI_REACH_NOBODY)
 		return;
 	cci__sockaddr_str((const struct sockaddr *)p->addr, text, sizeof(text));
@@ -537,16 +538,18 @@ void ofi_peer_probe(struct ofi_peer *peer, uint64_t since, uint64_t now, int may
 {
 	int r;
 
-	if (peer->probe_fd >= 0 || __atomic_load_n(&peer->cut, __ATOMIC_ACQUIRE))
+	if (peer->probe_fd >= 0 || atomic_load_explicit(&peer->cut, memory_order_acquire))
 		return;
-	if (peer->probe_ns && !(peer->probe_refused && since > peer->probe_ns) &&
+	if (peer->probe_ns &&
+	    !(atomic_load_explicit(&peer->probe_refused, memory_order_relaxed) &&
+	      since > peer->probe_ns) &&
 	    now - peer->probe_ns < OFI_PROBE_EVERY_NS)
 		return;
 	r = ofi_reach_listener(peer->addr, peer->len);
 	if (r == OFI_REACH_UNKNOWN && !may_connect)
 		return;
 	peer->probe_ns = now;
-	__atomic_store_n(&peer->probe_refused, 0, __ATOMIC_RELAXED);
+	atomic_store_explicit(&peer->probe_refused, 0, memory_order_relaxed);
 	if (r == OFI_REACH_UNKNOWN)
 		r = ofi_reach_probe(peer->addr, peer->len, &peer->probe_fd);
 	probe_done(peer, r);
@@ -573,7 +576,8 @@ void ofi_peers_probe_poll(struct ofi_ep *sep, uint64_t now)
 /* Did a probe started after since find nobody listening?  sep->lock held. */
 int ofi_peer_refused(const struct ofi_peer *peer, uint64_t since)
 {
-	return peer->probe_refused && peer->probe_ns >= since;
+	return atomic_load_explicit(&peer->probe_refused, memory_order_relaxed) &&
+	       peer->probe_ns >= since;
 }
 
 /* Remove the AV entries and close the pid watches unused for
@@ -588,7 +592,7 @@ void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now)
 			continue;
 		}
 		*pp = p->next;
-		if (!__atomic_load_n(&p->cut, __ATOMIC_ACQUIRE)) {
+		if (!atomic_load_explicit(&p->cut, memory_order_acquire)) {
 			fi_av_remove(sep->av, &p->fa, 1, 0);
 			sep->npeers--;
 		}
@@ -598,7 +602,8 @@ void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now)
 	}
 	for (struct ofi_pidw **pp = &sep->pidws; *pp;) {
 		struct ofi_pidw *w = *pp;
-		if (w->refs > 0 || (!w->dead && (int64_t)(now - w->idle_ns) < (int64_t)OFI_PEER_IDLE_NS)) {
+		if (w->refs > 0 || (!atomic_load_explicit(&w->dead, memory_order_acquire) &&
+		                    (int64_t)(now - w->idle_ns) < (int64_t)OFI_PEER_IDLE_NS)) {
 			pp = &w->next;
 			continue;
 		}

@@ -40,9 +40,9 @@ struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, voi
 	}
 	*(struct ofi_conn **)oc->conn->priv = oc;
 	oc->sep = sep;
-	oc->refs = 1;
+	atomic_init(&oc->refs, 1);
 	oc->attr = (int)attr;
-	window = __atomic_load_n(&sep->rx_count, __ATOMIC_RELAXED);
+	window = atomic_load_explicit(&sep->rx_count, memory_order_relaxed);
 	cci__credit_init(&oc->cr, 0, window < OFI_WINDOW_MAX ? window : OFI_WINDOW_MAX);
 	pthread_mutex_init(&oc->lock, NULL);
 	cci__spin_lock(&sep->cq_lock);
@@ -91,7 +91,7 @@ static void conn_free(struct ofi_conn *oc)
 	ofi_keys_free(oc);
 	if (oc->peer)
 		ofi_peer_put_locked(oc->peer);
-	ofi_pidw_put(oc->pidw);
+	ofi_pidw_put(ofi_conn_pidw(oc));
 	pthread_mutex_destroy(&oc->lock);
 	free(oc);
 }
@@ -100,7 +100,7 @@ static void conn_free(struct ofi_conn *oc)
  * since (sep->freeable). */
 void ofi_conns_sweep(struct ofi_ep *sep)
 {
-	struct ofi_conn *list = __atomic_exchange_n(&sep->freeable, NULL, __ATOMIC_ACQUIRE);
+	struct ofi_conn *list = atomic_exchange_explicit(&sep->freeable, NULL, memory_order_acquire);
 
 	if (!list)
 		return;
@@ -120,7 +120,7 @@ void ofi_conns_sweep(struct ofi_ep *sep)
 /* Tell the peer (if it still listens) and drop the work; oc->lock held. */
 static void conn_close(struct ofi_conn *oc)
 {
-	if (ofi_conn_state(oc) == CCI__CONN_OPEN && !ofi_pidw_unreachable(oc->sep, oc->pidw))
+	if (ofi_conn_state(oc) == CCI__CONN_OPEN && !ofi_pidw_unreachable(oc->sep, ofi_conn_pidw(oc)))
 		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, OFI_CTL_TRACKED);
 	ofi_conn_move(oc, CCI__CONN_CLOSED);
 	ofi_tx_fail_all(oc, CCI_ERR_DISCONNECTED, 0);
@@ -155,7 +155,8 @@ void ofi_conns_free_all(struct ofi_ep *sep)
 {
 	struct ofi_conn *lists[2] = { sep->conns, sep->gone };
 
-	sep->conns = sep->gone = sep->freeable = NULL;
+	sep->conns = sep->gone = NULL;
+	atomic_store_explicit(&sep->freeable, NULL, memory_order_relaxed);
 	for (int i = 0; i < 2; i++) {
 		for (struct ofi_conn *oc; CCI__SLIST_POP(&lists[i], oc, next);) {
 			if (oc->conn)

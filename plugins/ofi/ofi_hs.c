@@ -76,19 +76,20 @@ static void hello_fill(struct ofi_conn *oc, struct ofi_hello *h)
 static int send_req(struct ofi_conn *oc, const void *data, uint32_t data_len)
 {
 	struct ofi_ep *sep = oc->sep;
-	uint64_t body[(OFI_CTL_BODY_MAX + 7) / 8];
-	struct ofi_hello *h = (struct ofi_hello *)body;
+	uint8_t body[OFI_CTL_BODY_MAX];
+	struct ofi_hello h;
 	int rc;
 
-	hello_fill(oc, h);
-	h->addr_len = (uint32_t)sep->addr_len;
-	h->data_len = data_len;
-	memcpy((char *)body + sizeof(*h), sep->addr, sep->addr_len);
+	hello_fill(oc, &h);
+	h.addr_len = (uint32_t)sep->addr_len;
+	h.data_len = data_len;
+	ofi_hello_encode(&h, body);
+	memcpy(body + OFI_HELLO_LEN, sep->addr, sep->addr_len);
 	if (data_len)
-		memcpy((char *)body + sizeof(*h) + sep->addr_len, data, data_len);
+		memcpy(body + OFI_HELLO_LEN + sep->addr_len, data, data_len);
 	pthread_mutex_lock(&oc->lock);
 	rc = ofi_ctl_send(oc, OFI_T_REQ, 0, body,
-	                  (uint32_t)(sizeof(*h) + sep->addr_len + data_len), OFI_CTL_TRACKED);
+	                  (uint32_t)(OFI_HELLO_LEN + sep->addr_len + data_len), OFI_CTL_TRACKED);
 	pthread_mutex_unlock(&oc->lock);
 	return rc;
 }
@@ -131,7 +132,7 @@ int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	oc->start_ns = cci__now_ns();
 	if (timeout)
 		cci__ct_connecting(&oc->base.timers, timeout, oc->start_ns);
-	__atomic_store_n(&oc->pidw, owner, __ATOMIC_RELEASE);
+	atomic_store_explicit(&oc->pidw, owner, memory_order_release);
 	pthread_mutex_unlock(&oc->lock);
 	rc = oc->peer ? send_req(oc, data, data_len) : CCI_ECONNREFUSED;
 	if (rc != CCI_SUCCESS && rc != CCI_ECONNREFUSED) {
@@ -150,13 +151,15 @@ int ofi_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 void ofi_connect_timeout(struct ofi_conn *oc)
 {
 	struct ofi_cancel c = { .id = oc->id, .nonce = oc->nonce };
+	uint8_t body[OFI_CANCEL_LEN];
 
 	if (ofi_conn_state(oc) != CCI__CONN_CONNECTING)
 		return;
 	/* A REQ the provider never took is dropped from the queue: then
 	 * nobody holds a request to cancel. */
-	if (oc->peer && __atomic_load_n(&oc->req_posted, __ATOMIC_ACQUIRE))
-		ofi_ctl_to(oc->sep, oc->peer, 0, OFI_T_CANCEL, &c, sizeof(c));
+	ofi_cancel_encode(&c, body);
+	if (oc->peer && atomic_load_explicit(&oc->req_posted, memory_order_acquire))
+		ofi_ctl_to(oc->sep, oc->peer, 0, OFI_T_CANCEL, body, sizeof(body));
 	connect_failed(oc, CCI_ETIMEDOUT, 1);
 }
 
@@ -197,12 +200,12 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_
 		pthread_mutex_unlock(&sep->lock);
 		return;
 	}
-	old = oc->pidw; /* shm: the server's process as its region named it */
-	__atomic_store_n(&oc->pidw, w, __ATOMIC_RELEASE); /* ctl_peer_gone reads it unlocked */
+	old = ofi_conn_pidw(oc); /* shm: the server's process as its region named it */
+	atomic_store_explicit(&oc->pidw, w, memory_order_release); /* ctl_peer_gone reads it unlocked */
 	conn_set_peer(oc, &h);
 	ofi_core->post_connect(sep->ep, oc->conn->pub.context, CCI_SUCCESS, oc->conn);
 	ofi_held_drain(oc); /* what arrived early goes out now */
-	if (w && __atomic_load_n(&w->dead, __ATOMIC_ACQUIRE))
+	if (w && atomic_load_explicit(&w->dead, memory_order_acquire))
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 	pthread_mutex_unlock(&oc->lock);
 	if (old) {
@@ -255,7 +258,7 @@ static void on_cancel(struct ofi_ep *sep, const struct ofi_cancel *cp)
 	pthread_mutex_lock(&sep->lock);
 	for (struct ofi_req *r = sep->reqs; r; r = r->next)
 		if (r->hello.id == c.id && r->hello.nonce == c.nonce)
-			__atomic_store_n(&r->cancelled, 1, __ATOMIC_RELAXED);
+			atomic_store_explicit(&r->cancelled, 1, memory_order_relaxed);
 	for (struct ofi_conn *oc = sep->conns; oc && !hit; oc = oc->next)
 		if (!oc->is_client && oc->peer_id == c.id && oc->nonce == c.nonce)
 			hit = oc;
@@ -298,9 +301,10 @@ int ofi_accept(cci__evt_t *evt, void *context)
 	struct ofi_req *req = evt->req_state;
 	struct ofi_ep *sep = ofi_ep_of(evt->ep);
 	struct ofi_hello mine;
+	uint8_t body[OFI_HELLO_LEN];
 	struct ofi_pidw *w;
 	struct ofi_conn *oc;
-	int cancelled = __atomic_load_n(&req->cancelled, __ATOMIC_RELAXED);
+	int cancelled = atomic_load_explicit(&req->cancelled, memory_order_relaxed);
 
 	oc = ofi_conn_new(sep, (cci_conn_attribute_t)req->hello.attr, context);
 	if (!oc) {
@@ -315,14 +319,15 @@ int ofi_accept(cci__evt_t *evt, void *context)
 	oc->peer = req->peer;
 	w = ofi_pidw_get(sep, &req->hello.proc);
 	pthread_mutex_lock(&oc->lock);
-	__atomic_store_n(&oc->pidw, w, __ATOMIC_RELEASE); /* ctl_peer_gone reads it unlocked */
+	atomic_store_explicit(&oc->pidw, w, memory_order_release); /* ctl_peer_gone reads it unlocked */
 	conn_set_peer(oc, &req->hello);
 	hello_fill(oc, &mine);
+	ofi_hello_encode(&mine, body);
 	/* ACCEPT goes first on the connection, and the ACCEPT event is
 	 * posted before any message of the client can be delivered. */
-	ofi_ctl_send(oc, OFI_T_ACCEPT, 0, &mine, sizeof(mine), OFI_CTL_ORDERED);
+	ofi_ctl_send(oc, OFI_T_ACCEPT, 0, body, sizeof(body), OFI_CTL_ORDERED);
 	ofi_core->post_accept(sep->ep, context, CCI_SUCCESS, oc->conn);
-	if (cancelled || (oc->pidw && __atomic_load_n(&oc->pidw->dead, __ATOMIC_ACQUIRE)))
+	if (cancelled || (w && atomic_load_explicit(&w->dead, memory_order_acquire)))
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 	pthread_mutex_unlock(&oc->lock);
 	OFI_LOG(CCI_LOG_CONN, "ofi: accepted %08x from peer %08x", oc->id, oc->peer_id);
@@ -334,7 +339,7 @@ int ofi_reject(cci__evt_t *evt)
 	struct ofi_req *req = evt->req_state;
 	struct ofi_ep *sep = ofi_ep_of(evt->ep);
 
-	if (!__atomic_load_n(&req->cancelled, __ATOMIC_RELAXED))
+	if (!atomic_load_explicit(&req->cancelled, memory_order_relaxed))
 		ofi_ctl_to(sep, req->peer, req->hello.id, OFI_T_REJECT, NULL, 0);
 	return CCI_SUCCESS;
 }

@@ -104,14 +104,14 @@ int ofi_live_gone(const struct ofi_ep *sep, const uint8_t *addr, size_t len)
  * refused) and nothing is sent to it any more.  y->lock held. */
 static void peer_cut(struct ofi_ep *y, struct ofi_peer *p)
 {
-	__atomic_store_n(&p->cut, 1, __ATOMIC_RELEASE);
+	atomic_store_explicit(&p->cut, 1, memory_order_release);
 	for (struct ofi_conn *oc = y->conns; oc; oc = oc->next) {
 		if (oc->peer != p)
 			continue;
 		pthread_mutex_lock(&oc->lock);
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 		if (ofi_conn_state(oc) == CCI__CONN_CONNECTING)
-			__atomic_store_n(&oc->refused, 1, __ATOMIC_RELEASE); /* the timer fails it */
+			atomic_store_explicit(&oc->refused, 1, memory_order_release); /* the timer fails it */
 		pthread_mutex_unlock(&oc->lock);
 	}
 	fi_av_remove(y->av, &p->fa, 1, 0);
@@ -123,7 +123,8 @@ static void cut_peer(struct ofi_ep *y, const uint8_t *addr, size_t len)
 {
 	pthread_mutex_lock(&y->lock);
 	for (struct ofi_peer *p = y->peers; p; p = p->next)
-		if (!p->cut && p->len == len && memcmp(p->addr, addr, len) == 0)
+		if (!atomic_load_explicit(&p->cut, memory_order_relaxed) && p->len == len &&
+		    memcmp(p->addr, addr, len) == 0)
 			peer_cut(y, p);
 	pthread_mutex_unlock(&y->lock);
 }
@@ -133,7 +134,7 @@ static void cut_peer(struct ofi_ep *y, const uint8_t *addr, size_t len)
 void ofi_peer_cut(struct ofi_ep *sep, struct ofi_peer *p)
 {
 	pthread_mutex_lock(&sep->lock);
-	if (!__atomic_load_n(&p->cut, __ATOMIC_ACQUIRE))
+	if (!atomic_load_explicit(&p->cut, memory_order_acquire))
 		peer_cut(sep, p);
 	pthread_mutex_unlock(&sep->lock);
 }

@@ -30,12 +30,12 @@ static size_t buf_stride(const struct ofi_ep *sep)
 int ofi_mr_reg(struct ofi_ep *sep, void *buf, size_t len, uint64_t access, uint64_t key,
                struct fid_mr **mr_p)
 {
-	static uint64_t next_key = 1ull << 62;
+	static _Atomic uint64_t next_key = 1ull << 62;
 	struct fid_mr *mr;
 	int rc;
 
 	if (key == 0)
-		key = __atomic_add_fetch(&next_key, 1, __ATOMIC_RELAXED);
+		key = atomic_fetch_add_explicit(&next_key, 1, memory_order_relaxed) + 1;
 	if (sep->info->domain_attr->mr_key_size > 0 && sep->info->domain_attr->mr_key_size < sizeof(key))
 		key &= (1ull << (8 * sep->info->domain_attr->mr_key_size)) - 1;
 	rc = fi_mr_reg(sep->domain, buf, len, access, 0, key, 0, &mr, NULL);
@@ -121,11 +121,11 @@ static int rx_post(struct ofi_ep *sep, struct ofi_rxbuf *rb)
 	ssize_t rc;
 
 	rb->oc = NULL;
-	__atomic_add_fetch(&sep->rx_posted, 1, __ATOMIC_RELAXED);
+	atomic_fetch_add_explicit(&sep->rx_posted, 1, memory_order_relaxed);
 	rc = fi_recv(sep->fep, rb->data, OFI_HDR_LEN + sep->mss, rb->desc, FI_ADDR_UNSPEC, rb);
 	if (rc == 0)
 		return CCI_SUCCESS;
-	__atomic_sub_fetch(&sep->rx_posted, 1, __ATOMIC_RELAXED);
+	atomic_fetch_sub_explicit(&sep->rx_posted, 1, memory_order_relaxed);
 	OFI_LOG(CCI_LOG_EP, "ofi: fi_recv: %s", ofi_lib.strerror((int)-rc));
 	rx_free_push(sep, rb);
 	return ofi_fi_status((int)-rc);
@@ -137,7 +137,7 @@ int ofi_rx_grow(struct ofi_ep *sep, uint32_t count)
 {
 	uint32_t want = count + OFI_RX_RESERVE;
 
-	while (__atomic_load_n(&sep->rx_posted, __ATOMIC_RELAXED) < want) {
+	while (atomic_load_explicit(&sep->rx_posted, memory_order_relaxed) < want) {
 		struct ofi_rxbuf *rb;
 		int rc;
 
@@ -149,7 +149,7 @@ int ofi_rx_grow(struct ofi_ep *sep, uint32_t count)
 		if (rb)
 			rc = rx_post(sep, rb);
 		else
-			rc = rx_slab_add(sep, want - __atomic_load_n(&sep->rx_posted, __ATOMIC_RELAXED));
+			rc = rx_slab_add(sep, want - atomic_load_explicit(&sep->rx_posted, memory_order_relaxed));
 		if (rc != CCI_SUCCESS)
 			return rc;
 	}
@@ -160,8 +160,8 @@ int ofi_rx_grow(struct ofi_ep *sep, uint32_t count)
  * unless the receive count shrank. */
 void ofi_rx_repost(struct ofi_ep *sep, struct ofi_rxbuf *rb)
 {
-	if (__atomic_load_n(&sep->rx_posted, __ATOMIC_RELAXED) <
-	    __atomic_load_n(&sep->rx_count, __ATOMIC_RELAXED) + OFI_RX_RESERVE) {
+	if (atomic_load_explicit(&sep->rx_posted, memory_order_relaxed) <
+	    atomic_load_explicit(&sep->rx_count, memory_order_relaxed) + OFI_RX_RESERVE) {
 		rx_post(sep, rb);
 		return;
 	}

@@ -48,7 +48,7 @@
 #define SHM_DIR "/dev/shm/"
 #define SHM_PID_OFFSET 4
 
-static int shm_layout; /* atomic: 1 once our own region showed its pid at SHM_PID_OFFSET */
+static _Atomic int shm_layout; /* atomic: 1 once our own region showed its pid at SHM_PID_OFFSET */
 
 /* /dev/shm/<name> of an shm address ("fi_shm://4242:0:0", "fi_ns://foo"):
  * the name after the scheme, as the provider strips it. */
@@ -86,11 +86,11 @@ void ofi_reach_shm_self(const uint8_t *addr, size_t len)
 {
 	char path[sizeof(SHM_DIR) + NAME_MAX + 1];
 
-	if (__atomic_load_n(&shm_layout, __ATOMIC_RELAXED) ||
+	if (atomic_load_explicit(&shm_layout, memory_order_relaxed) ||
 	    shm_path(addr, len, path, sizeof(path)) != CCI_SUCCESS)
 		return;
 	if (shm_region_pid(path) == (int)getpid())
-		__atomic_store_n(&shm_layout, 1, __ATOMIC_RELAXED);
+		atomic_store_explicit(&shm_layout, 1, memory_order_relaxed);
 	else
 		OFI_LOG(CCI_LOG_EP, "ofi: %s does not hold our pid where libfabric 1.17 puts it: "
 		        "connects to shm peers that are gone wait for their timeout", path);
@@ -131,7 +131,7 @@ int ofi_reach_shm(const uint8_t *addr, size_t len, uint32_t *pid_p)
 	pid = shm_region_pid(path);
 	if (pid == 0)
 		return OFI_REACH_NOBODY;
-	if (pid < 0 || !__atomic_load_n(&shm_layout, __ATOMIC_RELAXED))
+	if (pid < 0 || !atomic_load_explicit(&shm_layout, memory_order_relaxed))
 		return OFI_REACH_UNKNOWN;
 	if (pid != (int)getpid()) {
 		if (kill(pid, 0) != 0 && errno == ESRCH)

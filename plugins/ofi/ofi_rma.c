@@ -145,15 +145,17 @@ void ofi_keys_free(struct ofi_conn *oc)
 static int mr_inval_send(struct ofi_conn *oc, uint64_t key)
 {
 	struct ofi_lkey *k = key_find(oc->lent, key);
+	uint8_t body[CCI__PEER_REG_KEY_LEN];
 	int rc;
 
 	if (!k || ofi_conn_state(oc) != CCI__CONN_OPEN)
 		return 0;
-	if (ofi_pidw_exited(oc->pidw)) {
+	if (ofi_pidw_exited(ofi_conn_pidw(oc))) {
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 		return 0;
 	}
-	rc = ofi_ctl_send(oc, OFI_T_MR_INVAL, 0, &key, sizeof(key), 0);
+	cci__peer_reg_key_encode(key, body);
+	rc = ofi_ctl_send(oc, OFI_T_MR_INVAL, 0, body, sizeof(body), 0);
 	if (rc != CCI_SUCCESS) {
 		ofi_conn_break(oc, rc == CCI_ERR_DISCONNECTED ? rc : CCI_ENOMEM);
 		return 0;
@@ -245,15 +247,15 @@ void ofi_mrs_free(struct ofi_ep *sep)
  * and mark it exported. */
 static int mr_export(cci__rma_reg_t *reg, void *arg)
 {
-	struct ofi_mr_rep *rep = arg;
+	struct cci__peer_reg_rep *rep = arg;
 	struct ofi_mr *m = __atomic_load_n(&reg->priv, __ATOMIC_ACQUIRE);
 
 	if (!m)
 		return CCI_ERR_RMA_HANDLE; /* still being registered */
 	m->exported = 1;
 	rep->flags = (uint32_t)reg->flags;
-	rep->prov_key = m->prov_key;
-	rep->base = (uint64_t)(uintptr_t)reg->start;
+	rep->rkey = m->prov_key;
+	rep->addr = (uint64_t)(uintptr_t)reg->start;
 	rep->len = reg->length;
 	return CCI_SUCCESS;
 }
@@ -263,7 +265,8 @@ static int mr_export(cci__rma_reg_t *reg, void *arg)
  * one that cannot be remembered is not handed out. */
 static void on_mr_req(struct ofi_conn *oc, uint32_t req_id, uint64_t key)
 {
-	struct ofi_mr_rep rep = { .key = key };
+	struct cci__peer_reg_rep rep = { .key = key };
+	uint8_t body[CCI__PEER_REG_REP_LEN];
 
 	rep.status = ofi_core->rma_with_reg(oc->sep->ep, key, mr_export, &rep);
 	if (rep.status == CCI_SUCCESS && key_add(&oc->lent, key) != CCI_SUCCESS) {
@@ -272,24 +275,20 @@ static void on_mr_req(struct ofi_conn *oc, uint32_t req_id, uint64_t key)
 		rep.status = CCI_ERR_RMA_HANDLE;
 	}
 	if (!(oc->sep->mr_mode & FI_MR_VIRT_ADDR))
-		rep.base = 0; /* the initiator's offsets are the registration's */
-	ofi_ctl_send(oc, OFI_T_MR_REP, req_id, &rep, sizeof(rep), 0);
+		rep.addr = 0; /* the initiator's offsets are the registration's */
+	cci__peer_reg_rep_encode(&rep, body);
+	ofi_ctl_send(oc, OFI_T_MR_REP, req_id, body, sizeof(body), 0);
 }
 
 /* ---- The initiator's cache of peer registrations (peer_reg.h) ---- */
 
-/* cci__peer_reg_ask's callback: the MR_REQ about key. */
+/* cci__peer_reg_gate's callback: the MR_REQ about key. */
 static int mr_req_send(void *oc, uint32_t req_id, uint64_t key)
 {
-	return ofi_ctl_send(oc, OFI_T_MR_REQ, req_id, &key, sizeof(key), 0);
-}
+	uint8_t body[CCI__PEER_REG_KEY_LEN];
 
-/* Ask the target about key; the entry waits for the answer.  oc->lock held. */
-static struct cci__peer_reg *mrc_ask(struct ofi_conn *oc, uint64_t key)
-{
-	uint32_t req_id = __atomic_add_fetch(&oc->sep->mr_req_next, 1, __ATOMIC_RELAXED);
-
-	return cci__peer_reg_ask(&oc->mrc, key, req_id, mr_req_send, oc);
+	cci__peer_reg_key_encode(key, body);
+	return ofi_ctl_send(oc, OFI_T_MR_REQ, req_id, body, sizeof(body), 0);
 }
 
 /* Is an RMA naming key in flight on oc? */
@@ -303,8 +302,11 @@ static int rma_key_busy(const struct ofi_conn *oc, uint64_t key)
 
 static void mr_done_send(struct ofi_conn *oc, uint64_t key)
 {
+	uint8_t body[CCI__PEER_REG_KEY_LEN];
+
+	cci__peer_reg_key_encode(key, body);
 	if (ofi_conn_state(oc) == CCI__CONN_OPEN)
-		ofi_ctl_send(oc, OFI_T_MR_DONE, 0, &key, sizeof(key), 0);
+		ofi_ctl_send(oc, OFI_T_MR_DONE, 0, body, sizeof(body), 0);
 }
 
 /* MR_INVAL: forget the answer about key (one per key, see rmaq_head): a
@@ -333,10 +335,10 @@ static void mr_done_due(struct ofi_conn *oc, uint64_t key)
 	mr_done_send(oc, key);
 }
 
-static void on_mr_rep(struct ofi_conn *oc, uint32_t req_id, const struct ofi_mr_rep *r)
+static void on_mr_rep(struct ofi_conn *oc, uint32_t req_id, const struct cci__peer_reg_rep *r)
 {
-	cci__peer_reg_learn(oc->mrc, req_id, r->key, r->status, r->flags, r->prov_key, r->base,
-	                    r->len);
+	if (cci__peer_reg_learn(oc->mrc, req_id, r) != CCI_SUCCESS)
+		OFI_LOG(CCI_LOG_RMA, "ofi: %08x: an RMA key answer nobody asked for: ignored", oc->id);
 	ofi_rmaq_flush(oc);
 }
 
@@ -402,19 +404,16 @@ static void rmaq_pop(struct ofi_conn *oc)
 /* Start the head of the RMA queue.  1: go on, 0: stop. */
 static int rmaq_head(struct ofi_conn *oc, struct ofi_op *op)
 {
-	struct cci__peer_reg *c = cci__peer_reg_find(oc->mrc, op->key);
-	uint64_t raddr = 0;
+	struct cci__peer_reg_rma rma = { .key = op->key, .roff = op->roff, .len = op->rlen,
+	                                 .is_read = (op->flags & CCI_FLAG_READ) != 0,
+	                                 .fenced = (op->flags & CCI_FLAG_FENCE) && oc->rma_busy > 0 };
+	uint64_t raddr = 0, rkey = 0;
 	ssize_t rc;
-	int st;
+	int st = cci__peer_reg_gate(&oc->mrc, &oc->mr_req_next, &rma, mr_req_send, oc, &raddr,
+	                            &rkey);
 
-	if (!c && !mrc_ask(oc, op->key))
-		st = CCI_ENOMEM;
-	else if (!c || c->state == CCI__PEER_REG_ASKED ||
-	         ((op->flags & CCI_FLAG_FENCE) && oc->rma_busy > 0))
+	if (st == CCI_EAGAIN)
 		return 0; /* waits for the target's answer, or for earlier RMAs */
-	else
-		st = cci__peer_reg_check(c, (op->flags & CCI_FLAG_READ) != 0, op->roff, op->rlen,
-		                         &raddr);
 	if (st != CCI_SUCCESS) {
 		rmaq_pop(oc);
 		rma_finish(op, st);
@@ -423,13 +422,13 @@ static int rmaq_head(struct ofi_conn *oc, struct ofi_op *op)
 	/* libfabric 1.17's shm provider spins for good on a write to a process
 	 * that died holding its region lock: a local peer's end is checked
 	 * first (one poll of its pidfd; RMAs only, not messages). */
-	if (oc->sep->info->addr_format == FI_ADDR_STR && ofi_pidw_exited(oc->pidw)) {
+	if (oc->sep->info->addr_format == FI_ADDR_STR && ofi_pidw_exited(ofi_conn_pidw(oc))) {
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 		return 0;
 	}
-	rc = rma_post(oc, op, raddr, c->rkey);
+	rc = rma_post(oc, op, raddr, rkey);
 	if (rc == -FI_EAGAIN) {
-		__atomic_store_n(&oc->sep->tx_pending, 1, __ATOMIC_RELAXED);
+		atomic_store_explicit(&oc->sep->tx_pending, 1, memory_order_relaxed);
 		return 0;
 	}
 	rmaq_pop(oc);

@@ -18,16 +18,16 @@
 /* Does the application hold all the RECV events it may? */
 int ofi_rx_full(const struct ofi_ep *sep)
 {
-	return __atomic_load_n(&sep->rx_lent, __ATOMIC_RELAXED) >=
-	       __atomic_load_n(&sep->rx_count, __ATOMIC_RELAXED);
+	return atomic_load_explicit(&sep->rx_lent, memory_order_relaxed) >=
+	       atomic_load_explicit(&sep->rx_count, memory_order_relaxed);
 }
 
 static void post_recv(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb)
 {
 	/* Counted first: the application may return it as soon as it is posted. */
-	__atomic_add_fetch(&sep->rx_lent, 1, __ATOMIC_RELAXED);
+	atomic_fetch_add_explicit(&sep->rx_lent, 1, memory_order_relaxed);
 	if (ofi_core->post_recv(oc->conn, rb->data + rb->off, rb->len, rb) != CCI_SUCCESS) {
-		__atomic_sub_fetch(&sep->rx_lent, 1, __ATOMIC_RELAXED);
+		atomic_fetch_sub_explicit(&sep->rx_lent, 1, memory_order_relaxed);
 		ofi_rx_repost(sep, rb); /* the loss is logged */
 		ofi_conn_unref(oc);
 	}

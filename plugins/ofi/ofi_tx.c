@@ -25,15 +25,15 @@
 
 #include "ofi.h"
 
-static void hdr_fill(struct ofi_conn *oc, struct ofi_hdr *h, uint8_t type, uint32_t seq,
-                     uint32_t aux)
+/* Write the header of a message on oc at out (wire bytes); returns the
+ * credits it gives back. */
+static uint32_t hdr_put(struct ofi_conn *oc, void *out, uint8_t type, uint32_t seq, uint32_t aux)
 {
-	h->dst = oc->peer_id;
-	h->seq = seq;
-	h->credits = (uint16_t)cci__credit_piggyback(&oc->cr, UINT16_MAX);
-	h->type = type;
-	h->version = OFI_WIRE_VERSION;
-	h->aux = aux;
+	struct ofi_hdr h = { .dst = oc->peer_id, .seq = seq, .type = type, .aux = aux,
+	                     .credits = (uint16_t)cci__credit_piggyback(&oc->cr, UINT16_MAX) };
+
+	ofi_hdr_encode(&h, out);
+	return h.credits;
 }
 
 /* ---- Operations in flight ---- */
@@ -78,7 +78,7 @@ void ofi_op_done(struct ofi_ep *sep, struct ofi_op *op)
 	if (op->in_msgq || op->in_rmaq || op->in_flight)
 		return;
 	if (op->tracked)
-		__atomic_sub_fetch(&sep->ctl_out, 1, __ATOMIC_RELEASE);
+		atomic_fetch_sub_explicit(&sep->ctl_out, 1, memory_order_release);
 	ofi_op_put(sep, op);
 }
 
@@ -116,7 +116,6 @@ static ssize_t op_send(struct ofi_ep *sep, struct ofi_op *op, fi_addr_t dest)
  * payload alone is sent); oc->lock held. */
 static ssize_t msgq_post(struct ofi_conn *oc, struct ofi_op *op, int credit)
 {
-	struct ofi_hdr *h = (struct ofi_hdr *)op->buf;
 	uint32_t c;
 	ssize_t rc;
 
@@ -126,9 +125,8 @@ static ssize_t msgq_post(struct ofi_conn *oc, struct ofi_op *op, int credit)
 		                 op->nocopy ? NULL : op->desc,
 		                 ofi_imm_pack(oc->peer_id, oc->tx_seq, c), oc->peer->fa, op);
 	} else {
-		hdr_fill(oc, h, credit ? OFI_T_MSG : op->ctl_type, credit ? oc->tx_seq : 0,
-		         op->aux);
-		c = h->credits;
+		c = hdr_put(oc, op->buf, credit ? OFI_T_MSG : op->ctl_type, credit ? oc->tx_seq : 0,
+		            op->aux);
 		rc = op_send(oc->sep, op, oc->peer->fa);
 	}
 	if (rc != 0)
@@ -155,7 +153,7 @@ static int msgq_head(struct ofi_conn *oc, struct ofi_op *op)
 		return 0;
 	rc = msgq_post(oc, op, credit);
 	if (rc == -FI_EAGAIN) {
-		__atomic_store_n(&sep->tx_pending, 1, __ATOMIC_RELAXED);
+		atomic_store_explicit(&sep->tx_pending, 1, memory_order_relaxed);
 		return 0;
 	}
 	msgq_pop(oc);
@@ -218,17 +216,17 @@ static void ctlq_push(struct ofi_ep *sep, struct ofi_op *op)
 		if (sep->ctlq_peers_tail)
 			sep->ctlq_peers_tail->ctlq_next = peer;
 		else
-			__atomic_store_n(&sep->ctlq_peers, peer, __ATOMIC_RELAXED);
+			atomic_store_explicit(&sep->ctlq_peers, peer, memory_order_relaxed);
 		sep->ctlq_peers_tail = peer;
 	}
-	__atomic_add_fetch(&peer->ctl_queued, 1, __ATOMIC_RELAXED);
+	atomic_fetch_add_explicit(&peer->ctl_queued, 1, memory_order_relaxed);
 	cci__spin_unlock(&sep->pool_lock);
 }
 
 /* Does a message to peer have to wait behind queued ones? */
 static int ctlq_busy(const struct ofi_peer *peer)
 {
-	return __atomic_load_n(&peer->ctl_queued, __ATOMIC_RELAXED) != 0;
+	return atomic_load_explicit(&peer->ctl_queued, memory_order_relaxed) != 0;
 }
 
 static struct ofi_op *ctlq_head(struct ofi_ep *sep, struct ofi_peer *peer)
@@ -249,7 +247,7 @@ static void ctlq_shift(struct ofi_ep *sep, struct ofi_peer *peer)
 	cci__spin_lock(&sep->pool_lock);
 	op = peer->ctlq;
 	CCI__FIFO_SHIFT(&peer->ctlq, &peer->ctlq_tail, next);
-	__atomic_sub_fetch(&peer->ctl_queued, 1, __ATOMIC_RELAXED);
+	atomic_fetch_sub_explicit(&peer->ctl_queued, 1, memory_order_relaxed);
 	cci__spin_unlock(&sep->pool_lock);
 	op->next = NULL;
 }
@@ -270,7 +268,7 @@ static struct ofi_peer *ctlq_peer_next(struct ofi_ep *sep, struct ofi_peer *prev
 		if (prev)
 			prev->ctlq_next = next;
 		else
-			__atomic_store_n(&sep->ctlq_peers, next, __ATOMIC_RELAXED);
+			atomic_store_explicit(&sep->ctlq_peers, next, memory_order_relaxed);
 		if (sep->ctlq_peers_tail == peer)
 			sep->ctlq_peers_tail = prev;
 		peer->ctlq_listed = 0;
@@ -290,12 +288,12 @@ static int ctl_stale(const struct ofi_ep *sep, const struct ofi_op *op)
 {
 	const struct ofi_peer *peer = op_peer(op);
 
-	if (__atomic_load_n(&peer->cut, __ATOMIC_ACQUIRE))
+	if (atomic_load_explicit(&peer->cut, memory_order_acquire))
 		return 1;
 	if (op->ctl_type == OFI_T_REQ)
 		return ofi_conn_state(op->oc) != CCI__CONN_CONNECTING;
 	if (!op->oc)
-		return __atomic_load_n(&peer->probe_refused, __ATOMIC_RELAXED) ||
+		return atomic_load_explicit(&peer->probe_refused, memory_order_relaxed) ||
 		       cci__engine_now(&sep->eng) - op->stamp_ns > OFI_CTL_KEEP_NS;
 	if (ofi_conn_state(op->oc) == CCI__CONN_OPEN)
 		return 0;
@@ -307,14 +305,14 @@ static int ctl_stale(const struct ofi_ep *sep, const struct ofi_op *op)
 static void ctl_posted(struct ofi_op *op)
 {
 	if (op->ctl_type == OFI_T_REQ)
-		__atomic_store_n(&op->oc->req_posted, 1, __ATOMIC_RELEASE);
+		atomic_store_explicit(&op->oc->req_posted, 1, memory_order_release);
 }
 
 /* The provider refused op: is its peer a process of this host that is
  * gone?  Then it never will take it. */
 static int ctl_peer_gone(const struct ofi_op *op)
 {
-	return op->oc && ofi_pidw_exited(__atomic_load_n(&op->oc->pidw, __ATOMIC_ACQUIRE));
+	return op->oc && ofi_pidw_exited(ofi_conn_pidw(op->oc));
 }
 
 /* A control op to the provider.  A connection's last word (the DISC of
@@ -374,7 +372,7 @@ void ofi_ctlq_flush(struct ofi_ep *sep)
 	int nref = 0;
 
 	cci__spin_lock(&sep->pool_lock);
-	peer = sep->ctlq_peers;
+	peer = atomic_load_explicit(&sep->ctlq_peers, memory_order_relaxed);
 	cci__spin_unlock(&sep->pool_lock);
 	while (peer && nref < OFI_CTLQ_REFUSED) {
 		nref += ctlq_flush_peer(sep, peer) == -FI_EAGAIN;
@@ -398,7 +396,7 @@ static int ctl_post(struct ofi_ep *sep, struct ofi_op *op)
 		rc = ctl_fi_send(sep, op);
 	}
 	if (rc == 0 && req_oc)
-		__atomic_store_n(&req_oc->req_posted, 1, __ATOMIC_RELEASE);
+		atomic_store_explicit(&req_oc->req_posted, 1, memory_order_release);
 	if (rc == 0)
 		return CCI_SUCCESS;
 	op->in_flight = 0;
@@ -424,7 +422,7 @@ static struct ofi_op *ctl_op(struct ofi_ep *sep, uint8_t type, uint32_t aux, con
 		memcpy(op->buf + OFI_HDR_LEN, body, len);
 	if (flags & OFI_CTL_TRACKED) {
 		op->tracked = 1;
-		__atomic_add_fetch(&sep->ctl_out, 1, __ATOMIC_RELAXED);
+		atomic_fetch_add_explicit(&sep->ctl_out, 1, memory_order_relaxed);
 	}
 	return op;
 }
@@ -435,21 +433,21 @@ int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *bo
 {
 	struct ofi_ep *sep = oc->sep;
 	uint64_t buf[16];
-	struct ofi_hdr *h = (struct ofi_hdr *)buf;
 	struct ofi_op *op;
 
-	if (!oc->peer || __atomic_load_n(&oc->peer->cut, __ATOMIC_ACQUIRE))
+	if (!oc->peer || atomic_load_explicit(&oc->peer->cut, memory_order_acquire))
 		return CCI_ERR_DISCONNECTED;
 	if (!flags && OFI_HDR_LEN + len <= sizeof(buf) && OFI_HDR_LEN + len <= sep->inject_size &&
 	    !ctlq_busy(oc->peer)) {
+		uint32_t c = hdr_put(oc, buf, type, 0, aux);
 		ssize_t rc;
-		hdr_fill(oc, h, type, 0, aux);
+
 		if (len)
-			memcpy(h + 1, body, len);
+			memcpy((char *)buf + OFI_HDR_LEN, body, len);
 		rc = fi_inject(sep->fep, buf, OFI_HDR_LEN + len, oc->peer->fa);
 		if (rc == 0)
 			return CCI_SUCCESS;
-		cci__credit_unsent(&oc->cr, h->credits);
+		cci__credit_unsent(&oc->cr, c);
 	}
 	op = ctl_op(sep, type, aux, body, len, flags);
 	if (!op)
@@ -461,7 +459,7 @@ int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *bo
 		ofi_msgq_flush(oc);
 		return CCI_SUCCESS;
 	}
-	hdr_fill(oc, (struct ofi_hdr *)op->buf, type, 0, aux);
+	hdr_put(oc, op->buf, type, 0, aux);
 	return ctl_post(sep, op);
 }
 
@@ -469,15 +467,15 @@ int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *bo
 int ofi_ctl_to(struct ofi_ep *sep, struct ofi_peer *peer, uint32_t dst, uint8_t type,
                const void *body, uint32_t len)
 {
-	struct ofi_hdr h = { .dst = dst, .type = type, .version = OFI_WIRE_VERSION };
+	struct ofi_hdr h = { .dst = dst, .type = type };
 	struct ofi_op *op;
 
-	if (__atomic_load_n(&peer->cut, __ATOMIC_ACQUIRE))
+	if (atomic_load_explicit(&peer->cut, memory_order_acquire))
 		return CCI_ERR_DISCONNECTED;
 	op = ctl_op(sep, type, 0, body, len, 0);
 	if (!op)
 		return CCI_ENOMEM;
-	memcpy(op->buf, &h, sizeof(h));
+	ofi_hdr_encode(&h, op->buf);
 	pthread_mutex_lock(&sep->lock);
 	peer->refs++;
 	pthread_mutex_unlock(&sep->lock);
@@ -510,18 +508,16 @@ static ssize_t send_inject(struct ofi_conn *oc, const struct iovec *iov, uint32_
                            uint32_t len)
 {
 	uint64_t buf[(OFI_HDR_LEN + OFI_INJECT_MAX) / 8];
-	struct ofi_hdr *h = (struct ofi_hdr *)buf;
 	uint32_t c;
 	ssize_t rc;
 
-	cci__iov_gather(oc->imm ? (void *)buf : (void *)(h + 1), iov, iovcnt);
+	cci__iov_gather(oc->imm ? (char *)buf : (char *)buf + OFI_HDR_LEN, iov, iovcnt);
 	if (oc->imm) {
 		c = cci__credit_piggyback(&oc->cr, OFI_IMM_CREDITS_MAX);
 		rc = fi_injectdata(oc->sep->fep, buf, len, ofi_imm_pack(oc->peer_id, oc->tx_seq, c),
 		                   oc->peer->fa);
 	} else {
-		hdr_fill(oc, h, OFI_T_MSG, oc->tx_seq, 0);
-		c = h->credits;
+		c = hdr_put(oc, buf, OFI_T_MSG, oc->tx_seq, 0);
 		rc = fi_inject(oc->sep->fep, buf, OFI_HDR_LEN + len, oc->peer->fa);
 	}
 	if (rc != 0) {
@@ -734,7 +730,7 @@ void ofi_conn_break(struct ofi_conn *oc, int status)
 		return;
 	OFI_LOG(CCI_LOG_CONN, "ofi: connection %08x broken (status %d)", oc->id, status);
 	ofi_conn_move(oc, CCI__CONN_BROKEN);
-	if (status != CCI_ERR_DISCONNECTED && !ofi_pidw_unreachable(oc->sep, oc->pidw))
+	if (status != CCI_ERR_DISCONNECTED && !ofi_pidw_unreachable(oc->sep, ofi_conn_pidw(oc)))
 		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, 0);
 	ofi_tx_fail_all(oc, status, 1);
 }

@@ -1,22 +1,65 @@
 /*
- * ofi_wire.c - the decoder of the libfabric transport's messages
- * (ofi_wire.h): every received header and body passes here before the
- * receive path reads a field of it.
+ * ofi_wire.c - the codec of the libfabric transport's messages
+ * (ofi_wire.h): the bodies' encoders, and the decoder every received
+ * header and body passes before the receive path reads a field of it.
  */
-#include <string.h>
-
 #include "ofi_wire.h"
 
 /* The body size of each type: MSG and REQ have rules of their own (never
  * looked up here); REJECT, DISC, CREDIT, PING and PONG carry none. */
 static const uint32_t body_len[OFI_T_LAST + 1] = {
-	[OFI_T_ACCEPT] = sizeof(struct ofi_hello),
-	[OFI_T_CANCEL] = sizeof(struct ofi_cancel),
-	[OFI_T_MR_REQ] = sizeof(uint64_t),
-	[OFI_T_MR_REP] = sizeof(struct ofi_mr_rep),
-	[OFI_T_MR_INVAL] = sizeof(uint64_t),
-	[OFI_T_MR_DONE] = sizeof(uint64_t),
+	[OFI_T_ACCEPT] = OFI_HELLO_LEN,
+	[OFI_T_CANCEL] = OFI_CANCEL_LEN,
+	[OFI_T_MR_REQ] = CCI__PEER_REG_KEY_LEN,
+	[OFI_T_MR_REP] = CCI__PEER_REG_REP_LEN,
+	[OFI_T_MR_INVAL] = CCI__PEER_REG_KEY_LEN,
+	[OFI_T_MR_DONE] = CCI__PEER_REG_KEY_LEN,
 };
+
+/* ---- Encoders ---- */
+
+void ofi_hello_encode(const struct ofi_hello *h, void *out)
+{
+	uint8_t *p = out;
+
+	cci__put32(p, h->id);
+	cci__put32(p + 4, h->attr);
+	cci__put32(p + 8, h->mss);
+	cci__put32(p + 12, h->credits);
+	cci__put64(p + 16, h->nonce);
+	cci__put64(p + 24, h->proc.host);
+	cci__put64(p + 32, h->proc.start);
+	cci__put32(p + 40, h->proc.pid);
+	cci__put32(p + 44, 0);
+	cci__put32(p + 48, h->addr_len);
+	cci__put32(p + 52, h->data_len);
+	cci__put32(p + 56, h->flags);
+	cci__put32(p + 60, 0);
+}
+
+void ofi_cancel_encode(const struct ofi_cancel *c, void *out)
+{
+	uint8_t *p = out;
+
+	cci__put32(p, c->id);
+	cci__put32(p + 4, 0);
+	cci__put64(p + 8, c->nonce);
+}
+
+/* ---- The decoder ---- */
+
+static void hello_read(const uint8_t *p, struct ofi_hello *h)
+{
+	*h = (struct ofi_hello){ .id = cci__get32(p), .attr = cci__get32(p + 4),
+	                         .mss = cci__get32(p + 8), .credits = cci__get32(p + 12),
+	                         .nonce = cci__get64(p + 16),
+	                         .proc = { .host = cci__get64(p + 24),
+	                                   .start = cci__get64(p + 32),
+	                                   .pid = cci__get32(p + 40) },
+	                         .addr_len = cci__get32(p + 48),
+	                         .data_len = cci__get32(p + 52),
+	                         .flags = cci__get32(p + 56) };
+}
 
 /* The fields both hellos share; NULL or why they are refused. */
 static const char *hello_check(const struct ofi_hello *h)
@@ -38,20 +81,20 @@ static int req_decode(struct ofi_msg *m, const char **why_p)
 {
 	struct ofi_hello *h = &m->u.hello;
 
-	if (m->body_len < sizeof(*h)) {
+	if (m->body_len < OFI_HELLO_LEN) {
 		*why_p = "request shorter than its hello";
 		return CCI_EMSGSIZE;
 	}
-	memcpy(h, m->body, sizeof(*h));
+	hello_read(m->body, h);
 	if (h->addr_len == 0 || h->addr_len > OFI_ADDR_MAX)
 		*why_p = "request address length out of range";
 	else if (h->data_len > CCI_CONN_REQ_LEN)
 		*why_p = "payload length over CCI_CONN_REQ_LEN";
-	else if (m->body_len != sizeof(*h) + h->addr_len + h->data_len) /* bounded terms: no wrap */
+	else if (m->body_len != OFI_HELLO_LEN + h->addr_len + h->data_len) /* bounded terms: no wrap */
 		*why_p = "request length disagrees with its address and payload lengths";
 	if (*why_p)
 		return CCI_EMSGSIZE;
-	m->addr = m->body + sizeof(*h);
+	m->addr = m->body + OFI_HELLO_LEN;
 	m->data = m->addr + h->addr_len;
 	*why_p = hello_check(h);
 	return *why_p ? CCI_EINVAL : CCI_SUCCESS;
@@ -62,34 +105,27 @@ static int body_decode(struct ofi_msg *m, const char **why_p)
 {
 	switch (m->hdr.type) {
 	case OFI_T_ACCEPT:
-		memcpy(&m->u.hello, m->body, sizeof(m->u.hello));
+		hello_read(m->body, &m->u.hello);
 		if (m->u.hello.addr_len != 0 || m->u.hello.data_len != 0)
 			*why_p = "address or payload in an answer";
 		else
 			*why_p = hello_check(&m->u.hello);
 		break;
 	case OFI_T_CANCEL:
-		memcpy(&m->u.cancel, m->body, sizeof(m->u.cancel));
+		m->u.cancel = (struct ofi_cancel){ .id = cci__get32(m->body),
+		                                   .nonce = cci__get64(m->body + 8) };
 		if (m->u.cancel.id == 0)
 			*why_p = "cancel without a connection id";
 		break;
 	case OFI_T_MR_REQ:
 	case OFI_T_MR_INVAL:
 	case OFI_T_MR_DONE:
-		memcpy(&m->u.key, m->body, sizeof(m->u.key));
+		m->u.key = cci__peer_reg_key_decode(m->body);
 		break;
-	case OFI_T_MR_REP: {
-		struct ofi_mr_rep *r = &m->u.mr_rep;
-
-		memcpy(r, m->body, sizeof(*r));
-		if (r->status != CCI_SUCCESS && r->status != CCI_ERR_RMA_HANDLE)
-			*why_p = "unknown registration status";
-		else if (r->flags & ~(uint32_t)(CCI_FLAG_READ | CCI_FLAG_WRITE))
-			*why_p = "unknown registration flags";
-		else if (r->status == CCI_SUCCESS && (r->len == 0 || r->base > UINT64_MAX - r->len))
-			*why_p = "registration range empty or wrapping";
+	case OFI_T_MR_REP:
+		/* provider keys are 64 bits wide */
+		cci__peer_reg_rep_decode(m->body, m->body_len, UINT64_MAX, &m->u.mr_rep, why_p);
 		break;
-	}
 	default:
 		break;
 	}
@@ -98,6 +134,7 @@ static int body_decode(struct ofi_msg *m, const char **why_p)
 
 int ofi_wire_decode(const void *buf, size_t len, struct ofi_msg *m, const char **why_p)
 {
+	const uint8_t *p;
 	const char *why = NULL;
 	int rc = CCI_EINVAL;
 
@@ -109,7 +146,10 @@ int ofi_wire_decode(const void *buf, size_t len, struct ofi_msg *m, const char *
 		rc = CCI_EMSGSIZE;
 		goto out;
 	}
-	memcpy(&m->hdr, buf, sizeof(m->hdr));
+	p = buf;
+	m->hdr = (struct ofi_hdr){ .dst = cci__get32(p), .seq = cci__get32(p + 4),
+	                           .credits = cci__get16(p + 8), .type = p[10],
+	                           .version = p[11], .aux = cci__get32(p + 12) };
 	m->body = (const uint8_t *)buf + OFI_HDR_LEN;
 	m->body_len = (uint32_t)(len - OFI_HDR_LEN);
 	m->addr = m->data = NULL;

@@ -2,13 +2,18 @@
  * ofi_wire.h - the messages of the libfabric transport, and their decoder
  * (ofi_wire.c).
  *
- * Every message on the RDM endpoint begins with struct ofi_hdr; the body
- * follows, its layout the host's (the peers this transport was tested
- * with share the byte order).  An application message to a peer that
- * takes remote CQ data carries its header in the 64-bit datum instead
- * (ofi_imm_pack).  Whatever arrives is checked by ofi_wire_decode or
- * ofi_imm_decode before any field is used: pure functions (no I/O, no
- * allocation, no endpoint state), fuzzed by tests/fuzz/ofi_wire_fuzz.c.
+ * Every message on the RDM endpoint begins with a header of OFI_HDR_LEN
+ * bytes; the body follows.  Every multi-byte field travels big-endian
+ * (network byte order), at the offsets each layout below gives: the
+ * structs are the fields as the host holds them, written to wire bytes
+ * by the encoders here (ofi_hdr_encode, ofi_hello_encode,
+ * ofi_cancel_encode) and read back only by ofi_wire_decode.  An
+ * application message to a peer that takes remote CQ data carries its
+ * header in the 64-bit datum instead (ofi_imm_pack; libfabric carries
+ * the datum as an integer, so it has no byte order of ours).  Whatever
+ * arrives is checked by ofi_wire_decode or ofi_imm_decode before any
+ * field is used: pure functions (no I/O, no allocation, no endpoint
+ * state), fuzzed by tests/fuzz/ofi_wire_fuzz.c.
  */
 #ifndef CCI_OFI_WIRE_H
 #define CCI_OFI_WIRE_H
@@ -17,6 +22,10 @@
 #include <stdint.h>
 
 #include "cci.h"
+/* By path: the unit test and the fuzzer build this header with this
+ * folder alone on their include path. */
+#include "../common/netorder.h"
+#include "../common/peer_reg_wire.h"
 
 #define OFI_MSS_MIN 8192u
 #define OFI_MSS_MAX (1u << 20)
@@ -33,14 +42,16 @@ enum ofi_type {
 	OFI_T_CREDIT = 7,   /* only the credits field */
 	OFI_T_PING = 8,
 	OFI_T_PONG = 9,
-	OFI_T_MR_REQ = 10,  /* aux: request id; body: u64 core key */
-	OFI_T_MR_REP = 11,  /* aux: request id; struct ofi_mr_rep */
-	OFI_T_MR_INVAL = 12, /* body: u64 core key, being deregistered */
-	OFI_T_MR_DONE = 13  /* body: u64 core key: no RMA naming it is in flight or will be */
+	OFI_T_MR = 10,      /* the registration-key messages from here (peer_reg_wire.h) */
+	OFI_T_MR_REQ = OFI_T_MR + CCI__PEER_REG_MSG_REQ,
+	OFI_T_MR_REP = OFI_T_MR + CCI__PEER_REG_MSG_REP,
+	OFI_T_MR_INVAL = OFI_T_MR + CCI__PEER_REG_MSG_INVAL,
+	OFI_T_MR_DONE = OFI_T_MR + CCI__PEER_REG_MSG_DONE
 };
 #define OFI_T_LAST OFI_T_MR_DONE
 
-/* Every message begins with this; the payload follows, 8-byte aligned. */
+/* Every message begins with this; the payload follows, 8-byte aligned.
+ * Wire offsets: dst 0, seq 4, credits 8, type 10, version 11, aux 12. */
 struct ofi_hdr {
 	uint32_t dst;      /* the receiver's connection id, 0 for REQ/CANCEL */
 	uint32_t seq;      /* MSG: per-connection sequence number */
@@ -49,8 +60,24 @@ struct ofi_hdr {
 	uint8_t version;
 	uint32_t aux;
 };
-#define OFI_HDR_LEN ((uint32_t)sizeof(struct ofi_hdr))
-#define OFI_WIRE_VERSION 1
+#define OFI_HDR_LEN 16u
+/* 2: network byte order (1 was the host's).  The version byte sits where
+ * it always did, so a peer of the other version is refused by it. */
+#define OFI_WIRE_VERSION 2
+
+/* Write h's fields, with our version, as the OFI_HDR_LEN bytes at out
+ * (the send path's one header write: a few stores and byte swaps). */
+static inline void ofi_hdr_encode(const struct ofi_hdr *h, void *out)
+{
+	uint8_t *p = out;
+
+	cci__put32(p, h->dst);
+	cci__put32(p + 4, h->seq);
+	cci__put16(p + 8, h->credits);
+	p[10] = h->type;
+	p[11] = OFI_WIRE_VERSION;
+	cci__put32(p + 12, h->aux);
+}
 
 /* The identity of a process, to watch peers of this host for death. */
 struct ofi_proc {
@@ -77,7 +104,13 @@ static inline uint64_t ofi_imm_pack(uint32_t dst, uint32_t seq, uint32_t credits
 
 #define OFI_HELLO_IMM 1u    /* the sender takes headers as remote CQ data */
 
-/* REQ and ACCEPT.  REQ: addr then data follow; ACCEPT: nothing follows. */
+/*
+ * REQ and ACCEPT.  REQ: addr then data follow; ACCEPT: nothing follows.
+ * Wire offsets: id 0, attr 4, mss 8, credits 12, nonce 16, proc.host 24,
+ * proc.start 32, proc.pid 40, (zero) 44, addr_len 48, data_len 52,
+ * flags 56, (zero) 60.
+ */
+#define OFI_HELLO_LEN 64u
 struct ofi_hello {
 	uint32_t id;        /* the sender's connection id */
 	uint32_t attr;
@@ -91,22 +124,20 @@ struct ofi_hello {
 	uint32_t pad;
 };
 
+/* Wire offsets: id 0, (zero) 4, nonce 8. */
+#define OFI_CANCEL_LEN 16u
 struct ofi_cancel {
 	uint32_t id;        /* the client's connection id */
 	uint32_t pad;
 	uint64_t nonce;
 };
 
-struct ofi_mr_rep {
-	int32_t status;     /* CCI_SUCCESS or CCI_ERR_RMA_HANDLE */
-	uint32_t flags;     /* CCI_FLAG_READ / CCI_FLAG_WRITE of the registration */
-	uint64_t key;       /* the core key asked about */
-	uint64_t prov_key;  /* fi_mr_key() */
-	uint64_t base;      /* address of offset 0 for fi_write (0 without FI_MR_VIRT_ADDR) */
-	uint64_t len;
-};
+/* Write h (OFI_HELLO_LEN bytes) or c (OFI_CANCEL_LEN bytes) at out. */
+void ofi_hello_encode(const struct ofi_hello *h, void *out);
+void ofi_cancel_encode(const struct ofi_cancel *c, void *out);
 
-/* A message decoded by ofi_wire_decode; pointers are into its bytes. */
+/* A message decoded by ofi_wire_decode: the fields in host byte order;
+ * pointers are into its bytes. */
 struct ofi_msg {
 	struct ofi_hdr hdr;
 	const uint8_t *body;        /* after the header */
@@ -116,7 +147,9 @@ struct ofi_msg {
 	union {
 		struct ofi_hello hello;     /* REQ, ACCEPT */
 		struct ofi_cancel cancel;   /* CANCEL */
-		struct ofi_mr_rep mr_rep;   /* MR_REP */
+		struct cci__peer_reg_rep mr_rep; /* MR_REP: rkey fi_mr_key(), addr the
+		                                    offset 0 for fi_write (0 without
+		                                    FI_MR_VIRT_ADDR) */
 		uint64_t key;               /* MR_REQ, MR_INVAL, MR_DONE: a core key */
 	} u;
 };

@@ -50,6 +50,7 @@
 #include "engine.h"
 #include "ifaddr.h"
 #include "iov.h"
+#include "lender.h"
 #include "op_pool.h"
 #include "random.h"
 #include "slist.h"
@@ -128,6 +129,7 @@ struct verbs_rxbuf {
 	uint32_t lkey;
 	uint32_t len;               /* payload bytes */
 	uint8_t lent;
+	struct cci__lent back;      /* on sep->lend's stack once its event came back */
 };
 
 /* Registered memory for receive buffers or operations, freed with the endpoint. */
@@ -206,9 +208,11 @@ struct verbs_ep {
 	int failed;                 /* the device failed: ENDPOINT_DEVICE_FAILED posted */
 	int closing;
 
-	/* Receive buffers: rx_count for the windows, VERBS_RX_RESERVE more. */
+	/* Receive buffers: recv_buf_count for the windows, VERBS_RX_RESERVE
+	 * more; RECV events lend at most recv_buf_count (lender.h). */
 	struct verbs_slab *rx_slabs;
-	uint32_t rx_total, rx_count, rx_lent, srq_max;
+	uint32_t rx_total, srq_max;
+	struct cci__lender lend;
 	struct verbs_rxbuf *held, *held_tail;
 
 	/* Operations: send_buf_count user ones, VERBS_CTL_OPS control ones,
@@ -266,7 +270,7 @@ void verbs_rx_deliver(struct verbs_ep *sep, struct verbs_conn *vc, struct verbs_
                       uint32_t len);
 void verbs_held_drain(struct verbs_ep *sep);
 void verbs_held_drop(struct verbs_ep *sep, struct verbs_conn *vc);
-struct verbs_conn *verbs_rx_returned(struct verbs_ep *sep, struct verbs_rxbuf *rb);
+void verbs_rx_collect(struct verbs_ep *sep);
 
 /* verbs_conn.c */
 void verbs_qp_add(struct verbs_ep *sep, struct verbs_conn *vc);

@@ -159,15 +159,11 @@ void verbs_conn_timeouts_changed(cci__conn_t *conn)
 void verbs_recv_returned(cci__evt_t *evt)
 {
 	struct verbs_ep *sep = verbs_ep_of(evt->ep);
-	struct verbs_conn *vc;
+	struct verbs_rxbuf *rb = evt->rx_buf;
 
+	cci__lender_return(&sep->lend, &rb->back);
 	pthread_mutex_lock(&sep->lock);
-	vc = verbs_rx_returned(sep, evt->rx_buf);
-	if (vc) {
-		verbs_credit_flush(vc);
-		verbs_txq_flush(vc);
-	}
-	verbs_held_drain(sep);
+	verbs_rx_collect(sep);
 	pthread_mutex_unlock(&sep->lock);
 }
 

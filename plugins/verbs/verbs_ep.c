@@ -184,7 +184,7 @@ int verbs_progress(cci__ep_t *ep)
 	cci__engine_app_active(&sep->eng);
 	pthread_mutex_lock(&sep->lock);
 	cq_drain(sep);
-	full = sep->rx_lent >= sep->rx_count;
+	full = !cci__lender_can_take(&sep->lend);
 	pthread_mutex_unlock(&sep->lock);
 	return full ? CCI_ENOBUFS : CCI_SUCCESS;
 }
@@ -476,10 +476,10 @@ static int queues_open(struct verbs_ep *sep)
 		           strerror(errno));
 		return CCI_ENOMEM;
 	}
-	sep->rx_count = sep->dev->recv_count;
+	cci__lender_init(&sep->lend, sep->dev->recv_count);
 	cci__op_pool_init(&sep->ops, sizeof(struct verbs_op), VERBS_SEND_COUNT_DEFAULT,
 	                  cci__op_pool_no_grow, sep, NULL);
-	if (verbs_rx_grow(sep, sep->rx_count + VERBS_RX_RESERVE) != CCI_SUCCESS ||
+	if (verbs_rx_grow(sep, sep->dev->recv_count + VERBS_RX_RESERVE) != CCI_SUCCESS ||
 	    verbs_ops_grow(sep, VERBS_SEND_COUNT_DEFAULT + VERBS_CTL_OPS) != CCI_SUCCESS)
 		return CCI_ENOMEM;
 	return CCI_SUCCESS;
@@ -545,7 +545,7 @@ int verbs_ep_create(cci__ep_t *ep, const char *service)
 		ep_free(sep);
 		return rc;
 	}
-	ep->recv_buf_count = sep->rx_count;
+	ep->recv_buf_count = cci__lender_limit(&sep->lend);
 	ep->send_buf_count = cci__op_pool_limit(&sep->ops);
 	pthread_mutex_lock(&verbs_live_lock);
 	sep->live_next = verbs_live;
@@ -598,7 +598,7 @@ int verbs_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
 		if (value + VERBS_RX_RESERVE > sep->rx_total)
 			rc = verbs_rx_grow(sep, value + VERBS_RX_RESERVE - sep->rx_total);
 		if (rc == CCI_SUCCESS)
-			sep->rx_count = value;
+			cci__lender_set_limit(&sep->lend, value);
 	} else {
 		if (value + VERBS_CTL_OPS > sep->op_total)
 			rc = verbs_ops_grow(sep, value + VERBS_CTL_OPS - sep->op_total);

@@ -35,7 +35,7 @@ static struct verbs_conn *conn_new(struct verbs_ep *sep, int is_client)
 /* Receive buffers granted to each peer: a share of the endpoint's. */
 static uint32_t window_of(const struct verbs_ep *sep)
 {
-	uint32_t w = sep->rx_count / 8;
+	uint32_t w = cci__lender_limit(&sep->lend) / 8;
 
 	return w < 4 ? 4 : w > VERBS_WINDOW_MAX ? VERBS_WINDOW_MAX : w;
 }

@@ -2,16 +2,18 @@
  * verbs_proto.h - the protocol of the verbs transport that does not touch
  * a device: the wire header and control bodies (verbs_wire.c), the hello
  * carried in rdma_cm private data (verbs_wire.c), which messages spend a
- * credit and the send queue's rules (verbs_sq.c), the initiator's cache
- * of a peer's registrations (plugins/common/peer_reg.c) and the
- * connection set-up steps (verbs_fsm.c).  Nothing here includes
+ * credit and the send queue's rules (verbs_sq.c), the registration-key
+ * messages and the initiator's cache of a peer's registrations
+ * (plugins/common/peer_reg_wire.c, peer_reg.c) and the connection set-up
+ * steps (verbs_fsm.c).  Nothing here includes
  * libibverbs or librdmacm, so the unit tests (tests/unit/verbs_*_test.c)
  * and the fuzzer (tests/fuzz/verbs_wire_fuzz.c) run on machines without
  * an RDMA device.
  *
- * All multi-byte fields travel in network byte order (big-endian), written
- * by the encoders through netorder.h; decoders never trust a length or a type they did not
- * check.
+ * Every multi-byte field travels in network byte order (big-endian),
+ * written by the encoders through netorder.h; the registration-key bodies
+ * are the common ones (peer_reg_wire.h).  Decoders never trust a length
+ * or a type they did not check.
  */
 #ifndef CCI_VERBS_PROTO_H
 #define CCI_VERBS_PROTO_H
@@ -24,9 +26,9 @@
  * folder alone on their include path. */
 #include "../common/credit.h"
 #include "../common/netorder.h"
-#include "../common/peer_reg.h"
+#include "../common/peer_reg_wire.h"
 
-#define VERBS_WIRE_VERSION 1
+#define VERBS_WIRE_VERSION 2           /* 2: network byte order, the common key bodies */
 #define VERBS_HELLO_MAGIC 0x43434956u /* "CCIV" on the wire: a CCI verbs peer */
 
 #define VERBS_MSS_MIN 1024u           /* a connect payload (CCI_CONN_REQ_LEN) fits one message */
@@ -44,10 +46,11 @@ enum verbs_type {
 	VERBS_T_CREDIT = 5,   /* only the credits field */
 	VERBS_T_PING = 6,     /* keepalive probe */
 	VERBS_T_PONG = 7,
-	VERBS_T_MR_REQ = 8,   /* aux: request id; body: u64 core key */
-	VERBS_T_MR_REP = 9,   /* aux: request id; body: struct verbs_mr_rep */
-	VERBS_T_MR_INVAL = 10,/* body: u64 core key, deregistered */
-	VERBS_T_MAX = 10
+	VERBS_T_MR = 8,       /* the registration-key messages from here (peer_reg_wire.h) */
+	VERBS_T_MR_REQ = VERBS_T_MR + CCI__PEER_REG_MSG_REQ,
+	VERBS_T_MR_REP = VERBS_T_MR + CCI__PEER_REG_MSG_REP,
+	VERBS_T_MR_INVAL = VERBS_T_MR + CCI__PEER_REG_MSG_INVAL, /* no DONE: see README */
+	VERBS_T_MAX = VERBS_T_MR_INVAL
 };
 
 struct verbs_hdr {
@@ -59,19 +62,7 @@ struct verbs_hdr {
 	uint32_t aux;       /* MR_REQ/MR_REP: request id */
 };
 #define VERBS_HDR_LEN 16u
-
-#define VERBS_MR_KEY_LEN 8u   /* MR_REQ and MR_INVAL body */
-#define VERBS_MR_REP_LEN 40u
-
-/* The answer to MR_REQ: what the initiator may do with the core key. */
-struct verbs_mr_rep {
-	int32_t status;     /* CCI_SUCCESS or CCI_ERR_RMA_HANDLE */
-	uint32_t flags;     /* CCI_FLAG_READ | CCI_FLAG_WRITE of the registration */
-	uint64_t key;       /* the core key asked about */
-	uint32_t rkey;      /* the memory region's remote key */
-	uint64_t addr;      /* virtual address of the registration's first byte */
-	uint64_t len;       /* its length */
-};
+#define VERBS_RKEY_MAX UINT32_MAX     /* an ibv_mr's rkey: wider answers are refused */
 
 /* Write h into out (VERBS_HDR_LEN bytes); h->version is ignored (ours is written). */
 void verbs_hdr_encode(const struct verbs_hdr *h, void *out);
@@ -85,10 +76,6 @@ void verbs_hdr_encode(const struct verbs_hdr *h, void *out);
  * size); *h is written on success only.
  */
 int verbs_hdr_decode(const void *buf, size_t n, uint32_t mss, struct verbs_hdr *h);
-
-void verbs_mr_rep_encode(const struct verbs_mr_rep *r, void *out);
-/* CCI_EINVAL unless n == VERBS_MR_REP_LEN and status is one we send. */
-int verbs_mr_rep_decode(const void *in, size_t n, struct verbs_mr_rep *r);
 
 /* ---- The hello: rdma_cm private data of CONNECT_REQUEST and ESTABLISHED ---- */
 
@@ -161,17 +148,6 @@ uint64_t verbs_rma_wrs(uint64_t rlen, uint64_t max_msg, int has_msg);
  * belongs to: status; later ones: -1, not complete yet.
  */
 int verbs_op_status(uint64_t op_serial, uint64_t done_serial, int status);
-
-/* ---- A peer's registration, as the initiator knows it (peer_reg.h) ---- */
-
-/* Record an MR_REP: CCI_SUCCESS, or CCI_EINVAL when no request of that
- * id and key is waiting (a reply we never asked for is ignored). */
-static inline int verbs_mrc_learn(struct cci__peer_reg *head, uint32_t req_id,
-                                  const struct verbs_mr_rep *rep)
-{
-	return cci__peer_reg_learn(head, req_id, rep->key, rep->status, rep->flags, rep->rkey,
-	                           rep->addr, rep->len);
-}
 
 /* ---- Connection set-up steps (verbs_fsm.c) ---- */
 

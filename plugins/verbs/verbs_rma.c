@@ -6,8 +6,9 @@
  *
  * An RMA waits on vc->rmaq until the peer's answer for its handle is
  * known and, with CCI_FLAG_FENCE, until every earlier RMA of the
- * connection completed; it is then checked (cci__peer_reg_check) and joins
- * the send queue (verbs_tx.c posts its data and completion message).
+ * connection completed (cci__peer_reg_gate, which checks it then); it
+ * then joins the send queue (verbs_tx.c posts its data and completion
+ * message).  The messages' bodies are plugins/common/peer_reg_wire.h's.
  * sep->lock held unless said.
  */
 #include <stdlib.h>
@@ -51,11 +52,11 @@ void verbs_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg)
 {
 	struct verbs_ep *sep = verbs_ep_of(ep);
 	struct verbs_mr *m = reg->priv;
-	uint8_t body[VERBS_MR_KEY_LEN];
+	uint8_t body[CCI__PEER_REG_KEY_LEN];
 
 	if (!m)
 		return;
-	cci__put64(body, m->key);
+	cci__peer_reg_key_encode(m->key, body);
 	pthread_mutex_lock(&sep->lock);
 	for (struct verbs_mr **pp = &sep->mrs; *pp; pp = &(*pp)->next) {
 		if (*pp == m) {
@@ -84,12 +85,12 @@ void verbs_mrs_free(struct verbs_ep *sep)
 	}
 }
 
-/* cci__peer_reg_ask's callback: the MR_REQ about key. */
+/* cci__peer_reg_gate's callback: the MR_REQ about key. */
 static int mr_req_send(void *vc, uint32_t req_id, uint64_t key)
 {
-	uint8_t body[VERBS_MR_KEY_LEN];
+	uint8_t body[CCI__PEER_REG_KEY_LEN];
 
-	cci__put64(body, key);
+	cci__peer_reg_key_encode(key, body);
 	return verbs_ctl_send(vc, VERBS_T_MR_REQ, req_id, body, sizeof(body));
 }
 
@@ -113,22 +114,21 @@ void verbs_rmaq_flush(struct verbs_conn *vc)
 {
 	while (vc->rmaq && vc->step == VERBS_STEP_OPEN) {
 		struct verbs_op *op = vc->rmaq;
-		struct cci__peer_reg *c = cci__peer_reg_find(vc->mrc, op->key);
-		int st;
+		struct cci__peer_reg_rma rma = { .key = op->key, .roff = op->roff, .len = op->rlen,
+		                                 .is_read = op->is_read,
+		                                 .fenced = op->fence && vc->rma_busy };
+		uint64_t rkey = 0;
+		int st = cci__peer_reg_gate(&vc->mrc, &vc->mr_req_next, &rma, mr_req_send, vc,
+		                            &op->raddr, &rkey);
 
-		if (!c)
-			c = cci__peer_reg_ask(&vc->mrc, op->key, ++vc->mr_req_next, mr_req_send, vc);
-		if (!c)
-			return; /* asked again at the next flush */
-		if (c->state == CCI__PEER_REG_ASKED || (op->fence && vc->rma_busy))
-			return;
+		if (st == CCI_EAGAIN)
+			break;
 		rmaq_pop(vc);
-		st = cci__peer_reg_check(c, op->is_read, op->roff, op->rlen, &op->raddr);
 		if (st != CCI_SUCCESS) {
 			rma_refuse(vc, op, st);
 			continue;
 		}
-		op->rkey = (uint32_t)c->rkey; /* 32 bits on the wire (MR_REP) */
+		op->rkey = (uint32_t)rkey; /* within VERBS_RKEY_MAX: checked by the decoder */
 		vc->rma_busy++;
 		verbs_txq_push(vc, op);
 	}
@@ -176,15 +176,16 @@ int verbs_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma
 /* Answer an MR_REQ: only a key of ours, registered now, gets its remote key. */
 static void on_mr_req(struct verbs_conn *vc, uint32_t req_id, const uint8_t *body)
 {
-	struct verbs_mr_rep rep = { .status = CCI_ERR_RMA_HANDLE, .key = cci__get64(body) };
-	uint8_t out[VERBS_MR_REP_LEN];
+	struct cci__peer_reg_rep rep = { .status = CCI_ERR_RMA_HANDLE,
+	                                 .key = cci__peer_reg_key_decode(body) };
+	uint8_t out[CCI__PEER_REG_REP_LEN];
 	void *addr;
 
 	if (verbs_core->rma_lookup(vc->sep->ep, rep.key, 0, 1, 0, &addr) == CCI_SUCCESS) {
 		for (struct verbs_mr *m = vc->sep->mrs; m; m = m->next) {
 			if (m->key != rep.key)
 				continue;
-			rep = (struct verbs_mr_rep){ .status = CCI_SUCCESS, .key = m->key,
+			rep = (struct cci__peer_reg_rep){ .status = CCI_SUCCESS, .key = m->key,
 			                             .flags = (uint32_t)m->reg->flags, .rkey = m->mr->rkey,
 			                             .addr = (uint64_t)(uintptr_t)m->reg->start,
 			                             .len = m->reg->length };
@@ -193,27 +194,29 @@ static void on_mr_req(struct verbs_conn *vc, uint32_t req_id, const uint8_t *bod
 	}
 	if (rep.status != CCI_SUCCESS)
 		VERBS_LOG(CCI_LOG_RMA, "verbs: %s asked for an unknown RMA key: refused", vc->peer);
-	verbs_mr_rep_encode(&rep, out);
+	cci__peer_reg_rep_encode(&rep, out);
 	verbs_ctl_send(vc, VERBS_T_MR_REP, req_id, out, sizeof(out));
 }
 
 void verbs_rma_on_msg(struct verbs_conn *vc, const struct verbs_hdr *h, const uint8_t *body)
 {
-	struct verbs_mr_rep rep;
+	struct cci__peer_reg_rep rep;
+	const char *why = NULL;
 
 	switch (h->type) {
 	case VERBS_T_MR_REQ:
 		on_mr_req(vc, h->aux, body);
 		break;
 	case VERBS_T_MR_REP:
-		if (verbs_mr_rep_decode(body, h->len, &rep) != CCI_SUCCESS ||
-		    verbs_mrc_learn(vc->mrc, h->aux, &rep) != CCI_SUCCESS)
+		if (cci__peer_reg_rep_decode(body, h->len, VERBS_RKEY_MAX, &rep, &why) != CCI_SUCCESS)
+			VERBS_LOG(CCI_LOG_RMA, "verbs: %s: an RMA key answer refused: %s", vc->peer, why);
+		else if (cci__peer_reg_learn(vc->mrc, h->aux, &rep) != CCI_SUCCESS)
 			VERBS_LOG(CCI_LOG_RMA, "verbs: %s: an RMA key answer nobody asked for: ignored",
 			          vc->peer);
 		verbs_rmaq_flush(vc);
 		break;
 	case VERBS_T_MR_INVAL:
-		free(cci__peer_reg_unlink(&vc->mrc, cci__get64(body)));
+		free(cci__peer_reg_unlink(&vc->mrc, cci__peer_reg_key_decode(body)));
 		break;
 	default:
 		break;

@@ -2,9 +2,11 @@
  * verbs_rx.c - the receive side: an application message goes to the
  * application as a RECV event that points into its receive buffer (no
  * copy); the buffer goes back to the shared receive queue when the event
- * is returned, which is when its credit goes back to the sender.  A
- * message for which no event could be had is held, in arrival order, and
- * delivered by the next progress.  sep->lock held throughout.
+ * is returned, which is when its credit goes back to the sender.  The
+ * application holds at most recv_buf_count events (sep->lend,
+ * plugins/common/lender.h); a message for which no event could be had
+ * then is held, in arrival order, and delivered when one comes back or
+ * by the next progress.  sep->lock held throughout.
  */
 #include "verbs.h"
 
@@ -13,14 +15,19 @@ static void held_push(struct verbs_ep *sep, struct verbs_rxbuf *rb)
 	CCI__FIFO_PUSH(&sep->held, &sep->held_tail, rb, next);
 }
 
-/* Lend rb to the application: CCI_SUCCESS or CCI_ENOMEM (no event). */
+/* Lend rb to the application: CCI_SUCCESS, CCI_ENOBUFS (it holds all it
+ * may) or CCI_ENOMEM (no event).  Counted once posted: the event cannot
+ * be collected back before, collect takes sep->lock. */
 static int lend(struct verbs_ep *sep, struct verbs_rxbuf *rb)
 {
-	int rc = verbs_core->post_recv(rb->vc->conn, rb->data + VERBS_HDR_LEN, rb->len, rb);
+	int rc;
 
+	if (!cci__lender_can_take(&sep->lend))
+		return CCI_ENOBUFS;
+	rc = verbs_core->post_recv(rb->vc->conn, rb->data + VERBS_HDR_LEN, rb->len, rb);
 	if (rc == CCI_SUCCESS) {
 		rb->lent = 1;
-		sep->rx_lent++;
+		cci__lender_take(&sep->lend);
 	}
 	return rc;
 }
@@ -79,18 +86,24 @@ void verbs_held_drop(struct verbs_ep *sep, struct verbs_conn *vc)
 	sep->held_tail = last;
 }
 
-/* The application returned rb's event: repost it; its connection, whose
- * credit is now owed to the peer, or NULL. */
-struct verbs_conn *verbs_rx_returned(struct verbs_ep *sep, struct verbs_rxbuf *rb)
+/* The events the application returned (verbs_recv_returned): repost
+ * their buffers, give their credits back, then deliver what was held. */
+void verbs_rx_collect(struct verbs_ep *sep)
 {
-	struct verbs_conn *vc;
+	for (struct cci__lent *b = cci__lender_collect(&sep->lend), *next; b; b = next) {
+		struct verbs_rxbuf *rb = (struct verbs_rxbuf *)((char *)b -
+		                                                 offsetof(struct verbs_rxbuf, back));
+		struct verbs_conn *vc;
 
-	if (!rb->lent)
-		return NULL;
-	rb->lent = 0;
-	sep->rx_lent--;
-	vc = rx_recycle(sep, rb);
-	if (vc && vc->step == VERBS_STEP_OPEN)
-		cci__credit_returned(&vc->cr);
-	return vc;
+		next = b->next;
+		rb->lent = 0;
+		vc = rx_recycle(sep, rb);
+		if (!vc)
+			continue;
+		if (vc->step == VERBS_STEP_OPEN)
+			cci__credit_returned(&vc->cr);
+		verbs_credit_flush(vc);
+		verbs_txq_flush(vc);
+	}
+	verbs_held_drain(sep);
 }

@@ -1,8 +1,8 @@
 /*
  * verbs_wire.c - the codec of the verbs transport: the header of every
- * SEND, the bodies of the registration exchange, and the hello carried in
- * rdma_cm private data.  Pure functions over bytes, fuzzed by
- * tests/fuzz/verbs_wire_fuzz.c.
+ * SEND and the hello carried in rdma_cm private data (the bodies of the
+ * registration exchange are plugins/common/peer_reg_wire.c's).  Pure
+ * functions over bytes, fuzzed by tests/fuzz/verbs_wire_fuzz.c.
  */
 #include <string.h>
 
@@ -31,10 +31,9 @@ static long body_len_of(uint8_t type)
 	case VERBS_T_PONG:
 		return 0;
 	case VERBS_T_MR_REQ:
-	case VERBS_T_MR_INVAL:
-		return VERBS_MR_KEY_LEN;
 	case VERBS_T_MR_REP:
-		return VERBS_MR_REP_LEN;
+	case VERBS_T_MR_INVAL:
+		return cci__peer_reg_body_len(type - VERBS_T_MR);
 	default:
 		return -1;
 	}
@@ -63,37 +62,6 @@ int verbs_hdr_decode(const void *buf, size_t n, uint32_t mss, struct verbs_hdr *
 	if (d.type == VERBS_T_REQ && d.len > CCI_CONN_REQ_LEN)
 		return CCI_EMSGSIZE;
 	*h = d;
-	return CCI_SUCCESS;
-}
-
-void verbs_mr_rep_encode(const struct verbs_mr_rep *r, void *out)
-{
-	uint8_t *p = out;
-
-	cci__put32(p, (uint32_t)r->status);
-	cci__put32(p + 4, r->flags);
-	cci__put64(p + 8, r->key);
-	cci__put32(p + 16, r->rkey);
-	cci__put32(p + 20, 0);
-	cci__put64(p + 24, r->addr);
-	cci__put64(p + 32, r->len);
-}
-
-int verbs_mr_rep_decode(const void *in, size_t n, struct verbs_mr_rep *r)
-{
-	const uint8_t *p = in;
-	struct verbs_mr_rep d;
-
-	if (!in || n != VERBS_MR_REP_LEN)
-		return CCI_EINVAL;
-	d = (struct verbs_mr_rep){ .status = (int32_t)cci__get32(p), .flags = cci__get32(p + 4),
-	                           .key = cci__get64(p + 8), .rkey = cci__get32(p + 16),
-	                           .addr = cci__get64(p + 24), .len = cci__get64(p + 32) };
-	if (d.status != CCI_SUCCESS && d.status != CCI_ERR_RMA_HANDLE)
-		return CCI_EINVAL;
-	if (d.flags & ~(uint32_t)(CCI_FLAG_READ | CCI_FLAG_WRITE))
-		return CCI_EINVAL;
-	*r = d;
 	return CCI_SUCCESS;
 }
 

@@ -4,13 +4,15 @@
  * anybody who can reach the endpoint's address) sends.  The decoder
  * accepts it only within the promised limits, with every pointer it
  * returns inside the message, or refuses it with a reason; it never reads
- * past the message.  The first 8 bytes are also taken as the remote CQ
+ * past the message.  What it accepts encodes back (ofi_*_encode) to the
+ * bytes that came, padding aside: the fields are read in network byte
+ * order at the offsets the encoders write.  The first 8 bytes are also taken as the remote CQ
  * datum of an application message: what ofi_imm_decode accepts packs back
  * to the same datum, and ofi_imm_seq returns the nearest sequence number.
  *
  * Build (as tests/fuzz/run.sh does):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I api -I plugins/ofi \
- *         tests/fuzz/ofi_wire_fuzz.c plugins/ofi/ofi_wire.c
+ *         tests/fuzz/ofi_wire_fuzz.c plugins/ofi/ofi_wire.c plugins/common/peer_reg_wire.c
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,47 +39,81 @@ static int hello_ok(const struct ofi_hello *h)
 	       !(h->flags & ~OFI_HELLO_IMM);
 }
 
+/* Does the body, hello or cancel of the message encode back to its bytes?
+ * The padding is not checked by the decoder: it is copied over. */
+static int hello_round_trips(const struct ofi_hello *h, const uint8_t *body)
+{
+	uint8_t out[OFI_HELLO_LEN];
+
+	ofi_hello_encode(h, out);
+	memcpy(out + 44, body + 44, 4);
+	memcpy(out + 60, body + 60, 4);
+	return memcmp(out, body, sizeof(out)) == 0;
+}
+
+static int cancel_round_trips(const struct ofi_cancel *c, const uint8_t *body)
+{
+	uint8_t out[OFI_CANCEL_LEN];
+
+	ofi_cancel_encode(c, out);
+	memcpy(out + 4, body + 4, 4);
+	return memcmp(out, body, sizeof(out)) == 0;
+}
+
+static int rep_round_trips(const struct cci__peer_reg_rep *r, const uint8_t *body)
+{
+	uint8_t out[CCI__PEER_REG_REP_LEN];
+
+	cci__peer_reg_rep_encode(r, out);
+	return memcmp(out, body, sizeof(out)) == 0;
+}
+
 static void check_accepted(const struct ofi_msg *m, const uint8_t *msg, size_t len)
 {
 	const struct ofi_hello *h = &m->u.hello;
+	uint8_t hdr[OFI_HDR_LEN];
 	volatile unsigned sink;
 
+	ofi_hdr_encode(&m->hdr, hdr);
 	if (m->hdr.version != OFI_WIRE_VERSION || m->hdr.type < OFI_T_MSG ||
 	    m->hdr.type > OFI_T_LAST || m->body != msg + OFI_HDR_LEN ||
-	    m->body_len != len - OFI_HDR_LEN || memcmp(&m->hdr, msg, OFI_HDR_LEN) != 0 ||
+	    m->body_len != len - OFI_HDR_LEN || memcmp(hdr, msg, OFI_HDR_LEN) != 0 ||
 	    (m->hdr.dst == 0) != (m->hdr.type == OFI_T_REQ || m->hdr.type == OFI_T_CANCEL))
 		abort();
 	sink = touch(m->body, m->body_len);
 	switch (m->hdr.type) {
 	case OFI_T_REQ:
 		if (!hello_ok(h) || h->addr_len == 0 || h->addr_len > OFI_ADDR_MAX ||
-		    h->data_len > CCI_CONN_REQ_LEN || m->addr != m->body + sizeof(*h) ||
+		    h->data_len > CCI_CONN_REQ_LEN || m->addr != m->body + OFI_HELLO_LEN ||
 		    m->data != m->addr + h->addr_len || m->data + h->data_len != msg + len ||
-		    memcmp(h, m->body, sizeof(*h)) != 0)
+		    !hello_round_trips(h, m->body))
 			abort();
 		sink += touch(m->addr, h->addr_len) + touch(m->data, h->data_len);
 		break;
 	case OFI_T_ACCEPT:
-		if (!hello_ok(h) || h->addr_len || h->data_len || m->body_len != sizeof(*h))
+		if (!hello_ok(h) || h->addr_len || h->data_len || m->body_len != OFI_HELLO_LEN ||
+		    !hello_round_trips(h, m->body))
 			abort();
 		break;
 	case OFI_T_CANCEL:
-		if (m->u.cancel.id == 0 || m->body_len != sizeof(m->u.cancel))
+		if (m->u.cancel.id == 0 || m->body_len != OFI_CANCEL_LEN ||
+		    !cancel_round_trips(&m->u.cancel, m->body))
 			abort();
 		break;
 	case OFI_T_MR_REQ:
 	case OFI_T_MR_INVAL:
 	case OFI_T_MR_DONE:
-		if (m->body_len != sizeof(m->u.key) || memcmp(&m->u.key, m->body, 8) != 0)
+		if (m->body_len != CCI__PEER_REG_KEY_LEN || m->u.key != cci__get64(m->body))
 			abort();
 		break;
 	case OFI_T_MR_REP: {
-		const struct ofi_mr_rep *r = &m->u.mr_rep;
+		const struct cci__peer_reg_rep *r = &m->u.mr_rep;
 		const uint32_t known = CCI_FLAG_READ | CCI_FLAG_WRITE;
 
-		if (m->body_len != sizeof(*r) || (r->flags & ~known) ||
+		if (m->body_len != CCI__PEER_REG_REP_LEN || !rep_round_trips(r, m->body) ||
+		    (r->flags & ~known) ||
 		    (r->status != CCI_SUCCESS && r->status != CCI_ERR_RMA_HANDLE) ||
-		    (r->status == CCI_SUCCESS && (r->len == 0 || r->base + r->len < r->base)))
+		    (r->status == CCI_SUCCESS && (r->len == 0 || r->addr + r->len < r->addr)))
 			abort();
 		break;
 	}

@@ -24,14 +24,16 @@ clang $cflags -I"$top/api" -I"$top/plugins/tcp" \
 clang $cflags -I"$top/plugins/sm" \
 	"$here/sm_ring_fuzz.c" "$top/plugins/sm/sm_ring.c" -o "$work/sm_ring_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/verbs" \
-	"$here/verbs_wire_fuzz.c" "$top/plugins/verbs/verbs_wire.c" -o "$work/verbs_fuzz"
+	"$here/verbs_wire_fuzz.c" "$top/plugins/verbs/verbs_wire.c" \
+	"$top/plugins/common/peer_reg_wire.c" -o "$work/verbs_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/sock" \
 	"$here/sock_dgram_fuzz.c" "$top/plugins/sock/sock_dgram.c" -o "$work/dgram_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/sm" -I"$top/plugins/common" \
 	"$here/sm_ctl_fuzz.c" "$top/plugins/sm/sm_ctl_wire.c" "$top/plugins/common/hello.c" \
 	-o "$work/sm_ctl_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/ofi" \
-	"$here/ofi_wire_fuzz.c" "$top/plugins/ofi/ofi_wire.c" -o "$work/ofi_fuzz"
+	"$here/ofi_wire_fuzz.c" "$top/plugins/ofi/ofi_wire.c" \
+	"$top/plugins/common/peer_reg_wire.c" -o "$work/ofi_fuzz"
 
 # Each harness starts from its committed corpus (tests/fuzz/corpus/<name>),
 # copied so that what the fuzzer adds stays in the work directory.

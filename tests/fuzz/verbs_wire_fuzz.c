@@ -1,7 +1,8 @@
 /*
  * verbs_wire_fuzz.c - libFuzzer harness for the verbs transport's
  * decoders of untrusted bytes (plugins/verbs/verbs_wire.c): the header of
- * a received SEND, an MR_REP body, and the hello in rdma_cm private data.
+ * a received SEND, an MR_REP body (plugins/common/peer_reg_wire.c), and
+ * the hello in rdma_cm private data.
  * Every byte string decodes within the promised limits, or is refused;
  * what decodes encodes back to the same bytes; never a crash.
  */
@@ -27,15 +28,19 @@ static void check_header(const uint8_t *data, size_t size, uint32_t mss)
 	if (memcmp(again, data, VERBS_HDR_LEN) != 0)
 		abort();
 	if (h.type == VERBS_T_MR_REP) {
-		struct verbs_mr_rep r;
-		uint8_t body[VERBS_MR_REP_LEN];
+		struct cci__peer_reg_rep r;
+		uint8_t body[CCI__PEER_REG_REP_LEN];
+		const char *why = NULL;
 
-		if (verbs_mr_rep_decode(data + VERBS_HDR_LEN, h.len, &r) == CCI_SUCCESS) {
-			verbs_mr_rep_encode(&r, body);
-			/* bytes 20..23 are padding, written as zero */
-			if (memcmp(body, data + VERBS_HDR_LEN, 20) != 0 ||
-			    memcmp(body + 24, data + VERBS_HDR_LEN + 24, 16) != 0)
+		if (cci__peer_reg_rep_decode(data + VERBS_HDR_LEN, h.len, VERBS_RKEY_MAX, &r, &why) ==
+		    CCI_SUCCESS) {
+			cci__peer_reg_rep_encode(&r, body);
+			if (why || memcmp(body, data + VERBS_HDR_LEN, sizeof(body)) != 0 ||
+			    (r.status == CCI_SUCCESS &&
+			     (r.rkey > VERBS_RKEY_MAX || r.len == 0 || r.addr + r.len < r.addr)))
 				abort();
+		} else if (!why) {
+			abort();
 		}
 	}
 }

@@ -5,7 +5,8 @@
  * one with flags nobody knows, one whose payload length lies.  None may
  * become a CONNECT_REQUEST; a well-formed REQ sent the same way after them
  * does (so the path was open), and the endpoint still connects.  The
- * messages use the transport's own layout (plugins/ofi/ofi_wire.h).
+ * messages are written and read by the transport's own codec
+ * (plugins/ofi/ofi_wire.h, network byte order).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -181,17 +182,17 @@ static int raw_send(struct raw *r, const void *buf, size_t len)
 static size_t req_build(uint64_t *buf, const struct raw *r, uint32_t dst, struct ofi_hello h,
                         const char *data)
 {
-	struct ofi_hdr hdr = { .dst = dst, .type = OFI_T_REQ, .version = OFI_WIRE_VERSION };
+	struct ofi_hdr hdr = { .dst = dst, .type = OFI_T_REQ };
 	char *p = (char *)buf;
 
 	h.addr_len = (uint32_t)r->addr_len;
 	if (h.data_len == 0)
 		h.data_len = (uint32_t)strlen(data);
-	memcpy(p, &hdr, sizeof(hdr));
-	memcpy(p + sizeof(hdr), &h, sizeof(h));
-	memcpy(p + sizeof(hdr) + sizeof(h), r->addr, r->addr_len);
-	memcpy(p + sizeof(hdr) + sizeof(h) + r->addr_len, data, strlen(data));
-	return sizeof(hdr) + sizeof(h) + r->addr_len + strlen(data);
+	ofi_hdr_encode(&hdr, p);
+	ofi_hello_encode(&h, p + OFI_HDR_LEN);
+	memcpy(p + OFI_HDR_LEN + OFI_HELLO_LEN, r->addr, r->addr_len);
+	memcpy(p + OFI_HDR_LEN + OFI_HELLO_LEN + r->addr_len, data, strlen(data));
+	return OFI_HDR_LEN + OFI_HELLO_LEN + r->addr_len + strlen(data);
 }
 
 static struct ofi_hello hello_good(void)
@@ -233,7 +234,7 @@ static void hostile_requests_refused(void)
 	size_t addr_len;
 	int format;
 	struct ofi_hello h;
-	uint64_t buf[(OFI_HDR_LEN + sizeof(struct ofi_hello) + OFI_ADDR_MAX + 64) / 8];
+	uint64_t buf[(OFI_HDR_LEN + OFI_HELLO_LEN + OFI_ADDR_MAX + 64) / 8];
 	cci_event_t *ev;
 	char *uri = NULL;
 	struct raw r;
@@ -295,8 +296,7 @@ static uint32_t raw_accept_id(struct raw *r)
 
 	while (ot_now_ms() < stop) {
 		struct fi_cq_entry e;
-		struct ofi_hdr hdr;
-		struct ofi_hello h;
+		struct ofi_msg m;
 		if (fi_cq_read(r->cq, &e, 1) != 1) {
 			raw_poll(r); /* reads the error entry, if that was it */
 			continue;
@@ -304,11 +304,15 @@ static uint32_t raw_accept_id(struct raw *r)
 		for (int j = 0; j < RX_BUFS; j++) {
 			if (e.op_context != &r->rx_ctx[j])
 				continue;
-			memcpy(&hdr, r->rx_buf[j], sizeof(hdr));
-			memcpy(&h, (char *)r->rx_buf[j] + sizeof(hdr), sizeof(h));
+			/* An ACCEPT is a header and a hello exactly: decoded
+			 * as such, any other message is refused. */
+			int ok = ofi_wire_decode(r->rx_buf[j], OFI_HDR_LEN + OFI_HELLO_LEN, &m, NULL) ==
+			                 CCI_SUCCESS && m.hdr.type == OFI_T_ACCEPT;
+			uint32_t id = ok ? m.u.hello.id : 0;
+
 			raw_repost(r, e.op_context);
-			if (hdr.type == OFI_T_ACCEPT)
-				return h.id;
+			if (ok)
+				return id;
 		}
 	}
 	return 0;
@@ -319,7 +323,7 @@ static uint32_t raw_accept_id(struct raw *r)
 static uint32_t first_conn_id(cci_device_t *dev)
 {
 	cci_endpoint_t *server = ot_endpoint(dev);
-	uint64_t buf[(OFI_HDR_LEN + sizeof(struct ofi_hello) + OFI_ADDR_MAX + 64) / 8];
+	uint64_t buf[(OFI_HDR_LEN + OFI_HELLO_LEN + OFI_ADDR_MAX + 64) / 8];
 	uint8_t addr[OFI_ADDR_MAX];
 	size_t addr_len;
 	cci_event_t *ev;
