@@ -127,9 +127,9 @@ int verbs_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t dat
 static int client_connect(struct verbs_conn *vc)
 {
 	struct verbs_ep *sep = vc->sep;
-	struct verbs_hello h = { .kind = VERBS_HELLO_CONNECT, .attr = (uint8_t)vc->attr,
+	struct verbs_hello h = { .kind = VERBS_HELLO_CONNECT, .core = { .attr = (uint8_t)vc->attr,
 	                         .mss = sep->mss, .credits = window_of(sep), .data_len = vc->req_len,
-	                         .nonce = vc->nonce };
+	                         .nonce = vc->nonce }};
 	uint8_t pd[VERBS_HELLO_LEN];
 	struct rdma_conn_param p = { .private_data = pd, .private_data_len = sizeof(pd),
 	                             .responder_resources = (uint8_t)sep->rd_atom,
@@ -139,7 +139,7 @@ static int client_connect(struct verbs_conn *vc)
 
 	if (rc != CCI_SUCCESS)
 		return rc;
-	vc->cr.window = h.credits;
+	vc->cr.window = h.core.credits;
 	verbs_hello_encode(&h, pd);
 	if (rdma_connect(vc->id, &p) != 0)
 		return cci__errno_status(errno);
@@ -155,13 +155,13 @@ static int client_established(struct verbs_conn *vc, const void *pd, size_t pdle
 	const char *why = NULL;
 
 	if (verbs_hello_decode(pd, pdlen, VERBS_HELLO_ACCEPT, &h, &why) != CCI_SUCCESS ||
-	    h.nonce != vc->nonce) {
+	    h.core.nonce != vc->nonce) {
 		VERBS_WARN("verbs: %s answered with a bad hello: %s", vc->peer,
 		           why ? why : "not the nonce we sent");
 		return CCI_ERROR;
 	}
-	cci__credit_init(&vc->cr, h.credits, vc->cr.window);
-	vc->peer_mss = h.mss;
+	cci__credit_init(&vc->cr, h.core.credits, vc->cr.window);
+	vc->peer_mss = h.core.mss;
 	vc->step = VERBS_STEP_ANSWER;
 	return verbs_ctl_send(vc, VERBS_T_REQ, 0, vc->req_data, vc->req_len);
 }
@@ -174,8 +174,8 @@ static int server_request(struct verbs_ep *sep, struct rdma_cm_id *id,
 {
 	const void *pd = req->private_data;
 	size_t pdlen = req->private_data_len;
-	struct verbs_hello h, ours = { .kind = VERBS_HELLO_ACCEPT, .mss = sep->mss,
-	                               .credits = window_of(sep) };
+	struct verbs_hello h, ours = { .kind = VERBS_HELLO_ACCEPT, .core = { .mss = sep->mss,
+	                               .credits = window_of(sep) }};
 	uint8_t out[VERBS_HELLO_LEN];
 	struct rdma_conn_param p = { .private_data = out, .private_data_len = sizeof(out),
 	                             .responder_resources = (uint8_t)sep->rd_atom,
@@ -196,11 +196,11 @@ static int server_request(struct verbs_ep *sep, struct rdma_cm_id *id,
 	snprintf(vc->peer, sizeof(vc->peer), "%s", peer);
 	vc->id = id;
 	id->context = vc;
-	vc->attr = h.attr;
-	vc->peer_mss = h.mss;
-	vc->req_len = h.data_len;
-	ours.nonce = h.nonce;
-	cci__credit_init(&vc->cr, h.credits, ours.credits);
+	vc->attr = h.core.attr;
+	vc->peer_mss = h.core.mss;
+	vc->req_len = h.core.data_len;
+	ours.core.nonce = h.core.nonce;
+	cci__credit_init(&vc->cr, h.core.credits, ours.core.credits);
 	cci__ct_connecting(&vc->base.timers, NULL, 0);
 	vc->base.timers.deadline_ns = cci__now_ns() + VERBS_SERVER_HS_NS;
 	/* RDMA READ depths: ours, within what the client offered (the

@@ -25,6 +25,7 @@
 /* By path: the unit tests and the fuzzer build this header with this
  * folder alone on their include path. */
 #include "../common/credit.h"
+#include "../common/hello.h"
 #include "../common/netorder.h"
 #include "../common/peer_reg_wire.h"
 
@@ -90,15 +91,15 @@ int verbs_hdr_decode(const void *buf, size_t n, uint32_t mss, struct verbs_hdr *
  */
 enum verbs_hello_kind { VERBS_HELLO_CONNECT = 1, VERBS_HELLO_ACCEPT = 2 };
 
+/* On the wire: magic (4), version (1), kind (1), 2 zero bytes, then the
+ * hello core (plugins/common/hello.h): the attribute (CONNECT), mss,
+ * the credits granted to the receiver of the hello, the length of the REQ
+ * message to come (CONNECT, 0..1024) and the nonce (ACCEPT echoes it). */
 struct verbs_hello {
 	uint8_t kind;       /* enum verbs_hello_kind */
-	uint8_t attr;       /* CONNECT: cci_conn_attribute_t (RO, RU or UU) */
-	uint32_t mss;       /* the sender's largest message payload */
-	uint32_t credits;   /* receive buffers granted to the receiver of the hello */
-	uint32_t data_len;  /* CONNECT: bytes of the REQ message to come (0..1024) */
-	uint64_t nonce;     /* random per connect attempt; ACCEPT echoes it */
+	struct cci__hello core;
 };
-#define VERBS_HELLO_LEN 32u
+#define VERBS_HELLO_LEN (8u + CCI__HELLO_LEN)
 #define VERBS_PRIVATE_DATA_MAX 56u /* RC REQ on InfiniBand, the smallest limit */
 
 void verbs_hello_encode(const struct verbs_hello *h, void *out);

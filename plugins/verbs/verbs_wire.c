@@ -69,39 +69,21 @@ void verbs_hello_encode(const struct verbs_hello *h, void *out)
 {
 	uint8_t *p = out;
 
-	memset(p, 0, VERBS_HELLO_LEN);
+	memset(p, 0, 8);
 	cci__put32(p, VERBS_HELLO_MAGIC);
 	p[4] = VERBS_WIRE_VERSION;
 	p[5] = h->kind;
-	p[6] = h->attr;
-	cci__put32(p + 8, h->mss);
-	cci__put32(p + 12, h->credits);
-	cci__put32(p + 16, h->data_len);
-	cci__put64(p + 24, h->nonce);
-}
-
-static const char *hello_check(const struct verbs_hello *h, int kind)
-{
-	if (h->kind != kind)
-		return "a hello of the wrong kind";
-	if (kind == VERBS_HELLO_CONNECT && h->attr != CCI_CONN_ATTR_RO &&
-	    h->attr != CCI_CONN_ATTR_RU && h->attr != CCI_CONN_ATTR_UU)
-		return "an unknown connection attribute";
-	if (h->mss < VERBS_MSS_MIN || h->mss > VERBS_MSS_MAX)
-		return "a message size out of range";
-	if (h->credits == 0 || h->credits > VERBS_WINDOW_MAX)
-		return "a credit window out of range";
-	if (h->data_len > CCI_CONN_REQ_LEN)
-		return "a connect payload over 1024 bytes";
-	return NULL;
+	cci__hello_encode(p + 8, &h->core);
 }
 
 int verbs_hello_decode(const void *pd, size_t n, int kind, struct verbs_hello *h,
                        const char **why_p)
 {
+	static const struct cci__hello_limits lim = { .mss_min = VERBS_MSS_MIN,
+		                                      .mss_max = VERBS_MSS_MAX, .credits_min = 1,
+		                                      .credits_max = VERBS_WINDOW_MAX };
 	const uint8_t *p = pd;
-	struct verbs_hello d;
-	const char *why;
+	struct verbs_hello d = { .kind = (uint8_t)kind };
 
 	if (!pd || n < VERBS_HELLO_LEN) {
 		*why_p = "no CCI hello in the private data (not a CCI verbs peer?)";
@@ -115,14 +97,14 @@ int verbs_hello_decode(const void *pd, size_t n, int kind, struct verbs_hello *h
 		*why_p = "a hello of another wire version";
 		return CCI_EINVAL;
 	}
-	d = (struct verbs_hello){ .kind = p[5], .attr = p[6], .mss = cci__get32(p + 8),
-	                          .credits = cci__get32(p + 12), .data_len = cci__get32(p + 16),
-	                          .nonce = cci__get64(p + 24) };
-	why = hello_check(&d, kind);
-	if (why) {
-		*why_p = why;
+	if (p[5] != kind || p[6] || p[7]) {
+		*why_p = p[5] != kind ? "a hello of the wrong kind" : "reserved hello bytes set";
 		return CCI_EINVAL;
 	}
+	if (cci__hello_decode(p + 8, kind == VERBS_HELLO_CONNECT ? CCI__HELLO_REQUEST
+	                                                          : CCI__HELLO_ANSWER,
+	                      &lim, &d.core, why_p) != CCI_SUCCESS)
+		return CCI_EINVAL;
 	*h = d;
 	return CCI_SUCCESS;
 }

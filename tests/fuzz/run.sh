@@ -25,7 +25,7 @@ clang $cflags -I"$top/plugins/sm" \
 	"$here/sm_ring_fuzz.c" "$top/plugins/sm/sm_ring.c" -o "$work/sm_ring_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/verbs" \
 	"$here/verbs_wire_fuzz.c" "$top/plugins/verbs/verbs_wire.c" \
-	"$top/plugins/common/peer_reg_wire.c" -o "$work/verbs_fuzz"
+	"$top/plugins/common/peer_reg_wire.c" "$top/plugins/common/hello.c" -o "$work/verbs_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/sock" \
 	"$here/sock_dgram_fuzz.c" "$top/plugins/sock/sock_dgram.c" -o "$work/dgram_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/sm" -I"$top/plugins/common" \

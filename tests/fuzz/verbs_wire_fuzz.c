@@ -55,9 +55,9 @@ static void check_hello(const uint8_t *data, size_t size, int kind)
 			abort();
 		return;
 	}
-	if (size < VERBS_HELLO_LEN || h.kind != kind || h.mss < VERBS_MSS_MIN ||
-	    h.mss > VERBS_MSS_MAX || h.credits == 0 || h.credits > VERBS_WINDOW_MAX ||
-	    h.data_len > CCI_CONN_REQ_LEN)
+	if (size < VERBS_HELLO_LEN || h.kind != kind || h.core.mss < VERBS_MSS_MIN ||
+	    h.core.mss > VERBS_MSS_MAX || h.core.credits == 0 || h.core.credits > VERBS_WINDOW_MAX ||
+	    h.core.data_len > CCI_CONN_REQ_LEN)
 		abort();
 }
 

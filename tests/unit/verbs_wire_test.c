@@ -90,9 +90,9 @@ static void test_hello_fits_ib_private_data(void)
 
 static void test_hello_round_trip_with_padding(void)
 {
-	struct verbs_hello in = { .kind = VERBS_HELLO_CONNECT, .attr = CCI_CONN_ATTR_UU,
+	struct verbs_hello in = { .kind = VERBS_HELLO_CONNECT, .core = { .attr = CCI_CONN_ATTR_UU,
 	                          .mss = 8192, .credits = 32, .data_len = 1024,
-	                          .nonce = 0x0102030405060708ull }, out;
+	                          .nonce = 0x0102030405060708ull }}, out;
 	uint8_t pd[VERBS_PRIVATE_DATA_MAX] = { 0 };
 	const char *why = NULL;
 
@@ -100,18 +100,18 @@ static void test_hello_round_trip_with_padding(void)
 	/* rdma_cm may hand the private data zero-padded to its maximum */
 	CU_ASSERT_EQUAL_FATAL(verbs_hello_decode(pd, sizeof(pd), VERBS_HELLO_CONNECT, &out, &why),
 	                      CCI_SUCCESS);
-	CU_ASSERT_EQUAL(out.attr, CCI_CONN_ATTR_UU);
-	CU_ASSERT_EQUAL(out.mss, 8192);
-	CU_ASSERT_EQUAL(out.credits, 32);
-	CU_ASSERT_EQUAL(out.data_len, 1024);
-	CU_ASSERT_EQUAL(out.nonce, in.nonce);
+	CU_ASSERT_EQUAL(out.core.attr, CCI_CONN_ATTR_UU);
+	CU_ASSERT_EQUAL(out.core.mss, 8192);
+	CU_ASSERT_EQUAL(out.core.credits, 32);
+	CU_ASSERT_EQUAL(out.core.data_len, 1024);
+	CU_ASSERT_EQUAL(out.core.nonce, in.core.nonce);
 }
 
 /* Encode h, damage byte at (if >= 0) with v, and expect a refusal. */
 static void expect_hello_refused(struct verbs_hello h, int kind, int at, uint8_t v, size_t n)
 {
 	uint8_t pd[VERBS_PRIVATE_DATA_MAX] = { 0 };
-	struct verbs_hello out = { .mss = 77 };
+	struct verbs_hello out = { .core.mss = 77 };
 	const char *why = NULL;
 
 	verbs_hello_encode(&h, pd);
@@ -119,13 +119,13 @@ static void expect_hello_refused(struct verbs_hello h, int kind, int at, uint8_t
 		pd[at] = v;
 	CU_ASSERT_EQUAL(verbs_hello_decode(pd, n, kind, &out, &why), CCI_EINVAL);
 	CU_ASSERT_PTR_NOT_NULL(why);
-	CU_ASSERT_EQUAL(out.mss, 77);
+	CU_ASSERT_EQUAL(out.core.mss, 77);
 }
 
 static void test_hello_refusals(void)
 {
-	struct verbs_hello ok = { .kind = VERBS_HELLO_CONNECT, .attr = CCI_CONN_ATTR_RO,
-	                          .mss = 4096, .credits = 8 }, h;
+	struct verbs_hello ok = { .kind = VERBS_HELLO_CONNECT, .core = { .attr = CCI_CONN_ATTR_RO,
+	                          .mss = 4096, .credits = 8 }}, h;
 	const char *why = NULL;
 
 	CU_ASSERT_EQUAL(verbs_hello_decode(NULL, 0, VERBS_HELLO_CONNECT, &h, &why), CCI_EINVAL);
@@ -134,22 +134,22 @@ static void test_hello_refusals(void)
 	expect_hello_refused(ok, VERBS_HELLO_CONNECT, 4, 9, VERBS_HELLO_LEN);      /* version */
 	expect_hello_refused(ok, VERBS_HELLO_ACCEPT, -1, 0, VERBS_HELLO_LEN);      /* kind */
 	h = ok;
-	h.attr = CCI_CONN_ATTR_UU_MC_TX;
+	h.core.attr = CCI_CONN_ATTR_UU_MC_TX;
 	expect_hello_refused(h, VERBS_HELLO_CONNECT, -1, 0, VERBS_HELLO_LEN);
 	h = ok;
-	h.mss = VERBS_MSS_MIN - 1;
+	h.core.mss = VERBS_MSS_MIN - 1;
 	expect_hello_refused(h, VERBS_HELLO_CONNECT, -1, 0, VERBS_HELLO_LEN);
 	h = ok;
-	h.mss = VERBS_MSS_MAX + 1;
+	h.core.mss = VERBS_MSS_MAX + 1;
 	expect_hello_refused(h, VERBS_HELLO_CONNECT, -1, 0, VERBS_HELLO_LEN);
 	h = ok;
-	h.credits = 0;
+	h.core.credits = 0;
 	expect_hello_refused(h, VERBS_HELLO_CONNECT, -1, 0, VERBS_HELLO_LEN);
 	h = ok;
-	h.credits = VERBS_WINDOW_MAX + 1;
+	h.core.credits = VERBS_WINDOW_MAX + 1;
 	expect_hello_refused(h, VERBS_HELLO_CONNECT, -1, 0, VERBS_HELLO_LEN);
 	h = ok;
-	h.data_len = CCI_CONN_REQ_LEN + 1;
+	h.core.data_len = CCI_CONN_REQ_LEN + 1;
 	expect_hello_refused(h, VERBS_HELLO_CONNECT, -1, 0, VERBS_HELLO_LEN);
 }
 
