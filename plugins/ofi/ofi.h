@@ -71,6 +71,7 @@
 #include "cci_plugin.h"
 #include "clock.h"
 #include "conn_base.h"
+#include "conn_life.h"
 #include "credit.h"
 #include "engine.h"
 #include "iov.h"
@@ -210,8 +211,7 @@ struct ofi_conn {
 	cci__conn_t *conn;          /* the core's; NULL once released */
 	struct ofi_conn *prev, *next; /* sep->conns, then sep->gone (dlists: thousands
 	                             * leave them one by one) */
-	struct ofi_conn *free_next; /* sep->freeable */
-	_Atomic int refs;
+	struct cci__conn_life life; /* held by the table and by what is in flight */
 	uint32_t id;                /* ours: slot | generation << 16 */
 	uint32_t peer_id;
 	struct ofi_peer *peer;
@@ -342,7 +342,7 @@ struct ofi_ep {
 	pthread_mutex_t lock;
 	struct ofi_conn *conns;
 	struct ofi_conn *gone;      /* out of service, freed at their last reference */
-	struct ofi_conn *_Atomic freeable; /* those of gone whose last reference went */
+	struct cci__conn_graves freeable; /* those of gone whose last hold went */
 	struct ofi_conn *tick_next; /* where the timer's next round of conns starts */
 	struct ofi_conn *ended;     /* connects the timer ended, each with a reference,
 	                             * for progress to fail (read unlocked as a hint) */
@@ -421,25 +421,19 @@ static inline struct ofi_pidw *ofi_conn_pidw(struct ofi_conn *oc)
 
 static inline void ofi_conn_ref(struct ofi_conn *oc)
 {
-	atomic_fetch_add_explicit(&oc->refs, 1, memory_order_relaxed);
+	cci__conn_hold(&oc->life);
 }
 
-/* The last reference (never the table's: it goes first, at
- * ofi_conn_unlist) makes oc freeable: it joins sep->freeable, a stack
- * pushed without locks, and the progress thread frees it
- * (ofi_conns_sweep).  oc is not touched after the push. */
+/* The last hold (never the table's: it goes first, at ofi_conn_unlist)
+ * makes oc freeable: it joins sep->freeable (conn_life.h's graves), and
+ * the progress thread frees it (ofi_conns_sweep).  oc is not touched
+ * after the push. */
 static inline void ofi_conn_unref(struct ofi_conn *oc)
 {
 	struct ofi_ep *sep = oc->sep;
-	struct ofi_conn *head;
 
-	if (atomic_fetch_sub_explicit(&oc->refs, 1, memory_order_acq_rel) != 1)
-		return;
-	head = atomic_load_explicit(&sep->freeable, memory_order_relaxed);
-	do
-		oc->free_next = head;
-	while (!atomic_compare_exchange_weak_explicit(&sep->freeable, &head, oc,
-	                                              memory_order_release, memory_order_relaxed));
+	if (cci__conn_drop(&oc->life))
+		cci__conn_graves_push(&sep->freeable, &oc->life);
 }
 
 /* Where an application message's payload goes in its op's buffer: after

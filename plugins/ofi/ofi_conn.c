@@ -40,7 +40,7 @@ struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, voi
 	}
 	*(struct ofi_conn **)oc->conn->priv = oc;
 	oc->sep = sep;
-	atomic_init(&oc->refs, 1);
+	cci__conn_life_init(&oc->life);
 	oc->attr = (int)attr;
 	window = atomic_load_explicit(&sep->rx_count, memory_order_relaxed);
 	cci__credit_init(&oc->cr, 0, window < OFI_WINDOW_MAX ? window : OFI_WINDOW_MAX);
@@ -100,13 +100,14 @@ static void conn_free(struct ofi_conn *oc)
  * since (sep->freeable). */
 void ofi_conns_sweep(struct ofi_ep *sep)
 {
-	struct ofi_conn *list = atomic_exchange_explicit(&sep->freeable, NULL, memory_order_acquire);
+	struct cci__conn_life *list = cci__conn_graves_take(&sep->freeable);
 
 	if (!list)
 		return;
 	pthread_mutex_lock(&sep->lock);
-	for (struct ofi_conn *oc; (oc = list) != NULL;) {
-		list = oc->free_next;
+	for (struct ofi_conn *oc; list != NULL;) {
+		oc = (struct ofi_conn *)((char *)list - offsetof(struct ofi_conn, life));
+		list = list->next_grave;
 		CCI__DLIST_UNLINK(&sep->gone, oc);
 		/* Whoever dropped the last reference did it holding oc->lock:
 		 * wait until it left. */
@@ -156,7 +157,7 @@ void ofi_conns_free_all(struct ofi_ep *sep)
 	struct ofi_conn *lists[2] = { sep->conns, sep->gone };
 
 	sep->conns = sep->gone = NULL;
-	atomic_store_explicit(&sep->freeable, NULL, memory_order_relaxed);
+	cci__conn_graves_init(&sep->freeable);
 	for (int i = 0; i < 2; i++) {
 		for (struct ofi_conn *oc; CCI__SLIST_POP(&lists[i], oc, next);) {
 			if (oc->conn)
