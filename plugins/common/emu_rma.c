@@ -29,6 +29,14 @@ int cci__emu_rma_peer_status(uint32_t st)
 	}
 }
 
+static void refused(struct cci__emu_rma_conn *c, const char *what, uint64_t key, uint64_t off,
+                    int rc)
+{
+	CCI__LOG(c->core, CCI_LOG_RMA, "emulated RMA %s from %s refused (key %#llx, offset %llu): %s",
+	         what, c->peer ? c->peer : "a peer", (unsigned long long)key,
+	         (unsigned long long)off, c->core->status_text(rc));
+}
+
 /* ---- initiator ---------------------------------------------------------- */
 
 void cci__emu_rma_op_init(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *op, int flags,
@@ -39,7 +47,7 @@ void cci__emu_rma_op_init(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *o
 	if (++c->next_id == 0) /* 0 names no operation on the wire */
 		c->next_id = 1;
 	op->id = c->next_id;
-	op->write = (flags & CCI_FLAG_WRITE) != 0;
+	op->role = (flags & CCI_FLAG_WRITE) ? CCI__EMU_RMA_WRITE : CCI__EMU_RMA_READ;
 	op->fence = (flags & CCI_FLAG_FENCE) != 0;
 	op->key = key;
 	op->roff = roff;
@@ -50,7 +58,7 @@ void cci__emu_rma_op_init(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *o
 
 int cci__emu_rma_start(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *op)
 {
-	if (op->started)
+	if (op->started || op->role == CCI__EMU_RMA_ANSWER || op->phase != CCI__EMU_RMA_SEND)
 		return 1;
 	if (op->fence && c->started > 0)
 		return 0;
@@ -67,10 +75,31 @@ void cci__emu_rma_finish(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *op
 	c->started--;
 }
 
-int cci__emu_rma_next(const struct cci__emu_rma_op *op, uint64_t frag_max,
-                      struct cci__emu_rma_rec *r, char **data, uint64_t *dlen)
+/* An answer's next record: RD_DATA of the registration, checked again (it
+ * may be gone since the request), or DONE. */
+static void answer_next(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *a,
+                        uint64_t n, struct cci__emu_rma_rec *r, void **data, uint64_t *dlen)
 {
-	uint64_t left = op->total - op->done;
+	if (a->status == CCI_SUCCESS && n > 0) {
+		a->status = c->core->rma_lookup(c->ep, a->key, a->roff + a->done, n, CCI_FLAG_READ,
+		                                data);
+		if (a->status == CCI_SUCCESS) {
+			r->kind = CCI__EMU_RMA_RD_DATA;
+			r->off = a->done;
+			*dlen = n;
+			return;
+		}
+		*data = NULL;
+		refused(c, "read", a->key, a->roff + a->done, a->status);
+	}
+	r->kind = CCI__EMU_RMA_DONE;
+	r->status = a->status;
+}
+
+int cci__emu_rma_next(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *op, uint64_t frag_max,
+                      struct cci__emu_rma_rec *r, void **data, uint64_t *dlen)
+{
+	uint64_t left = op->total - op->done, n = left < frag_max ? left : frag_max;
 
 	memset(r, 0, sizeof(*r));
 	*data = NULL;
@@ -78,17 +107,19 @@ int cci__emu_rma_next(const struct cci__emu_rma_op *op, uint64_t frag_max,
 	if (op->phase != CCI__EMU_RMA_SEND)
 		return 0;
 	r->op = op->id;
-	if (!op->write) {
+	if (op->role == CCI__EMU_RMA_ANSWER) {
+		answer_next(c, op, n, r, data, dlen);
+	} else if (op->role == CCI__EMU_RMA_READ) {
 		r->kind = CCI__EMU_RMA_RD_REQ;
 		r->key = op->key;
 		r->off = op->roff;
 		r->len = op->total;
-	} else if (left > 0) {
+	} else if (n > 0) {
 		r->kind = CCI__EMU_RMA_WR_DATA;
 		r->key = op->key;
 		r->off = op->roff + op->done;
 		*data = op->laddr + op->done;
-		*dlen = left < frag_max ? left : frag_max;
+		*dlen = n;
 	} else {
 		r->kind = CCI__EMU_RMA_WR_END;
 		r->len = op->msg_len;
@@ -99,16 +130,25 @@ int cci__emu_rma_next(const struct cci__emu_rma_op *op, uint64_t frag_max,
 void cci__emu_rma_sent(struct cci__emu_rma_op *op, const struct cci__emu_rma_rec *r,
                        uint64_t dlen)
 {
-	if (r->kind == CCI__EMU_RMA_WR_DATA)
+	switch (r->kind) {
+	case CCI__EMU_RMA_WR_DATA:
+	case CCI__EMU_RMA_RD_DATA:
 		op->done += dlen;
-	else
-		op->phase = CCI__EMU_RMA_WAIT; /* WR_END or RD_REQ: the rest is the target's */
+		break;
+	case CCI__EMU_RMA_DONE:
+		op->phase = CCI__EMU_RMA_OVER;
+		break;
+	default: /* WR_END, RD_REQ: the rest is the target's */
+		op->phase = CCI__EMU_RMA_WAIT;
+		break;
+	}
 }
 
 char *cci__emu_rma_rd_place(const struct cci__emu_rma_op *op, const struct cci__emu_rma_rec *r,
                             uint64_t dlen)
 {
-	if (op->write || op->phase != CCI__EMU_RMA_WAIT || r->op != op->id || r->off != op->done ||
+	if (op->role != CCI__EMU_RMA_READ || op->phase != CCI__EMU_RMA_WAIT || r->op != op->id ||
+	    r->off != op->done ||
 	    dlen > op->total - op->done)
 		return NULL;
 	return op->laddr + op->done;
@@ -133,9 +173,9 @@ int cci__emu_rma_read_in(struct cci__emu_rma_op *op, const struct cci__emu_rma_r
 
 int cci__emu_rma_done_in(struct cci__emu_rma_op *op, const struct cci__emu_rma_rec *r)
 {
-	if (op->phase != CCI__EMU_RMA_WAIT || r->op != op->id)
+	if (op->role == CCI__EMU_RMA_ANSWER || op->phase != CCI__EMU_RMA_WAIT || r->op != op->id)
 		return -1;
-	if (r->status == CCI_SUCCESS && !op->write && op->done != op->total)
+	if (r->status == CCI_SUCCESS && op->role == CCI__EMU_RMA_READ && op->done != op->total)
 		return -1;
 	op->status = cci__emu_rma_peer_status((uint32_t)r->status);
 	op->phase = CCI__EMU_RMA_OVER;
@@ -143,14 +183,6 @@ int cci__emu_rma_done_in(struct cci__emu_rma_op *op, const struct cci__emu_rma_r
 }
 
 /* ---- target ------------------------------------------------------------- */
-
-static void refused(struct cci__emu_rma_conn *c, const char *what, uint64_t key, uint64_t off,
-                    int rc)
-{
-	CCI__LOG(c->core, CCI_LOG_RMA, "emulated RMA %s from %s refused (key %#llx, offset %llu): %s",
-	         what, c->peer ? c->peer : "a peer", (unsigned long long)key,
-	         (unsigned long long)off, c->core->status_text(rc));
-}
 
 int cci__emu_rma_wr_place(struct cci__emu_rma_conn *c, const struct cci__emu_rma_rec *r,
                           uint64_t dlen, void **addr)
@@ -185,54 +217,21 @@ int cci__emu_rma_wr_end(struct cci__emu_rma_conn *c, const struct cci__emu_rma_r
 	return status;
 }
 
-void cci__emu_rma_answer_init(struct cci__emu_rma_conn *c, struct cci__emu_rma_answer *a,
-                              const struct cci__emu_rma_rec *r)
+void cci__emu_rma_answer_init(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *op,
+                              const struct cci__emu_rma_rec *r, int verdict)
 {
 	void *addr;
 
-	memset(a, 0, sizeof(*a));
-	a->op = r->op;
-	a->key = r->key;
-	a->roff = r->off;
-	a->total = r->len;
-	a->status = c->core->rma_lookup(c->ep, r->key, r->off, r->len, CCI_FLAG_READ, &addr);
-	if (a->status != CCI_SUCCESS)
-		refused(c, "read", r->key, r->off, a->status);
-}
-
-void cci__emu_rma_answer_next(struct cci__emu_rma_conn *c, struct cci__emu_rma_answer *a,
-                              uint64_t frag_max, struct cci__emu_rma_rec *r, void **data,
-                              uint64_t *dlen)
-{
-	uint64_t left = a->total - a->done, n = left < frag_max ? left : frag_max;
-
-	memset(r, 0, sizeof(*r));
-	r->op = a->op;
-	*data = NULL;
-	*dlen = 0;
-	if (a->status == CCI_SUCCESS && left > 0) {
-		a->status = c->core->rma_lookup(c->ep, a->key, a->roff + a->done, n, CCI_FLAG_READ,
-		                                data);
-		if (a->status == CCI_SUCCESS) {
-			r->kind = CCI__EMU_RMA_RD_DATA;
-			r->off = a->done;
-			*dlen = n;
-			return;
-		}
-		*data = NULL;
-		refused(c, "read", a->key, a->roff + a->done, a->status);
-	}
-	r->kind = CCI__EMU_RMA_DONE;
-	r->status = a->status;
-}
-
-int cci__emu_rma_answer_sent(struct cci__emu_rma_answer *a, const struct cci__emu_rma_rec *r,
-                             uint64_t dlen)
-{
-	if (r->kind == CCI__EMU_RMA_RD_DATA) {
-		a->done += dlen;
-		return 0;
-	}
-	a->over = 1;
-	return 1;
+	memset(op, 0, sizeof(*op));
+	op->id = r->op;
+	op->role = CCI__EMU_RMA_ANSWER;
+	op->status = verdict;
+	if (r->kind != CCI__EMU_RMA_RD_REQ)
+		return;
+	op->key = r->key;
+	op->roff = r->off;
+	op->total = r->len;
+	op->status = c->core->rma_lookup(c->ep, r->key, r->off, r->len, CCI_FLAG_READ, &addr);
+	if (op->status != CCI_SUCCESS)
+		refused(c, "read", r->key, r->off, op->status);
 }

@@ -184,10 +184,7 @@ struct sm_pend {
 	int status;         /* completion status so far */
 	uint32_t len;       /* bytes of buf to send (message or completion message) */
 	uint64_t queued_ns; /* enqueue time, for the send timeout */
-	union {
-		struct cci__emu_rma_op rma;        /* WRITE, READ */
-		struct cci__emu_rma_answer answer; /* REPLY */
-	};
+	struct cci__emu_rma_op rma; /* WRITE, READ, REPLY */
 	char *buf;          /* mss bytes, after the struct */
 };
 

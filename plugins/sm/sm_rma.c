@@ -310,12 +310,7 @@ static void answer_queue(struct sm_conn *sc, const struct cci__emu_rma_rec *r, i
 		return;
 	}
 	p->kind = SM_PEND_REPLY;
-	if (r->kind == CCI__EMU_RMA_RD_REQ) {
-		cci__emu_rma_answer_init(&sc->rma, &p->answer, r);
-	} else {
-		p->answer.op = r->op;
-		p->answer.status = status;
-	}
+	cci__emu_rma_answer_init(&sc->rma, &p->rma, r, status);
 	pthread_mutex_lock(&sc->tx_lock);
 	if (cci__conn_is_open(&sc->base)) {
 		sm_txq_queue(sc, p);

@@ -138,18 +138,19 @@ static int rma_rec_place(struct sm_conn *sc, const struct cci__emu_rma_rec *r, c
 	return CCI_SUCCESS;
 }
 
-/* A copy RMA's records, as many as fit: 1 when all left (it then waits
- * for its DONE), CCI_EAGAIN if not (no room, or FENCE holds it). */
+/* A copy RMA's records, or a reply's, as many as fit: CCI_EAGAIN if not
+ * all (no room, or FENCE holds it); else CCI_SUCCESS for a reply, 1 for
+ * an RMA, which then waits for its DONE. */
 static int rma_place(struct sm_conn *sc, struct sm_pend *p)
 {
 	uint64_t frag = sc->conn->pub.max_send_size, dlen;
 	struct cci__emu_rma_rec r;
-	char *data;
+	void *data;
 	int rc = CCI_SUCCESS;
 
 	if (!cci__emu_rma_start(&sc->rma, &p->rma))
 		return CCI_EAGAIN;
-	while (rc == CCI_SUCCESS && cci__emu_rma_next(&p->rma, frag, &r, &data, &dlen)) {
+	while (rc == CCI_SUCCESS && cci__emu_rma_next(&sc->rma, &p->rma, frag, &r, &data, &dlen)) {
 		if (r.kind == CCI__EMU_RMA_WR_END) /* its completion message follows */
 			rc = rma_rec_place(sc, &r, p->buf, p->len);
 		else
@@ -158,25 +159,9 @@ static int rma_place(struct sm_conn *sc, struct sm_pend *p)
 			cci__emu_rma_sent(&p->rma, &r, dlen);
 	}
 	sm_ring_bell(sc);
-	return rc == CCI_SUCCESS ? 1 : rc;
-}
-
-/* The target's answer to a read (data, then DONE) or a write (DONE). */
-static int answer_place(struct sm_conn *sc, struct sm_pend *p)
-{
-	uint64_t frag = sc->conn->pub.max_send_size, dlen;
-	struct cci__emu_rma_rec r;
-	void *data;
-	int rc = CCI_SUCCESS;
-
-	while (rc == CCI_SUCCESS && !p->answer.over) {
-		cci__emu_rma_answer_next(&sc->rma, &p->answer, frag, &r, &data, &dlen);
-		rc = rma_rec_place(sc, &r, data, dlen);
-		if (rc == CCI_SUCCESS)
-			cci__emu_rma_answer_sent(&p->answer, &r, dlen);
-	}
-	sm_ring_bell(sc);
-	return rc;
+	if (rc != CCI_SUCCESS)
+		return rc;
+	return p->kind == SM_PEND_REPLY ? CCI_SUCCESS : 1;
 }
 
 /* Place the head of the queue.  SUCCESS: done; EAGAIN: no room; 1: kept elsewhere. */
@@ -191,8 +176,6 @@ static int pend_place(struct sm_conn *sc, struct sm_pend *p)
 		if (p->len == 0)
 			return CCI_SUCCESS;
 		return sm_tx_place(sc, SM_REC_MSG, 0, &iov, 1, p->len);
-	case SM_PEND_REPLY:
-		return answer_place(sc, p);
 	default:
 		return rma_place(sc, p);
 	}

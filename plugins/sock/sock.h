@@ -129,10 +129,7 @@ struct sock_op {
 	/* The message: a copy in buf or the caller's bytes. */
 	const char *msg;
 	uint32_t len, msg_off;
-	union {
-		struct cci__emu_rma_op rma;        /* WRITE, READ */
-		struct cci__emu_rma_answer answer; /* ANSWER */
-	};
+	struct cci__emu_rma_op rma; /* WRITE, READ, ANSWER */
 	/* Kept across uses: the copy buffer. */
 	char *buf;
 	uint32_t cap;

@@ -83,15 +83,10 @@ static int answer_queue(struct sock_conn *sc, const struct cci__emu_rma_rec *r, 
 
 	if (!op)
 		return CCI_ENOMEM;
-	if (r->kind == CCI__EMU_RMA_RD_REQ) {
-		cci__emu_rma_answer_init(&sc->rma, &op->answer, r);
-		if (op->answer.status == CCI_SUCCESS && sc->nanswers >= SOCK_READS_MAX)
-			op->answer.status = CCI_ENOBUFS;
-	} else {
-		op->answer.op = r->op;
-		op->answer.status = verdict;
-	}
-	if (op->answer.status != CCI_SUCCESS)
+	cci__emu_rma_answer_init(&sc->rma, &op->rma, r, verdict);
+	if (op->rma.status == CCI_SUCCESS && op->rma.total && sc->nanswers >= SOCK_READS_MAX)
+		op->rma.status = CCI_ENOBUFS;
+	if (op->rma.status != CCI_SUCCESS)
 		sc->sep->stats.rma_refused++;
 	op->phase = SOCK_PH_RMA;
 	sc->nanswers++;

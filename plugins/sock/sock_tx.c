@@ -255,15 +255,9 @@ static void fill_rma(struct sock_conn *sc, struct sock_op *op, struct sock_txd *
 	uint32_t room = sc->frag - sock_dg_sub_len(SOCK_DG_RMA);
 	struct cci__emu_rma_rec r;
 	uint64_t dlen;
-	void *adata;
-	char *data;
+	void *data;
 
-	if (op->kind == SOCK_OP_ANSWER) {
-		cci__emu_rma_answer_next(&sc->rma, &op->answer, room, &r, &adata, &dlen);
-		data = adata;
-	} else {
-		cci__emu_rma_next(&op->rma, room, &r, &data, &dlen);
-	}
+	cci__emu_rma_next(&sc->rma, &op->rma, room, &r, &data, &dlen);
 	t->type = SOCK_DG_RMA;
 	cci__emu_rma_encode(t->sub.rma, &r);
 	t->data = data;
@@ -289,15 +283,10 @@ static void rma_advance(struct sock_op *op, const struct sock_txd *t)
 {
 	struct cci__emu_rma_rec r = { .kind = t->sub.rma[0] };
 
-	if (op->kind == SOCK_OP_ANSWER) {
-		if (cci__emu_rma_answer_sent(&op->answer, &r, t->len))
-			op->phase = SOCK_PH_DONE;
-		return;
-	}
 	cci__emu_rma_sent(&op->rma, &r, t->len);
 	if (op->rma.phase == CCI__EMU_RMA_SEND)
 		return;
-	op->remote_wait = 1;
+	op->remote_wait = op->kind != SOCK_OP_ANSWER;
 	op->phase = op->kind == SOCK_OP_WRITE && op->len ? SOCK_PH_MSG : SOCK_PH_DONE;
 }
 
@@ -346,9 +335,7 @@ void sock_op_maybe_done(struct sock_op *op)
 /* May the head op send?  A FENCE RMA waits for every earlier one. */
 static int op_may_start(struct sock_conn *sc, struct sock_op *op)
 {
-	if ((op->kind != SOCK_OP_WRITE && op->kind != SOCK_OP_READ) || op->phase != SOCK_PH_RMA)
-		return 1;
-	return cci__emu_rma_start(&sc->rma, &op->rma);
+	return op->kind == SOCK_OP_MSG || cci__emu_rma_start(&sc->rma, &op->rma);
 }
 
 /* Push the head ops' datagrams into the window while it is open, then

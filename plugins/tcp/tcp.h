@@ -168,10 +168,7 @@ struct tcp_op {
 	uint64_t seq;              /* of the sequenced frame */
 	uint64_t t_ns;             /* queued at (coarse clock), for the send timeout */
 	uint64_t frame_len, frame_off, frame_data;
-	union {
-		struct cci__emu_rma_op rma;        /* WRITE, READ */
-		struct cci__emu_rma_answer answer; /* ANSWER */
-	};
+	struct cci__emu_rma_op rma; /* WRITE, READ, ANSWER */
 	char *big;                 /* a copy buffer from the endpoint's cache, or NULL */
 	uint32_t big_len;          /* bytes of it counted in sep->copy_queued */
 	/* Kept across uses. */

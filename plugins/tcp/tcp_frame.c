@@ -30,7 +30,7 @@ static void frame_payload(struct tcp_op *op, const struct iovec *iov, uint32_t n
 			op->piov[op->piovcnt++] = iov[i];
 }
 
-static void frame_data(struct tcp_op *op, char *addr, uint64_t len)
+static void frame_data(struct tcp_op *op, void *addr, uint64_t len)
 {
 	op->piov[0].iov_base = addr;
 	op->piov[0].iov_len = len;
@@ -38,42 +38,28 @@ static void frame_data(struct tcp_op *op, char *addr, uint64_t len)
 	op->frame_data = len;
 }
 
-/* Fill h, r (an RMA frame's record) and the payload of op's current frame. */
+/* Fill h, r (an RMA frame's record) and the payload of op's current frame:
+ * a message, or a read's completion message after its DONE, else RMA. */
 static void frame_fill(struct tcp_op *op, struct tcp_hdr *h, struct cci__emu_rma_rec *r)
 {
-	uint64_t dlen = 0;
-	char *data = NULL;
-	void *src = NULL;
+	uint64_t dlen;
+	void *data;
 
-	switch (op->kind) {
-	case TCP_OP_READ:
-		if (op->rma.phase != CCI__EMU_RMA_OVER) {
-			h->type = TCP_F_RMA; /* RD_REQ */
-			cci__emu_rma_next(&op->rma, TCP_FRAG_LEN, r, &data, &dlen);
-			break;
-		}
-		h->flags = TCP_FL_ACK_NOW; /* the completion message of a read */
-		/* fall through */
-	case TCP_OP_MSG:
+	if (op->kind == TCP_OP_MSG ||
+	    (op->kind == TCP_OP_READ && op->rma.phase == CCI__EMU_RMA_OVER)) {
 		h->type = TCP_F_MSG;
 		h->seq = op->seq;
+		if (op->kind == TCP_OP_READ)
+			h->flags = TCP_FL_ACK_NOW;
 		frame_payload(op, op->uiov, op->uiovcnt);
-		break;
-	case TCP_OP_WRITE:
-		h->type = TCP_F_RMA;
-		cci__emu_rma_next(&op->rma, TCP_FRAG_LEN, r, &data, &dlen);
-		if (r->kind == CCI__EMU_RMA_WR_DATA)
-			frame_data(op, data, dlen);
-		else /* WR_END and the completion message */
-			frame_payload(op, op->uiov, op->uiovcnt);
-		break;
-	default: /* TCP_OP_ANSWER: RD_DATA (checked again), then DONE */
-		h->type = TCP_F_RMA;
-		cci__emu_rma_answer_next(&op->tc->rma, &op->answer, TCP_FRAG_LEN, r, &src, &dlen);
-		if (dlen)
-			frame_data(op, (char *)src, dlen);
-		break;
+		return;
 	}
+	h->type = TCP_F_RMA;
+	cci__emu_rma_next(&op->tc->rma, &op->rma, TCP_FRAG_LEN, r, &data, &dlen);
+	if (r->kind == CCI__EMU_RMA_WR_END)
+		frame_payload(op, op->uiov, op->uiovcnt); /* the completion message */
+	else if (dlen)
+		frame_data(op, data, dlen);
 	op->frame_kind = r->kind;
 }
 
@@ -130,8 +116,6 @@ int tcp_op_frame_done(struct tcp_op *op)
 	op->prepared = 0;
 	if (op->hdr[1] != TCP_F_RMA)
 		return 1;
-	if (op->kind == TCP_OP_ANSWER)
-		return cci__emu_rma_answer_sent(&op->answer, &r, op->frame_data);
 	cci__emu_rma_sent(&op->rma, &r, op->frame_data);
 	return op->rma.phase != CCI__EMU_RMA_SEND;
 }

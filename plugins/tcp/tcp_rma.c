@@ -61,12 +61,7 @@ static int answer_queue(struct tcp_conn *tc, int verdict, const char **why)
 	}
 	op->tc = tc;
 	op->kind = TCP_OP_ANSWER;
-	if (tc->rec.kind == CCI__EMU_RMA_RD_REQ) {
-		cci__emu_rma_answer_init(&tc->rma, &op->answer, &tc->rec);
-	} else {
-		op->answer.op = tc->rec.op;
-		op->answer.status = verdict;
-	}
+	cci__emu_rma_answer_init(&tc->rma, &op->rma, &tc->rec, verdict);
 	cci__spin_lock(&tc->tx_lock);
 	tc->nanswers++;
 	tcp_txq_push(tc, op, &done);

@@ -123,8 +123,7 @@ static int op_ready(struct tcp_conn *tc, struct tcp_op *op)
 {
 	if (op->prepared)
 		return 1;
-	if ((op->kind == TCP_OP_WRITE || op->kind == TCP_OP_READ) &&
-	    !cci__emu_rma_start(&tc->rma, &op->rma))
+	if (op->kind != TCP_OP_MSG && !cci__emu_rma_start(&tc->rma, &op->rma))
 		return 0;
 	tcp_op_prepare(op);
 	return 1;
@@ -160,8 +159,7 @@ static uint32_t gather(struct tcp_conn *tc, struct iovec *iov, uint64_t *total, 
 /* op's last frame left: it waits for an ack or its DONE, or is done. */
 static void op_route(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done)
 {
-	int rma_waits = (op->kind == TCP_OP_WRITE || op->kind == TCP_OP_READ) &&
-	                op->rma.phase == CCI__EMU_RMA_WAIT;
+	int rma_waits = op->kind != TCP_OP_MSG && op->rma.phase == CCI__EMU_RMA_WAIT;
 
 	/* The message bytes are in the socket: the copy is no longer needed
 	 * (a read still needs its completion message until it is sent). */

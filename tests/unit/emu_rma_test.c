@@ -140,12 +140,12 @@ static struct cci__emu_rma_rec run_write(struct cci__emu_rma_conn *ini,
                                          struct cci__emu_rma_op *op)
 {
 	struct cci__emu_rma_rec r, done = { .kind = CCI__EMU_RMA_DONE };
-	char *data;
+	void *data;
 	uint64_t dlen;
 	int rounds = 0;
 
 	CU_ASSERT_EQUAL(cci__emu_rma_start(ini, op), 1);
-	while (cci__emu_rma_next(op, 16, &r, &data, &dlen) && rounds++ < 100) {
+	while (cci__emu_rma_next(ini, op, 16, &r, &data, &dlen) && rounds++ < 100) {
 		cci__emu_rma_sent(op, &r, dlen);
 		if (r.kind == CCI__EMU_RMA_WR_DATA)
 			cci__emu_rma_write_in(tgt, &r, data, dlen);
@@ -219,10 +219,9 @@ static void test_refused_write_writes_nothing(void)
 static void test_read_takes_only_what_it_asked(void)
 {
 	struct cci__emu_rma_conn ini, tgt;
-	struct cci__emu_rma_op op;
-	struct cci__emu_rma_answer a;
+	struct cci__emu_rma_op op, a;
 	struct cci__emu_rma_rec r;
-	char dst[40] = { 0 }, *data;
+	char dst[40] = { 0 };
 	void *src;
 	uint64_t dlen;
 
@@ -231,14 +230,16 @@ static void test_read_takes_only_what_it_asked(void)
 	cci__emu_rma_conn_init(&ini, &core, NULL, NULL);
 	cci__emu_rma_conn_init(&tgt, &core, NULL, NULL);
 	cci__emu_rma_op_init(&ini, &op, CCI_FLAG_READ, KEY, 4, dst, 30, 3);
-	CU_ASSERT_EQUAL_FATAL(cci__emu_rma_next(&op, 16, &r, &data, &dlen), 1);
+	CU_ASSERT_EQUAL_FATAL(cci__emu_rma_next(&ini, &op, 16, &r, &src, &dlen), 1);
 	CU_ASSERT_EQUAL(r.kind, CCI__EMU_RMA_RD_REQ);
 	CU_ASSERT_EQUAL(r.len, 30);
 	cci__emu_rma_sent(&op, &r, dlen);
-	cci__emu_rma_answer_init(&tgt, &a, &r);
-	CU_ASSERT_EQUAL(cci__emu_rma_next(&op, 16, &r, &data, &dlen), 0); /* waits */
+	cci__emu_rma_answer_init(&tgt, &a, &r, CCI_SUCCESS);
+	CU_ASSERT_EQUAL(cci__emu_rma_next(&ini, &op, 16, &r, &src, &dlen), 0); /* waits */
 	CU_ASSERT_EQUAL(a.status, CCI_SUCCESS);
-	cci__emu_rma_answer_next(&tgt, &a, 16, &r, &src, &dlen);
+	CU_ASSERT_EQUAL(cci__emu_rma_start(&tgt, &a), 1); /* an answer is never held */
+	CU_ASSERT_EQUAL(tgt.started, 0);
+	cci__emu_rma_next(&tgt, &a, 16, &r, &src, &dlen);
 	CU_ASSERT_EQUAL_FATAL(r.kind, CCI__EMU_RMA_RD_DATA);
 	/* A DONE that says success before all the bytes is a protocol error. */
 	{
@@ -254,15 +255,15 @@ static void test_read_takes_only_what_it_asked(void)
 	CU_ASSERT_EQUAL(cci__emu_rma_read_in(&op, &r, src, dlen), -1);
 	r.op = op.id;
 	CU_ASSERT_EQUAL(cci__emu_rma_read_in(&op, &r, src, dlen), 0);
-	CU_ASSERT_EQUAL(cci__emu_rma_answer_sent(&a, &r, dlen), 0);
-	for (int i = 0; i < 10 && !a.over; i++) {
-		cci__emu_rma_answer_next(&tgt, &a, 16, &r, &src, &dlen);
+	cci__emu_rma_sent(&a, &r, dlen);
+	for (int i = 0; i < 10 && a.phase == CCI__EMU_RMA_SEND; i++) {
+		cci__emu_rma_next(&tgt, &a, 16, &r, &src, &dlen);
 		int rc = r.kind == CCI__EMU_RMA_RD_DATA ? cci__emu_rma_read_in(&op, &r, src, dlen)
 		                                        : cci__emu_rma_done_in(&op, &r);
 		CU_ASSERT_EQUAL(rc, 0);
-		cci__emu_rma_answer_sent(&a, &r, dlen);
+		cci__emu_rma_sent(&a, &r, dlen);
 	}
-	CU_ASSERT(a.over);
+	CU_ASSERT_EQUAL(a.phase, CCI__EMU_RMA_OVER);
 	CU_ASSERT_EQUAL(op.phase, CCI__EMU_RMA_OVER);
 	CU_ASSERT_EQUAL(op.status, CCI_SUCCESS);
 	CU_ASSERT_EQUAL(dst[0], 'r');
@@ -274,7 +275,7 @@ static void test_read_takes_only_what_it_asked(void)
 static void test_read_refused_answers_done_at_once(void)
 {
 	struct cci__emu_rma_conn tgt;
-	struct cci__emu_rma_answer a;
+	struct cci__emu_rma_op a;
 	struct cci__emu_rma_rec req = { .kind = CCI__EMU_RMA_RD_REQ, .op = 4, .key = KEY,
 		                        .len = 16 }, r;
 	void *src;
@@ -283,23 +284,31 @@ static void test_read_refused_answers_done_at_once(void)
 	reset();
 	target_access = CCI_FLAG_WRITE;
 	cci__emu_rma_conn_init(&tgt, &core, NULL, NULL);
-	cci__emu_rma_answer_init(&tgt, &a, &req);
-	cci__emu_rma_answer_next(&tgt, &a, 16, &r, &src, &dlen);
+	cci__emu_rma_answer_init(&tgt, &a, &req, CCI_SUCCESS);
+	cci__emu_rma_next(&tgt, &a, 16, &r, &src, &dlen);
 	CU_ASSERT_EQUAL(r.kind, CCI__EMU_RMA_DONE);
 	CU_ASSERT_EQUAL(r.status, CCI_ERR_RMA_HANDLE);
 	CU_ASSERT_EQUAL(dlen, 0);
+	/* A write's answer is its verdict alone. */
+	req.kind = CCI__EMU_RMA_WR_END;
+	cci__emu_rma_answer_init(&tgt, &a, &req, CCI_EINVAL);
+	cci__emu_rma_next(&tgt, &a, 16, &r, &src, &dlen);
+	CU_ASSERT(r.kind == CCI__EMU_RMA_DONE && r.status == CCI_EINVAL && r.op == 4);
+	req.kind = CCI__EMU_RMA_RD_REQ;
 	/* Access dropped after the request: the next fragment ends it. */
 	target_access = CCI_FLAG_READ;
 	req.len = 32;
-	cci__emu_rma_answer_init(&tgt, &a, &req);
-	cci__emu_rma_answer_next(&tgt, &a, 16, &r, &src, &dlen);
+	cci__emu_rma_answer_init(&tgt, &a, &req, CCI_SUCCESS);
+	cci__emu_rma_next(&tgt, &a, 16, &r, &src, &dlen);
 	CU_ASSERT_EQUAL(r.kind, CCI__EMU_RMA_RD_DATA);
-	cci__emu_rma_answer_sent(&a, &r, dlen);
+	cci__emu_rma_sent(&a, &r, dlen);
 	target_access = 0;
-	cci__emu_rma_answer_next(&tgt, &a, 16, &r, &src, &dlen);
+	cci__emu_rma_next(&tgt, &a, 16, &r, &src, &dlen);
 	CU_ASSERT_EQUAL(r.kind, CCI__EMU_RMA_DONE);
 	CU_ASSERT_EQUAL(r.status, CCI_ERR_RMA_HANDLE);
-	CU_ASSERT_EQUAL(cci__emu_rma_answer_sent(&a, &r, dlen), 1);
+	cci__emu_rma_sent(&a, &r, dlen);
+	CU_ASSERT_EQUAL(a.phase, CCI__EMU_RMA_OVER);
+	CU_ASSERT_EQUAL(cci__emu_rma_next(&tgt, &a, 16, &r, &src, &dlen), 0);
 }
 
 static void test_fence_waits_for_earlier_rmas(void)
@@ -322,6 +331,12 @@ static void test_fence_waits_for_earlier_rmas(void)
 	cci__emu_rma_finish(&c, &b); /* twice is once */
 	CU_ASSERT_EQUAL(cci__emu_rma_start(&c, &f), 1);
 	CU_ASSERT_EQUAL(cci__emu_rma_start(&c, &f), 1); /* started: goes on */
+	CU_ASSERT_EQUAL(c.started, 1);
+	/* Past its records (a read sending its completion message after its
+	 * DONE), an op is not held, nor counted. */
+	b.phase = CCI__EMU_RMA_OVER;
+	b.fence = 1;
+	CU_ASSERT_EQUAL(cci__emu_rma_start(&c, &b), 1);
 	CU_ASSERT_EQUAL(c.started, 1);
 	c.next_id = UINT32_MAX; /* ids wrap past 0 */
 	cci__emu_rma_op_init(&c, &a, CCI_FLAG_WRITE, KEY, 0, buf, 8, 0);
