@@ -8,10 +8,7 @@
 void cci__emu_rma_conn_init(struct cci__emu_rma_conn *c, const struct cci_core *core,
                             cci__ep_t *ep, const char *peer)
 {
-	memset(c, 0, sizeof(*c));
-	c->core = core;
-	c->ep = ep;
-	c->peer = peer;
+	*c = (struct cci__emu_rma_conn){ .core = core, .ep = ep, .peer = peer };
 }
 
 int cci__emu_rma_peer_status(uint32_t st)
@@ -43,17 +40,12 @@ void cci__emu_rma_op_init(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *o
                           uint64_t key, uint64_t roff, char *laddr, uint64_t total,
                           uint32_t msg_len)
 {
-	memset(op, 0, sizeof(*op));
 	if (++c->next_id == 0) /* 0 names no operation on the wire */
 		c->next_id = 1;
-	op->id = c->next_id;
-	op->role = (flags & CCI_FLAG_WRITE) ? CCI__EMU_RMA_WRITE : CCI__EMU_RMA_READ;
-	op->fence = (flags & CCI_FLAG_FENCE) != 0;
-	op->key = key;
-	op->roff = roff;
-	op->laddr = laddr;
-	op->total = total;
-	op->msg_len = msg_len;
+	*op = (struct cci__emu_rma_op){ .id = c->next_id,
+		.role = (flags & CCI_FLAG_WRITE) ? CCI__EMU_RMA_WRITE : CCI__EMU_RMA_READ,
+		.fence = (flags & CCI_FLAG_FENCE) != 0, .key = key, .roff = roff, .laddr = laddr,
+		.total = total, .msg_len = msg_len };
 }
 
 int cci__emu_rma_start(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *op)
@@ -67,12 +59,12 @@ int cci__emu_rma_start(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *op)
 	return 1;
 }
 
-void cci__emu_rma_finish(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *op)
+/* op completed: it no longer holds a FENCE back. */
+static void finish(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *op)
 {
-	if (!op->started)
-		return;
+	if (op->started)
+		c->started--;
 	op->started = 0;
-	c->started--;
 }
 
 /* An answer's next record: RD_DATA of the registration, checked again (it
@@ -171,7 +163,8 @@ int cci__emu_rma_read_in(struct cci__emu_rma_op *op, const struct cci__emu_rma_r
 	return 0;
 }
 
-int cci__emu_rma_done_in(struct cci__emu_rma_op *op, const struct cci__emu_rma_rec *r)
+int cci__emu_rma_done_in(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *op,
+                         const struct cci__emu_rma_rec *r)
 {
 	if (op->role == CCI__EMU_RMA_ANSWER || op->phase != CCI__EMU_RMA_WAIT || r->op != op->id)
 		return -1;
@@ -179,6 +172,7 @@ int cci__emu_rma_done_in(struct cci__emu_rma_op *op, const struct cci__emu_rma_r
 		return -1;
 	op->status = cci__emu_rma_peer_status((uint32_t)r->status);
 	op->phase = CCI__EMU_RMA_OVER;
+	finish(c, op);
 	return 0;
 }
 
@@ -222,10 +216,7 @@ void cci__emu_rma_answer_init(struct cci__emu_rma_conn *c, struct cci__emu_rma_o
 {
 	void *addr;
 
-	memset(op, 0, sizeof(*op));
-	op->id = r->op;
-	op->role = CCI__EMU_RMA_ANSWER;
-	op->status = verdict;
+	*op = (struct cci__emu_rma_op){ .id = r->op, .role = CCI__EMU_RMA_ANSWER, .status = verdict };
 	if (r->kind != CCI__EMU_RMA_RD_REQ)
 		return;
 	op->key = r->key;

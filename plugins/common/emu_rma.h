@@ -79,11 +79,10 @@ void cci__emu_rma_op_init(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *o
                           uint64_t key, uint64_t roff, char *laddr, uint64_t total,
                           uint32_t msg_len);
 
-/* May op send now?  1 (an RMA then counts as started until
- * cci__emu_rma_finish), or 0 while FENCE holds it behind earlier RMAs.
- * Always 1 for an answer and for an op past its records. */
+/* May op send now?  1 (an RMA then counts as started until its DONE), or
+ * 0 while FENCE holds it behind earlier RMAs.  Always 1 for an answer and
+ * for an op past its records.  A connection that breaks sets started 0. */
 int cci__emu_rma_start(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *op);
-void cci__emu_rma_finish(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *op);
 
 /* op's next record (an initiator's or an answer's): 1 with *r (and for
  * WR_DATA and RD_DATA *data, *dlen, at most frag_max bytes; an answer's
@@ -104,9 +103,11 @@ void cci__emu_rma_landed(struct cci__emu_rma_op *op, uint64_t dlen);
 int cci__emu_rma_read_in(struct cci__emu_rma_op *op, const struct cci__emu_rma_rec *r,
                          const void *data, uint64_t dlen);
 
-/* DONE r for op: 0 with op->status final, or -1 for a protocol error (op
- * was not waiting, or a read says success without all its bytes). */
-int cci__emu_rma_done_in(struct cci__emu_rma_op *op, const struct cci__emu_rma_rec *r);
+/* DONE r for op: 0 with op->status final (op no longer holds a FENCE
+ * back), or -1 for a protocol error (op was not waiting, or a read says
+ * success without all its bytes). */
+int cci__emu_rma_done_in(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *op,
+                         const struct cci__emu_rma_rec *r);
 
 /* After DONE: must op's completion message go out first (a successful
  * read with one)?  Otherwise op completes now. */

@@ -347,9 +347,8 @@ static int initiator_in(struct sm_conn *sc, const struct cci__emu_rma_rec *r, co
 	p = rma_waiting(sc, r->op, 0);
 	if (p && !done) {
 		rc = cci__emu_rma_read_in(&p->rma, r, data, dlen);
-	} else if (p && cci__emu_rma_done_in(&p->rma, r) == 0) {
+	} else if (p && cci__emu_rma_done_in(&sc->rma, &p->rma, r) == 0) {
 		rma_waiting(sc, r->op, 1);
-		cci__emu_rma_finish(&sc->rma, &p->rma);
 		p->status = p->rma.status;
 		if (cci__emu_rma_msg_due(&p->rma)) {
 			p->kind = SM_PEND_DONE; /* the completion message, then the completion */

@@ -110,9 +110,8 @@ static struct sock_op *rma_waiting(struct sock_conn *sc, uint32_t id)
 
 static int done_in(struct sock_conn *sc, struct sock_op *op, const struct cci__emu_rma_rec *r)
 {
-	if (!op || cci__emu_rma_done_in(&op->rma, r) != 0)
+	if (!op || cci__emu_rma_done_in(&sc->rma, &op->rma, r) != 0)
 		return CCI_ERROR;
-	cci__emu_rma_finish(&sc->rma, &op->rma);
 	op->remote_wait = 0;
 	op->status = op->rma.status;
 	if (cci__emu_rma_msg_due(&op->rma)) {

@@ -107,13 +107,12 @@ static int done_in(struct tcp_conn *tc, const char **why)
 
 	cci__spin_lock(&tc->tx_lock);
 	op = rma_waiting(tc, tc->rec.op);
-	if (!op || cci__emu_rma_done_in(&op->rma, &tc->rec) != 0) {
+	if (!op || cci__emu_rma_done_in(&tc->rma, &op->rma, &tc->rec) != 0) {
 		cci__spin_unlock(&tc->tx_lock);
 		*why = "RMA completion that answers no RMA of ours";
 		return -1;
 	}
 	CCI__SLIST_UNLINK(&tc->rma_wait, op, next);
-	cci__emu_rma_finish(&tc->rma, &op->rma);
 	op->status = op->rma.status;
 	if (cci__emu_rma_msg_due(&op->rma)) {
 		/* The data is here: now the completion message, in order. */

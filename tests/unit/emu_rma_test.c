@@ -174,11 +174,11 @@ static void test_write_completes_at_done(void)
 	CU_ASSERT(memcmp(target_mem + 8, src, sizeof(src)) == 0);
 	CU_ASSERT_EQUAL(done.status, CCI_SUCCESS);
 	CU_ASSERT_EQUAL(ini.started, 1);
-	CU_ASSERT_EQUAL(cci__emu_rma_done_in(&op, &done), 0);
+	CU_ASSERT_EQUAL(cci__emu_rma_done_in(&ini, &op, &done), 0);
 	CU_ASSERT_EQUAL(op.status, CCI_SUCCESS);
 	CU_ASSERT_FALSE(cci__emu_rma_msg_due(&op)); /* a write's message went with WR_END */
-	CU_ASSERT_EQUAL(cci__emu_rma_done_in(&op, &done), -1); /* a second DONE */
-	cci__emu_rma_finish(&ini, &op);
+	CU_ASSERT_EQUAL(ini.started, 0); /* complete: no FENCE waits for it */
+	CU_ASSERT_EQUAL(cci__emu_rma_done_in(&ini, &op, &done), -1); /* a second DONE */
 	CU_ASSERT_EQUAL(ini.started, 0);
 }
 
@@ -200,7 +200,7 @@ static void test_refused_write_writes_nothing(void)
 	done = run_write(&ini, &tgt, &op);
 	CU_ASSERT_EQUAL(done.status, CCI_EINVAL);
 	CU_ASSERT_EQUAL(lookups, 3);
-	CU_ASSERT_EQUAL(cci__emu_rma_done_in(&op, &done), 0);
+	CU_ASSERT_EQUAL(cci__emu_rma_done_in(&ini, &op, &done), 0);
 	CU_ASSERT_EQUAL(op.status, CCI_EINVAL);
 	/* No write access: nothing moves; the next write starts afresh. */
 	reset();
@@ -244,7 +244,7 @@ static void test_read_takes_only_what_it_asked(void)
 	/* A DONE that says success before all the bytes is a protocol error. */
 	{
 		struct cci__emu_rma_rec early = { .kind = CCI__EMU_RMA_DONE, .op = op.id };
-		CU_ASSERT_EQUAL(cci__emu_rma_done_in(&op, &early), -1);
+		CU_ASSERT_EQUAL(cci__emu_rma_done_in(&ini, &op, &early), -1);
 	}
 	/* Data out of order, or past what was asked, is refused. */
 	r.off = 1;
@@ -259,7 +259,7 @@ static void test_read_takes_only_what_it_asked(void)
 	for (int i = 0; i < 10 && a.phase == CCI__EMU_RMA_SEND; i++) {
 		cci__emu_rma_next(&tgt, &a, 16, &r, &src, &dlen);
 		int rc = r.kind == CCI__EMU_RMA_RD_DATA ? cci__emu_rma_read_in(&op, &r, src, dlen)
-		                                        : cci__emu_rma_done_in(&op, &r);
+		                                        : cci__emu_rma_done_in(&ini, &op, &r);
 		CU_ASSERT_EQUAL(rc, 0);
 		cci__emu_rma_sent(&a, &r, dlen);
 	}
@@ -311,6 +311,16 @@ static void test_read_refused_answers_done_at_once(void)
 	CU_ASSERT_EQUAL(cci__emu_rma_next(&tgt, &a, 16, &r, &src, &dlen), 0);
 }
 
+/* op's DONE (a failure, so a read needs no bytes) arrives. */
+static void complete(struct cci__emu_rma_conn *c, struct cci__emu_rma_op *op)
+{
+	struct cci__emu_rma_rec done = { .kind = CCI__EMU_RMA_DONE, .op = op->id,
+		                         .status = CCI_ERR_RMA_OP };
+
+	op->phase = CCI__EMU_RMA_WAIT;
+	CU_ASSERT_EQUAL(cci__emu_rma_done_in(c, op, &done), 0);
+}
+
 static void test_fence_waits_for_earlier_rmas(void)
 {
 	struct cci__emu_rma_conn c;
@@ -325,10 +335,9 @@ static void test_fence_waits_for_earlier_rmas(void)
 	CU_ASSERT_EQUAL(cci__emu_rma_start(&c, &a), 1);
 	CU_ASSERT_EQUAL(cci__emu_rma_start(&c, &b), 1);
 	CU_ASSERT_EQUAL(cci__emu_rma_start(&c, &f), 0);
-	cci__emu_rma_finish(&c, &a);
+	complete(&c, &a);
 	CU_ASSERT_EQUAL(cci__emu_rma_start(&c, &f), 0);
-	cci__emu_rma_finish(&c, &b);
-	cci__emu_rma_finish(&c, &b); /* twice is once */
+	complete(&c, &b);
 	CU_ASSERT_EQUAL(cci__emu_rma_start(&c, &f), 1);
 	CU_ASSERT_EQUAL(cci__emu_rma_start(&c, &f), 1); /* started: goes on */
 	CU_ASSERT_EQUAL(c.started, 1);
