@@ -52,7 +52,7 @@
 
 #define SM_LINE 64u
 #define SM_RING_MAGIC 0x434d5352u /* "RSMC" */
-#define SM_RING_VERSION 3u /* 3: the window; 2: the producer clears lines */
+#define SM_RING_VERSION 4u /* 4: one RMA record type; 3: the window; 2: the producer clears lines */
 #define SM_RING_CTL_BYTES (3u * SM_LINE)
 #define SM_REC_HDR 16u
 #define SM_RING_MIN_SIZE 4096u

@@ -24,8 +24,8 @@
  *   struct sock_ep     ep->priv, from ep_create to ep_destroy.
  *   struct sock_conn   conn->priv; the core frees it after conn_release()
  *                      and the last lent event.
- *   struct sock_op     a send, an RMA, the answer to a peer's read or a
- *                      control reply; from the endpoint's pool.
+ *   struct sock_op     a send, an RMA, or the answer to a peer's RMA;
+ *                      from the endpoint's pool.
  *   struct sock_txd    one sequenced datagram until the peer acks it.
  *   struct sock_rxbuf  a received message, lent with its RECV event.
  *   struct sock_held   a copy of an early datagram (RO/RU order).

@@ -34,7 +34,7 @@
 
 #define SOCK_DG_HDR_LEN 32u
 #define SOCK_DG_MARK 0xd7u
-#define SOCK_DG_VERSION 1u
+#define SOCK_DG_VERSION 2u        /* 2: RMA as emulated-RMA records */
 #define SOCK_DG_MAGIC 0x55494343u /* "CCIU" */
 #define SOCK_DG_HELLO_LEN 40u     /* HELLO body before the connect payload */
 #define SOCK_DG_ACCEPT_LEN 40u

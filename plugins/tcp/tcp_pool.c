@@ -1,6 +1,6 @@
 /*
  * tcp_pool.c - the endpoint's memory: ops (a send, an RMA, or the answer
- * to a peer's read), the buffers that hold copies of message bytes, and
+ * to a peer's RMA), the buffers that hold copies of message bytes, and
  * the receive buffers lent with RECV events.  Everything is made on first
  * need and kept until the endpoint dies, so a warm data path never calls
  * malloc.

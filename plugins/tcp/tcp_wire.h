@@ -4,9 +4,10 @@
  * no I/O.
  *
  * Every multi-byte field is little-endian, but for the emulated-RMA record
- * an RMA frame carries (network byte order, plugins/common/emu_rma_wire.h).  Decoders treat their input as
- * hostile: they check every field and report what was wrong in *why (a
- * static string for the log line that closes the connection).
+ * an RMA frame carries (network byte order, plugins/common/emu_rma_wire.h).
+ * Decoders treat their input as hostile: they check every field and
+ * report what was wrong in *why (a static string for the log line that
+ * closes the connection).
  *
  * A frame is a 24-byte header followed by len payload bytes:
  *
@@ -35,7 +36,7 @@
 #define TCP_HDR_LEN 24u
 #define TCP_HDR_MARK 0xc5u
 #define TCP_WIRE_MAGIC 0x53494343u /* "CCIS" */
-#define TCP_WIRE_VERSION 1u
+#define TCP_WIRE_VERSION 2u       /* 2: RMA frames carry emulated-RMA records */
 #define TCP_HELLO_LEN 32u          /* fixed part of HELLO, before the payload */
 #define TCP_REPLY_LEN 32u          /* ACCEPT and REJECT bodies */
 #define TCP_SUB_MAX CCI__EMU_RMA_HDR_LEN /* the RMA record header after a frame header */
