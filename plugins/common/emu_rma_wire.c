@@ -23,82 +23,57 @@ static uint64_t get_be(const uint8_t *b, int n)
 
 void cci__emu_rma_encode(uint8_t *b, const struct cci__emu_rma_rec *r)
 {
-	uint64_t a = 0, bb = 0, c = 0;
-
-	switch (r->kind) {
-	case CCI__EMU_RMA_RD_REQ:
-		c = r->len;
-		/* fall through - key and offset as for a write fragment */
-	case CCI__EMU_RMA_WR_DATA:
-		a = r->key;
-		bb = r->off;
-		break;
-	case CCI__EMU_RMA_RD_DATA:
-		a = r->off;
-		break;
-	case CCI__EMU_RMA_WR_END:
-		a = r->len;
-		break;
-	default: /* DONE: the status as its 32-bit two's complement */
-		a = (uint32_t)r->status;
-		break;
-	}
 	memset(b, 0, CCI__EMU_RMA_HDR_LEN);
 	b[0] = r->kind;
 	put_be(b + 4, r->op, 4);
-	put_be(b + 8, a, 8);
-	put_be(b + 16, bb, 8);
-	put_be(b + 24, c, 8);
+	put_be(b + 8, r->key, 8);
+	put_be(b + 16, r->off, 8);
+	put_be(b + 24, r->kind == CCI__EMU_RMA_DONE ? (uint32_t)r->status : r->len, 8);
 }
 
-/* The record's fields, checked for its kind; tail as for the decoder. */
-static const char *fields_check(struct cci__emu_rma_rec *r, uint64_t a, uint64_t b, uint64_t c,
-                                uint64_t tail, const struct cci__emu_rma_limits *lim)
+/* The fields each kind carries; the others must be zero. */
+#define F_KEY 1u
+#define F_OFF 2u
+#define F_LEN 4u
+static const uint8_t kind_fields[CCI__EMU_RMA_KIND_END] = {
+	[CCI__EMU_RMA_WR_DATA] = F_KEY | F_OFF, [CCI__EMU_RMA_WR_END] = F_LEN,
+	[CCI__EMU_RMA_RD_REQ] = F_KEY | F_OFF | F_LEN, [CCI__EMU_RMA_RD_DATA] = F_OFF,
+	[CCI__EMU_RMA_DONE] = F_LEN,
+};
+
+/* The rules of d's kind, with tail bytes after its header: NULL or why not. */
+static const char *kind_check(const struct cci__emu_rma_rec *d, uint64_t tail,
+                              const struct cci__emu_rma_limits *lim)
 {
-	switch (r->kind) {
+	switch (d->kind) {
 	case CCI__EMU_RMA_WR_DATA:
 	case CCI__EMU_RMA_RD_DATA:
-		if (c != 0 || (r->kind == CCI__EMU_RMA_RD_DATA && b != 0))
-			return "reserved RMA field set";
 		if (tail == 0 || tail > lim->frag_max)
 			return "RMA data fragment empty or too long";
-		r->key = r->kind == CCI__EMU_RMA_WR_DATA ? a : 0;
-		r->off = r->kind == CCI__EMU_RMA_WR_DATA ? b : a;
-		if (r->off + tail < r->off)
-			return "RMA fragment past the end of the address space";
-		return NULL;
+		return d->off + tail < d->off ? "RMA fragment past the end of the address space" : NULL;
 	case CCI__EMU_RMA_RD_REQ:
-		if (c == 0 || b + c < b)
+		if (d->len == 0 || d->off + d->len < d->off)
 			return "RMA read of zero bytes or past the end of the address space";
-		if (tail != 0)
-			return "bytes after an RMA read request";
-		r->key = a;
-		r->off = b;
-		r->len = c;
-		return NULL;
+		return tail ? "bytes after an RMA read request" : NULL;
 	case CCI__EMU_RMA_WR_END:
-		if (b != 0 || c != 0)
-			return "reserved RMA field set";
-		if (a > lim->mss)
+		if (d->len > lim->mss)
 			return "RMA completion message longer than the mss";
-		if (tail != (lim->msg_inline ? a : 0))
-			return "RMA completion message length mismatch";
-		r->len = a;
-		return NULL;
+		return tail != (lim->msg_inline ? d->len : 0) ? "RMA completion message length mismatch"
+		                                              : NULL;
 	default: /* DONE */
-		if (a > UINT32_MAX || b != 0 || c != 0)
+		if (d->len > UINT32_MAX)
 			return "reserved RMA field set";
-		if (tail != 0)
-			return "bytes after an RMA completion";
-		r->status = (int)(int32_t)(uint32_t)a;
-		return NULL;
+		return tail ? "bytes after an RMA completion" : NULL;
 	}
 }
 
 int cci__emu_rma_decode(const uint8_t *b, uint64_t tail, const struct cci__emu_rma_limits *lim,
                         struct cci__emu_rma_rec *r, const char **why)
 {
-	struct cci__emu_rma_rec d = { .kind = b[0], .op = (uint32_t)get_be(b + 4, 4) };
+	struct cci__emu_rma_rec d = { .kind = b[0], .op = (uint32_t)get_be(b + 4, 4),
+		                      .key = get_be(b + 8, 8), .off = get_be(b + 16, 8),
+		                      .len = get_be(b + 24, 8) };
+	unsigned f = d.kind < CCI__EMU_RMA_KIND_END ? kind_fields[d.kind] : 0;
 	const char *bad = NULL;
 
 	if (d.kind == 0 || d.kind >= CCI__EMU_RMA_KIND_END)
@@ -107,12 +82,17 @@ int cci__emu_rma_decode(const uint8_t *b, uint64_t tail, const struct cci__emu_r
 		bad = "reserved RMA field set";
 	else if (d.op == 0)
 		bad = "RMA record without an operation id";
+	else if ((d.key && !(f & F_KEY)) || (d.off && !(f & F_OFF)) || (d.len && !(f & F_LEN)))
+		bad = "reserved RMA field set";
 	else
-		bad = fields_check(&d, get_be(b + 8, 8), get_be(b + 16, 8), get_be(b + 24, 8), tail,
-		                   lim);
+		bad = kind_check(&d, tail, lim);
 	if (bad) {
 		*why = bad;
 		return -1;
+	}
+	if (d.kind == CCI__EMU_RMA_DONE) {
+		d.status = (int)(int32_t)(uint32_t)d.len;
+		d.len = 0;
 	}
 	*r = d;
 	return 0;

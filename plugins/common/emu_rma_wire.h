@@ -13,10 +13,10 @@
  *   1   u8   zero
  *   2   u16  zero
  *   4   u32  op       the initiator's operation id, never 0
- *   8   u64  a        WR_DATA, RD_REQ: key;  RD_DATA: offset in the read;
- *                     WR_END: message length; DONE: status
- *   16  u64  b        WR_DATA, RD_REQ: offset in the target's registration
- *   24  u64  c        RD_REQ: bytes to read
+ *   8   u64  key      WR_DATA, RD_REQ: the target's registration
+ *   16  u64  off      WR_DATA, RD_REQ: offset in it; RD_DATA: offset in the read
+ *   24  u64  len      RD_REQ: bytes to read; WR_END: message length;
+ *                     DONE: status (its 32 bits, two's complement)
  *
  * Unused fields are zero, and the decoder refuses them otherwise.
  *
