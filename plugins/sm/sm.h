@@ -57,6 +57,7 @@
 #include "log_due.h"
 #include "op_pool.h"
 #include "dlist.h"
+#include "emu_rma.h"
 #include "engine.h"
 #include "grow.h"
 #include "iov.h"
@@ -90,7 +91,6 @@ extern const struct cci_core *sm_core;
  * (sm_ring_warm); smaller ones find the few lines publish keeps cleared. */
 #define SM_WARM_MIN 256u
 #define SM_BUF_COUNT_MAX 65536u
-#define SM_FRAG_HDR 16u /* copy RMA: {key or offset, offset or 0} before fragment bytes */
 #define SM_TICK_S 0.005             /* control thread timer tick */
 #define SM_REQ_WAIT_NS 10000000000ull /* an accepted socket must ask within 10 s */
 /* Sockets one call of the listening socket's watcher accepts (it holds
@@ -134,10 +134,10 @@ struct sm_dev {
  */
 struct sm_reg_slot {
 	_Atomic uint32_t seq;
-	uint32_t flags;
-	uint64_t key;
-	uint64_t addr;
-	uint64_t len;
+	_Atomic uint32_t flags;
+	_Atomic uint64_t key;
+	_Atomic uint64_t addr;
+	_Atomic uint64_t len;
 };
 
 struct sm_ep_page {
@@ -172,9 +172,9 @@ struct sm_ep_page {
 enum sm_pend_kind {
 	SM_PEND_MSG,    /* a message copied in buf */
 	SM_PEND_DONE,   /* an RMA whose data already moved: just its completion */
-	SM_PEND_WRITE,  /* copy-fallback RMA write: frames, then WR_END (+msg) */
-	SM_PEND_READ,   /* copy-fallback RMA read: RD_REQ, wait for the data, then msg */
-	SM_PEND_REPLY   /* target side: read data back (if any), then RMA_ACK */
+	SM_PEND_WRITE,  /* copy-mode RMA write: WR_DATA..., WR_END (+msg), then sc->rma_wait */
+	SM_PEND_READ,   /* copy-mode RMA read: RD_REQ, then sc->rma_wait */
+	SM_PEND_REPLY   /* target side: the answer to a WR_END or RD_REQ (emu_rma.h) */
 };
 
 /* A queued unit of transmit work; its fields are the sender's arguments. */
@@ -182,18 +182,12 @@ struct sm_pend {
 	struct cci__op_link link; /* the pool's */
 	struct sm_pend *next;
 	uint8_t kind;
-	uint8_t req_sent;   /* READ: the request left, waiting for data/ACK */
 	int flags;
 	void *context;
 	int status;         /* completion status so far */
 	uint32_t len;       /* bytes of buf to send (message or completion message) */
-	uint32_t op_id;     /* copy RMA: operation id (aux of its records) */
 	uint64_t queued_ns; /* enqueue time, for the send timeout */
-	uint64_t key;       /* copy RMA: remote key */
-	uint64_t roff;      /* copy RMA: remote offset */
-	char *laddr;        /* copy RMA: local bytes (REPLY: the target's) */
-	uint64_t total;     /* copy RMA: bytes to move */
-	uint64_t done;      /* copy RMA: bytes framed (write) or received (read) */
+	struct cci__emu_rma_op rma; /* WRITE, READ, REPLY */
 	char *buf;          /* mss bytes, after the struct */
 };
 
@@ -287,8 +281,7 @@ struct sm_conn {
 	int peer_bell;              /* the peer's doorbell eventfd */
 	int peer_sleeps;            /* its page says SM_PAGE_SLEEPS */
 	struct sm_pend *txq, *txq_tail;
-	struct sm_pend *rma_wait;   /* copy RMAs sent, waiting for their ACK */
-	uint32_t next_op_id;
+	struct sm_pend *rma_wait;   /* copy RMAs sent, waiting for their DONE */
 	int rma_copy;               /* use the copy fallback for RMA */
 	_Atomic int cma_busy;       /* cross-memory-attach copies running (for FENCE) */
 
@@ -299,8 +292,10 @@ struct sm_conn {
 	int rx_fd;                  /* its memfd, until it went in a hello */
 	int rx_dead;                /* the ring held garbage: not read any more */
 	int rx_closed;              /* disconnected: freed at its last drop */
-	uint32_t wr_op;             /* copy write being received */
-	int wr_status;
+
+	/* Copy-mode RMA (emu_rma.h): the initiator's fields under tx_lock,
+	 * the target's under rx_lock. */
+	struct cci__emu_rma_conn rma;
 
 	/* Keepalive, under sep->lock. */
 	uint64_t seen_head;         /* the receive ring's head at the last tick */
@@ -547,7 +542,13 @@ int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_
             void *context, int flags);
 
 /* sm_rx.c */
-int sm_rx_post(struct sm_ep *sep, struct sm_conn *sc, struct sm_rec *rec);
+/* Post the payload of rec after its first skip bytes as a RECV event
+ * (0: not now, the record stays for the next drain). */
+int sm_rx_post_at(struct sm_ep *sep, struct sm_conn *sc, struct sm_rec *rec, uint32_t skip);
+static inline int sm_rx_post(struct sm_ep *sep, struct sm_conn *sc, struct sm_rec *rec)
+{
+	return sm_rx_post_at(sep, sc, rec, 0);
+}
 void sm_rx_consume_release(struct sm_conn *sc, struct sm_rec *rec);
 void sm_rx_fault(struct sm_conn *sc);
 /* Drain every open connection's ring; rx_lock held.  CCI_ENOBUFS when

@@ -93,6 +93,7 @@ struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *
 	sc->sock = sc->peer_bell = sc->rx_fd = -1;
 	sc->rma_copy = sep->dev->rma_copy;
 	cci__conn_life_init(&sc->life);
+	cci__emu_rma_conn_init(&sc->rma, sm_core, sep->ep, NULL);
 	pthread_mutex_init(&sc->tx_lock, NULL);
 	sc->conn = sm_core->conn_alloc(sep->ep, attr, context);
 	if (!sc->conn) {

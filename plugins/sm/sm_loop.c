@@ -31,15 +31,15 @@ static void conn_heard(struct sm_conn *sc, uint64_t now)
 	}
 }
 
-/* The oldest queued send; a read waiting for its answer is the peer's to
- * time. */
+/* The oldest queued send (copy RMAs waiting for their DONE are the
+ * peer's to time: they are off the queue, on rma_wait). */
 static uint64_t oldest_send_ns(void *pc)
 {
 	struct sm_conn *sc = pc;
 	uint64_t oldest;
 
 	pthread_mutex_lock(&sc->tx_lock);
-	oldest = sc->txq && sc->txq->kind != SM_PEND_READ ? sc->txq->queued_ns : UINT64_MAX;
+	oldest = sc->txq ? sc->txq->queued_ns : UINT64_MAX;
 	pthread_mutex_unlock(&sc->tx_lock);
 	return oldest;
 }

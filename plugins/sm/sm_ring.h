@@ -52,7 +52,7 @@
 
 #define SM_LINE 64u
 #define SM_RING_MAGIC 0x434d5352u /* "RSMC" */
-#define SM_RING_VERSION 3u /* 3: the window; 2: the producer clears lines */
+#define SM_RING_VERSION 4u /* 4: one RMA record type; 3: the window; 2: the producer clears lines */
 #define SM_RING_CTL_BYTES (3u * SM_LINE)
 #define SM_REC_HDR 16u
 #define SM_RING_MIN_SIZE 4096u
@@ -65,11 +65,7 @@
 enum sm_rec_type {
 	SM_REC_PAD = 1,
 	SM_REC_MSG = 2,      /* an active message (or an RMA completion message) */
-	SM_REC_WR_FRAG = 3,  /* copy-fallback RMA write data: {key, offset} + bytes */
-	SM_REC_WR_END = 4,   /* end of a copy write; payload: completion message */
-	SM_REC_RD_REQ = 5,   /* copy-fallback RMA read request: {key, offset, len} */
-	SM_REC_RD_FRAG = 6,  /* read data back: {offset in op, 0} + bytes */
-	SM_REC_RMA_ACK = 7   /* end of a copy RMA at the target: {status} */
+	SM_REC_RMA = 3       /* copy-mode RMA: one record of plugins/common/emu_rma_wire.h */
 };
 
 /* The 16-byte header of a record, at a 64-byte boundary of the data area. */
@@ -78,7 +74,7 @@ struct sm_rec {
 	uint32_t len;           /* payload bytes */
 	uint16_t type;          /* enum sm_rec_type */
 	uint16_t released;      /* consumer's mark: the record may be reclaimed */
-	uint32_t aux;           /* type-specific (copy RMA: the operation id) */
+	uint32_t aux;           /* type-specific (unused today) */
 };
 
 /* The shared control lines at the start of a ring segment. */

@@ -11,14 +11,12 @@
  * deregistration racing with the RMA on the target: such a program is
  * already wrong, and with the fallback the check happens at the target.
  *
- * Copy fallback (ini rma=copy, or the kernel refuses cross-memory attach):
- * writes travel as WR_FRAG records {key, offset} + bytes that the target
- * checks with core->rma_lookup() before writing a byte, closed by a WR_END
- * carrying the completion message; the target answers RMA_ACK.  Reads send
- * RD_REQ; the target checks it, streams RD_FRAG records back and ends with
- * RMA_ACK.  A read occupies the head of its connection's queue until its
- * ACK, so its completion message keeps its place among the sends, and
- * FENCE waits for every earlier copy RMA to be acknowledged.
+ * Copy mode (ini rma=copy, or the kernel refuses cross-memory attach):
+ * the emulated RMA of plugins/common/emu_rma.h, each of its records one
+ * SM_REC_RMA ring record (framed in sm_tx.c).  The target checks every
+ * fragment with core->rma_lookup() before a byte moves and answers the
+ * end of a write or of a read with DONE; the RMA completes when DONE
+ * arrives, and FENCE waits for every earlier copy RMA to complete.
  */
 #include <errno.h>
 #include <sched.h>
@@ -45,10 +43,10 @@ static void slot_write(struct sm_reg_slot *s, uint64_t key, uint64_t addr, uint6
 	 * seqlock's ordering without fences (which ThreadSanitizer cannot
 	 * follow, and on x86 all of these are plain moves). */
 	atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
-	__atomic_store_n(&s->key, key, __ATOMIC_RELEASE);
-	__atomic_store_n(&s->addr, addr, __ATOMIC_RELEASE);
-	__atomic_store_n(&s->len, len, __ATOMIC_RELEASE);
-	__atomic_store_n(&s->flags, flags, __ATOMIC_RELEASE);
+	atomic_store_explicit(&s->key, key, memory_order_release);
+	atomic_store_explicit(&s->addr, addr, memory_order_release);
+	atomic_store_explicit(&s->len, len, memory_order_release);
+	atomic_store_explicit(&s->flags, flags, memory_order_release);
 	atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
 }
 
@@ -124,10 +122,10 @@ static void slot_read(const struct sm_reg_slot *s, struct slot_view *v)
 			}
 			sched_yield(); /* the owner is mid-update */
 		}
-		v->key = __atomic_load_n(&s->key, __ATOMIC_ACQUIRE);
-		v->addr = __atomic_load_n(&s->addr, __ATOMIC_ACQUIRE);
-		v->len = __atomic_load_n(&s->len, __ATOMIC_ACQUIRE);
-		v->flags = __atomic_load_n(&s->flags, __ATOMIC_ACQUIRE);
+		v->key = atomic_load_explicit(&s->key, memory_order_acquire);
+		v->addr = atomic_load_explicit(&s->addr, memory_order_acquire);
+		v->len = atomic_load_explicit(&s->len, memory_order_acquire);
+		v->flags = atomic_load_explicit(&s->flags, memory_order_acquire);
 		s2 = atomic_load_explicit(&s->seq, memory_order_relaxed);
 	} while (s1 != s2);
 }
@@ -244,7 +242,7 @@ static int rma_cma(struct sm_conn *sc, char *local, const struct cci_rma_handle 
 }
 
 /* ------------------------------------------------------------------------ */
-/* Copy fallback: initiator                                                  */
+/* Copy mode: initiator                                                      */
 /* ------------------------------------------------------------------------ */
 
 static int rma_copy_start(struct sm_conn *sc, const void *msg, uint32_t msg_len, char *local,
@@ -269,11 +267,8 @@ static int rma_copy_start(struct sm_conn *sc, const void *msg, uint32_t msg_len,
 	p->len = msg_len;
 	if (msg_len)
 		memcpy(p->buf, msg, msg_len);
-	p->op_id = ++sc->next_op_id;
-	p->key = cci__handle_key(remote);
-	p->roff = roff;
-	p->laddr = local;
-	p->total = len;
+	cci__emu_rma_op_init(&sc->rma, &p->rma, flags, cci__handle_key(remote), roff, local, len,
+	                     msg_len);
 	sm_txq_queue(sc, p);
 	pthread_mutex_unlock(&sc->tx_lock);
 	return CCI_SUCCESS;
@@ -302,12 +297,11 @@ int sm_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_re
 }
 
 /* ------------------------------------------------------------------------ */
-/* Copy fallback: records arriving (progress, rx_lock held)                  */
+/* Copy mode: records arriving (progress, rx_lock held)                      */
 /* ------------------------------------------------------------------------ */
 
-/* Queue the reply to the initiator: len bytes of read data at addr (none
- * for a write or a refused read), then the ACK with status. */
-static void reply_queue(struct sm_conn *sc, uint32_t op_id, int status, void *addr, uint64_t len)
+/* Queue the target's answer to WR_END (status) or RD_REQ r. */
+static void answer_queue(struct sm_conn *sc, const struct cci__emu_rma_rec *r, int status)
 {
 	struct sm_pend *p = sm_pend_get(sc->sep, 1);
 
@@ -316,10 +310,7 @@ static void reply_queue(struct sm_conn *sc, uint32_t op_id, int status, void *ad
 		return;
 	}
 	p->kind = SM_PEND_REPLY;
-	p->op_id = op_id;
-	p->status = status;
-	p->laddr = addr;
-	p->total = len;
+	cci__emu_rma_answer_init(&sc->rma, &p->rma, r, status);
 	pthread_mutex_lock(&sc->tx_lock);
 	if (cci__conn_is_open(&sc->base)) {
 		sm_txq_queue(sc, p);
@@ -330,116 +321,87 @@ static void reply_queue(struct sm_conn *sc, uint32_t op_id, int status, void *ad
 		sm_pend_put(sc->sep, p);
 }
 
-static void on_wr_frag(struct sm_conn *sc, struct sm_rec *rec)
+/* The copy RMA of id waiting for its DONE, unlinked when unlink; tx_lock held. */
+static struct sm_pend *rma_waiting(struct sm_conn *sc, uint32_t id, int unlink)
 {
-	const uint64_t *h = sm_rec_payload(rec);
-	uint64_t dlen = rec->len - SM_FRAG_HDR;
-	void *addr;
+	struct sm_pend *p, **pp;
 
-	if (rec->aux != sc->wr_op) {
-		sc->wr_op = rec->aux;
-		sc->wr_status = CCI_SUCCESS;
-	}
-	if (sc->wr_status != CCI_SUCCESS)
-		return;
-	sc->wr_status = sm_core->rma_lookup(sc->sep->ep, h[0], h[1], dlen, CCI_FLAG_WRITE, &addr);
-	if (sc->wr_status == CCI_SUCCESS)
-		memcpy(addr, h + 2, dlen);
+	for (pp = &sc->rma_wait; (p = *pp) != NULL; pp = &p->next)
+		if (p->rma.id == id) {
+			if (unlink)
+				*pp = p->next;
+			return p;
+		}
+	return NULL;
 }
 
-/* The end of a write: deliver its message (it follows the data), then ACK. */
-static int on_wr_end(struct sm_conn *sc, struct sm_rec *rec)
+/* RD_DATA or DONE for one of our RMAs: 0, or -1 when the peer broke the
+ * protocol. */
+static int initiator_in(struct sm_conn *sc, const struct cci__emu_rma_rec *r, const char *data,
+                        uint64_t dlen)
 {
-	uint32_t op = rec->aux;
-	int status = op == sc->wr_op ? sc->wr_status : CCI_ERR_RMA_OP;
-
-	if (status == CCI_SUCCESS && rec->len > 0) {
-		if (!sm_rx_post(sc->sep, sc, rec))
-			return 0;
-	} else {
-		sm_rx_consume_release(sc, rec);
-	}
-	reply_queue(sc, op, status, NULL, 0);
-	return 1;
-}
-
-static void on_rd_req(struct sm_conn *sc, struct sm_rec *rec)
-{
-	const uint64_t *rq = sm_rec_payload(rec);
-	void *addr = NULL;
-	int rc = sm_core->rma_lookup(sc->sep->ep, rq[0], rq[1], rq[2], CCI_FLAG_READ, &addr);
-
-	reply_queue(sc, rec->aux, rc, addr, rc == CCI_SUCCESS ? rq[2] : 0);
-}
-
-/* Read data for the read at the head of our queue. */
-static void on_rd_frag(struct sm_conn *sc, struct sm_rec *rec)
-{
-	const uint64_t *h = sm_rec_payload(rec);
-	uint64_t dlen = rec->len - SM_FRAG_HDR;
+	int done = r->kind == CCI__EMU_RMA_DONE, rc = -1;
 	struct sm_pend *p;
 
 	pthread_mutex_lock(&sc->tx_lock);
-	p = sc->txq;
-	if (p && p->kind == SM_PEND_READ && p->op_id == rec->aux && h[0] <= p->total &&
-	    dlen <= p->total - h[0])
-		memcpy(p->laddr + h[0], h + 2, dlen);
-	pthread_mutex_unlock(&sc->tx_lock);
-}
-
-static void on_ack(struct sm_conn *sc, struct sm_rec *rec)
-{
-	int32_t status;
-	struct sm_pend *p, **pp;
-
-	memcpy(&status, sm_rec_payload(rec), sizeof(status));
-	pthread_mutex_lock(&sc->tx_lock);
-	p = sc->txq;
-	if (p && p->kind == SM_PEND_READ && p->op_id == rec->aux) {
-		/* Now just its completion message and completion, in queue order. */
-		p->kind = SM_PEND_DONE;
-		p->status = status;
-		if (status != CCI_SUCCESS)
-			p->len = 0;
-	} else {
-		for (pp = &sc->rma_wait; (p = *pp) != NULL; pp = &p->next) {
-			if (p->op_id == rec->aux) {
-				*pp = p->next;
-				sm_core->send_done(sc->conn, p->context, p->flags, status);
-				sm_pend_put(sc->sep, p);
-				break;
-			}
+	p = rma_waiting(sc, r->op, 0);
+	if (p && !done) {
+		rc = cci__emu_rma_read_in(&p->rma, r, data, dlen);
+	} else if (p && cci__emu_rma_done_in(&sc->rma, &p->rma, r) == 0) {
+		rma_waiting(sc, r->op, 1);
+		p->status = p->rma.status;
+		if (cci__emu_rma_msg_due(&p->rma)) {
+			p->kind = SM_PEND_DONE; /* the completion message, then the completion */
+			sm_txq_queue(sc, p);
+		} else {
+			sm_core->send_done(sc->conn, p->context, p->flags, p->status);
+			sm_pend_put(sc->sep, p);
 		}
+		sm_txq_flush_locked(sc); /* a FENCE may have waited for this one */
+		rc = 0;
 	}
-	sm_txq_flush_locked(sc); /* the read's completion, or a FENCE that waited for this */
 	pthread_mutex_unlock(&sc->tx_lock);
+	return rc;
 }
 
-/* A copy-RMA record; consumes it.  0 if it must be retried later. */
+/* An SM_REC_RMA record; consumes it.  0 if it must be retried later. */
 int sm_rma_on_record(struct sm_conn *sc, struct sm_rec *rec)
 {
-	uint32_t min = rec->type == SM_REC_RD_REQ ? 24u : rec->type == SM_REC_RMA_ACK ? 4u : 0u;
+	const struct cci__emu_rma_limits lim = { sc->sep->mss, sc->sep->mss, 1 };
+	const char *body = sm_rec_payload(rec), *data = body + CCI__EMU_RMA_HDR_LEN, *why = NULL;
+	uint64_t dlen = rec->len - CCI__EMU_RMA_HDR_LEN;
+	struct cci__emu_rma_rec r;
+	int status;
 
-	if (rec->type == SM_REC_WR_FRAG || rec->type == SM_REC_RD_FRAG)
-		min = SM_FRAG_HDR;
-	if (rec->len < min || rec->type > SM_REC_RMA_ACK || rec->type < SM_REC_WR_FRAG) {
+	if (rec->type != SM_REC_RMA || rec->len < CCI__EMU_RMA_HDR_LEN ||
+	    cci__emu_rma_decode((const uint8_t *)body, dlen, &lim, &r, &why) != 0) {
+		SM_WARN("sm: RMA record from pid %d: %s", (int)sc->peer_pid,
+		        why ? why : "unknown record type or too short");
 		sm_rx_fault(sc);
 		return 0;
 	}
-	switch (rec->type) {
-	case SM_REC_WR_END:
-		return on_wr_end(sc, rec);
-	case SM_REC_WR_FRAG:
-		on_wr_frag(sc, rec);
+	switch (r.kind) {
+	case CCI__EMU_RMA_WR_DATA:
+		cci__emu_rma_write_in(&sc->rma, &r, data, dlen);
 		break;
-	case SM_REC_RD_REQ:
-		on_rd_req(sc, rec);
+	case CCI__EMU_RMA_WR_END:
+		/* Its message follows the data: delivered only if all landed. */
+		status = cci__emu_rma_wr_end(&sc->rma, &r);
+		if (status == CCI_SUCCESS && r.len > 0 && !sm_rx_post_at(sc->sep, sc, rec, CCI__EMU_RMA_HDR_LEN))
+			return 0; /* no event to lend: again at the next drain, with the same verdict */
+		answer_queue(sc, &r, status);
+		if (status == CCI_SUCCESS && r.len > 0)
+			return 1; /* lent with its RECV event */
 		break;
-	case SM_REC_RD_FRAG:
-		on_rd_frag(sc, rec);
+	case CCI__EMU_RMA_RD_REQ:
+		answer_queue(sc, &r, CCI_SUCCESS);
 		break;
-	case SM_REC_RMA_ACK:
-		on_ack(sc, rec);
+	default: /* RD_DATA, DONE */
+		if (initiator_in(sc, &r, data, dlen) != 0) {
+			SM_WARN("sm: RMA record from pid %d answers no RMA of ours", (int)sc->peer_pid);
+			sm_rx_fault(sc);
+			return 0;
+		}
 		break;
 	}
 	sm_rx_consume_release(sc, rec);

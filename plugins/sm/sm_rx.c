@@ -1,7 +1,8 @@
 /*
  * sm_rx.c - the receive side: progress() (sm_ep.c) drains the rings of
  * the open connections and hands each message record here, which posts a
- * RECV for it (RMA records go to sm_rma.c), and each record is taken back
+ * RECV for it (RMA records go to sm_rma.c, which posts a write's
+ * completion message here too), and each record is taken back
  * when its event is returned.
  */
 #include "sm.h"
@@ -18,9 +19,9 @@ void sm_rx_fault(struct sm_conn *sc)
 
 static void rx_wake_producer(struct sm_conn *sc);
 
-int sm_rx_post(struct sm_ep *sep, struct sm_conn *sc, struct sm_rec *rec)
+int sm_rx_post_at(struct sm_ep *sep, struct sm_conn *sc, struct sm_rec *rec, uint32_t skip)
 {
-	uint32_t len = rec->len;
+	uint32_t len = rec->len - skip;
 	int may;
 
 	if (len > sep->mss) {
@@ -35,7 +36,7 @@ int sm_rx_post(struct sm_ep *sep, struct sm_conn *sc, struct sm_rec *rec)
 	/* Posted before it is consumed, so that without an event it stays
 	 * in the ring for the next pass; rx_lock keeps its return (which
 	 * releases it) waiting until it is consumed and counted. */
-	if (sm_core->post_recv(sc->conn, sm_rec_payload(rec), len, rec) != CCI_SUCCESS)
+	if (sm_core->post_recv(sc->conn, (char *)sm_rec_payload(rec) + skip, len, rec) != CCI_SUCCESS)
 		return 0;
 	sm_ring_consume(&sc->rx, rec);
 	cci__conn_hold(&sc->life);

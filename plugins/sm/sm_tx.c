@@ -121,66 +121,47 @@ static int pend_is_user(const struct sm_pend *p)
 	return p->kind != SM_PEND_REPLY;
 }
 
-/* Fragments of a write or of read data, as many as fit; tx_lock held. */
-static int frags_place(struct sm_conn *sc, struct sm_pend *p, uint16_t type)
+/* One emulated-RMA record: its header, then dlen bytes at data; tx_lock
+ * held.  CCI_EAGAIN if the ring is full. */
+static int rma_rec_place(struct sm_conn *sc, const struct cci__emu_rma_rec *r, const void *data,
+                         uint64_t dlen)
 {
-	uint64_t max = sc->conn->pub.max_send_size - SM_FRAG_HDR;
-	int placed = 0;
+	uint32_t len = (uint32_t)(CCI__EMU_RMA_HDR_LEN + dlen);
+	struct sm_rec *rec = sm_ring_reserve(&sc->tx, len);
 
-	while (p->done < p->total) {
-		uint64_t chunk = p->total - p->done < max ? p->total - p->done : max;
-		struct sm_rec *rec = sm_ring_reserve(&sc->tx, (uint32_t)(SM_FRAG_HDR + chunk));
-		uint64_t *h;
-		if (!rec)
-			break;
-		h = sm_rec_payload(rec);
-		h[0] = type == SM_REC_WR_FRAG ? p->key : p->done;
-		h[1] = type == SM_REC_WR_FRAG ? p->roff + p->done : 0;
-		memcpy(h + 2, p->laddr + p->done, chunk);
-		sm_ring_commit(&sc->tx, rec, type, (uint32_t)(SM_FRAG_HDR + chunk), p->op_id);
-		p->done += chunk;
-		placed = 1;
-	}
-	if (placed)
-		sm_ring_bell(sc);
-	return p->done == p->total ? CCI_SUCCESS : CCI_EAGAIN;
+	if (!rec)
+		return CCI_EAGAIN;
+	cci__emu_rma_encode(sm_rec_payload(rec), r);
+	if (dlen)
+		memcpy((char *)sm_rec_payload(rec) + CCI__EMU_RMA_HDR_LEN, data, dlen);
+	sm_ring_commit(&sc->tx, rec, SM_REC_RMA, len, 0);
+	return CCI_SUCCESS;
 }
 
-/* Copy-RMA steps at the head of the queue. */
+/* A copy RMA's records, or a reply's, as many as fit: CCI_EAGAIN if not
+ * all (no room, or FENCE holds it); else CCI_SUCCESS for a reply, 1 for
+ * an RMA, which then waits for its DONE. */
 static int rma_place(struct sm_conn *sc, struct sm_pend *p)
 {
-	struct iovec iov = { p->buf, p->len };
-	uint64_t rq[3];
-	int32_t st;
+	uint64_t frag = sc->conn->pub.max_send_size, dlen;
+	struct cci__emu_rma_rec r;
+	void *data;
+	int rc = CCI_SUCCESS;
 
-	/* A FENCE waits for the ACKs of the copy RMAs before it (replies have no flags). */
-	if ((p->flags & CCI_FLAG_FENCE) && sc->rma_wait)
+	if (!cci__emu_rma_start(&sc->rma, &p->rma))
 		return CCI_EAGAIN;
-	switch (p->kind) {
-	case SM_PEND_WRITE:
-		if (frags_place(sc, p, SM_REC_WR_FRAG) != CCI_SUCCESS ||
-		    sm_tx_place(sc, SM_REC_WR_END, p->op_id, &iov, p->len ? 1 : 0, p->len) !=
-		            CCI_SUCCESS)
-			return CCI_EAGAIN;
-		return 1; /* the caller moves it to rma_wait: it completes at its ACK */
-	case SM_PEND_READ:
-		if (p->req_sent)
-			return CCI_EAGAIN; /* until its ACK turns it into a DONE */
-		rq[0] = p->key;
-		rq[1] = p->roff;
-		rq[2] = p->total;
-		iov = (struct iovec){ rq, sizeof(rq) };
-		if (sm_tx_place(sc, SM_REC_RD_REQ, p->op_id, &iov, 1, sizeof(rq)) == CCI_SUCCESS)
-			p->req_sent = 1;
-		return CCI_EAGAIN;
-	case SM_PEND_REPLY:
-		if (frags_place(sc, p, SM_REC_RD_FRAG) != CCI_SUCCESS)
-			return CCI_EAGAIN;
-		st = p->status;
-		iov = (struct iovec){ &st, sizeof(st) };
-		return sm_tx_place(sc, SM_REC_RMA_ACK, p->op_id, &iov, 1, sizeof(st));
+	while (rc == CCI_SUCCESS && cci__emu_rma_next(&sc->rma, &p->rma, frag, &r, &data, &dlen)) {
+		if (r.kind == CCI__EMU_RMA_WR_END) /* its completion message follows */
+			rc = rma_rec_place(sc, &r, p->buf, p->len);
+		else
+			rc = rma_rec_place(sc, &r, data, dlen);
+		if (rc == CCI_SUCCESS)
+			cci__emu_rma_sent(&p->rma, &r, dlen);
 	}
-	return CCI_SUCCESS;
+	sm_ring_bell(sc);
+	if (rc != CCI_SUCCESS)
+		return rc;
+	return p->kind == SM_PEND_REPLY ? CCI_SUCCESS : 1;
 }
 
 /* Place the head of the queue.  SUCCESS: done; EAGAIN: no room; 1: kept elsewhere. */
@@ -210,7 +191,7 @@ void sm_txq_flush_locked(struct sm_conn *sc)
 		if (rc == CCI_EAGAIN)
 			break;
 		txq_pop(sc);
-		if (rc == 1) { /* a copy RMA write, now waiting for its ACK */
+		if (rc == 1) { /* a copy RMA, now waiting for its DONE */
 			p->next = sc->rma_wait;
 			sc->rma_wait = p;
 			continue;
@@ -233,8 +214,8 @@ void sm_txq_flush(struct sm_conn *sc)
  * timeout (status CCI_ETIMEDOUT) each queued send that waited past the
  * timeout for ring space completes with CCI_ETIMEDOUT, the younger ones
  * with CCI_ERR_DISCONNECTED (cci__ct_send_fail_status); with any other
- * status all get CCI_ERR_DISCONNECTED.  Then the copy RMAs waiting for an
- * ACK, with CCI_ERR_DISCONNECTED: they reached the peer's ring.  tx_lock
+ * status all get CCI_ERR_DISCONNECTED.  Then the copy RMAs waiting for
+ * their DONE, with CCI_ERR_DISCONNECTED: they reached the peer's ring.  tx_lock
  * held (or sc is private). */
 void sm_txq_fail(struct sm_conn *sc, int status, int notify)
 {

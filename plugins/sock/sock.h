@@ -24,8 +24,8 @@
  *   struct sock_ep     ep->priv, from ep_create to ep_free.
  *   struct sock_conn   conn->priv; the core frees it after conn_release()
  *                      and the last lent event.
- *   struct sock_op     a send, an RMA, the answer to a peer's read or a
- *                      control reply; from the endpoint's pool.
+ *   struct sock_op     a send, an RMA, or the answer to a peer's RMA;
+ *                      from the endpoint's pool.
  *   struct sock_txd    one sequenced datagram until the peer acks it.
  *   struct sock_rxbuf  a received message, lent with its RECV event.
  *   struct sock_held   a copy of an early datagram (RO/RU order).
@@ -50,6 +50,7 @@
 #include "cci_plugin.h"
 #include "clock.h"
 #include "conn_base.h"
+#include "emu_rma.h"
 #include "engine.h"
 #include "grow.h"
 #include "iov.h"
@@ -103,15 +104,12 @@ extern const struct cci_core *sock_core;
 enum sock_op_kind {
 	SOCK_OP_MSG,    /* an active message */
 	SOCK_OP_WRITE,  /* RMA write: WR_DATA..., WR_END, the completion message */
-	SOCK_OP_READ,   /* RMA read: RD_REQ, then the completion message after RD_DONE */
-	SOCK_OP_RDRESP, /* the answer to a peer's read: RD_DATA..., RD_DONE */
-	SOCK_OP_CTL     /* one control datagram (WR_DONE, RD_DONE with an error) */
+	SOCK_OP_READ,   /* RMA read: RD_REQ; after its DONE, the completion message */
+	SOCK_OP_ANSWER  /* the answer to a peer's WR_END (DONE) or RD_REQ (RD_DATA..., DONE) */
 };
 
 enum sock_op_phase {
-	SOCK_PH_DATA,   /* RMA data datagrams */
-	SOCK_PH_END,    /* WR_END, RD_REQ, RD_DONE or the control datagram */
-	SOCK_PH_WAIT,   /* READ: waits for RD_DONE at the head of the queue */
+	SOCK_PH_RMA,    /* emulated-RMA records (emu_rma.h) */
 	SOCK_PH_MSG,    /* the message's fragments */
 	SOCK_PH_DONE    /* everything pushed */
 };
@@ -123,7 +121,7 @@ struct sock_op {
 	TAILQ_ENTRY(sock_op) q;    /* sc->txq while it has datagrams to push */
 	TAILQ_ENTRY(sock_op) live; /* sc->ops from start to completion, oldest first */
 	struct sock_conn *sc;
-	uint8_t kind, phase, in_txq, fence, remote_wait, started;
+	uint8_t kind, phase, in_txq, remote_wait; /* remote_wait: an RMA waits for its DONE */
 	int flags, status;
 	void *context;
 	uint64_t t_ns;             /* queued at, for the send timeout */
@@ -131,11 +129,7 @@ struct sock_op {
 	/* The message: a copy in buf or the caller's bytes. */
 	const char *msg;
 	uint32_t len, msg_off;
-	/* RMA. */
-	uint32_t op_id;
-	uint32_t ctl_type, ctl_status;
-	uint64_t key, roff, total, done;
-	char *laddr;               /* local bytes of a WRITE, READ or RDRESP */
+	struct cci__emu_rma_op rma; /* WRITE, READ, ANSWER */
 	/* Kept across uses: the copy buffer. */
 	char *buf;
 	uint32_t cap;
@@ -146,7 +140,7 @@ struct sock_txd {
 	struct sock_txd *next;
 	struct sock_op *op;
 	uint8_t type;
-	struct sock_dg_sub sub;
+	union sock_dg_sub sub;
 	const char *data;
 	uint32_t len;
 };
@@ -219,16 +213,14 @@ struct sock_conn {
 	/* Transmit. */
 	TAILQ_HEAD(, sock_op) txq;
 	TAILQ_HEAD(, sock_op) ops;
-	uint32_t rma_out, next_op_id, nrdresp;
+	uint32_t nanswers;         /* answers to the peer's RMAs not complete */
 	uint32_t uu_seq;
+	struct cci__emu_rma_conn rma; /* emulated RMA, both sides (emu_rma.h) */
 
 	/* Receive. */
 	struct sock_rxbuf *asm_rb; /* the message being reassembled */
 	uint32_t asm_have;
 	int rx_drop;               /* drop the next message: a refused write's completion */
-	int wr_failed;             /* the current write was refused ... */
-	uint32_t wr_fail_op;       /* ... this one, */
-	int wr_fail_status;        /* ... with this status */
 	struct sock_rxbuf *pend, *pend_tail; /* whole messages waiting for a buffer slot */
 	int in_pend;
 	struct sock_conn *pend_next;
@@ -393,7 +385,7 @@ int sock_tx_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, ui
 int sock_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_reg_t *local,
              uint64_t local_offset, const struct cci_rma_handle *remote,
              uint64_t remote_offset, uint64_t data_len, void *context, int flags);
-/* The RMA datagrams of the peer, in order; return 0 or a status that
+/* An RMA datagram of the peer, in order; return 0 or a status that
  * breaks the connection (a protocol violation). */
 int sock_rma_rx(struct sock_conn *sc, const struct sock_dg *d, uint64_t now);
 

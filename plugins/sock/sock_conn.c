@@ -403,7 +403,7 @@ static uint64_t oldest_send_ns(void *pc)
 	struct sock_op *op;
 
 	/* The list is in queueing order: the first send of the application's
-	 * is the oldest (answers to the peer's reads do not count). */
+	 * is the oldest (answers to the peer's RMAs do not count). */
 	TAILQ_FOREACH(op, &sc->ops, live)
 		if (sock_op_app(op))
 			return op->t_ns;

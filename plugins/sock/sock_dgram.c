@@ -11,62 +11,33 @@ uint32_t sock_dg_sub_len(uint8_t type)
 {
 	switch (type) {
 	case SOCK_DG_MSG:
-	case SOCK_DG_WR_END:
-	case SOCK_DG_WR_DONE:
-	case SOCK_DG_RD_DONE:
 		return 8;
-	case SOCK_DG_WR_DATA:
-		return 24;
-	case SOCK_DG_RD_REQ:
-		return 32;
-	case SOCK_DG_RD_DATA:
-		return 16;
+	case SOCK_DG_RMA:
+		return CCI__EMU_RMA_HDR_LEN;
 	default:
 		return 0;
 	}
 }
 
-static void sub_encode(uint8_t *b, uint8_t type, const struct sock_dg_sub *s)
+static void sub_encode(uint8_t *b, uint8_t type, const union sock_dg_sub *s)
 {
-	cci__put32(b, s->op);
-	switch (type) {
-	case SOCK_DG_RD_REQ:
-		cci__put64(b + 24, s->len);
-		/* fall through - key and offset as for a write fragment */
-	case SOCK_DG_WR_DATA:
-		cci__put32(b + 4, 0);
-		cci__put64(b + 8, s->key);
-		cci__put64(b + 16, s->off);
-		break;
-	case SOCK_DG_RD_DATA:
-		cci__put32(b + 4, 0);
-		cci__put64(b + 8, s->off);
-		break;
-	default:
-		cci__put32(b + 4, s->val);
-		break;
+	if (type == SOCK_DG_RMA) {
+		memcpy(b, s->rma, CCI__EMU_RMA_HDR_LEN);
+		return;
 	}
+	cci__put32(b, s->op);
+	cci__put32(b + 4, s->val);
 }
 
-static void sub_decode(const uint8_t *b, uint8_t type, struct sock_dg_sub *s)
+static void sub_decode(const uint8_t *b, uint8_t type, union sock_dg_sub *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->op = cci__get32(b);
-	switch (type) {
-	case SOCK_DG_RD_REQ:
-		s->len = cci__get64(b + 24);
-		/* fall through - key and offset as for a write fragment */
-	case SOCK_DG_WR_DATA:
-		s->key = cci__get64(b + 8);
-		s->off = cci__get64(b + 16);
-		break;
-	case SOCK_DG_RD_DATA:
-		s->off = cci__get64(b + 8);
-		break;
-	default:
-		s->val = cci__get32(b + 4);
-		break;
+	if (type == SOCK_DG_RMA) {
+		memcpy(s->rma, b, CCI__EMU_RMA_HDR_LEN);
+		return;
 	}
+	s->op = cci__get32(b);
+	s->val = cci__get32(b + 4);
 }
 
 uint32_t sock_dg_encode(uint8_t *b, const struct sock_dg *d)
@@ -107,14 +78,9 @@ static int body_ok(const struct sock_dg *d, uint32_t mss, const char **why)
 		if (d->body_len == 0 && d->sub.op != 0)
 			return *why = "empty fragment", -1;
 		return 0;
-	case SOCK_DG_WR_DATA:
-	case SOCK_DG_RD_DATA:
+	case SOCK_DG_RMA: /* the record's reader checks it (emu_rma_wire.h) */
 	case SOCK_DG_UU:
 		return 0;
-	case SOCK_DG_WR_END:
-		if (d->sub.val > mss)
-			return *why = "completion message longer than the mss", -1;
-		return d->body_len ? (*why = "unexpected bytes after the header", -1) : 0;
 	default:
 		if (d->body_len != 0)
 			return *why = "unexpected bytes after the header", -1;

@@ -16,8 +16,9 @@
  *   20  u32  wnd      ack: sequences below cum + wnd granted } SOCK_DG_F_ACK
  *   24  u64  sack     ack: bit i = cum + 1 + i received      }
  *
- * The sequenced types (MSG .. RD_DONE) then carry a fixed sub-header
- * (sock_dg_sub_len()) and data.
+ * The sequenced types (MSG, RMA) then carry a fixed sub-header
+ * (sock_dg_sub_len(): a message fragment's place, or an RMA record's
+ * header) and data.
  */
 #ifndef CCI_SOCK_DGRAM_H
 #define CCI_SOCK_DGRAM_H
@@ -25,9 +26,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* By path: the transport tests and the fuzzers build this codec with this
+ * folder alone on their include path. */
+#include "../common/emu_rma_wire.h"
+
 #define SOCK_DG_HDR_LEN 32u
 #define SOCK_DG_MARK 0xd7u
-#define SOCK_DG_VERSION 1u
+#define SOCK_DG_VERSION 2u        /* 2: network byte order, RMA as emulated-RMA records */
 #define SOCK_DG_MAGIC 0x43434955u /* "CCIU" on the wire */
 #define SOCK_DG_HELLO_LEN 40u     /* HELLO body before the connect payload */
 #define SOCK_DG_ACCEPT_LEN 40u
@@ -46,12 +51,8 @@ enum sock_dg_type {
 	SOCK_DG_UU = 8,      /* an unreliable message, whole */
 	/* Sequenced (reliable) types. */
 	SOCK_DG_MSG = 9,     /* sub(total, off) + a fragment of a message */
-	SOCK_DG_WR_DATA = 10, /* sub(op, key, roff) + RMA write data */
-	SOCK_DG_WR_END = 11, /* sub(op, msg_len): the write's data all went before */
-	SOCK_DG_WR_DONE = 12, /* sub(op, status): the target's verdict on a write */
-	SOCK_DG_RD_REQ = 13, /* sub(op, key, roff, len) */
-	SOCK_DG_RD_DATA = 14, /* sub(op, off) + read data */
-	SOCK_DG_RD_DONE = 15, /* sub(op, status): the read's data all went before */
+	SOCK_DG_RMA = 10,    /* sub(an emulated-RMA record's header) + its data; a write's
+	                      * completion message follows WR_END as MSG (IN_ORDER) */
 	SOCK_DG_TYPE_END
 };
 
@@ -78,12 +79,12 @@ struct sock_dg_accept {
 	uint32_t dgram;        /* the largest datagram the server receives */
 };
 
-struct sock_dg_sub {
-	uint32_t op;       /* MSG: total message length */
-	uint32_t val;      /* MSG: offset; WR_END: message length; *_DONE: status */
-	uint64_t key;
-	uint64_t off;      /* WR_DATA, RD_REQ: remote offset; RD_DATA: offset in the read */
-	uint64_t len;      /* RD_REQ */
+union sock_dg_sub {
+	struct {
+		uint32_t op;   /* MSG: total message length */
+		uint32_t val;  /* MSG: offset of the fragment */
+	};
+	uint8_t rma[CCI__EMU_RMA_HDR_LEN]; /* RMA: the record's header, as on the wire */
 };
 
 /* A decoded datagram; body points into the bytes given to the decoder. */
@@ -93,7 +94,7 @@ struct sock_dg {
 	uint64_t token;
 	uint32_t cum, wnd;
 	uint64_t sack;
-	struct sock_dg_sub sub;
+	union sock_dg_sub sub;
 	const uint8_t *body;   /* after the sub-header */
 	uint32_t body_len;
 };

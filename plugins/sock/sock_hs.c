@@ -76,6 +76,7 @@ static void conn_fields(struct sock_conn *sc, struct sock_ep *sep, cci__conn_t *
 	sc->reliable = attr != CCI_CONN_ATTR_UU;
 	TAILQ_INIT(&sc->txq);
 	TAILQ_INIT(&sc->ops);
+	cci__emu_rma_conn_init(&sc->rma, sock_core, sep->ep, sc->peer_str);
 }
 
 static int connect_locked(struct sock_conn *sc, const void *data, uint32_t len,

@@ -1,17 +1,16 @@
 /*
- * sock_rma.c - RMA emulated over sequenced datagrams.
+ * sock_rma.c - RMA emulated over sequenced datagrams
+ * (plugins/common/emu_rma.h), one record per RMA datagram.
  *
  * Write: WR_DATA datagrams straight from the initiator's registration,
- * then WR_END and the completion message; the target checks every
- * WR_DATA against its registration table (key, bounds, WRITE access)
- * before a byte is written, and answers WR_END with WR_DONE carrying its
- * verdict, which completes the write.  A refused write's completion
- * message is dropped, never delivered.  Read: RD_REQ; the target checks
- * it, and each fragment again as it sends RD_DATA, then RD_DONE; the
- * initiator takes only bytes inside the read it asked for, and sends the
- * completion message after RD_DONE.  The stream is in order, so
- * "after" above is a guarantee.  A READ holds the connection's queue
- * until its RD_DONE (later sends wait: RO order of completion messages).
+ * then WR_END and the completion message (as MSG datagrams, in order);
+ * the target checks every fragment (key, bounds, WRITE access) before a
+ * byte is written, answers WR_END with DONE carrying its verdict, and
+ * drops a refused write's completion message.  Read: RD_REQ; the target
+ * checks it, and each fragment again as it sends RD_DATA, then DONE; the
+ * initiator takes only the next bytes of the read it asked for, and sends
+ * the completion message after DONE.  An RMA completes when its DONE
+ * arrived and its own datagrams were acknowledged.
  */
 #include "sock.h"
 
@@ -37,16 +36,11 @@ static int rma_locked(struct sock_conn *sc, const void *msg_ptr, uint32_t msg_le
 		sock_op_put(sc->sep, op);
 		return CCI_ENOMEM;
 	}
-	op->op_id = ++sc->next_op_id;
-	op->key = cci__handle_key(remote);
-	op->roff = remote_offset;
-	op->total = data_len;
-	op->laddr = laddr;
-	op->fence = (flags & CCI_FLAG_FENCE) != 0;
+	cci__emu_rma_op_init(&sc->rma, &op->rma, flags, cci__handle_key(remote), remote_offset,
+	                     laddr, data_len, msg_len);
 	op->context = context;
 	op->flags = flags;
-	op->phase = write ? SOCK_PH_DATA : SOCK_PH_END;
-	op->remote_wait = (uint8_t)write;
+	op->phase = SOCK_PH_RMA;
 	sock_op_queue(sc, op);
 	sock_tx_pump(sc, cci__now_ns());
 	sock_tx_flush(sc->sep);
@@ -82,163 +76,85 @@ int sock_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_
 
 /* ---- the target's side ------------------------------------------------- */
 
-static int ctl_queue(struct sock_conn *sc, uint8_t type, uint32_t op_id, int status)
+/* Queue the answer to WR_END r (its verdict) or RD_REQ r. */
+static int answer_queue(struct sock_conn *sc, const struct cci__emu_rma_rec *r, int verdict)
 {
-	struct sock_op *op = sock_op_get(sc->sep, SOCK_OP_CTL, 0);
+	struct sock_op *op = sock_op_get(sc->sep, SOCK_OP_ANSWER, 0);
 
 	if (!op)
 		return CCI_ENOMEM;
-	op->phase = SOCK_PH_END;
-	op->ctl_type = type;
-	op->op_id = op_id;
-	op->ctl_status = (uint32_t)status;
-	sock_op_queue(sc, op);
-	return CCI_SUCCESS;
-}
-
-static void refused(struct sock_conn *sc, const char *what, const struct sock_dg *d, int rc)
-{
-	sc->sep->stats.rma_refused++;
-	SOCK_LOG(CCI_LOG_RMA, "sock: %s from %s refused (key %#llx, offset %llu): %s", what,
-	         sc->peer_str, (unsigned long long)d->sub.key, (unsigned long long)d->sub.off,
-	         sock_core->status_text(rc));
-}
-
-static int wr_data(struct sock_conn *sc, const struct sock_dg *d)
-{
-	void *addr;
-	int rc;
-
-	if (sc->wr_failed && sc->wr_fail_op == d->sub.op)
-		return CCI_SUCCESS; /* the rest of a refused write */
-	rc = sock_core->rma_lookup(sc->sep->ep, d->sub.key, d->sub.off, d->body_len,
-	                           CCI_FLAG_WRITE, &addr);
-	if (rc != CCI_SUCCESS) {
-		refused(sc, "rma write", d, rc);
-		sc->wr_failed = 1;
-		sc->wr_fail_op = d->sub.op;
-		sc->wr_fail_status = rc;
-		return CCI_SUCCESS;
-	}
-	if (d->body_len)
-		memcpy(addr, d->body, d->body_len);
-	return CCI_SUCCESS;
-}
-
-static int wr_end(struct sock_conn *sc, const struct sock_dg *d)
-{
-	int status = CCI_SUCCESS;
-
-	if (sc->wr_failed && sc->wr_fail_op == d->sub.op)
-		status = sc->wr_fail_status;
-	sc->wr_failed = 0;
-	if (status != CCI_SUCCESS && d->sub.val > 0)
-		sc->rx_drop = 1;
-	return ctl_queue(sc, SOCK_DG_WR_DONE, d->sub.op, status);
-}
-
-static int rd_req(struct sock_conn *sc, const struct sock_dg *d)
-{
-	struct sock_op *op;
-	void *addr;
-	int rc = CCI_EINVAL;
-
-	if (d->sub.len > 0)
-		rc = sock_core->rma_lookup(sc->sep->ep, d->sub.key, d->sub.off, d->sub.len,
-		                           CCI_FLAG_READ, &addr);
-	if (rc == CCI_SUCCESS && sc->nrdresp >= SOCK_READS_MAX)
-		rc = CCI_ENOBUFS;
-	if (rc != CCI_SUCCESS) {
-		refused(sc, "rma read", d, rc);
-		return ctl_queue(sc, SOCK_DG_RD_DONE, d->sub.op, rc);
-	}
-	op = sock_op_get(sc->sep, SOCK_OP_RDRESP, 0);
-	if (!op)
-		return CCI_ENOMEM;
-	op->phase = SOCK_PH_DATA;
-	op->op_id = d->sub.op;
-	op->key = d->sub.key;
-	op->roff = d->sub.off;
-	op->total = d->sub.len;
-	sc->nrdresp++;
+	cci__emu_rma_answer_init(&sc->rma, &op->rma, r, verdict);
+	if (op->rma.status == CCI_SUCCESS && op->rma.total && sc->nanswers >= SOCK_READS_MAX)
+		op->rma.status = CCI_ENOBUFS;
+	if (op->rma.status != CCI_SUCCESS)
+		sc->sep->stats.rma_refused++;
+	op->phase = SOCK_PH_RMA;
+	sc->nanswers++;
 	sock_op_queue(sc, op);
 	return CCI_SUCCESS;
 }
 
 /* ---- the initiator's side ---------------------------------------------- */
 
-static int wr_done(struct sock_conn *sc, const struct sock_dg *d)
+/* The RMA of id that waits for its DONE, or NULL. */
+static struct sock_op *rma_waiting(struct sock_conn *sc, uint32_t id)
 {
 	struct sock_op *op;
 
 	TAILQ_FOREACH(op, &sc->ops, live)
-		if (op->kind == SOCK_OP_WRITE && op->op_id == d->sub.op && op->remote_wait)
-			break;
-	if (!op)
+		if ((op->kind == SOCK_OP_WRITE || op->kind == SOCK_OP_READ) && op->remote_wait &&
+		    op->rma.id == id)
+			return op;
+	return NULL;
+}
+
+static int done_in(struct sock_conn *sc, struct sock_op *op, const struct cci__emu_rma_rec *r)
+{
+	if (!op || cci__emu_rma_done_in(&sc->rma, &op->rma, r) != 0)
 		return CCI_ERROR;
 	op->remote_wait = 0;
-	op->status = (int)d->sub.val;
-	sock_op_maybe_done(op);
-	return CCI_SUCCESS;
-}
-
-/* The read waiting at the head of the queue for d, or NULL. */
-static struct sock_op *read_waiting(struct sock_conn *sc, const struct sock_dg *d)
-{
-	struct sock_op *op = TAILQ_FIRST(&sc->txq);
-
-	if (!op || op->kind != SOCK_OP_READ || op->phase != SOCK_PH_WAIT || op->op_id != d->sub.op)
-		return NULL;
-	return op;
-}
-
-static int rd_data(struct sock_conn *sc, const struct sock_dg *d)
-{
-	struct sock_op *op = read_waiting(sc, d);
-
-	if (!op || d->sub.off != op->done || d->body_len > op->total - op->done)
-		return CCI_ERROR;
-	if (d->body_len)
-		memcpy(op->laddr + d->sub.off, d->body, d->body_len);
-	op->done += d->body_len;
-	return CCI_SUCCESS;
-}
-
-static int rd_done(struct sock_conn *sc, const struct sock_dg *d)
-{
-	struct sock_op *op = read_waiting(sc, d);
-	int status = (int)d->sub.val;
-
-	if (!op || (status == CCI_SUCCESS && op->done != op->total))
-		return CCI_ERROR;
-	op->status = status;
-	op->phase = (status == CCI_SUCCESS && op->len) ? SOCK_PH_MSG : SOCK_PH_DONE;
-	if (op->phase == SOCK_PH_DONE) {
-		TAILQ_REMOVE(&sc->txq, op, q);
-		op->in_txq = 0;
-		sock_op_maybe_done(op);
+	op->status = op->rma.status;
+	if (cci__emu_rma_msg_due(&op->rma)) {
+		/* The data is here: now the completion message, in order. */
+		op->phase = SOCK_PH_MSG;
+		op->in_txq = 1;
+		TAILQ_INSERT_TAIL(&sc->txq, op, q);
 	}
-	sock_conn_touch(sc);
+	sock_conn_touch(sc); /* a FENCE may have waited for this one */
+	sock_op_maybe_done(op);
 	return CCI_SUCCESS;
 }
 
 int sock_rma_rx(struct sock_conn *sc, const struct sock_dg *d, uint64_t now)
 {
+	const struct cci__emu_rma_limits lim = { SOCK_DG_PAYLOAD_MAX, sc->mss, 0 };
+	struct cci__emu_rma_rec r;
+	struct sock_op *op;
+	const char *why;
+	int verdict;
+
 	(void)now;
-	switch (d->type) {
-	case SOCK_DG_WR_DATA:
-		return wr_data(sc, d);
-	case SOCK_DG_WR_END:
-		return wr_end(sc, d);
-	case SOCK_DG_WR_DONE:
-		return wr_done(sc, d);
-	case SOCK_DG_RD_REQ:
-		return rd_req(sc, d);
-	case SOCK_DG_RD_DATA:
-		return rd_data(sc, d);
-	case SOCK_DG_RD_DONE:
-		return rd_done(sc, d);
-	default:
+	if (cci__emu_rma_decode(d->sub.rma, d->body_len, &lim, &r, &why) != 0) {
+		SOCK_WARN("sock: RMA datagram from %s: %s", sc->peer_str, why);
 		return CCI_ERROR;
+	}
+	switch (r.kind) {
+	case CCI__EMU_RMA_WR_DATA:
+		cci__emu_rma_write_in(&sc->rma, &r, d->body, d->body_len);
+		return CCI_SUCCESS;
+	case CCI__EMU_RMA_WR_END:
+		verdict = cci__emu_rma_wr_end(&sc->rma, &r);
+		if (verdict != CCI_SUCCESS && r.len > 0)
+			sc->rx_drop = 1; /* its completion message, next in order */
+		return answer_queue(sc, &r, verdict);
+	case CCI__EMU_RMA_RD_REQ:
+		return answer_queue(sc, &r, CCI_SUCCESS);
+	case CCI__EMU_RMA_RD_DATA:
+		op = rma_waiting(sc, r.op);
+		return op && cci__emu_rma_read_in(&op->rma, &r, d->body, d->body_len) == 0
+		               ? CCI_SUCCESS
+		               : CCI_ERROR;
+	default: /* DONE */
+		return done_in(sc, rma_waiting(sc, r.op), &r);
 	}
 }

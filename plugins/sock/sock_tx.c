@@ -248,69 +248,20 @@ static void fill_msg(struct sock_conn *sc, struct sock_op *op, struct sock_txd *
 	t->len = n < room ? n : room;
 }
 
-/* RDRESP: the target checks the registration again for every fragment. */
-static void fill_rdresp(struct sock_conn *sc, struct sock_op *op, struct sock_txd *t)
+/* The op's next emulated-RMA record: an initiator's, or the target's
+ * answer (its registration checked again for every fragment). */
+static void fill_rma(struct sock_conn *sc, struct sock_op *op, struct sock_txd *t)
 {
-	uint32_t room = sc->frag - sock_dg_sub_len(SOCK_DG_RD_DATA);
-	uint64_t n = op->total - op->done;
-	void *addr;
-	int rc;
+	uint32_t room = sc->frag - sock_dg_sub_len(SOCK_DG_RMA);
+	struct cci__emu_rma_rec r;
+	uint64_t dlen;
+	void *data;
 
-	n = n < room ? n : room;
-	rc = sock_core->rma_lookup(sc->sep->ep, op->key, op->roff + op->done, n, CCI_FLAG_READ,
-	                           &addr);
-	if (rc != CCI_SUCCESS) {
-		op->ctl_status = (uint32_t)rc;
-		op->phase = SOCK_PH_END;
-		return;
-	}
-	t->type = SOCK_DG_RD_DATA;
-	t->sub.op = op->op_id;
-	t->sub.off = op->done;
-	t->data = (const char *)addr;
-	t->len = (uint32_t)n;
-}
-
-static void fill_data(struct sock_conn *sc, struct sock_op *op, struct sock_txd *t)
-{
-	uint32_t room = sc->frag - sock_dg_sub_len(SOCK_DG_WR_DATA);
-	uint64_t n = op->total - op->done;
-
-	if (op->kind == SOCK_OP_RDRESP) {
-		fill_rdresp(sc, op, t);
-		return;
-	}
-	t->type = SOCK_DG_WR_DATA;
-	t->sub.op = op->op_id;
-	t->sub.key = op->key;
-	t->sub.off = op->roff + op->done;
-	t->data = op->laddr + op->done;
-	t->len = (uint32_t)(n < room ? n : room);
-}
-
-static void fill_end(struct sock_op *op, struct sock_txd *t)
-{
-	t->sub.op = op->op_id;
-	switch (op->kind) {
-	case SOCK_OP_WRITE:
-		t->type = SOCK_DG_WR_END;
-		t->sub.val = op->len;
-		break;
-	case SOCK_OP_READ:
-		t->type = SOCK_DG_RD_REQ;
-		t->sub.key = op->key;
-		t->sub.off = op->roff;
-		t->sub.len = op->total;
-		break;
-	case SOCK_OP_RDRESP:
-		t->type = SOCK_DG_RD_DONE;
-		t->sub.val = op->ctl_status;
-		break;
-	default:
-		t->type = (uint8_t)op->ctl_type;
-		t->sub.val = op->ctl_status;
-		break;
-	}
+	cci__emu_rma_next(&sc->rma, &op->rma, room, &r, &data, &dlen);
+	t->type = SOCK_DG_RMA;
+	cci__emu_rma_encode(t->sub.rma, &r);
+	t->data = data;
+	t->len = (uint32_t)dlen;
 }
 
 /* Describe the op's next datagram in t, without moving the op on. */
@@ -320,41 +271,36 @@ static void txd_fill(struct sock_conn *sc, struct sock_op *op, struct sock_txd *
 	t->op = op;
 	t->data = NULL;
 	t->len = 0;
-	if (op->phase == SOCK_PH_DATA)
-		fill_data(sc, op, t);
-	if (op->phase == SOCK_PH_END)
-		fill_end(op, t);
+	if (op->phase == SOCK_PH_RMA)
+		fill_rma(sc, op, t);
 	else if (op->phase == SOCK_PH_MSG)
 		fill_msg(sc, op, t);
 }
 
+/* The RMA record t was taken: move the op past it.  A write's completion
+ * message follows its WR_END; an RMA then waits for its DONE. */
+static void rma_advance(struct sock_op *op, const struct sock_txd *t)
+{
+	struct cci__emu_rma_rec r = { .kind = t->sub.rma[0] };
+
+	cci__emu_rma_sent(&op->rma, &r, t->len);
+	if (op->rma.phase == CCI__EMU_RMA_SEND)
+		return;
+	op->remote_wait = op->kind != SOCK_OP_ANSWER;
+	op->phase = op->kind == SOCK_OP_WRITE && op->len ? SOCK_PH_MSG : SOCK_PH_DONE;
+}
+
 /* t was taken by the reliability layer: move the op past it. */
-static void op_advance(struct sock_conn *sc, struct sock_op *op, const struct sock_txd *t)
+static void op_advance(struct sock_op *op, const struct sock_txd *t)
 {
 	op->txd_out++;
-	switch (t->type) {
-	case SOCK_DG_MSG:
-		op->msg_off += t->len;
-		if (op->msg_off == op->len)
-			op->phase = SOCK_PH_DONE;
-		return;
-	case SOCK_DG_WR_DATA:
-	case SOCK_DG_RD_DATA:
-		op->done += t->len;
-		if (op->done == op->total)
-			op->phase = SOCK_PH_END;
-		return;
-	case SOCK_DG_WR_END:
-		op->phase = op->len ? SOCK_PH_MSG : SOCK_PH_DONE;
-		return;
-	case SOCK_DG_RD_REQ:
-		op->phase = SOCK_PH_WAIT;
-		return;
-	default:
-		op->phase = SOCK_PH_DONE;
-		(void)sc;
+	if (t->type == SOCK_DG_RMA) {
+		rma_advance(op, t);
 		return;
 	}
+	op->msg_off += t->len;
+	if (op->msg_off == op->len)
+		op->phase = SOCK_PH_DONE;
 }
 
 /* The datagram t, sequenced as seq, goes out now. */
@@ -370,7 +316,7 @@ static void txd_send(struct sock_conn *sc, struct sock_txd *t, uint64_t seq, uns
 }
 
 /* Completion: every datagram pushed and acknowledged, and the target's
- * verdict in (RMA). */
+ * DONE in (RMA). */
 void sock_op_maybe_done(struct sock_op *op)
 {
 	struct sock_conn *sc = op->sc;
@@ -378,26 +324,18 @@ void sock_op_maybe_done(struct sock_op *op)
 	if (op->phase != SOCK_PH_DONE || op->in_txq || op->txd_out || op->remote_wait)
 		return;
 	TAILQ_REMOVE(&sc->ops, op, live);
-	if (op->started)
-		sc->rma_out--;
-	if (op->kind == SOCK_OP_RDRESP)
-		sc->nrdresp--;
+	if (op->kind == SOCK_OP_ANSWER)
+		sc->nanswers--;
 	if (sock_op_app(op))
 		sock_core->send_done(sc->conn, op->context, op->flags, op->status);
 	sock_op_put(sc->sep, op);
 	sock_conn_touch(sc);
 }
 
-/* May the head op start?  A FENCE RMA waits for every earlier one. */
+/* May the head op send?  A FENCE RMA waits for every earlier one. */
 static int op_may_start(struct sock_conn *sc, struct sock_op *op)
 {
-	if (op->kind != SOCK_OP_WRITE && op->kind != SOCK_OP_READ)
-		return 1;
-	if (op->started)
-		return 1;
-	if (op->fence && sc->rma_out > 0)
-		return 0;
-	return 1;
+	return op->kind == SOCK_OP_MSG || cci__emu_rma_start(&sc->rma, &op->rma);
 }
 
 /* Push the head ops' datagrams into the window while it is open, then
@@ -407,8 +345,7 @@ void sock_tx_pump(struct sock_conn *sc, uint64_t now)
 	struct sock_op *op;
 	struct sock_rel_send s;
 
-	while (sc->rel_on && (op = TAILQ_FIRST(&sc->txq)) && op->phase != SOCK_PH_WAIT &&
-	       op_may_start(sc, op)) {
+	while (sc->rel_on && (op = TAILQ_FIRST(&sc->txq)) && op_may_start(sc, op)) {
 		struct sock_txd *t = txd_get(sc->sep);
 		uint64_t seq;
 		int rc;
@@ -421,11 +358,7 @@ void sock_tx_pump(struct sock_conn *sc, uint64_t now)
 			txd_put(sc->sep, t);
 			break;
 		}
-		if ((op->kind == SOCK_OP_WRITE || op->kind == SOCK_OP_READ) && !op->started) {
-			op->started = 1;
-			sc->rma_out++;
-		}
-		op_advance(sc, op, t);
+		op_advance(op, t);
 		if (rc == CCI_SUCCESS)
 			txd_send(sc, t, seq, 0);
 		if (op->phase == SOCK_PH_DONE) {
@@ -544,8 +477,8 @@ void sock_tx_fail_all(struct sock_conn *sc, int status, int report)
 		sock_op_put(sc->sep, op);
 	}
 	TAILQ_INIT(&sc->txq);
-	sc->rma_out = 0;
-	sc->nrdresp = 0;
+	sc->rma.started = 0;
+	sc->nanswers = 0;
 }
 
 /* ---- cci_send ---------------------------------------------------------- */

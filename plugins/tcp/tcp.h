@@ -65,6 +65,7 @@
 #include "clock.h"
 #include "conn_base.h"
 #include "dlist.h"
+#include "emu_rma.h"
 #include "engine.h"
 #include "grow.h"
 #include "iov.h"
@@ -116,7 +117,8 @@ extern const struct cci_core *tcp_core;
 #define TCP_LINEAR_MAX 512u           /* frames this small go out by send() from one copy */
 #define TCP_BURST_FREE 4u             /* sends between two polls that leave at once */
 #define TCP_HOLD_MAX 32u              /* frames held past them for one write */
-#define TCP_READS_MAX 1024u           /* read requests a peer may have pending */
+#define TCP_ANSWERS_MAX TCP_BUF_COUNT_MAX /* answers to a peer's RMAs not yet written: its
+                                           * RMAs in flight, within its send_buf_count */
 #define TCP_RX_ROUNDS 64              /* reads per connection per pass */
 #define TCP_POLL_DIRECT_MAX 4         /* up to this many sockets polled by recv */
 #define TCP_FULL_SKIP 8               /* polls without a write after a full socket */
@@ -136,28 +138,26 @@ extern const struct cci_core *tcp_core;
 #define TCP_CMD_FLUSH 32u /* write the frames held for a burst (tcp_tx.c) */
 
 enum tcp_op_kind {
-	TCP_OP_MSG,     /* an active message (also a read's completion message) */
-	TCP_OP_WRITE,   /* RMA write: fragments, then WR_END with the message */
-	TCP_OP_READ,    /* RMA read: RD_REQ, then waits in tc->reads */
-	TCP_OP_RDRESP   /* target side of a read: fragments, then RD_END */
+	TCP_OP_MSG,     /* an active message */
+	TCP_OP_WRITE,   /* RMA write: WR_DATA..., WR_END with the message; then tc->rma_wait */
+	TCP_OP_READ,    /* RMA read: RD_REQ, then tc->rma_wait; after DONE its message */
+	TCP_OP_ANSWER   /* target side: the answer to a peer's WR_END or RD_REQ */
 };
 
 struct tcp_conn;
 
-/* A send, an RMA, or the answer to a peer's read (a control op, outside
+/* A send, an RMA, or the answer to a peer's RMA (a control op, outside
  * the application's budget), from the endpoint's op pool.  Fields after
- * link and before rd_pos are reset for every use; the rest is kept or
+ * link and before rma_pos are reset for every use; the rest is kept or
  * valid only by its count. */
 struct tcp_op {
 	struct cci__op_link link;  /* the pool's */
 	struct tcp_op *next;       /* txq, infl or reads */
 	struct tcp_conn *tc;
 	uint8_t kind;
-	uint8_t prepared;          /* the current frame is encoded */
-	uint8_t started;           /* RMA: counted in tc->rma_out */
-	uint8_t fence;
+	uint8_t prepared;          /* the current frame is encoded ... */
+	uint8_t frame_kind;        /* ... an RMA record of this kind */
 	uint8_t reliable;
-	uint8_t msg_phase;         /* READ: the completion message is queued */
 	uint8_t in_txq;            /* linked in tc->txq */
 	uint8_t borrowed;          /* uiov points at the caller's bytes (copy before return) */
 	int flags;
@@ -165,16 +165,14 @@ struct tcp_op {
 	int status;
 	uint32_t hdr_len, piovcnt, uiovcnt;
 	uint32_t len;              /* message bytes */
-	uint32_t op_id;
 	uint64_t seq;              /* of the sequenced frame */
 	uint64_t t_ns;             /* queued at (coarse clock), for the send timeout */
 	uint64_t frame_len, frame_off, frame_data;
-	uint64_t key, roff, total, done;
-	char *laddr;
+	struct cci__emu_rma_op rma; /* WRITE, READ, ANSWER */
 	char *big;                 /* a copy buffer from the endpoint's cache, or NULL */
 	uint32_t big_len;          /* bytes of it counted in sep->copy_queued */
 	/* Kept across uses. */
-	uint64_t rd_pos;           /* a READ (set for each): tc->tx_seq when it was queued,
+	uint64_t rma_pos;          /* an RMA (set for each): tc->tx_seq when it was queued,
 	                            * its place among the sends (tcp_conn_break) */
 	char *buf;                 /* small copy buffer (TCP_COPY_SMALL bytes) */
 	/* The frame being written: header, sub-header and payload pieces. */
@@ -240,12 +238,13 @@ struct tcp_conn {
 	cci__spinlock_t tx_lock;
 	struct tcp_op *txq, *txq_tail;
 	struct tcp_op *infl, *infl_tail;
-	struct tcp_op *reads;
+	struct tcp_op *rma_wait;       /* RMAs sent, waiting for their DONE */
 	uint64_t tx_seq;               /* next sequence number */
 	uint64_t peer_acked;           /* highest ack the peer sent */
-	uint32_t rma_out;              /* started RMAs not complete */
-	uint32_t next_op;
-	uint32_t nrdresp;              /* read answers queued for the peer */
+	uint32_t nanswers;             /* answers to the peer's RMAs not yet written */
+	/* Emulated RMA (emu_rma.h): the initiator's fields under tx_lock, the
+	 * target's under sep->lock. */
+	struct cci__emu_rma_conn rma;
 	uint8_t ctl[TCP_CTL_LEN];      /* encoded control frames */
 	uint32_t ctl_len, ctl_off;
 	_Atomic int tx_queued;         /* bytes wait in txq/ctl (set under tx_lock) */
@@ -270,18 +269,17 @@ struct tcp_conn {
 	int fh_ready;                  /* fh decoded into h/sub, payload not begun */
 	int in_payload;
 	struct tcp_hdr h;
-	struct tcp_sub sub;
+	struct cci__emu_rma_rec rec;   /* of an RMA frame */
 	int sink;
 	char *dst;
 	uint64_t left;
 	struct tcp_buf *rb;            /* the buffer being filled */
 	struct tcp_op *rd_op;          /* the read whose data is arriving */
+	int wr_verdict;                /* of the WR_END being read, for its DONE */
 	int stalled;                   /* waits for a receive buffer */
 	int drained;                   /* the last read emptied the socket */
 	int big;                       /* the last read went straight to a payload */
 	int yield;                     /* a big message was posted: end the pass */
-	uint32_t wr_op;                /* target: write op that failed ... */
-	int wr_status;                 /* ... with this status */
 };
 
 /* A connection request, server side. */
@@ -499,7 +497,7 @@ struct tcp_op *tcp_op_get_app(struct tcp_conn *tc, int kind, int flags, void *co
 void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done);
 void tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done);
 void tcp_tx_flush_all(struct tcp_ep *sep);
-void tcp_tx_flush_now(struct tcp_conn *tc, uint8_t ctl, const struct tcp_sub *sub);
+void tcp_tx_flush_now(struct tcp_conn *tc, uint8_t ctl);
 int tcp_tx_acked(struct tcp_conn *tc, uint64_t ack);
 void tcp_ops_complete(struct tcp_ep *sep, struct tcp_op *done);
 int tcp_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
@@ -522,6 +520,6 @@ int tcp_rma(cci__conn_t *conn, const void *msg_ptr, uint32_t msg_len, cci__rma_r
             uint64_t local_offset, const struct cci_rma_handle *remote, uint64_t remote_offset,
             uint64_t data_len, void *context, int flags);
 int tcp_rma_frame_begin(struct tcp_conn *tc, const char **why);
-void tcp_rma_frame_end(struct tcp_conn *tc);
+int tcp_rma_frame_end(struct tcp_conn *tc, const char **why);
 
 #endif /* CCI_TCP_H */

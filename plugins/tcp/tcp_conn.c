@@ -18,6 +18,7 @@ void tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, i
 	tc->conn = conn;
 	tc->sep = sep;
 	tc->fd = fd;
+	cci__emu_rma_conn_init(&tc->rma, tcp_core, sep->ep, tc->peer);
 }
 
 /*
@@ -136,10 +137,10 @@ static struct tcp_op *ops_detach(struct tcp_conn *tc, int to)
 	*tail = tc->txq;
 	while (*tail)
 		tail = &(*tail)->next;
-	*tail = tc->reads;
-	tc->infl = tc->infl_tail = tc->txq = tc->txq_tail = tc->reads = NULL;
-	tc->rma_out = 0;
-	tc->nrdresp = 0;
+	*tail = tc->rma_wait;
+	tc->infl = tc->infl_tail = tc->txq = tc->txq_tail = tc->rma_wait = NULL;
+	tc->rma.started = 0;
+	tc->nanswers = 0;
 	tc->ctl_len = tc->ctl_off = 0;
 	if (atomic_load_explicit(&tc->tx_queued, memory_order_relaxed)) {
 		atomic_store_explicit(&tc->tx_queued, 0, memory_order_relaxed);
@@ -150,18 +151,24 @@ static struct tcp_op *ops_detach(struct tcp_conn *tc, int to)
 
 /*
  * The place of op among its connection's sends and RMAs, in the order the
- * application made them (ops_detach's lists are not: a read waits apart
- * from the queues, and its completion message is queued when its data
- * came).  A message or a write has its sequence number, taken when it
- * was queued; a read, the sequence number the next one would take (its
- * rd_pos), so it goes just before that one, after earlier reads (op_id).
+ * application made them (ops_detach's lists are not: an RMA waits for its
+ * DONE apart from the queues, and a read's completion message is queued
+ * when its DONE came).  A message has its sequence number, taken when it
+ * was queued; an RMA, the sequence number the next message would take
+ * (its rma_pos), so it goes just before that one, after earlier RMAs (by
+ * op id).
  */
+static int is_rma(const struct tcp_op *op)
+{
+	return op->kind == TCP_OP_WRITE || op->kind == TCP_OP_READ;
+}
+
 static int op_before(const struct tcp_op *a, const struct tcp_op *b)
 {
-	uint64_t x = a->kind == TCP_OP_READ ? 2 * a->rd_pos : 2 * a->seq + 1;
-	uint64_t y = b->kind == TCP_OP_READ ? 2 * b->rd_pos : 2 * b->seq + 1;
+	uint64_t x = is_rma(a) ? 2 * a->rma_pos : 2 * a->seq + 1;
+	uint64_t y = is_rma(b) ? 2 * b->rma_pos : 2 * b->seq + 1;
 
-	return x < y || (x == y && a->op_id < b->op_id);
+	return x < y || (x == y && is_rma(a) && is_rma(b) && a->rma.id < b->rma.id);
 }
 
 static struct tcp_op *ops_merge(struct tcp_op *a, struct tcp_op *b)
@@ -203,7 +210,7 @@ static void ops_drop(struct tcp_ep *sep, struct tcp_op *list, int status, uint64
 		int st = status == CCI_ETIMEDOUT
 		                 ? cci__ct_send_fail_status(conn->send_timeout_us, op->t_ns, now)
 		                 : status;
-		if (status != CCI_SUCCESS && op->kind != TCP_OP_RDRESP)
+		if (status != CCI_SUCCESS && op->kind != TCP_OP_ANSWER)
 			tcp_core->send_done(conn, op->context, op->flags, st);
 		tcp_op_put(sep, op);
 	}
@@ -334,9 +341,9 @@ void tcp_conn_timeouts_changed(cci__conn_t *conn)
 }
 
 /* When the oldest unfinished send or RMA was queued, UINT64_MAX if none
- * (answers to the peer's reads do not count: they are the peer's).  The
- * queues are in queueing order; the reads waiting for their data are
- * newest first, and few. */
+ * (answers to the peer's RMAs do not count: they are the peer's).  The
+ * queues are in queueing order; the RMAs waiting for their DONE are
+ * newest first. */
 static uint64_t oldest_send_ns(void *pc)
 {
 	struct tcp_conn *tc = pc;
@@ -345,10 +352,10 @@ static uint64_t oldest_send_ns(void *pc)
 
 	cci__spin_lock(&tc->tx_lock);
 	op = tc->infl ? tc->infl : tc->txq;
-	while (op && op->kind == TCP_OP_RDRESP)
+	while (op && op->kind == TCP_OP_ANSWER)
 		op = op->next;
 	t = op ? op->t_ns : UINT64_MAX;
-	for (op = tc->reads; op; op = op->next)
+	for (op = tc->rma_wait; op; op = op->next)
 		t = op->t_ns < t ? op->t_ns : t;
 	cci__spin_unlock(&tc->tx_lock);
 	return t;
@@ -357,7 +364,7 @@ static uint64_t oldest_send_ns(void *pc)
 /* A PING to a quiet peer: its PONG is a sign of life. */
 static void ping(void *pc)
 {
-	tcp_tx_flush_now(pc, TCP_F_PING, NULL);
+	tcp_tx_flush_now(pc, TCP_F_PING);
 }
 
 static void connect_expired(void *pc)
@@ -387,6 +394,6 @@ void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop)
 		if (cci__conn_tick(&tc->base, tc->conn, tcp_core, &tick_ops[with_loop != 0], tc,
 		                   now) &&
 		    atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent))
-			tcp_tx_flush_now(tc, TCP_F_ACK, NULL);
+			tcp_tx_flush_now(tc, TCP_F_ACK);
 	}
 }

@@ -1,9 +1,10 @@
 /*
  * tcp_frame.c - turning a queued op into its frames, one at a time: a
- * message is one MSG frame; an RMA write is WR_DATA fragments and a WR_END
- * that carries the completion message; a read is an RD_REQ, later its
- * completion message; the target's answer to a read is RD_DATA fragments
- * and an RD_END.  Called with the connection's tx_lock held.
+ * message is one MSG frame; an RMA is RMA frames, one emulated-RMA record
+ * each (plugins/common/emu_rma.h says which: a write's WR_DATA fragments
+ * and WR_END with the completion message, a read's RD_REQ, the target's
+ * RD_DATA and DONE), and a read's completion message a MSG frame after its
+ * DONE.  Called with the connection's tx_lock held.
  */
 
 #include "tcp.h"
@@ -29,7 +30,7 @@ static void frame_payload(struct tcp_op *op, const struct iovec *iov, uint32_t n
 			op->piov[op->piovcnt++] = iov[i];
 }
 
-static void frame_data(struct tcp_op *op, char *addr, uint64_t len)
+static void frame_data(struct tcp_op *op, void *addr, uint64_t len)
 {
 	op->piov[0].iov_base = addr;
 	op->piov[0].iov_len = len;
@@ -37,81 +38,42 @@ static void frame_data(struct tcp_op *op, char *addr, uint64_t len)
 	op->frame_data = len;
 }
 
-/* The next fragment of a read answer, checked again against the target's
- * registration (it may have been dropped since the request). */
-static int rdresp_fragment(struct tcp_op *op, struct tcp_hdr *h, struct tcp_sub *s,
-                           uint64_t frag)
+/* Fill h, r (an RMA frame's record) and the payload of op's current frame:
+ * a message, or a read's completion message after its DONE, else RMA. */
+static void frame_fill(struct tcp_op *op, struct tcp_hdr *h, struct cci__emu_rma_rec *r)
 {
-	void *addr = NULL;
-	int rc;
+	uint64_t dlen;
+	void *data;
 
-	rc = tcp_core->rma_lookup(op->tc->sep->ep, op->key, op->roff + op->done, frag,
-	                          CCI_FLAG_READ, &addr);
-	if (rc != CCI_SUCCESS) {
-		op->status = rc;
-		return 0;
-	}
-	h->type = TCP_F_RD_DATA;
-	s->off = op->done;
-	frame_data(op, addr, frag);
-	return 1;
-}
-
-/* Fill h, s and the payload of op's current frame. */
-static void frame_fill(struct tcp_op *op, struct tcp_hdr *h, struct tcp_sub *s)
-{
-	uint64_t frag = op->total - op->done < TCP_FRAG_LEN ? op->total - op->done : TCP_FRAG_LEN;
-
-	switch (op->kind) {
-	case TCP_OP_READ:
-		if (!op->msg_phase) {
-			h->type = TCP_F_RD_REQ;
-			s->key = op->key;
-			s->off = op->roff;
-			s->len = op->total;
-			break;
-		}
-		h->flags = TCP_FL_ACK_NOW; /* the completion message of a read */
-		/* fall through */
-	case TCP_OP_MSG:
+	if (op->kind == TCP_OP_MSG ||
+	    (op->kind == TCP_OP_READ && op->rma.phase == CCI__EMU_RMA_OVER)) {
 		h->type = TCP_F_MSG;
 		h->seq = op->seq;
+		if (op->kind == TCP_OP_READ)
+			h->flags = TCP_FL_ACK_NOW;
 		frame_payload(op, op->uiov, op->uiovcnt);
-		break;
-	case TCP_OP_WRITE:
-		if (op->done < op->total) {
-			h->type = TCP_F_WR_DATA;
-			s->key = op->key;
-			s->off = op->roff + op->done;
-			frame_data(op, op->laddr + op->done, frag);
-			break;
-		}
-		h->type = TCP_F_WR_END;
-		h->seq = op->seq;
-		h->flags = TCP_FL_ACK_NOW; /* the initiator waits for this ack */
-		frame_payload(op, op->uiov, op->uiovcnt);
-		break;
-	default: /* TCP_OP_RDRESP */
-		if (op->status == CCI_SUCCESS && op->done < op->total &&
-		    rdresp_fragment(op, h, s, frag))
-			break;
-		h->type = TCP_F_RD_END;
-		s->status = (uint32_t)op->status;
-		break;
+		return;
 	}
+	h->type = TCP_F_RMA;
+	cci__emu_rma_next(&op->tc->rma, &op->rma, TCP_FRAG_LEN, r, &data, &dlen);
+	if (r->kind == CCI__EMU_RMA_WR_END)
+		frame_payload(op, op->uiov, op->uiovcnt); /* the completion message */
+	else if (dlen)
+		frame_data(op, data, dlen);
+	op->frame_kind = r->kind;
 }
 
 void tcp_op_prepare(struct tcp_op *op)
 {
 	struct tcp_conn *tc = op->tc;
 	struct tcp_hdr h = { 0 };
-	struct tcp_sub s = { .op = op->op_id };
+	struct cci__emu_rma_rec r = { 0 };
 	uint64_t payload = 0;
 	uint32_t sub;
 
 	op->piovcnt = 0;
 	op->frame_data = 0;
-	frame_fill(op, &h, &s);
+	frame_fill(op, &h, &r);
 	if (h.type == TCP_F_MSG && want_ack_now(op))
 		h.flags |= TCP_FL_ACK_NOW;
 	for (uint32_t i = 0; i < op->piovcnt; i++)
@@ -121,7 +83,7 @@ void tcp_op_prepare(struct tcp_op *op)
 	h.ack = tcp_ack_take(tc);
 	tcp_hdr_encode(op->hdr, &h);
 	if (sub)
-		tcp_sub_encode(op->hdr + TCP_HDR_LEN, h.type, &s);
+		cci__emu_rma_encode(op->hdr + TCP_HDR_LEN, &r);
 	op->hdr_len = TCP_HDR_LEN + sub;
 	op->frame_len = op->hdr_len + payload;
 	op->frame_off = 0;
@@ -149,12 +111,11 @@ uint32_t tcp_msg_linear(struct tcp_op *op, const struct iovec *iov, uint32_t iov
 
 int tcp_op_frame_done(struct tcp_op *op)
 {
-	uint8_t type = op->hdr[1];
+	struct cci__emu_rma_rec r = { .kind = op->frame_kind };
 
 	op->prepared = 0;
-	if (type == TCP_F_WR_DATA || type == TCP_F_RD_DATA) {
-		op->done += op->frame_data;
-		return 0;
-	}
-	return 1;
+	if (op->hdr[1] != TCP_F_RMA)
+		return 1;
+	cci__emu_rma_sent(&op->rma, &r, op->frame_data);
+	return op->rma.phase != CCI__EMU_RMA_SEND;
 }

@@ -41,7 +41,7 @@ static void ww_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)revents;
 	pthread_mutex_lock(&sep->lock);
 	if (cci__conn_is_open(&tc->base))
-		tcp_tx_flush_now(tc, 0, NULL);
+		tcp_tx_flush_now(tc, 0);
 	ww_update(tc);
 	if (atomic_load(&sep->nfaults))
 		tcp_faults_process(sep);
@@ -238,7 +238,7 @@ static int manual_tick_wanted(struct tcp_ep *sep)
 	/* An ack still owed goes out on a tick (timers_run): the peer's
 	 * completions wait for it. */
 	for (struct tcp_conn *tc = sep->conns; tc; tc = tc->next)
-		if (!cci__conn_is_open(&tc->base) || tc->base.timers.ka_us || tc->nrdresp ||
+		if (!cci__conn_is_open(&tc->base) || tc->base.timers.ka_us || tc->nanswers ||
 		    atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent))
 			return 1;
 	return 0;

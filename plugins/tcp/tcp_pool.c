@@ -1,6 +1,6 @@
 /*
  * tcp_pool.c - the endpoint's memory: ops (a send, an RMA, or the answer
- * to a peer's read), the buffers that hold copies of message bytes, and
+ * to a peer's RMA), the buffers that hold copies of message bytes, and
  * the receive buffers lent with RECV events.  Everything is made on first
  * need and kept until the endpoint dies, so a warm data path never calls
  * malloc.
@@ -24,13 +24,13 @@ void tcp_pool_init(struct tcp_ep *sep)
 }
 
 /* An op for the application (ctl 0: within send_buf_count) or for the
- * answer to a peer's read (ctl 1), its per-use fields cleared. */
+ * answer to a peer's RMA (ctl 1), its per-use fields cleared. */
 struct tcp_op *tcp_op_get(struct tcp_ep *sep, int ctl)
 {
 	struct tcp_op *op = (struct tcp_op *)cci__op_pool_get(&sep->ops, ctl);
 
 	if (op)
-		memset(&op->next, 0, offsetof(struct tcp_op, rd_pos) - offsetof(struct tcp_op, next));
+		memset(&op->next, 0, offsetof(struct tcp_op, rma_pos) - offsetof(struct tcp_op, next));
 	return op;
 }
 

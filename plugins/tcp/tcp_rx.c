@@ -55,6 +55,7 @@ static void rx_stall(struct tcp_conn *tc)
 static int frame_end(struct tcp_conn *tc)
 {
 	uint8_t type = tc->h.type;
+	const char *why = NULL;
 
 	tc->in_payload = 0;
 	tc->fh_ready = 0;
@@ -67,7 +68,10 @@ static int frame_end(struct tcp_conn *tc)
 	}
 	if (type == TCP_F_MSG)
 		return tc->yield;
-	tcp_rma_frame_end(tc);
+	if (type == TCP_F_RMA && tcp_rma_frame_end(tc, &why) != 0) {
+		rx_fail(tc, why);
+		return 1;
+	}
 	return tc->yield || !cci__conn_is_open(&tc->base);
 }
 
@@ -100,7 +104,7 @@ static int frame_begin(struct tcp_conn *tc)
 	case TCP_F_PONG:
 		break;
 	case TCP_F_PING:
-		tcp_tx_flush_now(tc, TCP_F_PONG, NULL);
+		tcp_tx_flush_now(tc, TCP_F_PONG);
 		break;
 	case TCP_F_MSG:
 		tcp_rx_sink(tc, TCP_SINK_BUF, NULL, h->len);
@@ -110,7 +114,7 @@ static int frame_begin(struct tcp_conn *tc)
 	case TCP_F_REJECT:
 		rx_fail(tc, "handshake frame on an open connection");
 		return -1;
-	default:
+	default: /* TCP_F_RMA */
 		if (tcp_rma_frame_begin(tc, &why) != 0) {
 			rx_fail(tc, why);
 			return -1;
@@ -140,6 +144,7 @@ static int frame_begin(struct tcp_conn *tc)
 static int rx_header(struct tcp_conn *tc)
 {
 	struct tcp_limits lim = { tc->mss, TCP_FRAG_MAX };
+	const struct cci__emu_rma_limits rma_lim = { TCP_FRAG_MAX, tc->mss, 1 };
 	const uint8_t *hdr = tc->fh;
 	const char *why = NULL;
 	uint32_t need, avail = tc->st_end - tc->st_pos;
@@ -173,7 +178,8 @@ static int rx_header(struct tcp_conn *tc)
 	}
 decoded:
 	if (need > TCP_HDR_LEN &&
-	    tcp_sub_decode(hdr + TCP_HDR_LEN, tc->h.type, &tc->sub, &why) != 0)
+	    cci__emu_rma_decode(hdr + TCP_HDR_LEN, tc->h.len - CCI__EMU_RMA_HDR_LEN, &rma_lim,
+	                        &tc->rec, &why) != 0)
 		goto bad;
 	tc->fh_have = 0;
 	tc->fh_ready = 1;
@@ -302,7 +308,7 @@ static void rx_ack_policy(struct tcp_conn *tc)
 	if (tc->ack_now || owed >= TCP_ACK_EVERY || tc->ack_bytes >= TCP_ACK_BYTES) {
 		tc->ack_now = 0;
 		tc->ack_bytes = 0;
-		tcp_tx_flush_now(tc, TCP_F_ACK, NULL);
+		tcp_tx_flush_now(tc, TCP_F_ACK);
 	}
 }
 

@@ -123,12 +123,8 @@ static int op_ready(struct tcp_conn *tc, struct tcp_op *op)
 {
 	if (op->prepared)
 		return 1;
-	if (op->fence && !op->started && tc->rma_out > 0)
+	if (op->kind != TCP_OP_MSG && !cci__emu_rma_start(&tc->rma, &op->rma))
 		return 0;
-	if (!op->started && (op->kind == TCP_OP_WRITE || (op->kind == TCP_OP_READ && !op->msg_phase))) {
-		op->started = 1;
-		tc->rma_out++;
-	}
 	tcp_op_prepare(op);
 	return 1;
 }
@@ -146,15 +142,12 @@ static uint32_t gather(struct tcp_conn *tc, struct iovec *iov, uint64_t *total, 
 		*with_ctl = 1;
 	}
 	for (; op && n + TCP_OP_IOV + 1 <= TCP_GATHER_IOV; op = op->next) {
-		uint8_t type;
 		if (!op_ready(tc, op))
 			break;
 		n += op_iov(op, iov + n);
-		type = op->hdr[1];
-		/* An op's frames stay together: stop after one that has more.
-		 * A big frame fills the socket on its own. */
-		if (type == TCP_F_WR_DATA || type == TCP_F_RD_DATA ||
-		    op->frame_len - op->frame_off >= TCP_ALONE_MIN)
+		/* An op's frames stay together: stop after an RMA data frame,
+		 * which has more.  A big frame fills the socket on its own. */
+		if (op->frame_data > 0 || op->frame_len - op->frame_off >= TCP_ALONE_MIN)
 			break;
 	}
 	*total = 0;
@@ -163,31 +156,32 @@ static uint32_t gather(struct tcp_conn *tc, struct iovec *iov, uint64_t *total, 
 	return n;
 }
 
-/* op's last frame left: it waits for an ack, a read answer, or is done. */
+/* op's last frame left: it waits for an ack or its DONE, or is done. */
 static void op_route(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done)
 {
+	int rma_waits = op->kind != TCP_OP_MSG && op->rma.phase == CCI__EMU_RMA_WAIT;
+
 	/* The message bytes are in the socket: the copy is no longer needed
 	 * (a read still needs its completion message until it is sent). */
-	if (op->kind != TCP_OP_READ || op->msg_phase)
+	if (op->kind != TCP_OP_READ || !rma_waits)
 		tcp_op_copy_release(op);
+	if (rma_waits) {
+		op->next = tc->rma_wait;
+		tc->rma_wait = op;
+		return;
+	}
 	switch (op->kind) {
 	case TCP_OP_MSG:
 		if (!op->reliable)
 			break;
 		/* fall through */
-	case TCP_OP_WRITE:
+	case TCP_OP_READ: /* its completion message, after its DONE */
 		CCI__FIFO_PUSH(&tc->infl, &tc->infl_tail, op, next);
 		return;
-	case TCP_OP_READ:
-		if (op->msg_phase) {
-			CCI__FIFO_PUSH(&tc->infl, &tc->infl_tail, op, next);
-		} else {
-			op->next = tc->reads;
-			tc->reads = op;
-		}
-		return;
-	default: /* TCP_OP_RDRESP */
-		tc->nrdresp--;
+	case TCP_OP_ANSWER:
+		tc->nanswers--;
+		break;
+	default:
 		break;
 	}
 	op->next = *done;
@@ -309,39 +303,31 @@ void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done)
 	tcp_tx_flush(tc, done);
 }
 
-static void ctl_push(struct tcp_conn *tc, uint8_t type, const struct tcp_sub *sub)
+static void ctl_push(struct tcp_conn *tc, uint8_t type)
 {
 	struct tcp_hdr h = { .type = type };
-	uint32_t sl = tcp_sub_len(type);
 
 	/* An ACK is owed only for what came since the last one, and a queued
 	 * frame carries it. */
 	if (type == TCP_F_ACK &&
 	    (tc->txq || atomic_load(&tc->rx_seq) == atomic_load(&tc->ack_sent)))
 		return;
-	if (tc->ctl_len + TCP_HDR_LEN + sl > TCP_CTL_LEN) {
-		/* Acks and probes are repeated later; a lost refusal is not. */
-		if (type == TCP_F_RMA_NACK)
-			tx_fault(tc, CCI_ERR_DISCONNECTED);
-		return;
-	}
-	h.len = sl;
+	if (tc->ctl_len + TCP_HDR_LEN > TCP_CTL_LEN)
+		return; /* acks and probes are repeated later */
 	h.ack = tcp_ack_take(tc);
 	tcp_hdr_encode(tc->ctl + tc->ctl_len, &h);
-	if (sl)
-		tcp_sub_encode(tc->ctl + tc->ctl_len + TCP_HDR_LEN, type, sub);
-	tc->ctl_len += TCP_HDR_LEN + sl;
+	tc->ctl_len += TCP_HDR_LEN;
 }
 
 /* Flush tc, taking its tx_lock, after queueing the control frame ctl
- * (ACK, PING, PONG, RMA_NACK; 0 for none), and complete what that finished. */
-void tcp_tx_flush_now(struct tcp_conn *tc, uint8_t ctl, const struct tcp_sub *sub)
+ * (ACK, PING, PONG; 0 for none), and complete what that finished. */
+void tcp_tx_flush_now(struct tcp_conn *tc, uint8_t ctl)
 {
 	struct tcp_op *done = NULL;
 
 	cci__spin_lock(&tc->tx_lock);
 	if (ctl)
-		ctl_push(tc, ctl, sub);
+		ctl_push(tc, ctl);
 	tcp_tx_flush(tc, &done);
 	cci__spin_unlock(&tc->tx_lock);
 	tcp_ops_complete(tc->sep, done);
@@ -360,10 +346,6 @@ int tcp_tx_acked(struct tcp_conn *tc, uint64_t ack)
 	while (tc->infl && tc->infl->seq < ack) {
 		struct tcp_op *op = tc->infl;
 		tc->infl = op->next;
-		if (op->started) {
-			op->started = 0;
-			tc->rma_out--;
-		}
 		op->next = NULL;
 		*tail = op;
 		tail = &op->next;
@@ -382,7 +364,7 @@ void tcp_ops_complete(struct tcp_ep *sep, struct tcp_op *done)
 	while (done) {
 		struct tcp_op *op = done;
 		done = op->next;
-		if (op->kind != TCP_OP_RDRESP)
+		if (op->kind != TCP_OP_ANSWER)
 			tcp_core->send_done(op->tc->conn, op->context, op->flags, op->status);
 		tcp_op_put(sep, op);
 	}
@@ -400,7 +382,7 @@ void tcp_tx_flush_all(struct tcp_ep *sep)
 			atomic_fetch_sub_explicit(&tc->tx_full, 1, memory_order_relaxed);
 			continue;
 		}
-		tcp_tx_flush_now(tc, 0, NULL);
+		tcp_tx_flush_now(tc, 0);
 	}
 }
 

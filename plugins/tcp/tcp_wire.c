@@ -35,14 +35,8 @@ static int len_ok(uint8_t type, uint32_t len, const struct tcp_limits *lim)
 	case TCP_F_PING:
 	case TCP_F_PONG:
 		return len == 0;
-	case TCP_F_WR_DATA:
-	case TCP_F_RD_DATA:
-		/* A fragment carries at least one byte. */
-		return len > sub && len - sub <= lim->frag_max;
-	case TCP_F_WR_END:
-		return len >= sub && len - sub <= lim->mss;
-	default:
-		return len == sub;
+	default: /* RMA: the record's decoder checks its tail for its kind */
+		return len >= sub && len - sub <= (lim->frag_max > lim->mss ? lim->frag_max : lim->mss);
 	}
 }
 
@@ -158,59 +152,5 @@ int tcp_reply_decode(const uint8_t *b, uint32_t len, struct tcp_reply *r, const 
 	r->mss = cci__get32(b + 8);
 	r->id = cci__get64(b + 16);
 	r->nonce = cci__get64(b + 24);
-	return 0;
-}
-
-void tcp_sub_encode(uint8_t *b, uint8_t type, const struct tcp_sub *s)
-{
-	cci__put32(b, s->op);
-	switch (type) {
-	case TCP_F_RD_REQ:
-		cci__put64(b + 24, s->len);
-		/* fall through - key and offset as for a write fragment */
-	case TCP_F_WR_DATA:
-		cci__put32(b + 4, 0);
-		cci__put64(b + 8, s->key);
-		cci__put64(b + 16, s->off);
-		break;
-	case TCP_F_RD_DATA:
-		cci__put32(b + 4, 0);
-		cci__put64(b + 8, s->off);
-		break;
-	default: /* WR_END, RD_END, RMA_NACK */
-		cci__put32(b + 4, s->status);
-		break;
-	}
-}
-
-int tcp_sub_decode(const uint8_t *b, uint8_t type, struct tcp_sub *s, const char **why)
-{
-	struct tcp_sub d = { .op = cci__get32(b) };
-
-	switch (type) {
-	case TCP_F_RD_REQ:
-		d.len = cci__get64(b + 24);
-		if (d.len == 0) {
-			*why = "RMA read of zero bytes";
-			return -1;
-		}
-		/* fall through - key and offset as for a write fragment */
-	case TCP_F_WR_DATA:
-		d.key = cci__get64(b + 8);
-		d.off = cci__get64(b + 16);
-		break;
-	case TCP_F_RD_DATA:
-		d.off = cci__get64(b + 8);
-		break;
-	default:
-		d.status = cci__get32(b + 4);
-		*s = d;
-		return 0;
-	}
-	if (cci__get32(b + 4) != 0) {
-		*why = "reserved RMA field set";
-		return -1;
-	}
-	*s = d;
 	return 0;
 }

@@ -1,6 +1,7 @@
 /*
- * tcp_wire.h - the wire format of the tcp transport: the frame header, the
- * connection handshake and the RMA sub-headers.  Pure encode/decode functions: no allocation, no I/O.
+ * tcp_wire.h - the wire format of the tcp transport: the frame header and
+ * the connection handshake.  Pure encode/decode functions: no allocation,
+ * no I/O.
  *
  * Every multi-byte field is in network byte order (big-endian).  Decoders treat their input as
  * hostile: they check every field and report what was wrong in *why (a
@@ -16,8 +17,8 @@
  *   8   u64  seq      sequence number of a sequenced frame, else 0
  *   16  u64  ack      sequenced frames received from the peer so far
  *
- * The payload of an RMA frame starts with a fixed sub-header (see
- * tcp_sub_len()); the rest is data or a completion message.
+ * The payload of an RMA frame is one emulated-RMA record: its 32-byte
+ * header (tcp_sub_len()), then data or a completion message.
  */
 #ifndef CCI_TCP_WIRE_H
 #define CCI_TCP_WIRE_H
@@ -27,15 +28,16 @@
 
 /* By path: the transport tests and the fuzzers build this codec with this
  * folder alone on their include path. */
+#include "../common/emu_rma_wire.h"
 #include "../common/netorder.h"
 
 #define TCP_HDR_LEN 24u
 #define TCP_HDR_MARK 0xc5u
 #define TCP_WIRE_MAGIC 0x43434953u /* "CCIS" on the wire */
-#define TCP_WIRE_VERSION 1u
+#define TCP_WIRE_VERSION 2u       /* 2: network byte order, RMA frames carry emulated-RMA records */
 #define TCP_HELLO_LEN 32u          /* fixed part of HELLO, before the payload */
 #define TCP_REPLY_LEN 32u          /* ACCEPT and REJECT bodies */
-#define TCP_SUB_MAX 32u            /* the longest RMA sub-header */
+#define TCP_SUB_MAX CCI__EMU_RMA_HDR_LEN /* the RMA record header after a frame header */
 
 enum tcp_frame_type {
 	TCP_F_HELLO = 1,    /* client: tcp_hello + connect payload */
@@ -45,12 +47,7 @@ enum tcp_frame_type {
 	TCP_F_ACK = 5,      /* no payload: carries ack only */
 	TCP_F_PING = 6,     /* keepalive probe; answered by PONG */
 	TCP_F_PONG = 7,
-	TCP_F_WR_DATA = 8,  /* RMA write fragment: sub(op, key, off) + data */
-	TCP_F_WR_END = 9,   /* sequenced: sub(op) + completion message */
-	TCP_F_RD_REQ = 10,  /* RMA read request: sub(op, key, off, len) */
-	TCP_F_RD_DATA = 11, /* RMA read fragment: sub(op, off) + data */
-	TCP_F_RD_END = 12,  /* RMA read done: sub(op, status) */
-	TCP_F_RMA_NACK = 13, /* target refused an RMA write: sub(op, status) */
+	TCP_F_RMA = 8,      /* one emulated-RMA record (emu_rma_wire.h) */
 	TCP_F_TYPE_END
 };
 
@@ -67,7 +64,7 @@ struct tcp_hdr {
 
 /* What a receiver accepts; frames beyond these limits close the connection. */
 struct tcp_limits {
-	uint32_t mss;        /* largest message payload (MSG, WR_END message) */
+	uint32_t mss;        /* largest message payload (MSG, an RMA completion message) */
 	uint32_t frag_max;   /* largest RMA data fragment */
 };
 
@@ -87,15 +84,6 @@ struct tcp_reply {
 	uint64_t nonce;
 };
 
-/* RMA sub-header; which fields travel depends on the frame type. */
-struct tcp_sub {
-	uint32_t op;
-	uint32_t status;
-	uint64_t key;
-	uint64_t off;
-	uint64_t len;
-};
-
 void tcp_hdr_encode(uint8_t *b, const struct tcp_hdr *h);
 /* Decode and check a header against lim: 0, or -1 with *why set. */
 int tcp_hdr_decode(const uint8_t *b, const struct tcp_limits *lim, struct tcp_hdr *h,
@@ -104,35 +92,19 @@ int tcp_hdr_decode(const uint8_t *b, const struct tcp_limits *lim, struct tcp_hd
  * one: both are asked for every frame on the data path. */
 static inline int tcp_type_sequenced(uint8_t type)
 {
-	return type == TCP_F_MSG || type == TCP_F_WR_END;
+	return type == TCP_F_MSG;
 }
 
-/* Bytes of sub-header an RMA frame type starts with (0 for the others). */
+/* Bytes of sub-header a frame type starts with: an RMA frame's record
+ * header, read before its payload is placed (0 for the others). */
 static inline uint32_t tcp_sub_len(uint8_t type)
 {
-	switch (type) {
-	case TCP_F_WR_DATA:
-		return 24;
-	case TCP_F_RD_REQ:
-		return 32;
-	case TCP_F_RD_DATA:
-		return 16;
-	case TCP_F_WR_END:
-	case TCP_F_RD_END:
-	case TCP_F_RMA_NACK:
-		return 8;
-	default:
-		return 0;
-	}
+	return type == TCP_F_RMA ? CCI__EMU_RMA_HDR_LEN : 0;
 }
 
 void tcp_hello_encode(uint8_t *b, const struct tcp_hello *h);
 int tcp_hello_decode(const uint8_t *b, uint32_t len, struct tcp_hello *h, const char **why);
 void tcp_reply_encode(uint8_t *b, const struct tcp_reply *r);
 int tcp_reply_decode(const uint8_t *b, uint32_t len, struct tcp_reply *r, const char **why);
-
-/* Encode the sub-header of type into b (tcp_sub_len(type) bytes). */
-void tcp_sub_encode(uint8_t *b, uint8_t type, const struct tcp_sub *s);
-int tcp_sub_decode(const uint8_t *b, uint8_t type, struct tcp_sub *s, const char **why);
 
 #endif /* CCI_TCP_WIRE_H */

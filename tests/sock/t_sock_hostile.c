@@ -72,7 +72,22 @@ struct hostile {
 	char raw_text[8][16];
 	uint8_t *buf;
 	cci_rma_handle_t *h;
+	int rma_status;             /* of the last DONE raw_wait took */
 };
+
+/* Is RMA datagram d the DONE of op?  Then *status is its status. */
+static int rma_done(const struct sock_dg *d, uint32_t op, int *status)
+{
+	const struct cci__emu_rma_limits lim = { 1u << 16, 1u << 16, 0 };
+	struct cci__emu_rma_rec r;
+	const char *why;
+
+	if (cci__emu_rma_decode(d->sub.rma, d->body_len, &lim, &r, &why) != 0 ||
+	    r.kind != CCI__EMU_RMA_DONE || r.op != op)
+		return 0;
+	*status = r.status;
+	return 1;
+}
 
 /* The next datagram of type (others skipped) within ms: 0 with *d.  The
  * server's sequenced datagrams are acknowledged as a real peer would. */
@@ -93,8 +108,7 @@ static int raw_wait(struct hostile *t, uint8_t type, uint32_t op, struct sock_dg
 			                     .token = t->srv_token, .cum = ++t->srv_next, .wnd = 64 };
 			raw_dg(t->fd, t->p.srv_port, &a, NULL, 0);
 		}
-		if (d->type == type &&
-		    (type != SOCK_DG_WR_DONE && type != SOCK_DG_RD_DONE ? 1 : d->sub.op == op))
+		if (d->type == type && (type != SOCK_DG_RMA || rma_done(d, op, &t->rma_status)))
 			return 0;
 	}
 	return -1;
@@ -186,34 +200,42 @@ static int handshake(struct hostile *t)
 	return t->raw_conn ? 0 : -1;
 }
 
+/* An RMA datagram of the raw client, sequenced as seq, carrying record r
+ * and len bytes of data. */
+static void raw_rma(struct hostile *t, uint32_t seq, struct cci__emu_rma_rec r, const void *data,
+                    uint32_t len)
+{
+	struct sock_dg d = { .type = SOCK_DG_RMA, .seq = seq, .token = t->srv_token };
+
+	cci__emu_rma_encode(d.sub.rma, &r);
+	raw_dg(t->fd, t->p.srv_port, &d, data, len);
+}
+
 /* Forged RMA: the target refuses and answers with an error, memory intact. */
 static void forged_rma(struct hostile *t)
 {
 	uint64_t key = t->h->stuff[0];
 	uint8_t junk[64];
-	struct sock_dg d = { .type = SOCK_DG_WR_DATA, .seq = RAW_ISN + 1, .token = t->srv_token,
-	                     .sub = { .op = 7, .key = key ^ 0xdead, .off = 0 } }, r;
+	struct sock_dg r;
 
 	memset(junk, 0xab, sizeof(junk));
-	raw_dg(t->fd, t->p.srv_port, &d, junk, sizeof(junk));
-	d = (struct sock_dg){ .type = SOCK_DG_WR_END, .seq = RAW_ISN + 2, .token = t->srv_token,
-	                      .sub = { .op = 7 } };
-	raw_dg(t->fd, t->p.srv_port, &d, NULL, 0);
+	raw_rma(t, RAW_ISN + 1, (struct cci__emu_rma_rec){ .kind = CCI__EMU_RMA_WR_DATA, .op = 7,
+	                                                   .key = key ^ 0xdead }, junk, sizeof(junk));
+	raw_rma(t, RAW_ISN + 2, (struct cci__emu_rma_rec){ .kind = CCI__EMU_RMA_WR_END, .op = 7 },
+	        NULL, 0);
 	pump(t, 100);
-	CU_ASSERT(raw_wait(t, SOCK_DG_WR_DONE, 7, &r, 3000) == 0 && r.sub.val != CCI_SUCCESS);
-	d = (struct sock_dg){ .type = SOCK_DG_WR_DATA, .seq = RAW_ISN + 3, .token = t->srv_token,
-	                      .sub = { .op = 8, .key = key, .off = BUF_LEN - 8 } };
-	raw_dg(t->fd, t->p.srv_port, &d, junk, sizeof(junk)); /* past the end */
-	d = (struct sock_dg){ .type = SOCK_DG_WR_END, .seq = RAW_ISN + 4, .token = t->srv_token,
-	                      .sub = { .op = 8 } };
-	raw_dg(t->fd, t->p.srv_port, &d, NULL, 0);
+	CU_ASSERT(raw_wait(t, SOCK_DG_RMA, 7, &r, 3000) == 0 && t->rma_status == CCI_ERR_RMA_HANDLE);
+	raw_rma(t, RAW_ISN + 3, (struct cci__emu_rma_rec){ .kind = CCI__EMU_RMA_WR_DATA, .op = 8,
+	                                                   .key = key, .off = BUF_LEN - 8 },
+	        junk, sizeof(junk)); /* past the end */
+	raw_rma(t, RAW_ISN + 4, (struct cci__emu_rma_rec){ .kind = CCI__EMU_RMA_WR_END, .op = 8 },
+	        NULL, 0);
 	pump(t, 100);
-	CU_ASSERT(raw_wait(t, SOCK_DG_WR_DONE, 8, &r, 3000) == 0 && r.sub.val != CCI_SUCCESS);
-	d = (struct sock_dg){ .type = SOCK_DG_RD_REQ, .seq = RAW_ISN + 5, .token = t->srv_token,
-	                      .sub = { .op = 9, .key = key + 1, .off = 0, .len = 16 } };
-	raw_dg(t->fd, t->p.srv_port, &d, NULL, 0);
+	CU_ASSERT(raw_wait(t, SOCK_DG_RMA, 8, &r, 3000) == 0 && t->rma_status == CCI_EINVAL);
+	raw_rma(t, RAW_ISN + 5, (struct cci__emu_rma_rec){ .kind = CCI__EMU_RMA_RD_REQ, .op = 9,
+	                                                   .key = key + 1, .len = 16 }, NULL, 0);
 	pump(t, 100);
-	CU_ASSERT(raw_wait(t, SOCK_DG_RD_DONE, 9, &r, 3000) == 0 && r.sub.val != CCI_SUCCESS);
+	CU_ASSERT(raw_wait(t, SOCK_DG_RMA, 9, &r, 3000) == 0 && t->rma_status == CCI_ERR_RMA_HANDLE);
 }
 
 static void bad_sequences(struct hostile *t)

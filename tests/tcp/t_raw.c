@@ -238,40 +238,47 @@ static void truncated_frame_breaks_only_that_connection(void)
 	mangled_frame(b, sizeof(b), 1);
 }
 
-/* Send an RMA frame; return the status of the refusal it draws (an
- * RMA_NACK or RD_END), 0 if the frame was taken, -1 if nothing came. */
-static int rma_answer(int fd, uint8_t type, const struct tcp_sub *s, const void *data,
-                      uint32_t dlen, uint8_t want)
+/* The frame of RMA record r with dlen bytes of data after it, at b;
+ * returns its length. */
+static size_t rma_frame(uint8_t *b, const struct cci__emu_rma_rec *r, const void *data,
+                        uint32_t dlen)
 {
-	uint8_t b[TCP_HDR_LEN + TCP_SUB_MAX + 64];
-	uint32_t sl = tcp_sub_len(type);
-
-	raw_hdr(b, type, sl + dlen, 0, 0);
-	tcp_sub_encode(b + TCP_HDR_LEN, type, s);
+	raw_hdr(b, TCP_F_RMA, TCP_SUB_MAX + dlen, 0, 0);
+	cci__emu_rma_encode(b + TCP_HDR_LEN, r);
 	if (dlen)
-		memcpy(b + TCP_HDR_LEN + sl, data, dlen);
-	if (raw_send(fd, b, TCP_HDR_LEN + sl + dlen) != 0)
-		return -1;
-	for (int i = 0; i < 8; i++) {
-		int n = raw_frame(fd, b, sizeof(b), 1000);
-		if (n < 0)
-			return 0; /* no answer: the frame was taken */
-		if (b[1] == want)
-			return (int)cci__get32(b + TCP_HDR_LEN + 4);
-	}
-	return -1;
+		memcpy(b + TCP_HDR_LEN + TCP_SUB_MAX, data, dlen);
+	return TCP_HDR_LEN + TCP_SUB_MAX + dlen;
 }
 
-/* A WR_END with sequence number seq carrying "ok". */
-static int rma_end(int fd, uint32_t op, uint64_t seq)
+/* Send RMA record r (with dlen bytes of data) and, after a write's
+ * fragment, its WR_END with the completion message msg; return the status
+ * of the DONE that answers, or -1 if none came. */
+static int rma_verdict(int fd, struct cci__emu_rma_rec r, const void *data, uint32_t dlen,
+                       const char *msg)
 {
-	uint8_t b[TCP_HDR_LEN + 8 + 2];
-	struct tcp_sub s = { .op = op };
+	const struct cci__emu_rma_limits lim = { 64, 64, 1 };
+	uint8_t b[TCP_HDR_LEN + TCP_SUB_MAX + 64];
+	uint32_t mlen = msg ? (uint32_t)strlen(msg) : 0;
 
-	raw_hdr(b, TCP_F_WR_END, 8 + 2, seq, 0);
-	tcp_sub_encode(b + TCP_HDR_LEN, TCP_F_WR_END, &s);
-	memcpy(b + TCP_HDR_LEN + 8, "ok", 2);
-	return raw_send(fd, b, sizeof(b));
+	if (raw_send(fd, b, rma_frame(b, &r, data, dlen)) != 0)
+		return -1;
+	if (r.kind == CCI__EMU_RMA_WR_DATA) {
+		struct cci__emu_rma_rec end = { .kind = CCI__EMU_RMA_WR_END, .op = r.op, .len = mlen };
+		if (raw_send(fd, b, rma_frame(b, &end, msg, mlen)) != 0)
+			return -1;
+	}
+	for (int i = 0; i < 8; i++) {
+		struct cci__emu_rma_rec done;
+		const char *why;
+		int n = raw_frame(fd, b, sizeof(b), 1000);
+		if (n < 0)
+			return -1;
+		if (b[1] == TCP_F_RMA && n == TCP_SUB_MAX &&
+		    cci__emu_rma_decode(b + TCP_HDR_LEN, 0, &lim, &done, &why) == 0 &&
+		    done.kind == CCI__EMU_RMA_DONE && done.op == r.op)
+			return done.status;
+	}
+	return -1;
 }
 
 static void forged_rma_never_touches_memory(void)
@@ -283,7 +290,7 @@ static void forged_rma_never_touches_memory(void)
 	const uint8_t data[16] = "0123456789abcdef";
 	cci_rma_handle_t *h;
 	cci_connection_t *c = NULL;
-	struct tcp_sub s = { .op = 1 };
+	struct cci__emu_rma_rec s = { .kind = CCI__EMU_RMA_WR_DATA, .op = 1 };
 	cci_event_t *ev;
 	int fd;
 
@@ -293,22 +300,19 @@ static void forged_rma_never_touches_memory(void)
 	fd = raw_open(ep, st_uri_port(uri), &c);
 	CU_ASSERT_FATAL(fd >= 0);
 	s.key = h->stuff[0] ^ 0x5555; /* forged key */
-	CU_ASSERT_EQUAL(rma_answer(fd, TCP_F_WR_DATA, &s, data, 16, TCP_F_RMA_NACK),
-	                CCI_ERR_RMA_HANDLE);
+	/* A refused write's completion message ("no") is never delivered. */
+	CU_ASSERT_EQUAL(rma_verdict(fd, s, data, 16, "no"), CCI_ERR_RMA_HANDLE);
 	s.op = 2;
 	s.key = h->stuff[0];
 	s.off = sizeof(mem) - 8; /* runs past the end */
-	CU_ASSERT_EQUAL(rma_answer(fd, TCP_F_WR_DATA, &s, data, 16, TCP_F_RMA_NACK), CCI_EINVAL);
-	s.op = 3;
-	s.off = UINT64_MAX - 4; /* wraps around */
-	CU_ASSERT_EQUAL(rma_answer(fd, TCP_F_WR_DATA, &s, data, 16, TCP_F_RMA_NACK), CCI_EINVAL);
-	s = (struct tcp_sub){ .op = 4, .key = h->stuff[0], .len = 16 }; /* no READ access */
-	CU_ASSERT_EQUAL(rma_answer(fd, TCP_F_RD_REQ, &s, NULL, 0, TCP_F_RD_END),
-	                CCI_ERR_RMA_HANDLE);
-	s = (struct tcp_sub){ .op = 5, .key = h->stuff[0], .off = 100 };
-	CU_ASSERT_EQUAL(rma_answer(fd, TCP_F_WR_DATA, &s, data, 16, TCP_F_RMA_NACK), 0);
+	CU_ASSERT_EQUAL(rma_verdict(fd, s, data, 16, "no"), CCI_EINVAL);
+	s = (struct cci__emu_rma_rec){ .kind = CCI__EMU_RMA_RD_REQ, .op = 4, .key = h->stuff[0],
+		                       .len = 16 }; /* no READ access */
+	CU_ASSERT_EQUAL(rma_verdict(fd, s, NULL, 0, NULL), CCI_ERR_RMA_HANDLE);
+	s = (struct cci__emu_rma_rec){ .kind = CCI__EMU_RMA_WR_DATA, .op = 5, .key = h->stuff[0],
+		                       .off = 100 };
 	/* Its completion message says the data is in place. */
-	CU_ASSERT_EQUAL(rma_end(fd, 5, 0), 0);
+	CU_ASSERT_EQUAL(rma_verdict(fd, s, data, 16, "ok"), CCI_SUCCESS);
 	ev = st_wait(ep, CCI_EVENT_RECV, 3000, NULL);
 	CU_ASSERT_PTR_NOT_NULL(ev);
 	if (ev) {
@@ -351,29 +355,23 @@ static int take_recvs(cci_endpoint_t *ep, int next)
 }
 
 /* One group of frames: a message of 8 bytes, an RMA write of 16 bytes
- * (24 bytes of sub-header) and its WR_END carrying "ok", an empty
+ * (32 bytes of record header) and its WR_END carrying "ok", an empty
  * message, a message of 100 bytes.  Returns the bytes written at b. */
 static size_t frame_group(uint8_t *b, uint32_t g, uint64_t key)
 {
-	const uint32_t wsub = tcp_sub_len(TCP_F_WR_DATA), esub = tcp_sub_len(TCP_F_WR_END);
-	struct tcp_sub sub = { .op = g + 1, .key = key, .off = 40 };
+	struct cci__emu_rma_rec r = { .kind = CCI__EMU_RMA_WR_DATA, .op = g + 1, .key = key,
+		                      .off = 40 };
 	size_t len = 0;
 
-	raw_hdr(b, TCP_F_MSG, 8, 4 * g, 0);
+	raw_hdr(b, TCP_F_MSG, 8, 3 * g, 0);
 	memcpy(b + TCP_HDR_LEN, "m1234567", 8);
 	len += TCP_HDR_LEN + 8;
-	raw_hdr(b + len, TCP_F_WR_DATA, wsub + 16, 0, 0);
-	tcp_sub_encode(b + len + TCP_HDR_LEN, TCP_F_WR_DATA, &sub);
-	memcpy(b + len + TCP_HDR_LEN + wsub, "0123456789abcdef", 16);
-	len += TCP_HDR_LEN + wsub + 16;
-	sub = (struct tcp_sub){ .op = g + 1 };
-	raw_hdr(b + len, TCP_F_WR_END, esub + 2, 4 * g + 1, 0);
-	tcp_sub_encode(b + len + TCP_HDR_LEN, TCP_F_WR_END, &sub);
-	memcpy(b + len + TCP_HDR_LEN + esub, "ok", 2);
-	len += TCP_HDR_LEN + esub + 2;
-	raw_hdr(b + len, TCP_F_MSG, 0, 4 * g + 2, 0);
+	len += rma_frame(b + len, &r, "0123456789abcdef", 16);
+	r = (struct cci__emu_rma_rec){ .kind = CCI__EMU_RMA_WR_END, .op = g + 1, .len = 2 };
+	len += rma_frame(b + len, &r, "ok", 2);
+	raw_hdr(b + len, TCP_F_MSG, 0, 3 * g + 1, 0);
 	len += TCP_HDR_LEN;
-	raw_hdr(b + len, TCP_F_MSG, 100, 4 * g + 3, 0);
+	raw_hdr(b + len, TCP_F_MSG, 100, 3 * g + 2, 0);
 	memset(b + len + TCP_HDR_LEN, 'z', 100);
 	return len + TCP_HDR_LEN + 100;
 }
@@ -388,7 +386,7 @@ static void frames_cut_anywhere_arrive_intact(void)
 	cci_device_t *dev = st_init("127.0.0.1");
 	cci_endpoint_t *ep = st_endpoint(dev);
 	char *uri = st_uri(ep);
-	static uint8_t mem[256], stream[GROUPS * 300];
+	static uint8_t mem[256], stream[GROUPS * 320];
 	size_t len = 0;
 	cci_rma_handle_t *h;
 	cci_connection_t *c = NULL;

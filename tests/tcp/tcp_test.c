@@ -252,7 +252,7 @@ static void wire_header_rejects_bad_fields(void)
 	h = (struct tcp_hdr){ TCP_F_PING, 0, 0, 5, 0 }; /* seq on unsequenced */
 	tcp_hdr_encode(b, &h);
 	CU_ASSERT_EQUAL(tcp_hdr_decode(b, &lim, &d, &why), -1);
-	h = (struct tcp_hdr){ TCP_F_WR_DATA, 0, 24, 0, 0 }; /* fragment without data */
+	h = (struct tcp_hdr){ TCP_F_RMA, 0, 24, 0, 0 }; /* shorter than its record header */
 	tcp_hdr_encode(b, &h);
 	CU_ASSERT_EQUAL(tcp_hdr_decode(b, &lim, &d, &why), -1);
 	h = (struct tcp_hdr){ TCP_F_MSG, 0x80, 1, 0, 0 }; /* unknown flag */
