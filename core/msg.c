@@ -67,6 +67,11 @@ static int send_common(cci__conn_t *c, const struct iovec *iov, uint32_t iovcnt,
 	if (flags & CCI_FLAG_BLOCKING)
 		context = &w;
 	rc = c->ep->plugin->send(c, iov, iovcnt, len, (void *)context, flags);
+	/* Out of send buffers: what frees them may need progress, which a
+	 * sender that never asks for events makes only here when the
+	 * endpoint has no thread of its own (progress = manual). */
+	if (rc == CCI_ENOBUFS)
+		c->ep->plugin->progress(c->ep);
 	if (rc != CCI_SUCCESS || !(flags & CCI_FLAG_BLOCKING))
 		return rc;
 	return cci__wait_blocking(c->ep, &w);
