@@ -43,7 +43,7 @@
  *   sep->pool_lock  the free lists of operations and the control queues;
  *   sep->rx_lock    the free list of receive buffers.  These two are
  *                   never held together.
- * app_armed, hot_ns, tx_pending, ctl_out, rx_lent, the
+ * tx_pending, ctl_out, rx_lent, the
  * connections' refs and credits owed and the requests' cancelled are atomics,
  * read and written without locks.
  */
@@ -67,6 +67,7 @@
 #include "conn_base.h"
 #include "credit.h"
 #include "engine.h"
+#include "progress_key.h"
 #include "iov.h"
 #include "op_pool.h"
 #include "peer_reg.h"
@@ -119,6 +120,7 @@ struct ofi_dev {
 	char core_name[OFI_PROV_LEN]; /* provider before ';', the URI's provider */
 	char node[64];              /* iface=: bind to this address, or "" */
 	uint32_t mss;
+	int manual;                 /* progress = manual: no progress thread */
 	char info_text[256];
 };
 
@@ -365,13 +367,15 @@ struct ofi_ep {
 	                              * queued (pool_lock; the head read unlocked as a hint) */
 	uint32_t ctl_out;           /* atomic: tracked control messages alive */
 
-	/* Progress thread (ofi_loop.c); its watchers are the loop lock's. */
+	/* Progress thread (ofi_loop.c); its watchers are the loop lock's, and
+	 * so are poll_ns and hot_ns.  Who polls is the engine's (engine.h). */
 	struct cci__engine eng;
 	ev_io cq_w;                 /* wait_fd, while the thread sleeps on it */
 	struct cci__engine_timer poll_t; /* polls the CQ, or retries after fi_trywait */
-	uint64_t poll_ns;           /* poll_t's period, 0 while it does not poll */
-	int app_armed;              /* atomic: the application sleeps on its OS handle */
-	uint64_t hot_ns;            /* atomic: last arm or completion the thread saw */
+	uint64_t poll_ns;           /* poll_t's period, 0 while it does not poll; with
+	                             * progress = manual, the OS handle's (cq_lock) */
+	uint64_t hot_ns;            /* last arm or completion the thread saw */
+	uint64_t arm_seen;          /* progress = manual: cq_seen at the last arm (cq_lock) */
 	int tx_pending;             /* atomic: some connection has queued work */
 };
 
