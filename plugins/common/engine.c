@@ -58,7 +58,9 @@ static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	atomic_store_explicit(&e->now_ns, now, memory_order_relaxed);
-	cci__engine_mode_set(e, !app_polled);
+	/* An application asleep on its OS handle does not poll, whatever it
+	 * did before it armed. */
+	cci__engine_mode_set(e, !app_polled || cci__engine_app_armed(e));
 	if (e->on_tick)
 		e->on_tick(e->owner, now, app_polled);
 }
