@@ -179,7 +179,8 @@ struct cci__rma_reg {
 	void *start;
 	uint64_t length;
 	int flags;                    /* CCI_FLAG_READ | CCI_FLAG_WRITE */
-	void *priv;                   /* the plugin's (e.g. a memory region) */
+	void *_Atomic priv;           /* the plugin's (e.g. a memory region); atomic: one thread
+	                               * of the plugin may publish it to another */
 	/* The core's own fields follow, out of the plugins' sight. */
 };
 

@@ -21,7 +21,7 @@ CCI_API int cci_connect(cci_endpoint_t *endpoint, const char *server_uri, const 
 	char scheme[16];
 	const char *rest;
 
-	static int flags_logged;
+	static _Atomic int flags_logged;
 
 	cci__flags_keep(flags, 0, &flags_logged, CCI_LOG_CONN, "cci_connect");
 	if (!ep || !server_uri || data_len > CCI_CONN_REQ_LEN ||

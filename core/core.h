@@ -25,6 +25,7 @@
 
 #include <assert.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "cci.h"
@@ -78,7 +79,8 @@ struct cci__ep_core {
 	cci__ep_t ep;
 	uint64_t magic;              /* CCI__MAGIC_EP, or _DEAD_EP once destroyed */
 	cci__spinlock_t lock;        /* event queue, pool, connection refs */
-	cci__evt_t *evq_head, *evq_tail;
+	cci__evt_t *_Atomic evq_head; /* written under lock; peeked without it */
+	cci__evt_t *evq_tail;
 	cci__evt_t *evt_pool;
 	void *evt_chunks;            /* list of allocated event chunks */
 	uint32_t evq_len;
@@ -86,8 +88,8 @@ struct cci__ep_core {
 	int rung;                    /* os_evfd was rung and not drained yet */
 	int work_rung;               /* ... for plugin work, not for queued events (event.c) */
 	int pollers;                 /* threads in cci_get_event's progress: they ring for it */
-	int starved;                 /* cci_get_event said CCI_ENOBUFS: a return rings */
-	uint32_t returns;            /* events returned, ever (event.c: starved) */
+	_Atomic int starved;         /* cci_get_event said CCI_ENOBUFS: a return rings */
+	_Atomic uint32_t returns;    /* events returned, ever (event.c: starved) */
 	_Atomic int closing;         /* teardown began: no new connection requests */
 	pthread_mutex_t rma_lock;
 	cci__rma_reg_t **rma_table;  /* hash of registrations by key */
@@ -166,7 +168,7 @@ extern struct cci__globals cci__g;
 extern unsigned cci__log_mask;
 void cci__log_init(void);
 void cci__log(unsigned cat, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void cci__flags_ignored(int ignored, int *logged, unsigned cat, const char *call);
+void cci__flags_ignored(int ignored, _Atomic int *logged, unsigned cat, const char *call);
 
 /*
  * CCI 2 let calls ignore flags that mean nothing to them (a CCI 2 program
@@ -174,7 +176,7 @@ void cci__flags_ignored(int ignored, int *logged, unsigned cat, const char *call
  * call under its debug category.  Returns the flags that count.  Inline:
  * cci_send pays one test when nothing is to be ignored.
  */
-static inline int cci__flags_keep(int flags, int meaningful, int *logged, unsigned cat,
+static inline int cci__flags_keep(int flags, int meaningful, _Atomic int *logged, unsigned cat,
                                   const char *call)
 {
 	if (__builtin_expect((flags & ~meaningful) != 0, 0))
@@ -313,7 +315,7 @@ int cci__rma_with_reg(cci__ep_t *ep, uint64_t key, int (*fn)(cci__rma_reg_t *reg
 /* A lock-free peek: is an event queued?  (A hint; the queue lock decides.) */
 static inline int cci__evq_nonempty(cci__ep_t *ep)
 {
-	return __atomic_load_n(&core_ep(ep)->evq_head, __ATOMIC_RELAXED) != NULL;
+	return atomic_load_explicit(&core_ep(ep)->evq_head, memory_order_relaxed) != NULL;
 }
 
 /* globals.c: hand out the library-owned NULL-terminated list *list_p of

@@ -106,7 +106,7 @@ CCI_API int cci_create_endpoint_at(cci_device_t *device, const char *service, in
 	cci__ep_t *ep;
 	int rc;
 
-	static int flags_logged;
+	static _Atomic int flags_logged;
 
 	/* CCI_EP_ROUTING included: no transport routes. */
 	cci__flags_keep(flags, 0, &flags_logged, CCI_LOG_EP, "cci_create_endpoint");
@@ -240,7 +240,7 @@ CCI_API int cci_arm_os_handle(cci_endpoint_t *endpoint, int flags)
 {
 	cci__ep_t *ep = cci__ep_live(endpoint);
 
-	static int flags_logged;
+	static _Atomic int flags_logged;
 
 	cci__flags_keep(flags, 0, &flags_logged, CCI_LOG_EP, "cci_arm_os_handle");
 	if (!ep || core_ep(ep)->os_evfd < 0)

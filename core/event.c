@@ -104,7 +104,8 @@ static void os_handle_ring(cci__ep_t *ep)
 static int os_handle_should_ring(cci__ep_t *ep)
 {
 	assert(cci__spin_held(&core_ep(ep)->lock));
-	if (core_ep(ep)->os_evfd < 0 || core_ep(ep)->rung || core_ep(ep)->pollers > 0 || !core_ep(ep)->evq_head)
+	if (core_ep(ep)->os_evfd < 0 || core_ep(ep)->rung || core_ep(ep)->pollers > 0 ||
+	    !cci__evq_nonempty(ep))
 		return 0;
 	core_ep(ep)->rung = 1;
 	return 1;
@@ -121,7 +122,7 @@ void cci__evt_post(cci__ep_t *ep, cci__evt_t *e)
 	if (core_ep(ep)->evq_tail)
 		core_evt(core_ep(ep)->evq_tail)->next = e;
 	else
-		__atomic_store_n(&core_ep(ep)->evq_head, e, __ATOMIC_RELAXED);
+		atomic_store_explicit(&core_ep(ep)->evq_head, e, memory_order_relaxed);
 	core_ep(ep)->evq_tail = e;
 	core_ep(ep)->evq_len++;
 	ring = os_handle_should_ring(ep);
@@ -170,7 +171,7 @@ void cci__evt_purge_conn(cci__ep_t *ep, cci__conn_t *conn)
 	cci__conn_t *dead = NULL;
 
 	cci__spin_lock(&core_ep(ep)->lock);
-	for (e = core_ep(ep)->evq_head; e; e = next) {
+	for (e = atomic_load_explicit(&core_ep(ep)->evq_head, memory_order_relaxed); e; e = next) {
 		next = core_evt(e)->next;
 		core_evt(e)->next = NULL;
 		if (e->conn == conn) {
@@ -185,7 +186,7 @@ void cci__evt_purge_conn(cci__ep_t *ep, cci__conn_t *conn)
 			keep_tail = e;
 		}
 	}
-	__atomic_store_n(&core_ep(ep)->evq_head, keep_head, __ATOMIC_RELAXED);
+	atomic_store_explicit(&core_ep(ep)->evq_head, keep_head, memory_order_relaxed);
 	core_ep(ep)->evq_tail = keep_tail;
 	cci__spin_unlock(&core_ep(ep)->lock);
 	for (e = drop; e; e = next) {
@@ -216,7 +217,7 @@ static void os_handle_drain(cci__ep_t *ep)
 static void os_handle_quiet_locked(cci__ep_t *ep)
 {
 	assert(cci__spin_held(&core_ep(ep)->lock));
-	if (!core_ep(ep)->evq_head && core_ep(ep)->rung && !core_ep(ep)->work_rung) {
+	if (!cci__evq_nonempty(ep) && core_ep(ep)->rung && !core_ep(ep)->work_rung) {
 		os_handle_drain(ep);
 		core_ep(ep)->rung = 0;
 	}
@@ -226,11 +227,11 @@ static void os_handle_quiet_locked(cci__ep_t *ep)
  * held.  An emptied queue quiets the OS handle. */
 static cci__evt_t *evq_pop_locked(cci__ep_t *ep)
 {
-	cci__evt_t *e = core_ep(ep)->evq_head;
+	cci__evt_t *e = atomic_load_explicit(&core_ep(ep)->evq_head, memory_order_relaxed);
 
 	assert(cci__spin_held(&core_ep(ep)->lock));
 	if (e) {
-		__atomic_store_n(&core_ep(ep)->evq_head, core_evt(e)->next, __ATOMIC_RELAXED);
+		atomic_store_explicit(&core_ep(ep)->evq_head, core_evt(e)->next, memory_order_relaxed);
 		if (!core_evt(e)->next)
 			core_ep(ep)->evq_tail = NULL;
 		core_ep(ep)->evq_len--;
@@ -268,7 +269,7 @@ int cci__evq_settle(cci__ep_t *ep)
 	int queued;
 
 	cci__spin_lock(&core_ep(ep)->lock);
-	queued = core_ep(ep)->evq_head != NULL;
+	queued = cci__evq_nonempty(ep);
 	if (!queued)
 		os_handle_take_work_locked(ep);
 	cci__spin_unlock(&core_ep(ep)->lock);
@@ -339,7 +340,7 @@ static int get_event_with_handle(cci__ep_t *ep, cci__evt_t **e_p)
 	}
 	cci__spin_unlock(&core_ep(ep)->lock);
 	if (!e) {
-		returns = __atomic_load_n(&core_ep(ep)->returns, __ATOMIC_SEQ_CST);
+		returns = atomic_load_explicit(&core_ep(ep)->returns, memory_order_seq_cst);
 		prc = ep->plugin->progress(ep);
 		cci__spin_lock(&core_ep(ep)->lock);
 		core_ep(ep)->pollers--;
@@ -357,9 +358,9 @@ static int get_event_with_handle(cci__ep_t *ep, cci__evt_t **e_p)
 		 * starved still 0: the count of returns tells, and this
 		 * thread rings for it (each side writes, then reads the
 		 * other's word, so one of them sees the other). */
-		__atomic_store_n(&core_ep(ep)->starved, 1, __ATOMIC_SEQ_CST);
-		if (__atomic_load_n(&core_ep(ep)->returns, __ATOMIC_SEQ_CST) != returns &&
-		    __atomic_exchange_n(&core_ep(ep)->starved, 0, __ATOMIC_SEQ_CST))
+		atomic_store_explicit(&core_ep(ep)->starved, 1, memory_order_seq_cst);
+		if (atomic_load_explicit(&core_ep(ep)->returns, memory_order_seq_cst) != returns &&
+		    atomic_exchange_explicit(&core_ep(ep)->starved, 0, memory_order_seq_cst))
 			os_handle_ring_work(ep);
 		return CCI_ENOBUFS;
 	}
@@ -420,9 +421,9 @@ CCI_API int cci_return_event(cci_event_t *event)
 	/* A buffer is free again: what waited for one can arrive now, so a
 	 * waiter on the OS handle must look (see get_event_with_handle for
 	 * the count). */
-	__atomic_add_fetch(&core_ep(ep)->returns, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&core_ep(ep)->starved, __ATOMIC_SEQ_CST) &&
-	    __atomic_exchange_n(&core_ep(ep)->starved, 0, __ATOMIC_SEQ_CST))
+	atomic_fetch_add_explicit(&core_ep(ep)->returns, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&core_ep(ep)->starved, memory_order_seq_cst) &&
+	    atomic_exchange_explicit(&core_ep(ep)->starved, 0, memory_order_seq_cst))
 		os_handle_ring_work(ep);
 	return CCI_SUCCESS;
 }
@@ -508,5 +509,6 @@ void cci__evt_pool_free(cci__ep_t *ep)
 	}
 	core_ep(ep)->evt_chunks = NULL;
 	core_ep(ep)->evt_pool = NULL;
-	core_ep(ep)->evq_head = core_ep(ep)->evq_tail = NULL;
+	atomic_store_explicit(&core_ep(ep)->evq_head, NULL, memory_order_relaxed);
+	core_ep(ep)->evq_tail = NULL;
 }

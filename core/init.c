@@ -37,7 +37,7 @@ static int library_setup(void)
 
 CCI_API int cci_init(uint32_t abi_ver, uint32_t flags, uint32_t *caps)
 {
-	static int flags_logged;
+	static _Atomic int flags_logged;
 	int rc = CCI_SUCCESS;
 
 	/* caps is an output CCI 2 required; no init flag is defined. */

@@ -60,9 +60,9 @@ void cci__log_init(void)
 }
 
 /* See cci__flags_keep (core.h). */
-void cci__flags_ignored(int ignored, int *logged, unsigned cat, const char *call)
+void cci__flags_ignored(int ignored, _Atomic int *logged, unsigned cat, const char *call)
 {
-	if ((cci__log_mask & cat) && !__atomic_exchange_n(logged, 1, __ATOMIC_RELAXED))
+	if ((cci__log_mask & cat) && !atomic_exchange_explicit(logged, 1, memory_order_relaxed))
 		cci__log(cat, "%s: flags 0x%x mean nothing to this call and are ignored, as CCI 2 "
 		         "did (said once)", call, (unsigned)ignored);
 }

@@ -22,7 +22,7 @@ void cci__send_done(cci__conn_t *conn, void *context, int flags, int status)
 	if (flags & CCI_FLAG_BLOCKING) {
 		struct cci__waiter *w = context;
 		w->status = status;
-		__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+		atomic_store_explicit(&w->done, 1, memory_order_release);
 		return;
 	}
 	if (flags & CCI_FLAG_SILENT)
@@ -45,7 +45,7 @@ int cci__wait_blocking(cci__ep_t *ep, struct cci__waiter *w)
 {
 	unsigned spins = 0;
 
-	while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) {
+	while (!atomic_load_explicit(&w->done, memory_order_acquire)) {
 		ep->plugin->progress(ep);
 		/* Leave the core to a progress thread if the wait is long. */
 		if (++spins % 1024 == 0)
@@ -67,6 +67,11 @@ static int send_common(cci__conn_t *c, const struct iovec *iov, uint32_t iovcnt,
 	if (flags & CCI_FLAG_BLOCKING)
 		context = &w;
 	rc = c->ep->plugin->send(c, iov, iovcnt, len, (void *)context, flags);
+	/* Out of send buffers: what frees them may need progress, which a
+	 * sender that never asks for events makes only here when the
+	 * endpoint has no thread of its own (progress = manual). */
+	if (rc == CCI_ENOBUFS)
+		c->ep->plugin->progress(c->ep);
 	if (rc != CCI_SUCCESS || !(flags & CCI_FLAG_BLOCKING))
 		return rc;
 	return cci__wait_blocking(c->ep, &w);
@@ -77,7 +82,7 @@ CCI_API int cci_send(cci_connection_t *connection, const void *msg_ptr, uint32_t
 {
 	struct iovec iov = { (void *)msg_ptr, msg_len };
 
-	static int flags_logged;
+	static _Atomic int flags_logged;
 
 	flags = cci__flags_keep(flags, SEND_FLAGS, &flags_logged, CCI_LOG_MSG, "cci_send");
 	if (!cci__conn_live(connection))
@@ -93,7 +98,7 @@ CCI_API int cci_sendv(cci_connection_t *connection, const struct iovec *data, ui
 {
 	uint64_t len = 0;
 
-	static int flags_logged;
+	static _Atomic int flags_logged;
 
 	flags = cci__flags_keep(flags, SEND_FLAGS, &flags_logged, CCI_LOG_MSG, "cci_sendv");
 	if (!cci__conn_live(connection))

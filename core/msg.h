@@ -8,7 +8,7 @@
 
 /* A blocking call's completion slot, passed to the plugin as the context. */
 struct cci__waiter {
-	int done;   /* set with release ordering by cci__send_done() */
+	_Atomic int done; /* set with release ordering by cci__send_done() */
 	int status;
 };
 

@@ -158,7 +158,7 @@ CCI_API int cci_rma_register(cci_endpoint_t *endpoint, void *start, uint64_t len
 {
 	cci__ep_t *ep = cci__ep_live(endpoint);
 	cci__rma_reg_t *reg;
-	static int flags_logged;
+	static _Atomic int flags_logged;
 	int rc;
 
 	/* Access bits only; they are enforced, at the target too. */
@@ -310,7 +310,7 @@ CCI_API int cci_rma(cci_connection_t *connection, const void *msg_ptr, uint32_t 
 	cci__conn_t *c = cci__conn_live(connection);
 	struct cci__waiter w = { 0, CCI_SUCCESS };
 	cci__rma_reg_t *lr;
-	static int flags_logged;
+	static _Atomic int flags_logged;
 	int rc;
 
 	flags = cci__flags_keep(flags, RMA_OP_FLAGS, &flags_logged, CCI_LOG_RMA, "cci_rma");

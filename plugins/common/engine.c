@@ -1,7 +1,9 @@
 /*
  * engine.c - see engine.h.
  */
+#include <errno.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <string.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -9,6 +11,10 @@
 #include "cci.h"
 #include "clock.h"
 #include "engine.h"
+#include "status.h"
+
+static void tfd_set(int fd, uint64_t ns);
+static void invoke_counted(struct ev_loop *loop);
 
 static void l_release(struct ev_loop *loop)
 {
@@ -34,6 +40,10 @@ static void async_cb(struct ev_loop *loop, ev_async *w, int revents)
 		ev_break(loop, EVBREAK_ALL);
 		return;
 	}
+	if (cmd & CCI__ENGINE_ARM) {
+		cci__engine_mode_set(e, 1);
+		cmd &= ~CCI__ENGINE_ARM;
+	}
 	if (e->on_cmd)
 		e->on_cmd(e->owner, cmd);
 }
@@ -48,7 +58,9 @@ static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	atomic_store_explicit(&e->now_ns, now, memory_order_relaxed);
-	cci__engine_mode_set(e, !app_polled);
+	/* An application asleep on its OS handle does not poll, whatever it
+	 * did before it armed. */
+	cci__engine_mode_set(e, !app_polled || cci__engine_app_armed(e));
 	if (e->on_tick)
 		e->on_tick(e->owner, now, app_polled);
 }
@@ -81,6 +93,8 @@ int cci__engine_init(struct cci__engine *e, void *owner, double tick_s, int thre
 	ev_set_userdata(e->loop, e);
 	if (threaded)
 		ev_set_loop_release_cb(e->loop, l_release, l_acquire);
+	else
+		ev_set_invoke_pending_cb(e->loop, invoke_counted);
 	ev_async_init(&e->async_w, async_cb);
 	e->async_w.data = e;
 	ev_async_start(e->loop, &e->async_w);
@@ -129,6 +143,10 @@ void cci__engine_stop(struct cci__engine *e)
 
 void cci__engine_fini(struct cci__engine *e)
 {
+	if (e->handle_on) {
+		close(e->handle_tfd);
+		e->handle_on = 0;
+	}
 	if (!e->loop)
 		return;
 	ev_loop_destroy(e->loop);
@@ -136,18 +154,151 @@ void cci__engine_fini(struct cci__engine *e)
 	pthread_mutex_destroy(&e->lock);
 }
 
+static struct timespec ns_timespec(uint64_t ns)
+{
+	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000ull),
+	                          .tv_nsec = (long)(ns % 1000000000ull) };
+}
+
+/* Set the timerfd fd to expire once in ns (0 disarms it). */
+static void tfd_set(int fd, uint64_t ns)
+{
+	struct itimerspec its = { .it_value = ns_timespec(ns) };
+
+	timerfd_settime(fd, 0, &its, NULL);
+}
+
 void cci__engine_cmd(struct cci__engine *e, unsigned cmd)
 {
 	if (cmd)
 		atomic_fetch_or(&e->cmd, cmd);
 	ev_async_send(e->loop, &e->async_w);
+	/* An application asleep on its OS handle comes to run the loop. */
+	if (e->handle_on)
+		tfd_set(e->handle_tfd, 1);
+}
+
+void cci__engine_app_arm(struct cci__engine *e, unsigned cmd)
+{
+	atomic_store_explicit(&e->app_armed, 1, memory_order_relaxed);
+	cci__engine_cmd(e, cmd | (e->threaded ? CCI__ENGINE_ARM : 0));
+}
+
+void cci__engine_poll_manual(struct cci__engine *e)
+{
+	/* With an OS handle, a wake-up may have come from the loop's
+	 * descriptors or the handle's timerfd: always look. */
+	if (!cci__engine_cmd_pending(e) && !e->handle_on) {
+		/* A count, not a lock: calls of several threads may merge. */
+		uint32_t n = atomic_load_explicit(&e->manual_polls, memory_order_relaxed) + 1;
+
+		atomic_store_explicit(&e->manual_polls, n, memory_order_relaxed);
+		if (n % CCI__ENGINE_MANUAL_CLOCK_EVERY != 0 ||
+		    cci__now_ns() < atomic_load_explicit(&e->manual_next_ns, memory_order_relaxed))
+			return;
+	}
+	if (cci__engine_run_nowait(e))
+		atomic_store_explicit(&e->manual_next_ns, cci__now_ns() + CCI__ENGINE_MANUAL_NS,
+		                      memory_order_relaxed);
+}
+
+/*
+ * The loop's own epoll descriptor, readable while one of its watchers'
+ * descriptors is.  libev hands it out only to an embed watcher (its io
+ * member is set to it by ev_embed_start), so a throw-away loop embeds this
+ * one for a moment.  -1 when the backend cannot be embedded.
+ */
+static int loop_backend_fd(struct ev_loop *loop)
+{
+	struct ev_loop *outer;
+	ev_embed w;
+	int fd;
+
+	if (!(ev_backend(loop) & ev_embeddable_backends()))
+		return -1;
+	outer = ev_loop_new(EVBACKEND_EPOLL | EVFLAG_NOENV | EVFLAG_NOSIGMASK);
+	if (!outer)
+		return -1;
+	ev_embed_init(&w, NULL, loop);
+	ev_embed_start(outer, &w);
+	fd = w.io.fd;
+	ev_embed_stop(outer, &w);
+	ev_loop_destroy(outer);
+	return fd;
+}
+
+int cci__engine_handle_join(struct cci__engine *e, int epfd)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int loop_fd, fd, err;
+
+	if (e->threaded || e->handle_on)
+		return CCI_SUCCESS;
+	loop_fd = loop_backend_fd(e->loop);
+	if (loop_fd < 0)
+		return CCI_ERR_NOT_IMPLEMENTED;
+	fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (fd < 0)
+		return cci__errno_status(errno);
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0 ||
+	    epoll_ctl(epfd, EPOLL_CTL_ADD, loop_fd, &ev) != 0) {
+		err = errno;
+		close(fd);
+		return cci__errno_status(err);
+	}
+	e->handle_tfd = fd;
+	e->handle_on = 1;
+	/* The watchers started so far reach the loop's descriptor. */
+	cci__engine_run_nowait(e);
+	return CCI_SUCCESS;
+}
+
+void cci__engine_handle_arm(struct cci__engine *e, uint64_t ns)
+{
+	/* A command since the loop last ran (pending) wakes it at once. */
+	if (e->handle_on)
+		tfd_set(e->handle_tfd, cci__engine_cmd_pending(e) ? 1 : ns);
+}
+
+/* The loop's callbacks are counted (e->invoked) on an engine without a
+ * thread: see run_rounds. */
+static void invoke_counted(struct ev_loop *loop)
+{
+	struct cci__engine *e = ev_userdata(loop);
+
+	e->invoked += ev_pending_count(loop);
+	ev_invoke_pending(loop);
+}
+
+/*
+ * Run the loop without waiting; e->lock held.  libev hands the kernel the
+ * descriptors of watchers started by callbacks only at the start of its
+ * next run, so with an OS handle (whose application sleeps on the loop's
+ * descriptor) it runs again until a run calls nobody: a few rounds at
+ * most, and the handle's timer brings the application back for the rest.
+ */
+#define RUN_ROUNDS 4
+
+static void run_rounds(struct cci__engine *e)
+{
+	for (int round = 0;; round++) {
+		uint32_t before = e->invoked;
+
+		ev_run(e->loop, EVRUN_NOWAIT);
+		if (!e->handle_on || e->invoked == before)
+			return;
+		if (round == RUN_ROUNDS - 1) {
+			tfd_set(e->handle_tfd, 1);
+			return;
+		}
+	}
 }
 
 int cci__engine_run_nowait(struct cci__engine *e)
 {
 	if (pthread_mutex_trylock(&e->lock) != 0)
 		return 0;
-	ev_run(e->loop, EVRUN_NOWAIT);
+	run_rounds(e);
 	pthread_mutex_unlock(&e->lock);
 	return 1;
 }
@@ -186,12 +337,6 @@ int cci__engine_timer_init(struct cci__engine *e, struct cci__engine_timer *t,
 	t->io_w.data = t;
 	ev_io_start(e->loop, &t->io_w);
 	return CCI_SUCCESS;
-}
-
-static struct timespec ns_timespec(uint64_t ns)
-{
-	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000ull),
-	                          .tv_nsec = (long)(ns % 1000000000ull) };
 }
 
 void cci__engine_timer_set(struct cci__engine_timer *t, uint64_t first_ns, uint64_t every_ns)

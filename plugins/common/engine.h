@@ -33,6 +33,26 @@
  * the time) can leave its work to the next progress() with
  * cci__engine_tick_defer.
  *
+ * progress = manual.  An engine made without a thread (threaded = 0) is
+ * run by the application: the plugin's progress() calls
+ * cci__engine_poll() before it takes any lock of its own, which runs the
+ * loop without waiting (watchers, the tick, commands) at once when a
+ * command or an OS handle's wake-up waits, else at most every
+ * CCI__ENGINE_MANUAL_NS.  Timers (connect timeouts, keepalives, send
+ * timeouts, retransmissions, deferred work) then run from the
+ * application's calls, and nothing moves between them.  An application
+ * that sleeps on the OS handle instead of polling still gets every event:
+ * cci__engine_handle_join() puts the loop's own epoll descriptor in the
+ * handle (readable while any watcher's descriptor is: a listening socket,
+ * a control socket, a completion channel) and a timerfd of the engine's
+ * that every command fires at once and that the plugin's arm() sets for
+ * when its next timer is due (cci__engine_handle_arm).  The plugin adds
+ * what it reads outside the loop (a doorbell, a socket progress() reads).
+ * Such an application wakes for messages, requests, answers and hang-ups,
+ * and, while something is timed (a connect, a keepalive, a send in
+ * flight), once per tick or at the time the plugin asked for; an idle
+ * endpoint leaves it asleep.
+ *
  * Precise timers.  libev's epoll backend sleeps in whole milliseconds, too
  * coarse for a thread that polls a device every few microseconds.  A
  * struct cci__engine_timer runs its callback after a delay given in
@@ -54,7 +74,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define CCI__ENGINE_STOP (1u << 31) /* a command bit of the engine's own */
+#define CCI__ENGINE_STOP (1u << 31) /* command bits of the engine's own */
+#define CCI__ENGINE_ARM (1u << 30)
 
 struct cci__engine {
 	struct ev_loop *loop;
@@ -62,7 +83,8 @@ struct cci__engine {
 	ev_async async_w;
 	ev_timer tick_w;
 	_Atomic unsigned cmd;
-	_Atomic int app_polled;
+	_Atomic int app_polled;    /* the application called in since the last tick */
+	_Atomic int app_armed;     /* ... and then went to sleep on its OS handle */
 	int threaded;         /* a thread of its own runs the loop */
 	int thread_started;
 	pthread_t thread;
@@ -75,7 +97,37 @@ struct cci__engine {
 	_Atomic int thread_polls;  /* the engine's thread holds the plugin's I/O */
 	_Atomic int tick_due;      /* a tick left its work to progress() */
 	_Atomic uint64_t now_ns;   /* the coarse clock */
+	/* progress = manual (threaded == 0), see above. */
+	_Atomic uint32_t manual_polls;   /* progress calls, counted to read the clock seldom */
+	_Atomic uint64_t manual_next_ns; /* the loop runs again from this time */
+	uint32_t invoked;          /* callbacks run (no thread); e->lock */
+	int handle_on;             /* handle_tfd is in the OS handle */
+	int handle_tfd;
 };
+
+/* progress = manual: the loop runs from the application's progress calls
+ * at most this often (unless a command waits), the clock being read
+ * every CCI__ENGINE_MANUAL_CLOCK_EVERY calls to know. */
+#define CCI__ENGINE_MANUAL_NS 100000ull
+#define CCI__ENGINE_MANUAL_CLOCK_EVERY 16u
+
+/* The application called in (polled or sent): the next tick is told, and
+ * it no longer sleeps on its OS handle.  No store when the flags already
+ * say so, so the line stays shared. */
+static inline void cci__engine_app_active(struct cci__engine *e)
+{
+	if (!atomic_load_explicit(&e->app_polled, memory_order_relaxed))
+		atomic_store_explicit(&e->app_polled, 1, memory_order_relaxed);
+	if (atomic_load_explicit(&e->app_armed, memory_order_relaxed))
+		atomic_store_explicit(&e->app_armed, 0, memory_order_relaxed);
+}
+
+/* Has the application called in since the last tick?  (The flag the next
+ * tick hands to on_tick, read without clearing it.) */
+static inline int cci__engine_app_recent(const struct cci__engine *e)
+{
+	return atomic_load_explicit(&e->app_polled, memory_order_relaxed);
+}
 
 /*
  * Create the loop (epoll), its command watcher and its tick (running from
@@ -103,6 +155,36 @@ void cci__engine_cmd(struct cci__engine *e, unsigned cmd);
 /* Run the loop once without waiting, unless another thread runs it now
  * (then 0).  For engines without a thread. */
 int cci__engine_run_nowait(struct cci__engine *e);
+
+/* progress = manual: the loop's work, from the plugin's progress() with
+ * no lock of the plugin's held (callbacks take them); see above.  A no-op
+ * for an engine with a thread.  Another application thread running it
+ * now makes it a no-op too. */
+void cci__engine_poll_manual(struct cci__engine *e);
+
+static inline void cci__engine_poll(struct cci__engine *e)
+{
+	if (!e->threaded)
+		cci__engine_poll_manual(e);
+}
+
+/* Is the engine run by the application (progress = manual)? */
+static inline int cci__engine_manual(const struct cci__engine *e)
+{
+	return !e->threaded;
+}
+
+/* progress = manual with an OS handle: put the loop's descriptor and a
+ * timerfd of the engine's in the handle's epoll set epfd; after init and
+ * the watchers the endpoint starts with (it runs the loop once).  A
+ * no-op with a thread.  CCI_SUCCESS, CCI_ERR_NOT_IMPLEMENTED (a libev
+ * backend other than epoll) or the status of the failed system call. */
+int cci__engine_handle_join(struct cci__engine *e, int epfd);
+
+/* progress = manual, from the plugin's arm(): the application is about to
+ * sleep on its OS handle; wake it in ns (0: for commands only).  Any
+ * thread; a no-op without a joined handle. */
+void cci__engine_handle_arm(struct cci__engine *e, uint64_t ns);
 
 /* Start (on != 0) or stop the tick; e->lock held. */
 void cci__engine_tick(struct cci__engine *e, int on);
@@ -147,6 +229,18 @@ static inline void cci__engine_mode_init(struct cci__engine *e,
 	atomic_store(&e->thread_polls, thread && e->threaded);
 }
 
+/* The application is about to sleep on its OS handle (the plugin's
+ * arm()): the thread polls from now, switched by the loop before on_cmd
+ * gets cmd, and until the application calls in again
+ * (cci__engine_app_active).  Any thread. */
+void cci__engine_app_arm(struct cci__engine *e, unsigned cmd);
+
+/* Does the application sleep on its OS handle (armed, no call since)? */
+static inline int cci__engine_app_armed(const struct cci__engine *e)
+{
+	return atomic_load_explicit(&e->app_armed, memory_order_relaxed);
+}
+
 /* Does the engine's thread poll now (else the application)?  Any thread;
  * 0 on a zeroed engine never initialised.  Sequentially consistent: a
  * sender stores its queue, then asks; the switch stores the mode, then
@@ -154,6 +248,18 @@ static inline void cci__engine_mode_init(struct cci__engine *e,
 static inline int cci__engine_thread_polls(const struct cci__engine *e)
 {
 	return atomic_load(&e->thread_polls);
+}
+
+/* In the loop, between ticks: who polls from what the application did
+ * since the last tick; the thread if it made no call or sleeps on its OS
+ * handle (calls on_mode when that changes).  Returns whether the thread
+ * polls.  For a plugin whose loop comes round often (a precise timer, a
+ * device's wait fd) and that wants the thread off the device as soon as
+ * the application polls again rather than at the next tick. */
+static inline int cci__engine_who_polls(struct cci__engine *e)
+{
+	cci__engine_mode_set(e, !cci__engine_app_recent(e) || cci__engine_app_armed(e));
+	return cci__engine_thread_polls(e);
 }
 
 /* The coarse clock: the time of the last tick (of init before any). */
@@ -193,19 +299,5 @@ static inline int cci__engine_cmd_pending(struct cci__engine *e)
 	return ev_async_pending(&e->async_w);
 }
 
-/* The application called in (polled or sent): the next tick is told.  No
- * store when the flag is already up, so the line stays shared. */
-static inline void cci__engine_app_active(struct cci__engine *e)
-{
-	if (!atomic_load_explicit(&e->app_polled, memory_order_relaxed))
-		atomic_store_explicit(&e->app_polled, 1, memory_order_relaxed);
-}
-
-/* Has the application called in since the last tick?  (The flag the next
- * tick hands to on_tick, read without clearing it.) */
-static inline int cci__engine_app_recent(struct cci__engine *e)
-{
-	return atomic_load_explicit(&e->app_polled, memory_order_relaxed);
-}
 
 #endif /* CCI_COMMON_ENGINE_H */

@@ -117,8 +117,6 @@ static void wildcard_host(char *buf, size_t len)
 	freeifaddrs(all);
 }
 
-const char *const net_progress_modes[] = { "auto", "manual", NULL };
-
 int net_conf_ip(const char *value, void *field, char *why, size_t whylen)
 {
 	struct sockaddr_in *s4 = field;

@@ -14,6 +14,7 @@
 
 #include "cci_plugin.h"
 #include "ifaddr.h" /* cci__sockaddr_str names peers */
+#include "progress_key.h"
 
 #define NET_HOST_LEN (INET6_ADDRSTRLEN + IF_NAMESIZE + 4)
 
@@ -29,7 +30,7 @@ struct net_dev {
 	uint16_t port;                /* port= : endpoints' default port, 0 = any */
 	uint32_t mss;                 /* mss= */
 	uint32_t bufsize;             /* bufsize= : SO_SNDBUF/SO_RCVBUF, 0 = kernel's */
-	int manual_progress;          /* progress=manual: no progress thread */
+	int manual_progress;          /* progress=manual: no progress thread (progress_key.h) */
 	int up;
 	char info[192];
 };
@@ -45,12 +46,9 @@ enum net_key {
 	NET_KEY_PORT,      /* into port */
 	NET_KEY_MSS,       /* into mss */
 	NET_KEY_BUFSIZE,   /* into bufsize */
-	NET_KEY_PROGRESS,  /* auto or manual, into manual_progress */
+	NET_KEY_PROGRESS,  /* auto or manual, into manual_progress (progress_key.h) */
 	NET_KEY_COUNT
 };
-
-/* The words of progress=, for the tables below. */
-extern const char *const net_progress_modes[];
 
 /*
  * The initializer of a socket transport's key table (a static const
@@ -81,12 +79,7 @@ extern const char *const net_progress_modes[];
 		.name = "bufsize", .type = CCI_CONF_UINT, .min = 0, .max = (buf_max), \
 		.def = "0", .offset = offsetof(struct net_dev, bufsize), .size = sizeof(uint32_t), \
 		.help = buf_help }, \
-	[NET_KEY_PROGRESS] = { \
-		.name = "progress", .type = CCI_CONF_CHOICE, .choices = net_progress_modes, \
-		.def = "auto", .offset = offsetof(struct net_dev, manual_progress), \
-		.size = sizeof(int), \
-		.help = "auto: a progress thread per endpoint; manual: none, only the " \
-		        "application's calls move the endpoint" }, \
+	[NET_KEY_PROGRESS] = CCI__PROGRESS_KEY(struct net_dev, manual_progress), \
 	[NET_KEY_COUNT] = { .name = NULL }, \
 }
 

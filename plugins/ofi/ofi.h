@@ -49,8 +49,7 @@
  * control queues' peer list, the connections' refs, pidw and handshake
  * flags, the peers' cut and probe answer, the pid watches' dead, the
  * requests' cancelled; credits owed are counted without the lock too
- * (credit.h).  app_armed and hot_ns (the polling switch), touched only
- * by ofi_loop.c and ofi_ep.c, use the GNU __atomic builtins there.
+ * (credit.h).  hot_ns (the polling switch) is the loop's, under its lock.
  */
 #ifndef CCI_OFI_H
 #define CCI_OFI_H
@@ -74,6 +73,7 @@
 #include "conn_life.h"
 #include "credit.h"
 #include "engine.h"
+#include "progress_key.h"
 #include "iov.h"
 #include "op_pool.h"
 #include "peer_reg.h"
@@ -126,6 +126,7 @@ struct ofi_dev {
 	char core_name[OFI_PROV_LEN]; /* provider before ';', the URI's provider */
 	char node[64];              /* iface=: bind to this address, or "" */
 	uint32_t mss;
+	int manual;                 /* progress = manual: no progress thread */
 	char info_text[256];
 };
 
@@ -344,7 +345,7 @@ struct ofi_ep {
 	struct ofi_conn *gone;      /* out of service, freed at their last reference */
 	struct cci__conn_graves freeable; /* those of gone whose last hold went */
 	struct ofi_conn *tick_next; /* where the timer's next round of conns starts */
-	struct ofi_conn *ended;     /* connects the timer ended, each with a reference,
+	struct ofi_conn *_Atomic ended; /* connects the timer ended, each with a reference,
 	                             * for progress to fail (read unlocked as a hint) */
 	struct ofi_req *reqs;
 	struct ofi_peer *peers;
@@ -373,13 +374,15 @@ struct ofi_ep {
 	struct ofi_peer *ctlq_peers_tail;
 	_Atomic uint32_t ctl_out;   /* tracked control messages alive */
 
-	/* Progress thread (ofi_loop.c); its watchers are the loop lock's. */
+	/* Progress thread (ofi_loop.c); its watchers are the loop lock's, and
+	 * so are poll_ns and hot_ns.  Who polls is the engine's (engine.h). */
 	struct cci__engine eng;
 	ev_io cq_w;                 /* wait_fd, while the thread sleeps on it */
 	struct cci__engine_timer poll_t; /* polls the CQ, or retries after fi_trywait */
-	uint64_t poll_ns;           /* poll_t's period, 0 while it does not poll */
-	int app_armed;              /* atomic: the application sleeps on its OS handle */
-	uint64_t hot_ns;            /* atomic: last arm or completion the thread saw */
+	uint64_t poll_ns;           /* poll_t's period, 0 while it does not poll; with
+	                             * progress = manual, the OS handle's (cq_lock) */
+	uint64_t hot_ns;            /* last arm or completion the thread saw */
+	uint64_t arm_seen;          /* progress = manual: cq_seen at the last arm (cq_lock) */
 	_Atomic int tx_pending;     /* some connection has queued work */
 };
 

@@ -23,12 +23,15 @@
                         FI_MR_ENDPOINT)
 #define OFI_MAX_DEVS 32
 
-enum ofi_key { OFI_KEY_PROVIDER, OFI_KEY_DOMAIN, OFI_KEY_IFACE, OFI_KEY_MSS, OFI_KEY_COUNT };
+enum ofi_key {
+	OFI_KEY_PROVIDER, OFI_KEY_DOMAIN, OFI_KEY_IFACE, OFI_KEY_MSS, OFI_KEY_PROGRESS, OFI_KEY_COUNT
+};
 
 /* Settings of a config section before resolution; "" when absent. */
 struct ofi_conf {
 	char provider[OFI_PROV_LEN], domain[OFI_PROV_LEN], iface[OFI_PROV_LEN];
 	uint32_t mss;
+	int manual; /* progress = manual (progress_key.h) */
 	int kv[OFI_KEY_COUNT]; /* the conf entry of each key, for messages; -1 if absent */
 };
 
@@ -53,6 +56,7 @@ const struct cci_conf_key ofi_conf_keys[] = {
 		.def = CCI_CONF_NUM(OFI_MSS_DEFAULT), .offset = offsetof(struct ofi_conf, mss),
 		.size = sizeof(uint32_t),
 		.help = "largest message, in bytes, capped by the provider" },
+	[OFI_KEY_PROGRESS] = CCI__PROGRESS_KEY(struct ofi_conf, manual),
 	[OFI_KEY_COUNT] = { .name = NULL },
 };
 
@@ -141,7 +145,8 @@ static const char *info_unusable(const struct fi_info *fi)
 
 /* Fill dev from fi (copied); the device is up, its mss at most the
  * provider's largest message. */
-static int dev_publish(cci__dev_t *dev, const struct fi_info *fi, const char *node, uint32_t mss)
+static int dev_publish(cci__dev_t *dev, const struct fi_info *fi, const char *node, uint32_t mss,
+                       int manual)
 {
 	uint64_t max = fi->ep_attr->max_msg_size - OFI_HDR_LEN;
 	struct ofi_dev *d = calloc(1, sizeof(*d));
@@ -153,6 +158,7 @@ static int dev_publish(cci__dev_t *dev, const struct fi_info *fi, const char *no
 	core_name_of(fi->fabric_attr->prov_name, d->core_name, sizeof(d->core_name));
 	snprintf(d->node, sizeof(d->node), "%s", node ? node : "");
 	d->mss = max < mss ? (uint32_t)max : mss;
+	d->manual = manual;
 	snprintf(d->info_text, sizeof(d->info_text),
 	         "libfabric provider %s, domain %s, fabric %s (RDM endpoints)",
 	         fi->fabric_attr->prov_name, fi->domain_attr->name, fi->fabric_attr->name);
@@ -202,7 +208,7 @@ int ofi_discover(void)
 		}
 		snprintf(name, sizeof(name), "ofi-%s", seen[nseen++]);
 		dev = ofi_core->dev_add(&cci_ctp_ofi_plugin, name);
-		if (!dev || dev_publish(dev, fi, NULL, OFI_MSS_DEFAULT) != CCI_SUCCESS)
+		if (!dev || dev_publish(dev, fi, NULL, OFI_MSS_DEFAULT, 0) != CCI_SUCCESS)
 			break;
 		OFI_LOG(CCI_LOG_INIT, "ofi: device %s: %s", name, dev->pub.info);
 	}
@@ -247,7 +253,7 @@ static int conf_pick(cci__dev_t *dev, const struct ofi_conf *c, struct fi_info *
 			continue;
 		why = info_unusable(fi);
 		if (!why)
-			return dev_publish(dev, fi, node, c->mss);
+			return dev_publish(dev, fi, node, c->mss, c->manual);
 		if (want) {
 			ofi_core->conf_error(dev, c->kv[OFI_KEY_PROVIDER], "provider %s refused: %s",
 			                     fi->fabric_attr->prov_name, why);

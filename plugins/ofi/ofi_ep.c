@@ -117,13 +117,13 @@ static int ep_open_domain(struct ofi_ep *sep)
  */
 static void ep_reap_stale_shm(const struct fi_info *info)
 {
-	static int reaped;
+	static _Atomic int reaped;
 	char prefix[24];
 	struct dirent *de;
 	DIR *d;
 
 	if (strcmp(info->fabric_attr->prov_name, "shm") != 0 ||
-	    __atomic_exchange_n(&reaped, 1, __ATOMIC_ACQ_REL))
+	    atomic_exchange_explicit(&reaped, 1, memory_order_acq_rel))
 		return;
 	d = opendir("/dev/shm");
 	if (!d)
@@ -282,7 +282,7 @@ static void ep_flush_ctl(struct ofi_ep *sep)
 {
 	uint64_t stop = cci__now_ns() + OFI_DESTROY_FLUSH_NS;
 
-	while (__atomic_load_n(&sep->ctl_out, __ATOMIC_ACQUIRE) > 0 && cci__now_ns() < stop) {
+	while (atomic_load_explicit(&sep->ctl_out, memory_order_acquire) > 0 && cci__now_ns() < stop) {
 		cci__spin_lock(&sep->cq_lock);
 		ofi_progress_locked(sep);
 		cci__spin_unlock(&sep->cq_lock);
@@ -320,6 +320,6 @@ int ofi_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
 	}
 	if (rx_size && value + OFI_RX_RESERVE > rx_size)
 		return CCI_ERANGE;
-	__atomic_store_n(&sep->rx_count, value, __ATOMIC_RELAXED);
+	atomic_store_explicit(&sep->rx_count, value, memory_order_relaxed);
 	return ofi_rx_grow(sep, value);
 }

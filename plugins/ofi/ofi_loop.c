@@ -14,16 +14,25 @@
  * libfabric's providers here progress data only when called (manual
  * progress), so someone must read the CQ while the application computes
  * or sleeps on its OS handle.  The application's own polling is the fast
- * path, and the thread stays off the queue while the application polls
- * (cci__engine_app_active in every progress(), the engine's tick tells):
- * it wakes once a tick (OFI_TICK_NS) for the timers only.  When a tick
- * passes without progress(), or the application armed its OS handle (a
- * command, OFI_CMD_ARM), the thread takes over: it sleeps on the queue's
- * wait fd (an ev_io, fi_trywait first) when the provider has one, else
- * it polls on a precise timer (cci__engine_timer), every few microseconds
- * right after activity while the application waits, backing off to a
- * millisecond.  Everything it finds it posts as events; the core rings
- * the OS handle.
+ * path; who polls is the engine's rule (engine.h): the thread stays off
+ * the queue while the application polls (cci__engine_app_active in every
+ * progress()) and wakes once a tick (OFI_TICK_NS) for the timers only.
+ * When a tick passes without progress(), or the application armed its OS
+ * handle (cci__engine_app_arm), the thread takes over until the
+ * application calls again (cci__engine_who_polls at each round): it
+ * sleeps on the queue's wait fd (an ev_io, fi_trywait first) when the
+ * provider has one, else it polls on a precise timer (cci__engine_timer),
+ * every few microseconds right after activity while the application
+ * waits, backing off to a millisecond.  Everything it finds it posts as
+ * events; the core rings the OS handle.
+ *
+ * progress = manual (an ini key, progress_key.h) starts no thread:
+ * progress() reads the CQ and runs the loop (timers, pid watches) through
+ * cci__engine_poll.  An application asleep on the OS handle wakes for the
+ * loop's descriptors and the queue's wait fd (in the handle), and, while a
+ * connection is timed or, without a wait fd, to poll the queue on the
+ * schedule above (ofi_arm).  A provider without a wait fd then wakes it
+ * every millisecond at most, even when nothing comes.
  *
  * cci_rma_deregister is here too: it reads the CQ while it waits for the
  * peers that learned the key to confirm (ofi_rma.c, "Deregistration").
@@ -33,10 +42,12 @@
  * watchers (CQ wait fd, poll timer, pidfds), so no other thread takes the
  * loop lock: they send a command (ofi_arm, ofi_pidw_get).
  */
+#include <errno.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 
 #include "ofi.h"
 
@@ -84,7 +95,7 @@ static void on_imm(struct ofi_ep *sep, struct ofi_rxbuf *rb, uint64_t data, size
 	struct ofi_imm im;
 	struct ofi_conn *oc = NULL;
 
-	__atomic_sub_fetch(&sep->rx_posted, 1, __ATOMIC_RELAXED);
+	atomic_fetch_sub_explicit(&sep->rx_posted, 1, memory_order_relaxed);
 	rb->off = 0;
 	if (ofi_imm_decode(data, &im) == CCI_SUCCESS)
 		oc = sep->slots[im.slot];
@@ -128,7 +139,7 @@ static void on_recv(struct ofi_ep *sep, struct ofi_rxbuf *rb, size_t len)
 	struct ofi_msg m;
 	const char *why;
 
-	__atomic_sub_fetch(&sep->rx_posted, 1, __ATOMIC_RELAXED);
+	atomic_fetch_sub_explicit(&sep->rx_posted, 1, memory_order_relaxed);
 	if (ofi_wire_decode(rb->data, len, &m, &why) != CCI_SUCCESS) {
 		OFI_LOG(CCI_LOG_MSG, "ofi: malformed message of %zu bytes dropped: %s", len, why);
 		ofi_rx_repost(sep, rb);
@@ -175,7 +186,7 @@ static void cq_error(struct ofi_ep *sep)
 		return;
 	}
 	if (ctx_obj(err.op_context) == OFI_OBJ_RX) {
-		__atomic_sub_fetch(&sep->rx_posted, 1, __ATOMIC_RELAXED);
+		atomic_fetch_sub_explicit(&sep->rx_posted, 1, memory_order_relaxed);
 		if (err.err != FI_ECANCELED) {
 			OFI_LOG(CCI_LOG_MSG, "ofi: receive failed: %s", ofi_lib.strerror(err.err));
 			ofi_rx_repost(sep, err.op_context);
@@ -190,7 +201,7 @@ static void cq_error(struct ofi_ep *sep)
 /* Retry every connection with queued work (the provider said EAGAIN). */
 static void retry_queued(struct ofi_ep *sep)
 {
-	__atomic_store_n(&sep->tx_pending, 0, __ATOMIC_RELAXED);
+	atomic_store_explicit(&sep->tx_pending, 0, memory_order_relaxed);
 	pthread_mutex_lock(&sep->lock);
 	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
 		/* The queues are read under oc->lock only: an application
@@ -209,8 +220,8 @@ static void connects_end(struct ofi_ep *sep)
 	struct ofi_conn *list;
 
 	pthread_mutex_lock(&sep->lock);
-	list = sep->ended;
-	__atomic_store_n(&sep->ended, NULL, __ATOMIC_RELAXED);
+	list = atomic_load_explicit(&sep->ended, memory_order_relaxed);
+	atomic_store_explicit(&sep->ended, NULL, memory_order_relaxed);
 	pthread_mutex_unlock(&sep->lock);
 	for (struct ofi_conn *oc; (oc = list) != NULL;) {
 		list = oc->end_next;
@@ -227,7 +238,7 @@ void ofi_progress_locked(struct ofi_ep *sep)
 {
 	struct fi_cq_data_entry ent[OFI_CQ_BATCH];
 
-	if (__atomic_load_n(&sep->ended, __ATOMIC_ACQUIRE))
+	if (atomic_load_explicit(&sep->ended, memory_order_acquire))
 		connects_end(sep);
 	if (sep->backlog)
 		ofi_backlog_drain(sep);
@@ -258,9 +269,9 @@ void ofi_progress_locked(struct ofi_ep *sep)
 		if (n < OFI_CQ_BATCH)
 			break;
 	}
-	if (__atomic_load_n(&sep->ctlq_peers, __ATOMIC_RELAXED))
+	if (atomic_load_explicit(&sep->ctlq_peers, memory_order_relaxed))
 		ofi_ctlq_flush(sep);
-	if (__atomic_load_n(&sep->tx_pending, __ATOMIC_RELAXED))
+	if (atomic_load_explicit(&sep->tx_pending, memory_order_relaxed))
 		retry_queued(sep);
 }
 
@@ -268,9 +279,8 @@ int ofi_progress(cci__ep_t *ep)
 {
 	struct ofi_ep *sep = ofi_ep_of(ep);
 
+	cci__engine_poll(&sep->eng); /* progress = manual: the timers */
 	cci__engine_app_active(&sep->eng); /* the progress thread keeps off the CQ */
-	if (__atomic_load_n(&sep->app_armed, __ATOMIC_RELAXED))
-		__atomic_store_n(&sep->app_armed, 0, __ATOMIC_RELAXED);
 	if (cci__spin_trylock(&sep->cq_lock)) {
 		ofi_progress_locked(sep);
 		cci__spin_unlock(&sep->cq_lock);
@@ -331,7 +341,7 @@ void ofi_recv_returned(cci__evt_t *evt)
 	struct ofi_conn *oc = rb->oc;
 	struct ofi_ep *sep = oc->sep;
 
-	__atomic_sub_fetch(&sep->rx_lent, 1, __ATOMIC_RELAXED);
+	atomic_fetch_sub_explicit(&sep->rx_lent, 1, memory_order_relaxed);
 	ofi_rx_repost(sep, rb);
 	if (cci__credit_owe(&oc->cr)) {
 		pthread_mutex_lock(&oc->lock);
@@ -383,7 +393,7 @@ static void ping(void *pc)
 {
 	struct ofi_conn *oc = pc;
 
-	if (!ofi_pidw_unreachable(oc->sep, oc->pidw))
+	if (!ofi_pidw_unreachable(oc->sep, ofi_conn_pidw(oc)))
 		ofi_ctl_send(oc, OFI_T_PING, 0, NULL, 0, 0);
 }
 
@@ -404,12 +414,12 @@ static const struct cci__conn_tick_ops tick_ops = { oldest_send_ns, ping, NULL, 
  * and oc->lock held. */
 static int connect_refused(struct ofi_ep *sep, struct ofi_conn *oc, uint64_t now)
 {
-	const struct ofi_pidw *w = oc->pidw;
+	const struct ofi_pidw *w = ofi_conn_pidw(oc);
 
 	if (!oc->is_client || !oc->peer)
 		return 0;
-	if (__atomic_load_n(&oc->refused, __ATOMIC_ACQUIRE) ||
-	    (w && __atomic_load_n(&w->dead, __ATOMIC_ACQUIRE)))
+	if (atomic_load_explicit(&oc->refused, memory_order_acquire) ||
+	    (w && atomic_load_explicit(&w->dead, memory_order_acquire)))
 		return 1;
 	if (sep->reach != OFI_REACH_BY_PROBE)
 		return 0;
@@ -417,7 +427,7 @@ static int connect_refused(struct ofi_ep *sep, struct ofi_conn *oc, uint64_t now
 		return 1;
 	if (now - oc->start_ns >= OFI_PROBE_AFTER_NS)
 		ofi_peer_probe(oc->peer, oc->start_ns, now,
-		               !__atomic_load_n(&oc->req_posted, __ATOMIC_ACQUIRE));
+		               !atomic_load_explicit(&oc->req_posted, memory_order_acquire));
 	return 0;
 }
 
@@ -429,8 +439,8 @@ static void connect_end(struct ofi_ep *sep, struct ofi_conn *oc, int status)
 {
 	oc->end_status = status;
 	ofi_conn_ref(oc);
-	oc->end_next = sep->ended;
-	__atomic_store_n(&sep->ended, oc, __ATOMIC_RELEASE);
+	oc->end_next = atomic_load_explicit(&sep->ended, memory_order_relaxed);
+	atomic_store_explicit(&sep->ended, oc, memory_order_release);
 }
 
 /*
@@ -476,12 +486,12 @@ static void pid_cb(struct ev_loop *loop, ev_io *io, int revents)
 
 	(void)revents;
 	pthread_mutex_lock(&sep->lock);
-	__atomic_store_n(&w->dead, 1, __ATOMIC_RELEASE); /* read without the lock */
+	atomic_store_explicit(&w->dead, 1, memory_order_release); /* read without the lock */
 	ev_io_stop(loop, io);
 	OFI_LOG(CCI_LOG_CONN, "ofi: peer process %u exited", w->pid);
 	for (struct ofi_conn *oc = sep->conns; oc; oc = oc->next) {
 		pthread_mutex_lock(&oc->lock); /* pidw is set under it */
-		if (oc->pidw == w)
+		if (ofi_conn_pidw(oc) == w)
 			ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 		pthread_mutex_unlock(&oc->lock);
 	}
@@ -524,9 +534,18 @@ static void plan_wait_fd(struct ofi_ep *sep, int idle)
 /* Without one, a waiting application is polled for at the minimum
  * interval for a while after anything happened (an answer usually comes
  * soon), then less and less often; one that computes, once a tick. */
+/* The next polling interval: the minimum while hot (or at the start),
+ * else twice the last, up to the maximum. */
+static uint64_t poll_next_ns(uint64_t last_ns, int hot)
+{
+	if (hot || last_ns == 0)
+		return OFI_POLL_MIN_NS;
+	return last_ns * 2 > OFI_POLL_MAX_NS ? OFI_POLL_MAX_NS : last_ns * 2;
+}
+
 static void plan_poll(struct ofi_ep *sep, int on, uint64_t now)
 {
-	uint64_t hot = __atomic_load_n(&sep->hot_ns, __ATOMIC_RELAXED), ns;
+	uint64_t ns;
 
 	if (!on) {
 		if (sep->poll_ns)
@@ -534,48 +553,59 @@ static void plan_poll(struct ofi_ep *sep, int on, uint64_t now)
 		sep->poll_ns = 0;
 		return;
 	}
-	if ((int64_t)(now - hot) < (int64_t)OFI_POLL_HOT_NS || sep->poll_ns == 0)
-		ns = OFI_POLL_MIN_NS;
-	else
-		ns = sep->poll_ns * 2 > OFI_POLL_MAX_NS ? OFI_POLL_MAX_NS : sep->poll_ns * 2;
+	ns = poll_next_ns(sep->poll_ns, (int64_t)(now - sep->hot_ns) < (int64_t)OFI_POLL_HOT_NS);
 	if (ns != sep->poll_ns)
 		cci__engine_timer_set(&sep->poll_t, ns, ns);
 	sep->poll_ns = ns;
 }
 
-/* Read the queue if the application is away (idle: it made no progress
- * call since the last tick) or waits on its OS handle, then choose how
- * the loop comes back to it. */
+/* Read the queue if the thread polls now (idle: the application is away
+ * or waits on its OS handle), then choose how the loop comes back to it. */
 static void loop_round(struct ofi_ep *sep, int idle)
 {
 	uint64_t now = cci__now_ns();
-	int armed = __atomic_load_n(&sep->app_armed, __ATOMIC_RELAXED);
 
-	idle = idle || armed;
 	cci__engine_now_set(&sep->eng, now);
 	if (idle && cci__spin_trylock(&sep->cq_lock)) {
 		uint64_t seen = sep->cq_seen;
 
 		ofi_progress_locked(sep);
 		if (sep->cq_seen != seen) /* an answer often follows: poll fast a while */
-			__atomic_store_n(&sep->hot_ns, now, __ATOMIC_RELAXED);
+			sep->hot_ns = now;
 		cci__spin_unlock(&sep->cq_lock);
 	}
 	if (sep->wait_fd >= 0)
 		plan_wait_fd(sep, idle);
 	else
-		plan_poll(sep, idle && armed, now);
+		plan_poll(sep, idle && cci__engine_app_armed(&sep->eng), now);
+}
+
+/* The engine's switch of who polls: back to the application, the thread
+ * leaves the queue at once (to the thread: the round that switched plans
+ * its watch). */
+static void on_mode(void *owner, int thread)
+{
+	struct ofi_ep *sep = owner;
+
+	if (thread)
+		return;
+	if (sep->wait_fd >= 0)
+		plan_wait_fd(sep, 0);
+	else
+		plan_poll(sep, 0, 0);
 }
 
 static void on_tick(void *owner, uint64_t now, int app_polled)
 {
 	struct ofi_ep *sep = owner;
 
+	(void)app_polled; /* the engine decided who polls */
 	/* The engine set its coarse clock to now: a send timeout fails each
 	 * pending send by the time the timer judged the oldest by
 	 * (ofi_tx_fail_all). */
 	timers(sep, now);
-	loop_round(sep, !app_polled);
+	if (!cci__engine_manual(&sep->eng)) /* else progress() reads the queue */
+		loop_round(sep, cci__engine_thread_polls(&sep->eng));
 }
 
 static void on_cmd(void *owner, unsigned cmd)
@@ -584,15 +614,17 @@ static void on_cmd(void *owner, unsigned cmd)
 
 	if (cmd & OFI_CMD_PIDW)
 		pidws_watch(sep);
-	if (cmd & OFI_CMD_ARM)
-		loop_round(sep, !cci__engine_app_recent(&sep->eng));
+	if ((cmd & OFI_CMD_ARM) && !cci__engine_manual(&sep->eng)) {
+		sep->hot_ns = cci__now_ns(); /* an answer to what it waits for comes soon */
+		loop_round(sep, cci__engine_who_polls(&sep->eng));
+	}
 }
 
 static void poll_cb(void *arg)
 {
 	struct ofi_ep *sep = arg;
 
-	loop_round(sep, !cci__engine_app_recent(&sep->eng));
+	loop_round(sep, cci__engine_who_polls(&sep->eng));
 }
 
 static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -602,16 +634,47 @@ static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 	poll_cb(w->data);
 }
 
+static int manual_arm(struct ofi_ep *sep);
+
+/* progress = manual with an OS handle: the loop's descriptors and the
+ * queue's wait fd join it, armed from the start (the application may
+ * sleep before it calls). */
+static int handle_join(struct ofi_ep *sep)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int epfd = sep->ep->os_epfd, rc;
+
+	if (!cci__engine_manual(&sep->eng) || epfd < 0)
+		return CCI_SUCCESS;
+	if (sep->wait_fd >= 0 && epoll_ctl(epfd, EPOLL_CTL_ADD, sep->wait_fd, &ev) != 0)
+		return cci__errno_status(errno);
+	rc = cci__engine_handle_join(&sep->eng, epfd);
+	if (rc == CCI_SUCCESS)
+		manual_arm(sep);
+	return rc;
+}
+
 int ofi_thread_start(struct ofi_ep *sep)
 {
-	if (cci__engine_init(&sep->eng, sep, OFI_TICK_NS * 1e-9, 1, on_cmd, on_tick) != CCI_SUCCESS ||
-	    cci__engine_timer_init(&sep->eng, &sep->poll_t, poll_cb, sep) != CCI_SUCCESS) {
+	int threaded = !sep->dev->manual, rc;
+
+	if (cci__engine_init(&sep->eng, sep, OFI_TICK_NS * 1e-9, threaded, on_cmd, on_tick) !=
+	    CCI_SUCCESS ||
+	    (threaded && cci__engine_timer_init(&sep->eng, &sep->poll_t, poll_cb, sep) != CCI_SUCCESS)) {
 		OFI_ERR("ofi: cannot set up the progress thread: out of memory or descriptors");
 		ofi_thread_stop(sep);
 		return CCI_ENOMEM;
 	}
 	ev_io_init(&sep->cq_w, cq_cb, sep->wait_fd, EV_READ);
 	sep->cq_w.data = sep;
+	/* Until the application polls, the thread does. */
+	cci__engine_mode_init(&sep->eng, on_mode, 1);
+	rc = handle_join(sep);
+	if (rc != CCI_SUCCESS) {
+		OFI_ERR("ofi: cannot build the OS handle: %s", ofi_core->status_text(rc));
+		ofi_thread_stop(sep);
+		return rc;
+	}
 	if (cci__engine_start(&sep->eng) != CCI_SUCCESS) {
 		OFI_ERR("ofi: cannot start the progress thread");
 		ofi_thread_stop(sep);
@@ -629,14 +692,74 @@ void ofi_thread_stop(struct ofi_ep *sep)
 	cci__engine_fini(&sep->eng);
 }
 
+/*
+ * progress = manual: the application about to sleep on its OS handle
+ * sets the handle's timer.  With a wait fd (in the handle), for the
+ * timers while a connection is there, once fi_trywait says the queue is
+ * empty; without one, to poll the queue: soon after completions came
+ * (the last arm saw fewer), less and less often while none do.
+ */
+/* Does a connection wait for the tick (timers(): a keepalive, a send's
+ * timeout, credits owed; 1), or for the provider's handshake as well
+ * (connecting; 2)?  sep->lock held. */
+static int manual_timed(struct ofi_ep *sep)
+{
+	int timed = 0;
+
+	for (struct ofi_conn *oc = sep->conns; oc && timed < 2; oc = oc->next) {
+		pthread_mutex_lock(&oc->lock);
+		if (ofi_conn_state(oc) == CCI__CONN_CONNECTING)
+			timed = 2;
+		else if (oc->base.timers.ka_us || oc->inflight || oc->msgq || oc->rmaq ||
+		         cci__credit_owe(&oc->cr))
+			timed = 1;
+		pthread_mutex_unlock(&oc->lock);
+	}
+	return timed;
+}
+
+/*
+ * progress = manual: the application about to sleep on its OS handle
+ * sets the handle's timer.  The queue's wait fd (in the handle) wakes it
+ * for completions; the timer for the tick while a connection is timed,
+ * and, to poll the queue, while a connect runs (the provider's handshake
+ * moves only when called), while the provider wants calls (fi_trywait
+ * refuses) or when it has no wait fd at all: soon after completions came
+ * (the last arm saw fewer), less and less often while none do.
+ */
+static int manual_arm(struct ofi_ep *sep)
+{
+	int polls = sep->wait_fd < 0, timed;
+	uint64_t ns;
+
+	if (!cci__spin_trylock(&sep->cq_lock))
+		return CCI_EAGAIN; /* another thread reads the queue: look after it */
+	if (!polls) {
+		struct fid *f = &sep->cq->fid;
+
+		polls = fi_trywait(sep->fabric, &f, 1) != FI_SUCCESS;
+	}
+	pthread_mutex_lock(&sep->lock);
+	timed = manual_timed(sep);
+	pthread_mutex_unlock(&sep->lock);
+	ns = timed ? OFI_TICK_NS : 0;
+	if (polls || timed == 2) {
+		ns = sep->poll_ns = poll_next_ns(sep->poll_ns, sep->cq_seen != sep->arm_seen);
+		sep->arm_seen = sep->cq_seen;
+	}
+	cci__spin_unlock(&sep->cq_lock);
+	cci__engine_handle_arm(&sep->eng, ns);
+	return CCI_SUCCESS;
+}
+
 /* The application is about to sleep on its OS handle: the thread takes
  * over progress now rather than at its next tick. */
 int ofi_arm(cci__ep_t *ep)
 {
 	struct ofi_ep *sep = ofi_ep_of(ep);
 
-	__atomic_store_n(&sep->hot_ns, cci__now_ns(), __ATOMIC_RELAXED);
-	__atomic_store_n(&sep->app_armed, 1, __ATOMIC_RELAXED);
-	cci__engine_cmd(&sep->eng, OFI_CMD_ARM);
+	if (cci__engine_manual(&sep->eng))
+		return manual_arm(sep);
+	cci__engine_app_arm(&sep->eng, OFI_CMD_ARM);
 	return CCI_SUCCESS;
 }

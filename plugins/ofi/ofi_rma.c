@@ -73,7 +73,7 @@ int ofi_rma_register(cci__ep_t *ep, cci__rma_reg_t *reg)
 	CCI__DLIST_PUSH(&sep->mrs, m);
 	pthread_mutex_unlock(&sep->mr_lock);
 	/* A peer's MR_REQ may already find reg in the core (mr_export). */
-	__atomic_store_n(&reg->priv, m, __ATOMIC_RELEASE);
+	atomic_store_explicit(&reg->priv, m, memory_order_release);
 	return CCI_SUCCESS;
 }
 
@@ -248,7 +248,7 @@ void ofi_mrs_free(struct ofi_ep *sep)
 static int mr_export(cci__rma_reg_t *reg, void *arg)
 {
 	struct cci__peer_reg_rep *rep = arg;
-	struct ofi_mr *m = __atomic_load_n(&reg->priv, __ATOMIC_ACQUIRE);
+	struct ofi_mr *m = atomic_load_explicit(&reg->priv, memory_order_acquire);
 
 	if (!m)
 		return CCI_ERR_RMA_HANDLE; /* still being registered */

@@ -59,6 +59,7 @@
 #include "dlist.h"
 #include "emu_rma.h"
 #include "engine.h"
+#include "progress_key.h"
 #include "grow.h"
 #include "iov.h"
 #include "random.h"
@@ -92,6 +93,7 @@ extern const struct cci_core *sm_core;
 #define SM_WARM_MIN 256u
 #define SM_BUF_COUNT_MAX 65536u
 #define SM_TICK_S 0.005             /* control thread timer tick */
+#define SM_TICK_NS 5000000ull
 #define SM_REQ_WAIT_NS 10000000000ull /* an accepted socket must ask within 10 s */
 /* Sockets one call of the listening socket's watcher accepts (it holds
  * sep->lock meanwhile); the watcher fires again for the rest. */
@@ -106,6 +108,7 @@ struct sm_dev {
 	char base[SM_SUN_PATH];
 	uint32_t mss;
 	int rma_copy; /* rma=copy: never use cross-memory attach */
+	int manual;   /* progress=manual: no control thread (progress_key.h) */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -337,7 +340,9 @@ struct sm_ep {
 	struct sm_conn *zombies;    /* disconnected, still held by RECV events */
 
 	/* Control thread: the shared engine, with the listening socket and
-	 * every control socket; the tick runs while there is something to time. */
+	 * every control socket; the tick runs while there is something to time.
+	 * With progress=manual no thread: progress() runs the loop
+	 * (cci__engine_poll). */
 	struct cci__engine eng;
 	ev_io listen_w;
 	/* accept(2), or a request's descriptors, ran out: listen_w stopped
@@ -512,6 +517,8 @@ void sm_request_done(cci__evt_t *evt);
 
 /* sm_loop.c */
 int sm_loop_start(struct sm_ep *sep);
+/* The application is about to sleep on the OS handle (sm_arm); no lock held. */
+void sm_loop_arm(struct sm_ep *sep);
 
 /* sm_ep.c */
 int sm_ep_create(cci__ep_t *ep, const char *service);

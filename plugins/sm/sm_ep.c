@@ -1,6 +1,7 @@
 /*
  * sm_ep.c - an endpoint: its doorbell and endpoint page, its listening
- * socket and control thread, progress and arming of the OS handle.
+ * socket and control thread (none with progress = manual: progress()
+ * runs its loop, sm_loop.c), progress and arming of the OS handle.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -212,6 +213,7 @@ int sm_arm(cci__ep_t *ep)
 
 	if (read(sep->bell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		SM_LOG(CCI_LOG_EP, "sm: doorbell read: %s", strerror(errno));
+	sm_loop_arm(sep);
 	atomic_store_explicit(&sep->page->armed, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
 	return sm_rx_pending(sep) ? CCI_EAGAIN : CCI_SUCCESS;
@@ -222,6 +224,7 @@ int sm_progress(cci__ep_t *ep)
 	struct sm_ep *sep = sm_ep_of(ep);
 	int rc, got;
 
+	cci__engine_poll(&sep->eng); /* progress = manual: the control loop's work */
 	/* The application is awake: peers need not ring any more, and a ring
 	 * that came is drained now, so the OS handle is readable only while
 	 * there is work.  Only endpoints that armed (waited on their OS

@@ -13,6 +13,14 @@
  * Its callbacks run with the loop lock held and take sep->lock.  A watcher
  * is stopped (under the loop lock) before its object is freed, which also
  * drops any event of it still pending in the batch being handled.
+ *
+ * progress = manual (an ini key, progress_key.h) starts no thread: the
+ * application's progress() runs the loop (cci__engine_poll), so requests
+ * are accepted, PINGs answered and timers run only while it calls.  With
+ * an OS handle, the loop's descriptors join the doorbell in it
+ * (cci__engine_handle_join): an application asleep there wakes for a
+ * message, a connection request, a control message, and once a tick while
+ * something is timed (sm_loop_arm).
  */
 
 #include "sm.h"
@@ -148,17 +156,39 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 
 int sm_loop_start(struct sm_ep *sep)
 {
-	if (cci__engine_init(&sep->eng, sep, SM_TICK_S, 1, NULL, on_tick) != CCI_SUCCESS) {
+	int rc;
+
+	if (cci__engine_init(&sep->eng, sep, SM_TICK_S, !sep->dev->manual, NULL, on_tick) !=
+	    CCI_SUCCESS) {
 		SM_ERR("sm: cannot set up the control thread of %s: out of memory", sep->sock_path);
 		return CCI_ENOMEM;
 	}
 	ev_io_init(&sep->listen_w, sm_hs_on_listen, sep->listen_fd, EV_READ);
 	sep->listen_w.data = sep;
 	ev_io_start(sep->eng.loop, &sep->listen_w);
-	if (cci__engine_start(&sep->eng) != CCI_SUCCESS) {
+	rc = sep->ep->os_epfd >= 0 ? cci__engine_handle_join(&sep->eng, sep->ep->os_epfd)
+	                           : CCI_SUCCESS;
+	if (rc == CCI_SUCCESS && cci__engine_start(&sep->eng) != CCI_SUCCESS) {
 		SM_ERR("sm: cannot start the control thread of %s", sep->sock_path);
-		cci__engine_fini(&sep->eng);
-		return CCI_ENOMEM;
+		rc = CCI_ENOMEM;
 	}
-	return CCI_SUCCESS;
+	if (rc != CCI_SUCCESS)
+		cci__engine_fini(&sep->eng);
+	return rc;
+}
+
+/* progress = manual: wake an application asleep on the OS handle in a
+ * tick while the tick has work (what on_tick visits), else only for
+ * commands and the loop's descriptors. */
+void sm_loop_arm(struct sm_ep *sep)
+{
+	int timed;
+
+	if (!cci__engine_manual(&sep->eng))
+		return;
+	pthread_mutex_lock(&sep->lock);
+	timed = sep->timed || atomic_load_explicit(&sep->asked, memory_order_relaxed) ||
+	        sep->reqs || sep->listen_paused || sep->dialq;
+	pthread_mutex_unlock(&sep->lock);
+	cci__engine_handle_arm(&sep->eng, timed ? SM_TICK_NS : 0);
 }

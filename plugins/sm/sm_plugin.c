@@ -47,6 +47,7 @@ static const struct cci_conf_key sm_conf_keys[] = {
 	  .help = "how RMA moves data: cma copies straight between the processes "
 	          "(falling back to copy when the kernel forbids it), copy goes through "
 	          "shared bounce buffers" },
+	CCI__PROGRESS_KEY(struct sm_dev, manual),
 	{ .name = NULL },
 };
 

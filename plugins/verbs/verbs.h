@@ -48,6 +48,7 @@
 #include "clock.h"
 #include "conn_base.h"
 #include "engine.h"
+#include "progress_key.h"
 #include "ifaddr.h"
 #include "iov.h"
 #include "lender.h"
@@ -87,6 +88,7 @@ struct verbs_dev {
 	uint32_t mss;
 	uint32_t sq_depth;
 	uint32_t recv_count;
+	int manual;                 /* progress = manual: no progress thread */
 	char info[256];
 };
 

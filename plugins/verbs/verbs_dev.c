@@ -24,7 +24,7 @@
 
 enum verbs_key {
 	VERBS_KEY_DEVICE, VERBS_KEY_HCA, VERBS_KEY_PORT, VERBS_KEY_IP, VERBS_KEY_INTERFACE,
-	VERBS_KEY_MSS, VERBS_KEY_SQ, VERBS_KEY_RECV, VERBS_KEY_COUNT
+	VERBS_KEY_MSS, VERBS_KEY_SQ, VERBS_KEY_RECV, VERBS_KEY_PROGRESS, VERBS_KEY_COUNT
 };
 
 /* A config section as read; "" or 0 when absent. */
@@ -33,6 +33,7 @@ struct verbs_conf {
 	uint32_t port;
 	char ip[INET6_ADDRSTRLEN], interface[VERBS_NAME_LEN];
 	uint32_t mss, sq_depth, recv_count;
+	int manual; /* progress = manual (progress_key.h) */
 };
 
 static void verbs_fork_init(void)
@@ -97,6 +98,7 @@ const struct cci_conf_key verbs_conf_keys[] = {
 		.offset = offsetof(struct verbs_conf, recv_count),
 		.help = "receive buffers of an endpoint's shared receive queue (its initial "
 		        "CCI_OPT_ENDPT_RECV_BUF_COUNT)" },
+	[VERBS_KEY_PROGRESS] = CCI__PROGRESS_KEY(struct verbs_conf, manual),
 	[VERBS_KEY_COUNT] = { .name = NULL },
 };
 
@@ -228,6 +230,7 @@ static int dev_publish(cci__dev_t *dev, struct ibv_context *ctx, uint8_t port,
 	d->mss = c->mss;
 	d->sq_depth = c->sq_depth;
 	d->recv_count = c->recv_count;
+	d->manual = c->manual;
 	if (why)
 		snprintf(d->info, sizeof(d->info), "RDMA adapter %s port %u: %s", name, port, why);
 	else

@@ -16,6 +16,12 @@
  * each completion to the file whose concern it is: receives to
  * verbs_rx.c, verbs_hs.c or verbs_rma.c by message type, sends to
  * verbs_tx.c.
+ *
+ * progress = manual (an ini key, progress_key.h) starts no thread:
+ * progress() runs the loop (cci__engine_poll).  With an OS handle the
+ * loop's descriptors join the completion channel in it
+ * (cci__engine_handle_join), and arm() sets its timer for the tick while
+ * a connection is timed.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -181,6 +187,7 @@ int verbs_progress(cci__ep_t *ep)
 	struct verbs_ep *sep = verbs_ep_of(ep);
 	int full;
 
+	cci__engine_poll(&sep->eng); /* progress = manual: the loop's work */
 	cci__engine_app_active(&sep->eng);
 	pthread_mutex_lock(&sep->lock);
 	cq_drain(sep);
@@ -189,17 +196,31 @@ int verbs_progress(cci__ep_t *ep)
 	return full ? CCI_ENOBUFS : CCI_SUCCESS;
 }
 
+/* progress = manual: does a connection wait for the tick (a connect, a
+ * keepalive, a send's timeout)?  sep->lock held. */
+static int manual_timed(const struct verbs_ep *sep)
+{
+	for (const struct verbs_conn *vc = sep->conns; vc; vc = vc->next)
+		if (vc->step != VERBS_STEP_OPEN || vc->base.timers.ka_us || vc->txq || vc->flight ||
+		    vc->rmaq)
+			return 1;
+	return 0;
+}
+
 /* The CQ notifies on its next completion after each event is handled
  * (the engine thread re-arms it before draining), so arming the OS handle
- * only has to look for what is already there. */
+ * only has to look for what is already there, and, with progress =
+ * manual, set the handle's timer for the tick while something is timed. */
 int verbs_arm(cci__ep_t *ep)
 {
 	struct verbs_ep *sep = verbs_ep_of(ep);
-	int n;
+	int n, timed;
 
 	pthread_mutex_lock(&sep->lock);
 	n = cq_drain(sep);
+	timed = manual_timed(sep);
 	pthread_mutex_unlock(&sep->lock);
+	cci__engine_handle_arm(&sep->eng, timed ? (uint64_t)(VERBS_TICK_S * 1e9) : 0);
 	return n > 0 ? CCI_EAGAIN : CCI_SUCCESS;
 }
 
@@ -373,14 +394,17 @@ static void watch(struct verbs_ep *sep, ev_io *w, void (*cb)(struct ev_loop *, e
 
 static int engine_start(struct verbs_ep *sep)
 {
-	int rc = cci__engine_init(&sep->eng, sep, VERBS_TICK_S, 1, on_cmd, on_tick);
+	int rc = cci__engine_init(&sep->eng, sep, VERBS_TICK_S, !sep->dev->manual, on_cmd, on_tick);
 
 	if (rc != CCI_SUCCESS)
 		return rc;
 	watch(sep, &sep->cm_w, on_cm_fd, sep->cm_ch->fd);
 	watch(sep, &sep->cq_w, on_cq_fd, sep->cc->fd);
 	watch(sep, &sep->async_w, on_async_fd, sep->ctx->async_fd);
-	rc = cci__engine_start(&sep->eng);
+	if (sep->ep->os_epfd >= 0)
+		rc = cci__engine_handle_join(&sep->eng, sep->ep->os_epfd);
+	if (rc == CCI_SUCCESS)
+		rc = cci__engine_start(&sep->eng);
 	if (rc != CCI_SUCCESS) {
 		ev_io_stop(sep->eng.loop, &sep->cm_w);
 		ev_io_stop(sep->eng.loop, &sep->cq_w);

@@ -22,6 +22,7 @@ int main(int argc, char **argv)
 		H_SUITE("threads", t_threads),
 		H_SUITE("bad arguments", t_args),
 		H_SUITE("CCI 2 programs", t_cci2),
+		H_SUITE("progress = auto and manual", t_progress),
 	};
 
 	return h_main("conformance", argc, argv, suites, sizeof(suites) / sizeof(suites[0]));

@@ -26,6 +26,11 @@ const char *h_transport_name(void)
 	return h_transport ? h_transport : "sm";
 }
 
+int h_handle_polls(void)
+{
+	return h_env_count("CCI_TEST_HANDLE_POLLS", 0) == 1;
+}
+
 unsigned long h_env_count(const char *name, unsigned long def)
 {
 	const char *v = getenv(name);
@@ -170,6 +175,28 @@ void h_sleep_ms(unsigned ms)
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
+}
+
+int h_count_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+int h_device_manual(const cci_device_t *dev)
+{
+	for (const char *const *kv = dev ? dev->conf_argv : NULL; kv && *kv; kv++)
+		if (strcmp(*kv, "progress=manual") == 0)
+			return 1;
+	return 0;
 }
 
 int h_count_fds(void)

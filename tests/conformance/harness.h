@@ -43,6 +43,14 @@ const char *h_transport_name(void);
  * knob), or def when it is unset, empty, zero or not a whole number. */
 unsigned long h_env_count(const char *name, unsigned long def);
 
+/* Does the run say (CCI_TEST_HANDLE_POLLS=1) that an armed OS handle
+ * wakes the application to poll even with nothing to hand out?  So it is
+ * with progress = manual over a device without a wait object (libfabric's
+ * shm provider): only the application's calls read it, and only a timer
+ * can bring them.  Checks that an idle handle stays quiet are then
+ * skipped, with a note. */
+int h_handle_polls(void);
+
 /* ---- checks -------------------------------------------------------------- */
 
 /*
@@ -85,6 +93,10 @@ void h_sleep_ms(unsigned ms);
 
 /* Open file descriptors of this process (-1 if /proc is missing). */
 int h_count_fds(void);
+/* Threads of this process (/proc/self/task), -1 if it cannot tell. */
+int h_count_threads(void);
+/* Is dev configured with progress = manual (no thread of the transport's)? */
+int h_device_manual(const cci_device_t *dev);
 /* The resident set of this process in KiB, from /proc (-1 if missing). */
 long h_rss_kb(void);
 long h_rss_shared_kb(void);  /* the part of it that is shared mappings */

@@ -281,7 +281,10 @@ static void armed_handle_turns_readable_on_message(void)
 
 	os_open(&f);
 	CHECK_RC(cci_arm_os_handle(f.ep, 0), CCI_SUCCESS);
-	CHECKF(!readable(f.fd, 200), "the armed OS handle is readable with no event");
+	if (h_handle_polls())
+		h_note("the armed OS handle wakes the application to poll here: quiet not checked");
+	else
+		CHECKF(!readable(f.fd, 200), "the armed OS handle is readable with no event");
 	srv_cmd(&f.s, SRV_CMD_SEND, 1);
 	CHECKF(readable(f.fd, 5000), "the armed OS handle did not turn readable "
 	       "when a message arrived");

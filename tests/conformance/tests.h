@@ -19,5 +19,6 @@ H_TABLE(t_teardown)
 H_TABLE(t_threads)
 H_TABLE(t_args)
 H_TABLE(t_cci2)
+H_TABLE(t_progress)
 
 #endif /* CONFORMANCE_TESTS_H */

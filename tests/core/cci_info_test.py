@@ -228,8 +228,9 @@ def case_example(c, a):
     check_options(c, a, out, doc)
 
 
+PROGRESS_KEY = ("progress", "choice", None, None, ["auto", "manual"], "auto")
 SM_KEYS = [("path", "string", 1, 89, [], None), ("mss", "integer", 64, 1048576, [], "8192"),
-           ("rma", "choice", None, None, ["cma", "copy"], "cma")]
+           ("rma", "choice", None, None, ["cma", "copy"], "cma"), PROGRESS_KEY]
 TCP_KEYS = [("ip", "custom", None, None, [], None),
             ("interface", "string", 1, 15, [], None),
             ("port", "integer", 0, 65535, [], "0"),
@@ -241,7 +242,7 @@ SOCK_KEYS = TCP_KEYS[:3] + [("mss", "integer", 64, 8388608, [], "65536"),
                             ("progress", "choice", None, None, ["auto", "manual"], "auto")]
 OFI_KEYS = [("provider", "string", 1, 63, [], None), ("domain", "string", 1, 63, [], None),
             ("iface", "string", 1, 63, [], None),
-            ("mss", "integer", 8192, 1048576, [], "65536")]
+            ("mss", "integer", 8192, 1048576, [], "65536"), PROGRESS_KEY]
 
 
 def check_keys(c, doc, name, want):

@@ -115,7 +115,7 @@ static void test_repeated_key_is_refused(void)
 static void test_sm_unknown_key(void)
 {
 	expect_refused("sm", "bogus = 1",
-	               "bogus: unknown key for transport sm (known: path, mss, rma)");
+	               "bogus: unknown key for transport sm (known: path, mss, rma, progress)");
 }
 
 static void test_sm_mss_out_of_range(void)
@@ -218,7 +218,7 @@ static void test_tcp_good_section(void)
 static void test_ofi_unknown_key(void)
 {
 	expect_refused("ofi", "port = 7",
-	               "port: unknown key for transport ofi (known: provider, domain, iface, mss)");
+	               "port: unknown key for transport ofi (known: provider, domain, iface, mss, progress)");
 }
 
 static void test_ofi_mss_out_of_range(void)

@@ -17,7 +17,7 @@
 static char err_text[16384];
 static int init_rc = -1;
 
-/* "keys sm: path mss rma", or "keys sm: (failed)". */
+/* "keys sm: path mss rma progress", or "keys sm: (failed)". */
 static void print_keys(cci_plugin_info_t *p)
 {
 	cci_conf_key_info_t *const *keys;
@@ -129,7 +129,7 @@ static void test_table_without_conf_keys_loads(void)
 
 static void test_plugin_keys_are_listed(void)
 {
-	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nkeys sm: path mss rma\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nkeys sm: path mss rma progress\n"));
 	/* A skipped plugin has a list too, empty when its table was not read. */
 	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nkeys badkeys:\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "\nkeys badabi:\n"));
