@@ -109,7 +109,8 @@ static void on_imm(struct ofi_ep *sep, struct ofi_rxbuf *rb, uint64_t data, size
 }
 
 /* A control message: the handshake's go to ofi_hs.c, the key exchange's
- * to ofi_rma.c, PING is answered here. */
+ * to ofi_rma.c, a connection's last word to ofi_disc.c, PING is answered
+ * here. */
 static void on_ctl(struct ofi_ep *sep, const struct ofi_msg *m)
 {
 	const struct ofi_hdr *h = &m->hdr;
@@ -120,6 +121,8 @@ static void on_ctl(struct ofi_ep *sep, const struct ofi_msg *m)
 		return;
 	}
 	oc = ofi_conn_lookup(sep, h->dst);
+	if (h->type == OFI_T_DISC || h->type == OFI_T_DISC_ACK)
+		ofi_disc_on_msg(oc, sep, h);
 	if (!oc)
 		return;
 	pthread_mutex_lock(&oc->lock);
@@ -455,6 +458,7 @@ static void timers(struct ofi_ep *sep, uint64_t now)
 	struct ofi_conn *oc;
 
 	ofi_conns_sweep(sep);
+	ofi_disc_expire(sep, now, 0);
 	ofi_peers_sweep(sep, now);
 	if (sep->reach == OFI_REACH_BY_PROBE)
 		ofi_peers_probe_poll(sep, now);
@@ -692,13 +696,6 @@ void ofi_thread_stop(struct ofi_ep *sep)
 	cci__engine_fini(&sep->eng);
 }
 
-/*
- * progress = manual: the application about to sleep on its OS handle
- * sets the handle's timer.  With a wait fd (in the handle), for the
- * timers while a connection is there, once fi_trywait says the queue is
- * empty; without one, to poll the queue: soon after completions came
- * (the last arm saw fewer), less and less often while none do.
- */
 /* Does a connection wait for the tick (timers(): a keepalive, a send's
  * timeout, credits owed; 1), or for the provider's handshake as well
  * (connecting; 2)?  sep->lock held. */
@@ -711,7 +708,7 @@ static int manual_timed(struct ofi_ep *sep)
 		if (ofi_conn_state(oc) == CCI__CONN_CONNECTING)
 			timed = 2;
 		else if (oc->base.timers.ka_us || oc->inflight || oc->msgq || oc->rmaq ||
-		         cci__credit_owe(&oc->cr))
+		         cci__credit_owed(&oc->cr) != 0)
 			timed = 1;
 		pthread_mutex_unlock(&oc->lock);
 	}
