@@ -43,6 +43,7 @@
  *   sep->pool_lock  the free lists of operations and the control queues;
  *   sep->rx_lock    the free list of receive buffers.  These two are
  *                   never held together.
+ *   sep->disc_lock  the DISCs awaiting an answer; nothing is taken inside.
  * Fields declared _Atomic (C11 <stdatomic.h>, every access explicit with
  * its memory order) are read or written without these locks: the
  * endpoint's receive and control counts, tx_pending and the head of the
@@ -226,6 +227,7 @@ struct ofi_conn {
 	                             * (sep->ended), or 0 */
 	struct ofi_conn *end_next;  /* sep->ended */
 	int is_client;
+	struct ofi_proc peer_proc;  /* the peer's process, from its hello */
 	int attr;
 	int imm;                    /* headers of messages to the peer go as CQ data */
 
@@ -373,6 +375,13 @@ struct ofi_ep {
 	struct ofi_peer *_Atomic ctlq_peers;
 	struct ofi_peer *ctlq_peers_tail;
 	_Atomic uint32_t ctl_out;   /* tracked control messages alive */
+	/* DISCs awaiting their DISC_ACK (ofi_disc.c), under disc_lock;
+	 * disc_out is their number, read without it. */
+	cci__spinlock_t disc_lock;
+	struct ofi_disc_wait *disc_waits;
+	uint32_t disc_n, disc_cap;
+	uint64_t disc_procs_ns;     /* when teardown last looked for exited peers */
+	_Atomic uint32_t disc_out;
 
 	/* Progress thread (ofi_loop.c); its watchers are the loop lock's, and
 	 * so are poll_ns and hot_ns.  Who polls is the engine's (engine.h). */
@@ -522,6 +531,8 @@ void ofi_peer_put_locked(struct ofi_peer *peer);
 void ofi_peers_free(struct ofi_ep *sep);
 void ofi_peers_sweep(struct ofi_ep *sep, uint64_t now);
 void ofi_proc_self(struct ofi_proc *p);
+/* Has the process p of this host exited (its pid gone or reused)? */
+int ofi_proc_exited(const struct ofi_proc *p);
 struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p);
 int ofi_pidw_exited(const struct ofi_pidw *w);
 int ofi_pidw_unreachable(const struct ofi_ep *sep, const struct ofi_pidw *w);
@@ -591,6 +602,18 @@ void ofi_live_del(struct ofi_ep *sep);
 int ofi_live_gone(const struct ofi_ep *sep, const uint8_t *addr, size_t len);
 void ofi_peer_cut(struct ofi_ep *sep, struct ofi_peer *p);
 void ofi_live_fini(void);
+
+/* ofi_disc.c */
+struct ofi_disc_wait {
+	uint32_t id;                /* our connection's id, which the answer names */
+	uint64_t until_ns;          /* given up then */
+	struct ofi_proc proc;       /* the peer's process on this host, else pid 0 */
+};
+void ofi_disc_await(struct ofi_conn *oc);
+void ofi_disc_answered(struct ofi_ep *sep, uint32_t id);
+void ofi_disc_expire(struct ofi_ep *sep, uint64_t now, int check_procs);
+void ofi_disc_waits_free(struct ofi_ep *sep);
+void ofi_disc_on_msg(struct ofi_conn *oc, struct ofi_ep *sep, const struct ofi_hdr *h);
 
 /* ofi_conn.c */
 struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, void *context);

@@ -232,6 +232,18 @@ static uint64_t proc_start(uint32_t pid)
 	return start;
 }
 
+int ofi_proc_exited(const struct ofi_proc *p)
+{
+	char path[64], buf[1024], *s;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", p->pid);
+	if (file_read(path, buf, sizeof(buf)) <= 0)
+		return 1;
+	s = strrchr(buf, ')');
+	/* a zombie has exited too, its parent has not reaped it yet */
+	return !s || s[1] != ' ' || strchr("ZX", s[2]) || proc_start(p->pid) != p->start;
+}
+
 void ofi_proc_self(struct ofi_proc *p)
 {
 	char boot[64] = "", host[256] = "";

@@ -118,11 +118,17 @@ void ofi_conns_sweep(struct ofi_ep *sep)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* Tell the peer (if it still listens) and drop the work; oc->lock held. */
+/* Tell the peer (if it still listens; its answer is awaited, ofi_disc.c)
+ * and drop the work; oc->lock held. */
 static void conn_close(struct ofi_conn *oc)
 {
-	if (ofi_conn_state(oc) == CCI__CONN_OPEN && !ofi_pidw_unreachable(oc->sep, ofi_conn_pidw(oc)))
-		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, OFI_CTL_TRACKED);
+	if (ofi_conn_state(oc) == CCI__CONN_OPEN &&
+	    !ofi_pidw_unreachable(oc->sep, ofi_conn_pidw(oc))) {
+		/* awaited before it leaves: the answer may come at once */
+		ofi_disc_await(oc);
+		if (ofi_ctl_send(oc, OFI_T_DISC, OFI_DISC_LAST, NULL, 0, OFI_CTL_TRACKED) != CCI_SUCCESS)
+			ofi_disc_answered(oc->sep, oc->id);
+	}
 	ofi_conn_move(oc, CCI__CONN_CLOSED);
 	ofi_tx_fail_all(oc, CCI_ERR_DISCONNECTED, 0);
 }

@@ -12,7 +12,7 @@
 
 #include "ofi.h"
 
-#define OFI_DESTROY_FLUSH_NS 2000000000ull /* DISC messages get this long to arrive */
+#define OFI_DESTROY_FLUSH_NS 2000000000ull /* DISC messages get this long to be answered */
 
 static void ep_init_fields(struct ofi_ep *sep, cci__ep_t *ep)
 {
@@ -200,6 +200,7 @@ static void ep_release(struct ofi_ep *sep)
 {
 	close_fid(sep->fep ? &sep->fep->fid : NULL);
 	ofi_conns_free_all(sep);
+	ofi_disc_waits_free(sep);
 	ofi_reqs_free(sep);
 	ofi_mrs_free(sep);
 	ofi_pool_fini(sep);
@@ -275,18 +276,26 @@ int ofi_ep_create(cci__ep_t *ep, const char *service)
 }
 
 /* Let the DISC messages of the closing connections arrive (delivery
- * complete, where the provider offers it: see ctl_fi_send), and with
- * them everything sent before; a peer that does not take them within
- * the bound (a frozen host) is given up. */
+ * complete, where the provider offers it: see ctl_fi_send) and be
+ * answered (ofi_disc.c): the peers then have everything sent before; a
+ * peer that does not answer within the bound (a frozen host) is given
+ * up. */
 static void ep_flush_ctl(struct ofi_ep *sep)
 {
 	uint64_t stop = cci__now_ns() + OFI_DESTROY_FLUSH_NS;
 
-	while (atomic_load_explicit(&sep->ctl_out, memory_order_acquire) > 0 && cci__now_ns() < stop) {
+	while ((atomic_load_explicit(&sep->ctl_out, memory_order_acquire) > 0 ||
+	        atomic_load_explicit(&sep->disc_out, memory_order_acquire) > 0) &&
+	       cci__now_ns() < stop) {
 		cci__spin_lock(&sep->cq_lock);
 		ofi_progress_locked(sep);
 		cci__spin_unlock(&sep->cq_lock);
+		ofi_disc_expire(sep, cci__now_ns(), 1); /* peers that exited will not answer */
 	}
+	if (atomic_load_explicit(&sep->disc_out, memory_order_acquire) > 0)
+		OFI_LOG(CCI_LOG_CONN, "ofi: endpoint %s closes with %u DISC unanswered after %llu ms, "
+		        "the first of %08x", sep->ep->uri, atomic_load(&sep->disc_out),
+		        (unsigned long long)(OFI_DESTROY_FLUSH_NS / 1000000u), sep->disc_waits[0].id);
 }
 
 void ofi_ep_stop(cci__ep_t *ep)

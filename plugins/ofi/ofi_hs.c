@@ -173,6 +173,7 @@ void ofi_connect_refused(struct ofi_conn *oc)
 static void conn_set_peer(struct ofi_conn *oc, const struct ofi_hello *h)
 {
 	oc->peer_id = h->id;
+	oc->peer_proc = h->proc;
 	oc->nonce = h->nonce;
 	oc->imm = oc->sep->imm && (h->flags & OFI_HELLO_IMM);
 	cci__credit_init(&oc->cr, h->credits < 0xffffu ? h->credits : 0xffffu, oc->cr.window);

@@ -72,6 +72,14 @@ void ofi_op_report(struct ofi_op *op, int status)
 		ofi_core->send_done(op->oc->conn, op->context, op->flags, status);
 }
 
+/* A control op was not sent, or failed: a connection's last word will
+ * not be answered either (ofi_disc.c). */
+static void ctl_lost(struct ofi_ep *sep, const struct ofi_op *op)
+{
+	if (op->kind == OFI_OP_CTL && op->tracked && op->ctl_type == OFI_T_DISC && op->oc)
+		ofi_disc_answered(sep, op->oc->id);
+}
+
 /* Release op if nothing holds it any more. */
 void ofi_op_done(struct ofi_ep *sep, struct ofi_op *op)
 {
@@ -355,10 +363,12 @@ static ssize_t ctlq_flush_peer(struct ofi_ep *sep, struct ofi_peer *peer)
 			        ofi_lib.strerror((int)-rc));
 		ctlq_shift(sep, peer);
 		op->in_flight = rc == 0;
-		if (rc == 0)
+		if (rc == 0) {
 			ctl_posted(op);
-		else
+		} else {
+			ctl_lost(sep, op);
 			ofi_op_done(sep, op);
+		}
 	}
 	return 0;
 }
@@ -621,6 +631,8 @@ struct ofi_conn *ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int stat
 	}
 	pthread_mutex_lock(&oc->lock);
 	ofi_flight_del(oc, op);
+	if (status != CCI_SUCCESS)
+		ctl_lost(sep, op);
 	if (status != CCI_SUCCESS && op->kind == OFI_OP_CTL && op->ctl_type == OFI_T_REQ) {
 		/* the server is not there: the caller fails the connect */
 		refused = ofi_conn_state(oc) == CCI__CONN_CONNECTING;

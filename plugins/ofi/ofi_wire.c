@@ -6,7 +6,7 @@
 #include "ofi_wire.h"
 
 /* The body size of each type: MSG and REQ have rules of their own (never
- * looked up here); REJECT, DISC, CREDIT, PING and PONG carry none. */
+ * looked up here); REJECT, DISC, CREDIT, PING, PONG and DISC_ACK carry none. */
 static const uint32_t body_len[OFI_T_LAST + 1] = {
 	[OFI_T_ACCEPT] = OFI_HELLO_LEN,
 	[OFI_T_CANCEL] = OFI_CANCEL_LEN,

@@ -37,7 +37,7 @@ enum ofi_type {
 	OFI_T_REQ = 2,      /* connection request (dst 0), struct ofi_hello */
 	OFI_T_ACCEPT = 3,   /* answer, struct ofi_hello */
 	OFI_T_REJECT = 4,
-	OFI_T_DISC = 5,     /* the sender closed the connection */
+	OFI_T_DISC = 5,     /* the sender closed the connection; aux OFI_DISC_LAST: answer it */
 	OFI_T_CANCEL = 6,   /* the client gave up waiting (dst 0), struct ofi_cancel */
 	OFI_T_CREDIT = 7,   /* only the credits field */
 	OFI_T_PING = 8,
@@ -46,9 +46,14 @@ enum ofi_type {
 	OFI_T_MR_REQ = OFI_T_MR + CCI__PEER_REG_MSG_REQ,
 	OFI_T_MR_REP = OFI_T_MR + CCI__PEER_REG_MSG_REP,
 	OFI_T_MR_INVAL = OFI_T_MR + CCI__PEER_REG_MSG_INVAL,
-	OFI_T_MR_DONE = OFI_T_MR + CCI__PEER_REG_MSG_DONE
+	OFI_T_MR_DONE = OFI_T_MR + CCI__PEER_REG_MSG_DONE,
+	OFI_T_DISC_ACK = OFI_T_MR_DONE + 1 /* a DISC marked OFI_DISC_LAST was taken */
 };
-#define OFI_T_LAST OFI_T_MR_DONE
+#define OFI_T_LAST OFI_T_DISC_ACK
+/* The aux of a DISC that cci_disconnect or endpoint teardown sends, the
+ * connection's last word: its receiver answers with a DISC_ACK, once it
+ * read the DISC and so every message of the connection before it. */
+#define OFI_DISC_LAST 1u
 
 /* Every message begins with this; the payload follows, 8-byte aligned.
  * Wire offsets: dst 0, seq 4, credits 8, type 10, version 11, aux 12. */

@@ -135,7 +135,7 @@ static void test_request_decodes(void)
 static void test_fixed_bodies_decode(void)
 {
 	static const uint8_t bare[] = { OFI_T_REJECT, OFI_T_DISC, OFI_T_CREDIT, OFI_T_PING,
-	                                OFI_T_PONG };
+	                                OFI_T_PONG, OFI_T_DISC_ACK };
 	uint8_t buf[BUF_MAX];
 	struct ofi_hello h = hello_ok();
 	struct ofi_cancel c = { .id = 9, .nonce = 10 };
