@@ -53,6 +53,8 @@ struct load_msg {
 struct load_stats {
 	uint64_t recvs, order_errors, dups, foreign, requests;
 	uint32_t complete;        /* clients whose every message arrived */
+	uint32_t short_client;    /* the first client that is not, and how far it got */
+	uint32_t short_next;
 	uint32_t pad;
 };
 
@@ -133,6 +135,13 @@ static void load_server_role(int rfd, int wfd, const void *arg)
 			load_recv(s, ev);
 		CHECK_RC(cci_return_event(ev), CCI_SUCCESS);
 	}
+	s->st.short_client = UINT32_MAX;
+	for (uint32_t i = 0; i < s->a->clients; i++)
+		if (s->next[i] != s->a->msgs) {
+			s->st.short_client = i;
+			s->st.short_next = s->next[i];
+			break;
+		}
 	h_msg_send(wfd, &s->st, sizeof(s->st));
 	EXPECT_QUIET(s->ep, 200);
 	h_teardown(s->ep);
@@ -170,7 +179,11 @@ static void load_client_role(int rfd, int wfd, const void *arg)
 	for (uint32_t i = 0; i < lc->a->msgs; i++) {
 		struct load_msg m = { lc->id, i };
 
-		if (!CHECK_RC(h_send(ep, c, &m, sizeof(m), NULL, 0, &ctr), CCI_SUCCESS))
+		int rc = h_send(ep, c, &m, sizeof(m), NULL, 0, &ctr);
+
+		if (!CHECKF(rc == CCI_SUCCESS, "client %u: message %u refused: %s (%llu sends "
+		            "completed)", lc->id, i, cci_strerror(ep, rc),
+		            (unsigned long long)ctr.ok))
 			break;
 	}
 	h_drain(ep, &ctr, lc->a->msgs, 120000);
@@ -218,9 +231,11 @@ static void many_clients(void)
 	}
 	CHECKF(st.recvs == (uint64_t)a.clients * a.msgs && st.complete == a.clients,
 	       "the server received %llu of %u x %u messages; %u clients complete; "
-	       "%llu connect requests, %u clients connected (slowest in %llu ms)",
+	       "%llu connect requests, %u clients connected (slowest in %llu ms); the first "
+	       "short one, client %d, stopped before message %u",
 	       (unsigned long long)st.recvs, a.clients, a.msgs, st.complete,
-	       (unsigned long long)st.requests, connected, (unsigned long long)slowest_connect);
+	       (unsigned long long)st.requests, connected, (unsigned long long)slowest_connect,
+	       st.short_client == UINT32_MAX ? -1 : (int)st.short_client, st.short_next);
 	CHECKF(st.order_errors == 0 && st.dups == 0 && st.foreign == 0, "%llu out of order, "
 	       "%llu twice, %llu foreign", (unsigned long long)st.order_errors,
 	       (unsigned long long)st.dups, (unsigned long long)st.foreign);
