@@ -288,11 +288,10 @@ struct sock_ep {
 	uint32_t dgram;             /* largest datagram we receive */
 	uint32_t window;            /* datagrams granted to each peer */
 	int manual;
-	int tfd;                    /* manual with an OS handle: a timerfd in it */
-	struct cci__engine eng;     /* who polls and a deferred tick (engine.h) */
+	struct cci__engine eng;     /* who polls, the tick (engine.h); no thread
+	                             * with progress = manual */
 	int eng_on;
 	ev_io rx_w;
-	uint64_t next_tick_ns;      /* manual: when progress() runs the tick */
 	uint32_t idle_polls;        /* empty polls since the clock was last read */
 
 	pthread_mutex_t lock;

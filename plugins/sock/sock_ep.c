@@ -9,13 +9,17 @@
  * keepalive, HELLOs again).  When a whole tick passes without a poll, the
  * thread watches the socket too, so acks, retransmissions and requests
  * keep moving while the application computes.
+ *
+ * progress = manual: the engine has no thread and progress() runs its
+ * loop (cci__engine_poll: the tick); an OS handle holds the socket and
+ * the engine's timer (cci__engine_handle_join), which sock_arm sets for
+ * the next reliability timer or tick.
  */
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "sock.h"
@@ -116,6 +120,7 @@ int sock_progress(cci__ep_t *ep)
 	uint64_t now = 0;
 	int starved, due;
 
+	cci__engine_poll(&sep->eng); /* progress = manual: the tick */
 	cci__engine_app_active(&sep->eng);
 	pthread_mutex_lock(&sep->lock);
 	if (cci__lender_returned(&sep->lend))
@@ -127,9 +132,8 @@ int sock_progress(cci__ep_t *ep)
 		goto out;
 	if (!now)
 		now = cci__now_ns();
-	if (due || (sep->manual && now >= sep->next_tick_ns)) {
+	if (due) {
 		cci__engine_tick_done(&sep->eng);
-		sep->next_tick_ns = now + SOCK_TICK_NS;
 		tick_run(sep, now);
 	} else if (sep->timer_ns <= now) {
 		sock_conn_timers(sep, now);
@@ -168,20 +172,16 @@ static uint64_t manual_wait_ns(struct sock_ep *sep, uint64_t now)
 
 /* About to sleep on the OS handle.  The socket is in it, so datagrams
  * wake the application; timers need the thread (woken into thread mode
- * now) or, with progress = manual, the handle's timerfd, armed for when
- * the next one is due. */
+ * now) or, with progress = manual, the engine's timer in the handle, set
+ * for when the next one is due. */
 int sock_arm(cci__ep_t *ep)
 {
 	struct sock_ep *sep = sock_ep_of(ep);
 	int pending;
 
 	pthread_mutex_lock(&sep->lock);
-	if (sep->manual) {
-		uint64_t ns = manual_wait_ns(sep, cci__now_ns());
-		struct itimerspec its = { .it_value.tv_sec = (time_t)(ns / 1000000000ull),
-		                          .it_value.tv_nsec = (long)(ns % 1000000000ull) };
-		timerfd_settime(sep->tfd, 0, &its, NULL);
-	}
+	if (sep->manual)
+		cci__engine_handle_arm(&sep->eng, manual_wait_ns(sep, cci__now_ns()));
 	if (sep->touched || sep->ntx) /* what the last poll's datagram left */
 		sock_tx_finish(sep, cci__now_ns());
 	pending = cci__lender_returned(&sep->lend) ||
@@ -300,36 +300,41 @@ static void window_size(struct sock_ep *sep)
 	sep->window = w < SOCK_WINDOW_MIN ? SOCK_WINDOW_MIN : w > SOCK_WINDOW_MAX ? SOCK_WINDOW_MAX : w;
 }
 
+/* The socket in the OS handle; with progress = manual the engine's loop
+ * and timer too (after engine_start). */
 static int handle_join(struct sock_ep *sep)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
+	int rc;
 
 	if (sep->ep->os_epfd < 0)
 		return CCI_SUCCESS;
 	if (epoll_ctl(sep->ep->os_epfd, EPOLL_CTL_ADD, sep->fd, &ev) != 0)
 		return cci__errno_status(errno);
-	if (!sep->manual)
-		return CCI_SUCCESS;
-	sep->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (sep->tfd < 0 || epoll_ctl(sep->ep->os_epfd, EPOLL_CTL_ADD, sep->tfd, &ev) != 0)
-		return cci__errno_status(errno);
-	return CCI_SUCCESS;
+	rc = cci__engine_handle_join(&sep->eng, sep->ep->os_epfd);
+	if (rc != CCI_SUCCESS)
+		SOCK_ERR("sock: %s: cannot build the OS handle: %s", sep->ep->uri,
+		         sock_core->status_text(rc));
+	return rc;
 }
 
+/* The engine: with a thread, which reads the socket while the application
+ * does not poll; with progress = manual, run by progress() alone. */
 static int engine_start(struct sock_ep *sep)
 {
-	if (sep->manual)
-		return CCI_SUCCESS;
-	if (cci__engine_init(&sep->eng, sep, SOCK_TICK_S, 1, on_cmd, on_tick) != CCI_SUCCESS) {
+	if (cci__engine_init(&sep->eng, sep, SOCK_TICK_S, !sep->manual, on_cmd, on_tick) !=
+	    CCI_SUCCESS) {
 		SOCK_ERR("sock: cannot create the event loop (libev)");
 		return CCI_ENOMEM;
 	}
 	sep->eng_on = 1;
-	ev_io_init(&sep->rx_w, rx_cb, sep->fd, EV_READ);
-	sep->rx_w.data = sep;
-	/* Until the application polls, the thread reads. */
-	cci__engine_mode_init(&sep->eng, on_mode, 1);
-	ev_io_start(sep->eng.loop, &sep->rx_w);
+	if (!sep->manual) {
+		ev_io_init(&sep->rx_w, rx_cb, sep->fd, EV_READ);
+		sep->rx_w.data = sep;
+		/* Until the application polls, the thread reads. */
+		cci__engine_mode_init(&sep->eng, on_mode, 1);
+		ev_io_start(sep->eng.loop, &sep->rx_w);
+	}
 	if (cci__engine_start(&sep->eng) != CCI_SUCCESS) {
 		SOCK_ERR("sock: cannot start the progress thread of %s", sep->ep->uri);
 		return CCI_ENOMEM;
@@ -344,7 +349,7 @@ static void ep_fields_init(struct sock_ep *sep, cci__ep_t *ep)
 	sep->dev = ep->dev->priv;
 	sep->mss = sep->dev->mss;
 	sep->manual = sep->dev->manual_progress;
-	sep->fd = sep->tfd = -1;
+	sep->fd = -1;
 	sep->timer_ns = SOCK_REL_NEVER;
 	LIST_INIT(&sep->conns);
 	TAILQ_INIT(&sep->connecting);
@@ -369,8 +374,6 @@ static void ep_release(struct sock_ep *sep)
 	}
 	if (sep->fd >= 0)
 		close(sep->fd);
-	if (sep->tfd >= 0)
-		close(sep->tfd);
 	sock_tx_ops_free(sep);
 	sock_rb_free_all(sep);
 	free(sep->rx_mem);
@@ -403,9 +406,9 @@ int sock_ep_create(cci__ep_t *ep, const char *service)
 	if (rc == CCI_SUCCESS && !(ep->uri = net_uri_make("sock", sep->dev, sep->port)))
 		rc = CCI_ENOMEM;
 	if (rc == CCI_SUCCESS)
-		rc = handle_join(sep);
-	if (rc == CCI_SUCCESS)
 		rc = engine_start(sep);
+	if (rc == CCI_SUCCESS)
+		rc = handle_join(sep);
 	if (rc != CCI_SUCCESS) {
 		free(ep->uri);
 		ep->uri = NULL;

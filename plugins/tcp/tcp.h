@@ -55,7 +55,6 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
 #include <sys/uio.h>
 
 #include "cci_plugin.h"
@@ -122,8 +121,6 @@ extern const struct cci_core *tcp_core;
 #define TCP_RX_ROUNDS 64              /* reads per connection per pass */
 #define TCP_POLL_DIRECT_MAX 4         /* up to this many sockets polled by recv */
 #define TCP_FULL_SKIP 8               /* polls without a write after a full socket */
-#define TCP_MANUAL_LOOP_NS 100000ull /* progress=manual: loop work at most this often */
-#define TCP_MANUAL_CLOCK_EVERY 16u    /* ... judged by a clock read every this many polls */
 
 /* Why the listening socket is not watched (listen_guard.h): accept failed
  * for want of descriptors or memory (CCI__LISTEN_NOFD), or TCP_HS_MAX
@@ -320,13 +317,8 @@ struct tcp_ep {
 	struct tcp_rlink *retry_head[TCP_RETRY_LEVELS], *retry_tail[TCP_RETRY_LEVELS];
 
 	/* Progress thread (none with progress=manual: progress() runs the
-	 * loop's work itself, see loop_manual in tcp_loop.c). */
+	 * loop's work itself, cci__engine_poll). */
 	int manual;
-	_Atomic uint32_t manual_polls;
-	_Atomic uint64_t manual_next_ns;
-	int manual_tfd;                /* ... with an OS handle: a timerfd in it, armed
-	                                * for one tick while anything waits for the
-	                                * loop (tcp_arm) */
 	struct cci__engine eng;        /* the loop; eng.lock is the loop lock; who
 	                                * polls and the coarse clock (engine.h) */
 	ev_io listen_w, rx_w;
@@ -399,28 +391,15 @@ static inline void tcp_rx_sink(struct tcp_conn *tc, int sink, char *dst, uint64_
 	tc->left = len;
 }
 
-/* progress=manual with an OS handle: its timerfd fires in ns nanoseconds
- * (0 disarms it), which makes the handle readable. */
-static inline void tcp_manual_timer(struct tcp_ep *sep, long ns)
-{
-	struct itimerspec its = { .it_value.tv_nsec = ns };
-
-	if (timerfd_settime(sep->manual_tfd, 0, &its, NULL) != 0)
-		TCP_ERR("tcp: %s: cannot arm the timer of the OS handle: %s", sep->ep->uri,
-		        strerror(errno));
-}
-
 /*
  * The loop's doorbell, the one way a layer leaves work for the loop: OR
  * command bits (TCP_CMD_*; 0 only wakes it) from any thread, without a
- * lock.  With progress=manual and an OS handle the handle's timerfd fires
- * at once too, so that an application asleep on it comes to run the loop.
+ * lock.  With progress=manual and an OS handle the engine wakes the
+ * handle too, so that an application asleep on it comes to run the loop.
  */
 static inline void tcp_loop_cmd(struct tcp_ep *sep, unsigned cmd)
 {
 	cci__engine_cmd(&sep->eng, cmd);
-	if (sep->manual_tfd >= 0)
-		tcp_manual_timer(sep, 1);
 }
 
 /* The ack for a frame being encoded: everything received so far, now

@@ -47,7 +47,7 @@ static void ep_fields_init(struct tcp_ep *sep, cci__ep_t *ep)
 	sep->dev = ep->dev->priv;
 	sep->mss = sep->dev->mss;
 	sep->manual = sep->dev->manual_progress;
-	sep->listen_fd = sep->rx_epfd = sep->manual_tfd = -1;
+	sep->listen_fd = sep->rx_epfd = -1;
 	pthread_mutex_init(&sep->lock, NULL);
 	ep->recv_buf_count = TCP_RECV_COUNT_DEFAULT;
 	cci__lender_init(&sep->lend, TCP_RECV_COUNT_DEFAULT);
@@ -64,8 +64,6 @@ static void ep_release(struct tcp_ep *sep)
 		close(sep->listen_fd);
 	if (sep->rx_epfd >= 0)
 		close(sep->rx_epfd);
-	if (sep->manual_tfd >= 0)
-		close(sep->manual_tfd);
 	tcp_pool_fini(sep);
 	free(sep->open);
 	pthread_mutex_destroy(&sep->lock);

@@ -101,22 +101,17 @@ static void hs_retry_due(struct tcp_ep *sep, uint64_t now);
 
 /* ---- server ------------------------------------------------------------- */
 
-/* The guard's watch: stop or start watching the listening socket (and,
- * with progress=manual and an OS handle, its place in the handle, which
- * would stay readable with nobody accepting).  The loop lock held. */
+/* The guard's watch: stop or start watching the listening socket (with
+ * progress=manual and an OS handle, also its readiness in the handle, which
+ * holds the loop's descriptor).  The loop lock held. */
 static void listen_watch(void *arg, int on)
 {
 	struct tcp_ep *sep = arg;
-	struct epoll_event ev = { .events = EPOLLIN };
 
 	if (on)
 		ev_io_start(sep->eng.loop, &sep->listen_w);
 	else
 		ev_io_stop(sep->eng.loop, &sep->listen_w);
-	if (sep->manual_tfd >= 0 &&
-	    epoll_ctl(sep->ep->os_epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, sep->listen_fd, &ev) != 0)
-		TCP_ERR("tcp: %s: cannot %s the listening socket in the OS handle: %s", sep->ep->uri,
-		        on ? "put back" : "take out", strerror(errno));
 }
 
 static void req_unlink(struct tcp_req *req)

@@ -20,8 +20,9 @@
  * computes.
  *
  * progress=manual (an ini key) starts no thread: the endpoint stays in app
- * mode and progress() runs the loop without waiting, at most every
- * TCP_MANUAL_LOOP_NS or at once when a command waits.  No thread shares
+ * mode and progress() runs the loop without waiting (cci__engine_poll: at
+ * most every CCI__ENGINE_MANUAL_NS, or at once when a command or the OS
+ * handle's wake-up waits).  No thread shares
  * the process's descriptor table then, so the kernel takes no file
  * reference per socket system call (about 55 ns each here), but nothing
  * moves while the application makes no call.
@@ -184,49 +185,6 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 	pthread_mutex_unlock(&sep->lock);
 }
 
-/* progress=manual: the loop's work, from progress() before it takes
- * sep->lock.  A clock read every TCP_MANUAL_CLOCK_EVERY polls keeps the
- * empty poll free of a second system call. */
-static void loop_manual(struct tcp_ep *sep)
-{
-	/* With an OS handle, a wake-up may have come from the loop's sockets
-	 * or the timerfd: always look. */
-	if (!cci__engine_cmd_pending(&sep->eng) && sep->manual_tfd < 0) {
-		/* A count, not a lock: polls of several threads may merge. */
-		uint32_t n = atomic_load_explicit(&sep->manual_polls, memory_order_relaxed) + 1;
-		atomic_store_explicit(&sep->manual_polls, n, memory_order_relaxed);
-		if (n % TCP_MANUAL_CLOCK_EVERY != 0 ||
-		    cci__now_ns() < atomic_load_explicit(&sep->manual_next_ns, memory_order_relaxed))
-			return;
-	}
-	/* Unless another thread of the application runs it now. */
-	if (cci__engine_run_nowait(&sep->eng))
-		atomic_store_explicit(&sep->manual_next_ns, cci__now_ns() + TCP_MANUAL_LOOP_NS,
-		                      memory_order_relaxed);
-}
-
-/*
- * progress=manual with an OS handle: the listening socket and a timerfd
- * join it (the readable connections are in it already), so the
- * application that sleeps on it wakes for a connection request, a
- * message, and, while anything waits for the loop or a timer, after one
- * tick.  libev does not expose its epoll descriptor, hence the tick for
- * handshakes and sockets full of queued bytes.
- */
-static int tcp_loop_manual_handle(struct tcp_ep *sep)
-{
-	struct epoll_event ev = { .events = EPOLLIN };
-
-	sep->manual_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (sep->manual_tfd < 0 ||
-	    epoll_ctl(sep->ep->os_epfd, EPOLL_CTL_ADD, sep->manual_tfd, &ev) != 0 ||
-	    epoll_ctl(sep->ep->os_epfd, EPOLL_CTL_ADD, sep->listen_fd, &ev) != 0) {
-		TCP_ERR("tcp: %s: cannot build the OS handle: %s", sep->ep->uri, strerror(errno));
-		return cci__errno_status(errno);
-	}
-	return CCI_SUCCESS;
-}
-
 /* Does anything on sep wait for the loop or a timer?  sep->lock held. */
 static int manual_tick_wanted(struct tcp_ep *sep)
 {
@@ -247,11 +205,12 @@ static int manual_tick_wanted(struct tcp_ep *sep)
 /*
  * The ops table's arm: the application is about to sleep on the OS handle.
  * Socket bytes wake it by themselves (the readable set is in it); queued
- * bytes need the thread or, with progress=manual, the handle's timerfd:
- * armed for one tick if anything waits, else disarmed (either clears an
- * expiry that woke the application).  Under sep->lock: a connection
- * linked meanwhile (under that lock, its tcp_loop_cmd after) is either
- * seen here or wakes the handle after this call.  Acks read but not
+ * bytes need the thread or, with progress=manual, the engine's timer in
+ * the handle (engine.h): armed for one tick if anything waits, else for
+ * commands only (either clears an expiry that woke the application).
+ * Under sep->lock: a connection linked meanwhile (under that lock, its
+ * tcp_loop_cmd after) is either seen here or wakes the handle after this
+ * call.  Acks read but not
  * applied yet (rx_conn in tcp_rx.c leaves them to the next pass) and a
  * receive buffer returned while starved are work for cci_get_event now.
  */
@@ -264,7 +223,8 @@ int tcp_arm(cci__ep_t *ep)
 		tcp_loop_cmd(sep, TCP_CMD_WAKE);
 	pthread_mutex_lock(&sep->lock);
 	if (sep->manual)
-		tcp_manual_timer(sep, manual_tick_wanted(sep) ? (long)(TCP_TICK_S * 1e9) : 0);
+		cci__engine_handle_arm(&sep->eng,
+		                       manual_tick_wanted(sep) ? (uint64_t)(TCP_TICK_S * 1e9) : 0);
 	pending = sep->acks_pending ||
 	          (atomic_load(&sep->rx_starved) && tcp_rb_available(sep));
 	pthread_mutex_unlock(&sep->lock);
@@ -284,11 +244,15 @@ static void watchers_init(struct tcp_ep *sep)
 		ev_io_start(loop, &sep->rx_w);
 }
 
-/* With progress=manual nothing sleeps in the loop (loop_manual runs it
+/* With progress=manual nothing sleeps in the loop (progress() runs it
  * without waiting), so the engine runs without a thread, and an OS handle
- * takes the loop's descriptors (tcp_loop_manual_handle). */
+ * takes the loop's descriptor (the listening and handshake sockets) and
+ * the engine's timer (cci__engine_handle_join); the readable connections
+ * are in it already (rx_epfd). */
 int tcp_loop_start(struct tcp_ep *sep)
 {
+	int rc;
+
 	if (cci__engine_init(&sep->eng, sep, TCP_TICK_S, !sep->manual, on_cmd, on_tick) !=
 	    CCI_SUCCESS) {
 		TCP_ERR("tcp: cannot create the event loop (libev)");
@@ -299,7 +263,13 @@ int tcp_loop_start(struct tcp_ep *sep)
 		TCP_ERR("tcp: cannot start the progress thread of %s", sep->ep->uri);
 		return CCI_ENOMEM; /* ep_release ends the engine */
 	}
-	return sep->manual && sep->ep->os_epfd >= 0 ? tcp_loop_manual_handle(sep) : CCI_SUCCESS;
+	if (sep->ep->os_epfd >= 0 &&
+	    (rc = cci__engine_handle_join(&sep->eng, sep->ep->os_epfd)) != CCI_SUCCESS) {
+		TCP_ERR("tcp: %s: cannot build the OS handle: %s", sep->ep->uri,
+		        tcp_core->status_text(rc));
+		return rc;
+	}
+	return CCI_SUCCESS;
 }
 
 /* The ops table's progress: one pass over the endpoint for the caller
@@ -312,8 +282,7 @@ int tcp_progress(cci__ep_t *ep)
 
 	cci__engine_app_active(&sep->eng);
 	atomic_fetch_add_explicit(&sep->progress_gen, 1, memory_order_relaxed);
-	if (sep->manual)
-		loop_manual(sep);
+	cci__engine_poll(&sep->eng); /* progress=manual: the loop's work */
 	/* Wait for the progress thread if it holds the lock: it is reading
 	 * or posting, and what it posts is what the caller wants next. */
 	pthread_mutex_lock(&sep->lock);

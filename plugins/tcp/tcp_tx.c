@@ -89,7 +89,7 @@ static void tx_mark(struct tcp_conn *tc)
 	atomic_fetch_add(&sep->tx_busy, q ? 1 : -1);
 	/* The thread, or an application asleep on a manual endpoint's OS
 	 * handle, must come back for the queued bytes. */
-	if (q && (cci__engine_thread_polls(&sep->eng) || sep->manual_tfd >= 0))
+	if (q && (cci__engine_thread_polls(&sep->eng) || (sep->manual && sep->ep->os_epfd >= 0)))
 		tcp_loop_cmd(sep, TCP_CMD_TX);
 }
 
