@@ -61,14 +61,14 @@ static void connect_failed(struct ofi_conn *oc, int status, int cq_held)
 	ofi_conn_unlist(oc, cq_held);
 }
 
-static void hello_fill(struct ofi_conn *oc, struct ofi_hello *h)
+/* Our hello for oc: a request says its attribute, an answer none. */
+static void hello_fill(struct ofi_conn *oc, enum cci__hello_kind kind, struct ofi_hello *h)
 {
 	memset(h, 0, sizeof(*h));
+	h->core = (struct cci__hello){
+		.attr = kind == CCI__HELLO_REQUEST ? (uint8_t)oc->attr : 0,
+		.mss = oc->sep->mss, .credits = oc->cr.window, .nonce = oc->nonce };
 	h->id = oc->id;
-	h->attr = (uint32_t)oc->attr;
-	h->mss = oc->sep->mss;
-	h->credits = oc->cr.window;
-	h->nonce = oc->nonce;
 	h->proc = oc->sep->self;
 	h->flags = oc->sep->imm ? OFI_HELLO_IMM : 0;
 }
@@ -80,9 +80,9 @@ static int send_req(struct ofi_conn *oc, const void *data, uint32_t data_len)
 	struct ofi_hello h;
 	int rc;
 
-	hello_fill(oc, &h);
+	hello_fill(oc, CCI__HELLO_REQUEST, &h);
 	h.addr_len = (uint32_t)sep->addr_len;
-	h.data_len = data_len;
+	h.core.data_len = data_len;
 	ofi_hello_encode(&h, body);
 	memcpy(body + OFI_HELLO_LEN, sep->addr, sep->addr_len);
 	if (data_len)
@@ -174,11 +174,11 @@ static void conn_set_peer(struct ofi_conn *oc, const struct ofi_hello *h)
 {
 	oc->peer_id = h->id;
 	oc->peer_proc = h->proc;
-	oc->nonce = h->nonce;
+	oc->nonce = h->core.nonce;
 	oc->imm = oc->sep->imm && (h->flags & OFI_HELLO_IMM);
-	cci__credit_init(&oc->cr, h->credits < 0xffffu ? h->credits : 0xffffu, oc->cr.window);
-	if (h->mss < oc->conn->pub.max_send_size)
-		oc->conn->pub.max_send_size = h->mss;
+	cci__credit_init(&oc->cr, h->core.credits, oc->cr.window); /* <= OFI_WINDOW_MAX */
+	if (h->core.mss < oc->conn->pub.max_send_size)
+		oc->conn->pub.max_send_size = h->core.mss;
 	cci__ct_arm(&oc->base.timers, oc->conn->keepalive_us, cci__now_ns());
 	ofi_conn_move(oc, CCI__CONN_OPEN);
 }
@@ -190,7 +190,7 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_
 	const struct ofi_hello h = *hp;
 	struct ofi_pidw *w, *old;
 
-	if (!oc->is_client || h.nonce != oc->nonce)
+	if (!oc->is_client || h.core.nonce != oc->nonce)
 		return;
 	w = ofi_pidw_get(sep, &h.proc);
 	pthread_mutex_lock(&oc->lock);
@@ -244,8 +244,8 @@ static void on_req(struct ofi_ep *sep, const struct ofi_msg *m)
 	req->next = sep->reqs;
 	sep->reqs = req;
 	pthread_mutex_unlock(&sep->lock);
-	if (ofi_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.attr,
-	                           m->data, req->hello.data_len, req) == CCI_SUCCESS)
+	if (ofi_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.core.attr,
+	                           m->data, req->hello.core.data_len, req) == CCI_SUCCESS)
 		return;
 	req_forget(sep, req);
 }
@@ -258,7 +258,7 @@ static void on_cancel(struct ofi_ep *sep, const struct ofi_cancel *cp)
 
 	pthread_mutex_lock(&sep->lock);
 	for (struct ofi_req *r = sep->reqs; r; r = r->next)
-		if (r->hello.id == c.id && r->hello.nonce == c.nonce)
+		if (r->hello.id == c.id && r->hello.core.nonce == c.nonce)
 			atomic_store_explicit(&r->cancelled, 1, memory_order_relaxed);
 	for (struct ofi_conn *oc = sep->conns; oc && !hit; oc = oc->next)
 		if (!oc->is_client && oc->peer_id == c.id && oc->nonce == c.nonce)
@@ -307,7 +307,7 @@ int ofi_accept(cci__evt_t *evt, void *context)
 	struct ofi_conn *oc;
 	int cancelled = atomic_load_explicit(&req->cancelled, memory_order_relaxed);
 
-	oc = ofi_conn_new(sep, (cci_conn_attribute_t)req->hello.attr, context);
+	oc = ofi_conn_new(sep, (cci_conn_attribute_t)req->hello.core.attr, context);
 	if (!oc) {
 		OFI_WARN("ofi: endpoint %s is out of memory or holds %u connections, its most: "
 		         "request %08x rejected", evt->ep->uri, OFI_MAX_CONNS, req->hello.id);
@@ -322,7 +322,7 @@ int ofi_accept(cci__evt_t *evt, void *context)
 	pthread_mutex_lock(&oc->lock);
 	atomic_store_explicit(&oc->pidw, w, memory_order_release); /* ctl_peer_gone reads it unlocked */
 	conn_set_peer(oc, &req->hello);
-	hello_fill(oc, &mine);
+	hello_fill(oc, CCI__HELLO_ANSWER, &mine);
 	ofi_hello_encode(&mine, body);
 	/* ACCEPT goes first on the connection, and the ACCEPT event is
 	 * posted before any message of the client can be delivered. */

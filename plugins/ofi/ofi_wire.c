@@ -22,19 +22,14 @@ void ofi_hello_encode(const struct ofi_hello *h, void *out)
 {
 	uint8_t *p = out;
 
-	cci__put32(p, h->id);
-	cci__put32(p + 4, h->attr);
-	cci__put32(p + 8, h->mss);
-	cci__put32(p + 12, h->credits);
-	cci__put64(p + 16, h->nonce);
-	cci__put64(p + 24, h->proc.host);
-	cci__put64(p + 32, h->proc.start);
-	cci__put32(p + 40, h->proc.pid);
-	cci__put32(p + 44, 0);
-	cci__put32(p + 48, h->addr_len);
-	cci__put32(p + 52, h->data_len);
-	cci__put32(p + 56, h->flags);
-	cci__put32(p + 60, 0);
+	cci__hello_encode(p, &h->core);
+	cci__put32(p + 24, h->id);
+	cci__put32(p + 28, h->flags);
+	cci__put64(p + 32, h->proc.host);
+	cci__put64(p + 40, h->proc.start);
+	cci__put32(p + 48, h->proc.pid);
+	cci__put32(p + 52, h->addr_len);
+	cci__put64(p + 56, 0);
 }
 
 void ofi_cancel_encode(const struct ofi_cancel *c, void *out)
@@ -48,32 +43,30 @@ void ofi_cancel_encode(const struct ofi_cancel *c, void *out)
 
 /* ---- The decoder ---- */
 
-static void hello_read(const uint8_t *p, struct ofi_hello *h)
+/* The hello at p, as a request or an answer; NULL or why it is refused
+ * (*h written either way: a request's lengths are checked after). */
+static const char *hello_read(const uint8_t *p, enum cci__hello_kind kind, struct ofi_hello *h)
 {
-	*h = (struct ofi_hello){ .id = cci__get32(p), .attr = cci__get32(p + 4),
-	                         .mss = cci__get32(p + 8), .credits = cci__get32(p + 12),
-	                         .nonce = cci__get64(p + 16),
-	                         .proc = { .host = cci__get64(p + 24),
-	                                   .start = cci__get64(p + 32),
-	                                   .pid = cci__get32(p + 40) },
-	                         .addr_len = cci__get32(p + 48),
-	                         .data_len = cci__get32(p + 52),
-	                         .flags = cci__get32(p + 56) };
-}
+	static const struct cci__hello_limits lim = { .mss_min = OFI_MSS_MIN,
+		                                      .mss_max = OFI_MSS_MAX, .credits_min = 1,
+		                                      .credits_max = OFI_WINDOW_MAX };
+	const char *why = NULL;
 
-/* The fields both hellos share; NULL or why they are refused. */
-static const char *hello_check(const struct ofi_hello *h)
-{
+	*h = (struct ofi_hello){ .id = cci__get32(p + 24), .flags = cci__get32(p + 28),
+	                         .proc = { .host = cci__get64(p + 32),
+	                                   .start = cci__get64(p + 40),
+	                                   .pid = cci__get32(p + 48) },
+	                         .addr_len = cci__get32(p + 52) };
+	if (cci__hello_decode(p, kind, &lim, &h->core, &why) != CCI_SUCCESS)
+		return why;
 	if (h->id == 0)
 		return "hello without a connection id";
-	if (h->attr > CCI_CONN_ATTR_UU)
-		return "unsupported connection attribute";
-	if (h->mss < OFI_MSS_MIN || h->mss > OFI_MSS_MAX)
-		return "mss out of range";
-	if (h->credits == 0 || h->credits > OFI_WINDOW_MAX)
-		return "credits granted out of range";
 	if (h->flags & ~OFI_HELLO_IMM)
 		return "unknown hello flags";
+	if (cci__get64(p + 56) != 0)
+		return "reserved hello bytes set";
+	if (kind == CCI__HELLO_ANSWER && h->addr_len != 0)
+		return "address in an answer";
 	return NULL;
 }
 
@@ -85,19 +78,18 @@ static int req_decode(struct ofi_msg *m, const char **why_p)
 		*why_p = "request shorter than its hello";
 		return CCI_EMSGSIZE;
 	}
-	hello_read(m->body, h);
+	*why_p = hello_read(m->body, CCI__HELLO_REQUEST, h);
+	if (*why_p)
+		return CCI_EINVAL;
 	if (h->addr_len == 0 || h->addr_len > OFI_ADDR_MAX)
 		*why_p = "request address length out of range";
-	else if (h->data_len > CCI_CONN_REQ_LEN)
-		*why_p = "payload length over CCI_CONN_REQ_LEN";
-	else if (m->body_len != OFI_HELLO_LEN + h->addr_len + h->data_len) /* bounded terms: no wrap */
+	else if (m->body_len != OFI_HELLO_LEN + h->addr_len + h->core.data_len) /* bounded terms: no wrap */
 		*why_p = "request length disagrees with its address and payload lengths";
 	if (*why_p)
 		return CCI_EMSGSIZE;
 	m->addr = m->body + OFI_HELLO_LEN;
 	m->data = m->addr + h->addr_len;
-	*why_p = hello_check(h);
-	return *why_p ? CCI_EINVAL : CCI_SUCCESS;
+	return CCI_SUCCESS;
 }
 
 /* The fixed-size bodies, their length already checked. */
@@ -105,11 +97,7 @@ static int body_decode(struct ofi_msg *m, const char **why_p)
 {
 	switch (m->hdr.type) {
 	case OFI_T_ACCEPT:
-		hello_read(m->body, &m->u.hello);
-		if (m->u.hello.addr_len != 0 || m->u.hello.data_len != 0)
-			*why_p = "address or payload in an answer";
-		else
-			*why_p = hello_check(&m->u.hello);
+		*why_p = hello_read(m->body, CCI__HELLO_ANSWER, &m->u.hello);
 		break;
 	case OFI_T_CANCEL:
 		m->u.cancel = (struct ofi_cancel){ .id = cci__get32(m->body),

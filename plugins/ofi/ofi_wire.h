@@ -24,6 +24,7 @@
 #include "cci.h"
 /* By path: the unit test and the fuzzer build this header with this
  * folder alone on their include path. */
+#include "../common/hello.h"
 #include "../common/netorder.h"
 #include "../common/peer_reg_wire.h"
 
@@ -66,9 +67,10 @@ struct ofi_hdr {
 	uint32_t aux;
 };
 #define OFI_HDR_LEN 16u
-/* 2: network byte order (1 was the host's).  The version byte sits where
- * it always did, so a peer of the other version is refused by it. */
-#define OFI_WIRE_VERSION 2
+/* 2: network byte order (1 was the host's); 3: the hello begins with the
+ * common core (hello.h).  The version byte sits where it always did, so a
+ * peer of another version is refused by it. */
+#define OFI_WIRE_VERSION 3
 
 /* Write h's fields, with our version, as the OFI_HDR_LEN bytes at out
  * (the send path's one header write: a few stores and byte swaps). */
@@ -111,22 +113,19 @@ static inline uint64_t ofi_imm_pack(uint32_t dst, uint32_t seq, uint32_t credits
 
 /*
  * REQ and ACCEPT.  REQ: addr then data follow; ACCEPT: nothing follows.
- * Wire offsets: id 0, attr 4, mss 8, credits 12, nonce 16, proc.host 24,
- * proc.start 32, proc.pid 40, (zero) 44, addr_len 48, data_len 52,
- * flags 56, (zero) 60.
+ * Wire offsets: the hello core 0 (attr, mss, credits: receive buffers
+ * granted to the peer, data_len: the REQ's connect payload, nonce: random
+ * per connect attempt; an ACCEPT has neither attribute nor payload), id 24,
+ * flags 28, proc.host 32, proc.start 40, proc.pid 48, addr_len 52,
+ * (zero) 56.
  */
 #define OFI_HELLO_LEN 64u
 struct ofi_hello {
+	struct cci__hello core;
 	uint32_t id;        /* the sender's connection id */
-	uint32_t attr;
-	uint32_t mss;
-	uint32_t credits;   /* receive buffers granted to the peer */
-	uint64_t nonce;     /* random per connect attempt */
+	uint32_t flags;     /* OFI_HELLO_* */
 	struct ofi_proc proc;
 	uint32_t addr_len;  /* REQ: the client's provider address */
-	uint32_t data_len;  /* REQ: the connect payload */
-	uint32_t flags;     /* OFI_HELLO_* */
-	uint32_t pad;
 };
 
 /* Wire offsets: id 0, (zero) 4, nonce 8. */
@@ -148,7 +147,7 @@ struct ofi_msg {
 	const uint8_t *body;        /* after the header */
 	uint32_t body_len;
 	const uint8_t *addr;        /* REQ: the client's provider address (hello.addr_len) */
-	const uint8_t *data;        /* REQ: the connect payload (hello.data_len) */
+	const uint8_t *data;        /* REQ: the connect payload (hello.core.data_len) */
 	union {
 		struct ofi_hello hello;     /* REQ, ACCEPT */
 		struct ofi_cancel cancel;   /* CANCEL */
@@ -166,10 +165,10 @@ struct ofi_msg {
  * or field; *why_p (static text) says which, and *m is left undefined.
  * Checked here: a body of exactly its type's size (any size for MSG: its
  * bound, the endpoint's mss, is the receive path's), dst 0 exactly for
- * REQ and CANCEL, and in a hello a nonzero id, a known attribute, mss
- * within [OFI_MSS_MIN, OFI_MSS_MAX], credits within [1, OFI_WINDOW_MAX],
- * known flags, an address of 1..OFI_ADDR_MAX bytes and a payload of at
- * most CCI_CONN_REQ_LEN in a REQ and neither in an ACCEPT; in an MR_REP
+ * REQ and CANCEL, and in a hello its core (cci__hello_decode: mss within
+ * [OFI_MSS_MIN, OFI_MSS_MAX], credits within [1, OFI_WINDOW_MAX]), a
+ * nonzero id, known flags, zero padding, an address of 1..OFI_ADDR_MAX
+ * bytes in a REQ and none in an ACCEPT; in an MR_REP
  * a known status and flags, and a range that does not wrap.
  */
 int ofi_wire_decode(const void *buf, size_t len, struct ofi_msg *m, const char **why_p);

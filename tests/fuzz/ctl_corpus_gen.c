@@ -6,7 +6,8 @@
  * them.  Run again only when a layout changes:
  *
  *   cc -std=gnu11 -I api -I plugins/sm -I plugins/ofi -I plugins/common tests/fuzz/ctl_corpus_gen.c \
- *      plugins/sm/sm_ctl_wire.c plugins/common/hello.c plugins/ofi/ofi_wire.c -o gen && ./gen tests/fuzz/corpus
+ *      plugins/sm/sm_ctl_wire.c plugins/common/hello.c plugins/common/peer_reg_wire.c \
+ *      plugins/ofi/ofi_wire.c -o gen && ./gen tests/fuzz/corpus
  *
  * Each file is checked by its decoder before it is written.
  */
@@ -50,12 +51,11 @@ static void sm_put(const char *name, uint16_t type, const struct sm_ctl_hello *h
 
 static void ofi_put(const char *name, uint8_t type, uint32_t dst, const void *body, uint32_t len)
 {
-	uint8_t buf[OFI_HDR_LEN + sizeof(struct ofi_hello) + 64 + 64];
-	struct ofi_hdr h = { .dst = dst, .seq = 0, .credits = 4, .type = type,
-	                     .version = OFI_WIRE_VERSION, .aux = 0 };
+	uint8_t buf[OFI_HDR_LEN + OFI_HELLO_LEN + 64 + 64];
+	struct ofi_hdr h = { .dst = dst, .seq = 0, .credits = 4, .type = type, .aux = 0 };
 	struct ofi_msg m;
 
-	memcpy(buf, &h, sizeof(h));
+	ofi_hdr_encode(&h, buf);
 	memcpy(buf + OFI_HDR_LEN, body, len);
 	if (ofi_wire_decode(buf, OFI_HDR_LEN + len, &m, NULL) != CCI_SUCCESS) {
 		fprintf(stderr, "ofi %s does not decode\n", name);
@@ -88,45 +88,47 @@ static void gen_sm(void)
 
 static void gen_ofi(void)
 {
-	uint8_t body[sizeof(struct ofi_hello) + 64 + 64];
-	struct ofi_hello h;
+	uint8_t body[OFI_HELLO_LEN + 64 + 64], key[CCI__PEER_REG_KEY_LEN];
+	struct ofi_hello h = {
+		.core = { .attr = CCI_CONN_ATTR_RU, .mss = 65536, .credits = OFI_WINDOW_MAX,
+		          .data_len = 8, .nonce = 0x1122334455667788ull },
+		.id = 0x00010001, .flags = OFI_HELLO_IMM,
+		.proc = { .host = 0xabcdef, .start = 123456, .pid = 1000 },
+		.addr_len = 16, /* a sockaddr_in, as the tcp provider's names are */
+	};
 	struct ofi_cancel c = { .id = 0x00010001, .nonce = 0x1122334455667788ull };
-	struct ofi_mr_rep r = { .status = CCI_SUCCESS, .flags = CCI_FLAG_READ | CCI_FLAG_WRITE,
-	                        .key = 42, .prov_key = 7, .base = 0x7f0000001000ull, .len = 65536 };
-	uint64_t key = 42, imm = ofi_imm_pack(0x00030002, 17, 5);
+	struct cci__peer_reg_rep r = { .status = CCI_SUCCESS,
+		                       .flags = CCI_FLAG_READ | CCI_FLAG_WRITE, .key = 42,
+		                       .rkey = 7, .addr = 0x7f0000001000ull, .len = 65536 };
+	uint64_t imm = ofi_imm_pack(0x00030002, 17, 5);
 	uint32_t next = 16;
 
-	memset(&h, 0, sizeof(h));
-	h.id = 0x00010001;
-	h.attr = CCI_CONN_ATTR_RU;
-	h.mss = 65536;
-	h.credits = OFI_WINDOW_MAX;
-	h.nonce = 0x1122334455667788ull;
-	h.proc.host = 0xabcdef;
-	h.proc.start = 123456;
-	h.proc.pid = 1000;
-	h.flags = OFI_HELLO_IMM;
-	h.addr_len = 16; /* a sockaddr_in, as the tcp provider's names are */
-	h.data_len = 8;
-	memcpy(body, &h, sizeof(h));
-	memcpy(body + sizeof(h), "\x02\x00\x1f\x90\x7f\x00\x00\x01\0\0\0\0\0\0\0\0", 16);
-	memcpy(body + sizeof(h) + 16, "payload!", 8);
-	ofi_put("req", OFI_T_REQ, 0, body, (uint32_t)sizeof(h) + 24);
+	ofi_hello_encode(&h, body);
+	memcpy(body + OFI_HELLO_LEN, "\x02\x00\x1f\x90\x7f\x00\x00\x01\0\0\0\0\0\0\0\0", 16);
+	memcpy(body + OFI_HELLO_LEN + 16, "payload!", 8);
+	ofi_put("req", OFI_T_REQ, 0, body, OFI_HELLO_LEN + 24);
 	h.id = 0x00020001;
-	h.addr_len = h.data_len = 0;
-	ofi_put("accept", OFI_T_ACCEPT, 0x00010001, &h, sizeof(h));
+	h.core.attr = 0;
+	h.addr_len = h.core.data_len = 0;
+	ofi_hello_encode(&h, body);
+	ofi_put("accept", OFI_T_ACCEPT, 0x00010001, body, OFI_HELLO_LEN);
 	ofi_put("reject", OFI_T_REJECT, 0x00010001, NULL, 0);
 	ofi_put("disc", OFI_T_DISC, 0x00010001, NULL, 0);
-	ofi_put("cancel", OFI_T_CANCEL, 0, &c, sizeof(c));
+	ofi_put("disc_ack", OFI_T_DISC_ACK, 0x00010001, NULL, 0);
+	ofi_cancel_encode(&c, body);
+	ofi_put("cancel", OFI_T_CANCEL, 0, body, OFI_CANCEL_LEN);
 	ofi_put("credit", OFI_T_CREDIT, 0x00010001, NULL, 0);
 	ofi_put("ping", OFI_T_PING, 0x00010001, NULL, 0);
 	ofi_put("pong", OFI_T_PONG, 0x00010001, NULL, 0);
-	ofi_put("mr_req", OFI_T_MR_REQ, 0x00010001, &key, sizeof(key));
-	ofi_put("mr_rep", OFI_T_MR_REP, 0x00010001, &r, sizeof(r));
-	ofi_put("mr_inval", OFI_T_MR_INVAL, 0x00010001, &key, sizeof(key));
-	ofi_put("mr_done", OFI_T_MR_DONE, 0x00010001, &key, sizeof(key));
+	cci__peer_reg_key_encode(42, key);
+	ofi_put("mr_req", OFI_T_MR_REQ, 0x00010001, key, sizeof(key));
+	cci__peer_reg_rep_encode(&r, body);
+	ofi_put("mr_rep", OFI_T_MR_REP, 0x00010001, body, CCI__PEER_REG_REP_LEN);
+	ofi_put("mr_inval", OFI_T_MR_INVAL, 0x00010001, key, sizeof(key));
+	ofi_put("mr_done", OFI_T_MR_DONE, 0x00010001, key, sizeof(key));
 	ofi_put("msg", OFI_T_MSG, 0x00010001, "hello", 5);
-	/* The remote CQ datum of a message, then the sequence number expected. */
+	/* The remote CQ datum of a message, then the sequence number expected
+	 * (host order: the harness reads them as integers). */
 	memcpy(body, &imm, sizeof(imm));
 	memcpy(body + sizeof(imm), &next, sizeof(next));
 	put("ofi", "imm", body, sizeof(imm) + sizeof(next));

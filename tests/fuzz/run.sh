@@ -34,7 +34,7 @@ clang $cflags -I"$top/api" -I"$top/plugins/sm" -I"$top/plugins/common" \
 	-o "$work/sm_ctl_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/ofi" \
 	"$here/ofi_wire_fuzz.c" "$top/plugins/ofi/ofi_wire.c" \
-	"$top/plugins/common/peer_reg_wire.c" -o "$work/ofi_fuzz"
+	"$top/plugins/common/peer_reg_wire.c" "$top/plugins/common/hello.c" -o "$work/ofi_fuzz"
 
 # Each harness starts from its committed corpus (tests/fuzz/corpus/<name>),
 # copied so that what the fuzzer adds stays in the work directory.

@@ -186,8 +186,8 @@ static size_t req_build(uint64_t *buf, const struct raw *r, uint32_t dst, struct
 	char *p = (char *)buf;
 
 	h.addr_len = (uint32_t)r->addr_len;
-	if (h.data_len == 0)
-		h.data_len = (uint32_t)strlen(data);
+	if (h.core.data_len == 0)
+		h.core.data_len = (uint32_t)strlen(data);
 	ofi_hdr_encode(&hdr, p);
 	ofi_hello_encode(&h, p + OFI_HDR_LEN);
 	memcpy(p + OFI_HDR_LEN + OFI_HELLO_LEN, r->addr, r->addr_len);
@@ -201,10 +201,8 @@ static struct ofi_hello hello_good(void)
 
 	memset(&h, 0, sizeof(h));
 	h.id = 0x00010001;
-	h.attr = CCI_CONN_ATTR_RO;
-	h.mss = 65536;
-	h.credits = 8;
-	h.nonce = 0x5eed;
+	h.core = (struct cci__hello){ .attr = CCI_CONN_ATTR_RO, .mss = 65536, .credits = 8,
+	                              .nonce = 0x5eed };
 	return h;
 }
 
@@ -254,11 +252,11 @@ static void hostile_requests_refused(void)
 	n = req_build(buf, &r, 7, hello_good(), "bad-dst");
 	CU_ASSERT_EQUAL(raw_send(&r, buf, n), 0);
 	h = hello_good();
-	h.credits = 0;
+	h.core.credits = 0;
 	n = req_build(buf, &r, 0, h, "bad-credits");
 	CU_ASSERT_EQUAL(raw_send(&r, buf, n), 0);
 	h = hello_good();
-	h.mss = OFI_MSS_MAX + 1;
+	h.core.mss = OFI_MSS_MAX + 1;
 	n = req_build(buf, &r, 0, h, "bad-mss");
 	CU_ASSERT_EQUAL(raw_send(&r, buf, n), 0);
 	h = hello_good();
@@ -266,7 +264,7 @@ static void hostile_requests_refused(void)
 	n = req_build(buf, &r, 0, h, "bad-flags");
 	CU_ASSERT_EQUAL(raw_send(&r, buf, n), 0);
 	h = hello_good();
-	h.data_len = 40; /* 8 bytes follow */
+	h.core.data_len = 40; /* 8 bytes follow */
 	n = req_build(buf, &r, 0, h, "bad-len!");
 	CU_ASSERT_EQUAL(raw_send(&r, buf, n), 0);
 	/* The good one last: its request must be the first and only one. */

@@ -65,10 +65,8 @@ static struct ofi_hello hello_ok(void)
 
 	memset(&h, 0, sizeof(h));
 	h.id = 0x00020003;
-	h.attr = CCI_CONN_ATTR_RO;
-	h.mss = 65536;
-	h.credits = 32;
-	h.nonce = 0x0123456789abcdefull;
+	h.core = (struct cci__hello){ .attr = CCI_CONN_ATTR_RO, .mss = 65536, .credits = 32,
+	                              .nonce = 0x0123456789abcdefull };
 	h.proc.host = 11;
 	h.proc.start = 12;
 	h.proc.pid = 13;
@@ -82,7 +80,7 @@ static size_t req_frame(uint8_t *buf, struct ofi_hello h, uint32_t alen, uint32_
 	uint8_t body[BUF_MAX];
 
 	h.addr_len = alen;
-	h.data_len = dlen;
+	h.core.data_len = dlen;
 	ofi_hello_encode(&h, body);
 	for (uint32_t i = 0; i < alen + dlen; i++)
 		body[OFI_HELLO_LEN + i] = (uint8_t)(i + 1);
@@ -114,10 +112,11 @@ static void test_request_decodes(void)
 	CU_ASSERT_EQUAL(m.hdr.credits, 3);
 	CU_ASSERT_EQUAL(m.hdr.aux, 77);
 	CU_ASSERT_EQUAL(m.u.hello.id, in.id);
-	CU_ASSERT_EQUAL(m.u.hello.nonce, in.nonce);
+	CU_ASSERT_EQUAL(m.u.hello.core.nonce, in.core.nonce);
+	CU_ASSERT_EQUAL(m.u.hello.core.attr, CCI_CONN_ATTR_RO);
 	CU_ASSERT_EQUAL(m.u.hello.proc.pid, 13);
 	CU_ASSERT_EQUAL(m.u.hello.addr_len, 24);
-	CU_ASSERT_EQUAL(m.u.hello.data_len, 100);
+	CU_ASSERT_EQUAL(m.u.hello.core.data_len, 100);
 	CU_ASSERT_EQUAL(m.u.hello.proc.host, 11);
 	CU_ASSERT_EQUAL(m.u.hello.proc.start, 12);
 	CU_ASSERT_EQUAL(m.u.hello.flags, OFI_HELLO_IMM);
@@ -148,8 +147,8 @@ static void test_fixed_bodies_decode(void)
 
 	n = hello_frame(buf, OFI_T_ACCEPT, 7, &h);
 	CU_ASSERT_EQUAL_FATAL(ofi_wire_decode(buf, n, &m, NULL), CCI_SUCCESS);
-	CU_ASSERT_EQUAL(m.u.hello.credits, 32);
-	CU_ASSERT_EQUAL(m.u.hello.nonce, h.nonce);
+	CU_ASSERT_EQUAL(m.u.hello.core.credits, 32);
+	CU_ASSERT_EQUAL(m.u.hello.core.nonce, h.core.nonce);
 	n = cancel_frame(buf, &c);
 	CU_ASSERT_EQUAL_FATAL(ofi_wire_decode(buf, n, &m, NULL), CCI_SUCCESS);
 	CU_ASSERT_EQUAL(m.u.cancel.id, 9);
@@ -202,18 +201,19 @@ static void test_truncated_and_lying_lengths(void)
 	expect(buf, n - 1, CCI_EMSGSIZE);                       /* payload cut short */
 	expect(buf, n + 1, CCI_EMSGSIZE);                       /* a byte past it */
 	expect(buf, OFI_HDR_LEN + OFI_HELLO_LEN - 1, CCI_EMSGSIZE); /* hello cut short */
-	lie = 200; /* a payload beyond the bytes that came (data_len at 52) */
-	cci__put32(buf + OFI_HDR_LEN + 52, lie);
+	lie = 200; /* a payload beyond the bytes that came (data_len at 12) */
+	cci__put32(buf + OFI_HDR_LEN + 12, lie);
 	expect(buf, n, CCI_EMSGSIZE);
-	lie = 0xfffffff0u; /* address and payload lengths that would wrap a sum */
+	cci__put32(buf + OFI_HDR_LEN + 12, 10);
+	lie = 0xfffffff0u; /* an address length that would wrap a sum (addr_len at 52) */
 	cci__put32(buf + OFI_HDR_LEN + 52, lie);
 	expect(buf, n, CCI_EMSGSIZE);
 	n = req_frame(buf, h, 0, 10);
 	expect(buf, n, CCI_EMSGSIZE);
 	n = req_frame(buf, h, OFI_ADDR_MAX + 1, 0);
 	expect(buf, n, CCI_EMSGSIZE);
-	n = req_frame(buf, h, 16, CCI_CONN_REQ_LEN + 1);
-	expect(buf, n, CCI_EMSGSIZE);
+	n = req_frame(buf, h, 16, CCI_CONN_REQ_LEN + 1); /* the hello core refuses it */
+	expect(buf, n, CCI_EINVAL);
 	/* Fixed sizes are exact. */
 	n = hello_frame(buf, OFI_T_ACCEPT, 7, &h);
 	expect(buf, n - 1, CCI_EMSGSIZE);
@@ -273,17 +273,19 @@ static void test_hello_field_checks(void)
 	expect_hello_refused(h, OFI_T_REQ);
 	expect_hello_refused(h, OFI_T_ACCEPT);
 	h = ok;
-	h.attr = CCI_CONN_ATTR_UU + 1;
+	h.core.attr = CCI_CONN_ATTR_UU + 1;
 	expect_hello_refused(h, OFI_T_REQ);
-	h = ok;
-	h.mss = OFI_MSS_MIN - 1;
-	expect_hello_refused(h, OFI_T_REQ);
-	h.mss = OFI_MSS_MAX + 1;
+	h.core.attr = CCI_CONN_ATTR_RU; /* an answer has no attribute */
 	expect_hello_refused(h, OFI_T_ACCEPT);
 	h = ok;
-	h.credits = 0;
+	h.core.mss = OFI_MSS_MIN - 1;
 	expect_hello_refused(h, OFI_T_REQ);
-	h.credits = OFI_WINDOW_MAX + 1;
+	h.core.mss = OFI_MSS_MAX + 1;
+	expect_hello_refused(h, OFI_T_ACCEPT);
+	h = ok;
+	h.core.credits = 0;
+	expect_hello_refused(h, OFI_T_REQ);
+	h.core.credits = OFI_WINDOW_MAX + 1;
 	expect_hello_refused(h, OFI_T_ACCEPT);
 	h = ok;
 	h.flags = OFI_HELLO_IMM << 1;
@@ -293,8 +295,29 @@ static void test_hello_field_checks(void)
 	h.addr_len = 4;
 	expect_hello_refused(h, OFI_T_ACCEPT);
 	h = ok;
-	h.data_len = 1;
+	h.core.data_len = 1;
 	expect_hello_refused(h, OFI_T_ACCEPT);
+}
+
+/* The reserved bytes of the core (1..3) and of the tail (56..63) are
+ * zero, or the hello is refused. */
+static void test_hello_reserved_bytes(void)
+{
+	static const unsigned reserved[] = { 1, 3, 56, 63 };
+	const struct ofi_hello ok = hello_ok();
+	uint8_t buf[BUF_MAX];
+
+	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
+		size_t n = req_frame(buf, ok, 8, 8);
+
+		expect(buf, n, CCI_SUCCESS);
+		buf[OFI_HDR_LEN + reserved[i]] = 1;
+		expect(buf, n, CCI_EINVAL);
+		n = hello_frame(buf, OFI_T_ACCEPT, 7, &ok);
+		expect(buf, n, CCI_SUCCESS);
+		buf[OFI_HDR_LEN + reserved[i]] = 1;
+		expect(buf, n, CCI_EINVAL);
+	}
 }
 
 static void test_cancel_and_mr_rep_checks(void)
@@ -320,12 +343,14 @@ static void test_byte_order(void)
 		OFI_T_MR_REP, OFI_WIRE_VERSION,
 		0xde, 0xad, 0xbe, 0xef,  /* aux */
 	};
-	static const uint8_t hello_head[24] = {
-		0x00, 0x02, 0x00, 0x03,  /* id */
-		0x00, 0x00, 0x00, CCI_CONN_ATTR_RO,
+	static const uint8_t hello_head[32] = {
+		CCI_CONN_ATTR_RO, 0x00, 0x00, 0x00,
 		0x00, 0x01, 0x00, 0x00,  /* mss 65536 */
 		0x00, 0x00, 0x00, 0x20,  /* credits 32 */
+		0x00, 0x00, 0x00, 0x00,  /* data_len */
 		0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, /* nonce */
+		0x00, 0x02, 0x00, 0x03,  /* id */
+		0x00, 0x00, 0x00, OFI_HELLO_IMM, /* flags */
 	};
 	struct ofi_hdr h = { .dst = 0x01020304u, .seq = 0x0a0b0c0du, .credits = 300,
 	                     .type = OFI_T_MR_REP, .aux = 0xdeadbeefu };
@@ -338,9 +363,9 @@ static void test_byte_order(void)
 	CU_ASSERT_EQUAL(memcmp(out, hdr_bytes, sizeof(hdr_bytes)), 0);
 	ofi_hello_encode(&hello, out);
 	CU_ASSERT_EQUAL(memcmp(out, hello_head, sizeof(hello_head)), 0);
-	CU_ASSERT_EQUAL(out[47], 0);      /* proc.pid's padding, zeroed */
-	CU_ASSERT_EQUAL(out[43], 13);     /* proc.pid's low byte last */
-	CU_ASSERT_EQUAL(out[59], OFI_HELLO_IMM);
+	CU_ASSERT_EQUAL(out[39], 11);     /* proc.host's low byte last */
+	CU_ASSERT_EQUAL(out[51], 13);     /* proc.pid's low byte last */
+	CU_ASSERT_EQUAL(out[63], 0);      /* the padding, zeroed */
 	/* The decoder reads the same bytes back. */
 	memcpy(out, hdr_bytes, sizeof(hdr_bytes));
 	out[10] = OFI_T_PING;
@@ -380,12 +405,13 @@ int main(void)
 		  test_request_decodes },
 		{ "ACCEPT, CANCEL, MR_*, header-only and MSG bodies decode",
 		  test_fixed_bodies_decode },
-		{ "truncated, overlong and lying lengths refused (EMSGSIZE)",
+		{ "truncated, overlong and lying lengths refused",
 		  test_truncated_and_lying_lengths },
 		{ "bad version, type and destination refused (EINVAL)",
 		  test_bad_version_type_destination },
 		{ "hello refusals: id, attr, mss, credits, flags, answer extras",
 		  test_hello_field_checks },
+		{ "a hello with a reserved byte set is refused", test_hello_reserved_bytes },
 		{ "CANCEL without id, MR_REP with a wrapping range refused",
 		  test_cancel_and_mr_rep_checks },
 		{ "header and hello in network byte order: known fields, known bytes",
