@@ -11,7 +11,10 @@
  * transport's recv_returned) without a lock: a stack with one consumer
  * that takes it whole, so no ABA.  The limit may change from any thread
  * (cci_set_opt); a lower one holds the next take back until enough came
- * back.  Where the buffers live, their sizes and their free lists are the
+ * back.  Only the receive side writes the count, but any thread may read
+ * it (relaxed) for a hint, as a progress() that did not get the receive
+ * side's lock and still says whether the application holds everything
+ * (cci__lender_available).  Where the buffers live, their sizes and their free lists are the
  * transport's: it embeds a struct cci__lent in each (any member) and
  * finds the buffer again with container_of arithmetic.
  */
@@ -28,14 +31,14 @@ struct cci__lent {
 
 struct cci__lender {
 	_Atomic(struct cci__lent *) back; /* returned, not collected yet */
-	uint32_t out;                     /* the receive side's: out and not collected */
+	_Atomic uint32_t out;             /* written by the receive side: out and not collected */
 	_Atomic uint32_t limit;           /* recv_buf_count */
 };
 
 static inline void cci__lender_init(struct cci__lender *l, uint32_t limit)
 {
 	atomic_init(&l->back, NULL);
-	l->out = 0;
+	atomic_init(&l->out, 0);
 	atomic_init(&l->limit, limit);
 }
 
@@ -49,10 +52,15 @@ static inline uint32_t cci__lender_limit(const struct cci__lender *l)
 	return atomic_load_explicit(&l->limit, memory_order_relaxed);
 }
 
+static inline uint32_t cci__lender_out(const struct cci__lender *l)
+{
+	return atomic_load_explicit(&l->out, memory_order_relaxed);
+}
+
 /* Receive side: may one more go out? */
 static inline int cci__lender_can_take(const struct cci__lender *l)
 {
-	return l->out < cci__lender_limit(l);
+	return cci__lender_out(l) < cci__lender_limit(l);
 }
 
 /* Receive side: one more goes out, if it may (1), else 0 (starved). */
@@ -60,7 +68,7 @@ static inline int cci__lender_take(struct cci__lender *l)
 {
 	if (!cci__lender_can_take(l))
 		return 0;
-	l->out++;
+	atomic_store_explicit(&l->out, cci__lender_out(l) + 1, memory_order_relaxed);
 	return 1;
 }
 
@@ -87,13 +95,16 @@ static inline int cci__lender_returned(const struct cci__lender *l)
 static inline struct cci__lent *cci__lender_collect(struct cci__lender *l)
 {
 	struct cci__lent *list = atomic_exchange_explicit(&l->back, NULL, memory_order_acquire);
+	uint32_t n = 0;
 
 	for (struct cci__lent *b = list; b; b = b->next)
-		l->out--;
+		n++;
+	atomic_store_explicit(&l->out, cci__lender_out(l) - n, memory_order_relaxed);
 	return list;
 }
 
-/* Receive side: could a take succeed once what came back is collected? */
+/* Could a take succeed once what came back is collected?  (Receive side;
+ * any other thread gets a hint.) */
 static inline int cci__lender_available(const struct cci__lender *l)
 {
 	return cci__lender_can_take(l) || cci__lender_returned(l);
