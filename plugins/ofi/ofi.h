@@ -76,6 +76,7 @@
 #include "engine.h"
 #include "progress_key.h"
 #include "iov.h"
+#include "lender.h"
 #include "op_pool.h"
 #include "peer_reg.h"
 #include "random.h"
@@ -183,6 +184,7 @@ struct ofi_rxbuf {
 	struct fi_context2 fctx;    /* first */
 	uint8_t obj;                /* OFI_OBJ_RX */
 	struct ofi_rxbuf *next;     /* free list, backlog, held list */
+	struct cci__lent lent;      /* returned by the application (sep->lend) */
 	struct ofi_conn *oc;        /* while lent or held: a reference */
 	uint32_t len;               /* payload bytes */
 	uint32_t seq;
@@ -359,11 +361,10 @@ struct ofi_ep {
 
 	/* Receive buffers. */
 	cci__spinlock_t rx_lock;
-	_Atomic uint32_t rx_count;  /* our copy of ep->recv_buf_count */
+	struct cci__lender lend;    /* RECV events out, within recv_buf_count (cq_lock) */
 	struct ofi_slab *rx_slabs;
 	struct ofi_rxbuf *rx_free;
 	_Atomic uint32_t rx_posted; /* buffers the provider holds */
-	_Atomic uint32_t rx_lent;   /* RECV events the application holds */
 
 	/* Operations, from slabs added on need (ofi_pool.c). */
 	cci__spinlock_t pool_lock;  /* op_slabs and the control queues below */
@@ -573,7 +574,7 @@ void ofi_credit_maybe(struct ofi_conn *oc, int force);
 void ofi_conn_break(struct ofi_conn *oc, int status);
 
 /* ofi_rx.c */
-int ofi_rx_full(const struct ofi_ep *sep);
+void ofi_rx_collect(struct ofi_ep *sep);
 int ofi_rx_msg(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb,
                const struct ofi_hdr *h, uint32_t len);
 void ofi_backlog_drain(struct ofi_ep *sep);

@@ -42,7 +42,7 @@ struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, voi
 	oc->sep = sep;
 	cci__conn_life_init(&oc->life);
 	oc->attr = (int)attr;
-	window = atomic_load_explicit(&sep->rx_count, memory_order_relaxed);
+	window = cci__lender_limit(&sep->lend);
 	cci__credit_init(&oc->cr, 0, window < OFI_WINDOW_MAX ? window : OFI_WINDOW_MAX);
 	pthread_mutex_init(&oc->lock, NULL);
 	cci__spin_lock(&sep->cq_lock);

@@ -231,7 +231,7 @@ static int ep_buffers(struct ofi_ep *sep, cci__ep_t *ep)
 	 * names an id this one is unlikely to have handed out. */
 	if (cci__random_bytes(&sep->gen_salt, sizeof(sep->gen_salt)) != CCI_SUCCESS)
 		return CCI_ERROR;
-	sep->rx_count = ep->recv_buf_count;
+	cci__lender_init(&sep->lend, ep->recv_buf_count);
 	return ofi_rx_grow(sep, ep->recv_buf_count);
 }
 
@@ -329,6 +329,6 @@ int ofi_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
 	}
 	if (rx_size && value + OFI_RX_RESERVE > rx_size)
 		return CCI_ERANGE;
-	atomic_store_explicit(&sep->rx_count, value, memory_order_relaxed);
+	cci__lender_set_limit(&sep->lend, value);
 	return ofi_rx_grow(sep, value);
 }

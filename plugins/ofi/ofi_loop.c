@@ -243,6 +243,8 @@ void ofi_progress_locked(struct ofi_ep *sep)
 
 	if (atomic_load_explicit(&sep->ended, memory_order_acquire))
 		connects_end(sep);
+	if (cci__lender_returned(&sep->lend))
+		ofi_rx_collect(sep);
 	if (sep->backlog)
 		ofi_backlog_drain(sep);
 	for (int round = 0; round < OFI_CQ_ROUNDS; round++) {
@@ -289,7 +291,7 @@ int ofi_progress(cci__ep_t *ep)
 		cci__spin_unlock(&sep->cq_lock);
 	}
 	/* CCI_ENOBUFS when the application holds every buffer. */
-	return ofi_rx_full(sep) ? CCI_ENOBUFS : CCI_SUCCESS;
+	return cci__lender_available(&sep->lend) ? CCI_SUCCESS : CCI_ENOBUFS;
 }
 
 /*
@@ -335,7 +337,8 @@ void ofi_rma_deregister(cci__ep_t *ep, cci__rma_reg_t *reg)
 	ofi_mr_close(reg, m);
 }
 
-/* A RECV event came back: its buffer is posted again, and its credit
+/* A RECV event came back: its buffer goes back to the lender (posted
+ * again by the next progress, ofi_rx_collect), and its credit
  * goes back with the next header to the peer; only a quarter of the
  * window owed needs a message of its own. */
 void ofi_recv_returned(cci__evt_t *evt)
@@ -344,8 +347,7 @@ void ofi_recv_returned(cci__evt_t *evt)
 	struct ofi_conn *oc = rb->oc;
 	struct ofi_ep *sep = oc->sep;
 
-	atomic_fetch_sub_explicit(&sep->rx_lent, 1, memory_order_relaxed);
-	ofi_rx_repost(sep, rb);
+	cci__lender_return(&sep->lend, &rb->lent); /* rb is progress's from here */
 	if (cci__credit_owe(&oc->cr)) {
 		pthread_mutex_lock(&oc->lock);
 		ofi_credit_maybe(oc, 0);

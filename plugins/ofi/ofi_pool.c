@@ -161,7 +161,7 @@ int ofi_rx_grow(struct ofi_ep *sep, uint32_t count)
 void ofi_rx_repost(struct ofi_ep *sep, struct ofi_rxbuf *rb)
 {
 	if (atomic_load_explicit(&sep->rx_posted, memory_order_relaxed) <
-	    atomic_load_explicit(&sep->rx_count, memory_order_relaxed) + OFI_RX_RESERVE) {
+	    cci__lender_limit(&sep->lend) + OFI_RX_RESERVE) {
 		rx_post(sep, rb);
 		return;
 	}

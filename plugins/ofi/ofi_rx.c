@@ -9,26 +9,29 @@
  * connection's sequence number and one that arrives early waits on the
  * connection's held list (bounded by the credits we granted).  The same
  * list keeps messages that arrive before the CONNECT event.  The
- * application never holds more than recv_buf_count RECV events: beyond
- * that, messages wait in order in the endpoint's backlog, and
- * cci_get_event returns CCI_ENOBUFS.
+ * application never holds more than recv_buf_count RECV events (the
+ * endpoint's lender, plugins/common/lender.h, counts them under cq_lock):
+ * beyond that, messages wait in order in the endpoint's backlog, and
+ * cci_get_event returns CCI_ENOBUFS.  A returned event's buffer is posted
+ * again by the next progress (ofi_rx_collect).
  */
 #include "ofi.h"
 
-/* Does the application hold all the RECV events it may? */
-int ofi_rx_full(const struct ofi_ep *sep)
+/* The buffers the application gave back are posted again; cq_lock held. */
+void ofi_rx_collect(struct ofi_ep *sep)
 {
-	return atomic_load_explicit(&sep->rx_lent, memory_order_relaxed) >=
-	       atomic_load_explicit(&sep->rx_count, memory_order_relaxed);
+	for (struct cci__lent *b = cci__lender_collect(&sep->lend), *next; b; b = next) {
+		next = b->next;
+		ofi_rx_repost(sep, (struct ofi_rxbuf *)((char *)b - offsetof(struct ofi_rxbuf, lent)));
+	}
 }
 
+/* Counted before it is posted: the application may return it at once. */
 static void post_recv(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb)
 {
-	/* Counted first: the application may return it as soon as it is posted. */
-	atomic_fetch_add_explicit(&sep->rx_lent, 1, memory_order_relaxed);
+	cci__lender_take(&sep->lend);
 	if (ofi_core->post_recv(oc->conn, rb->data + rb->off, rb->len, rb) != CCI_SUCCESS) {
-		atomic_fetch_sub_explicit(&sep->rx_lent, 1, memory_order_relaxed);
-		ofi_rx_repost(sep, rb); /* the loss is logged */
+		cci__lender_return(&sep->lend, &rb->lent); /* the loss is logged */
 		ofi_conn_unref(oc);
 	}
 }
@@ -37,7 +40,7 @@ static void post_recv(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf 
  * backlog when it holds all it may; oc->lock and cq_lock held. */
 static void deliver(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb)
 {
-	if (sep->backlog || ofi_rx_full(sep)) {
+	if (sep->backlog || !cci__lender_can_take(&sep->lend)) {
 		CCI__FIFO_PUSH(&sep->backlog, &sep->backlog_tail, rb, next);
 		return;
 	}
@@ -47,7 +50,7 @@ static void deliver(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *r
 /* cq_lock held. */
 void ofi_backlog_drain(struct ofi_ep *sep)
 {
-	while (sep->backlog && !ofi_rx_full(sep)) {
+	while (sep->backlog && cci__lender_can_take(&sep->lend)) {
 		struct ofi_rxbuf *rb = sep->backlog;
 		struct ofi_conn *oc = rb->oc;
 		int live;
