@@ -77,6 +77,7 @@
 #include "progress_key.h"
 #include "iov.h"
 #include "lender.h"
+#include "lock_held.h"
 #include "op_pool.h"
 #include "peer_reg.h"
 #include "random.h"

@@ -367,6 +367,7 @@ const char *ofi_peer_text(const struct ofi_ep *sep, const struct ofi_peer *peer,
  * sep->lock held. */
 static void peers_make_room(struct ofi_ep *sep)
 {
+	assert(cci__mutex_held(&sep->lock));
 	for (struct ofi_peer *p = sep->peers; p; p = p->next)
 		if (p->refs == 0 && !atomic_load_explicit(&p->cut, memory_order_acquire)) {
 			atomic_store_explicit(&p->cut, 1, memory_order_release);
@@ -386,6 +387,7 @@ static int peer_insert(struct ofi_ep *sep, const uint8_t *addr, size_t len,
 	char text[2 * OFI_ADDR_MAX + 8];
 	int rc;
 
+	assert(cci__mutex_held(&sep->lock));
 	if (sep->peer_max && sep->npeers >= sep->peer_max)
 		peers_make_room(sep);
 	if (sep->peer_max && sep->npeers >= sep->peer_max) {
@@ -420,6 +422,7 @@ static int peer_insert(struct ofi_ep *sep, const uint8_t *addr, size_t len,
 /* The entry of addr in use, with a reference, or NULL; sep->lock held. */
 static struct ofi_peer *peer_find(struct ofi_ep *sep, const uint8_t *addr, size_t len)
 {
+	assert(cci__mutex_held(&sep->lock));
 	for (struct ofi_peer *p = sep->peers; p; p = p->next)
 		if (!atomic_load_explicit(&p->cut, memory_order_relaxed) && p->len == len &&
 		    memcmp(p->addr, addr, len) == 0) {

@@ -14,6 +14,7 @@
 /* cq_lock held. */
 static int slot_alloc(struct ofi_ep *sep, struct ofi_conn *oc)
 {
+	assert(cci__spin_held(&sep->cq_lock));
 	for (uint32_t n = 0; n < OFI_MAX_CONNS; n++) {
 		uint32_t s = (sep->slot_hint + n) % OFI_MAX_CONNS + 1;
 
@@ -122,6 +123,7 @@ void ofi_conns_sweep(struct ofi_ep *sep)
  * and drop the work; oc->lock held. */
 static void conn_close(struct ofi_conn *oc)
 {
+	assert(cci__mutex_held(&oc->lock));
 	if (ofi_conn_state(oc) == CCI__CONN_OPEN &&
 	    !ofi_pidw_unreachable(oc->sep, ofi_conn_pidw(oc))) {
 		/* awaited before it leaves: the answer may come at once */

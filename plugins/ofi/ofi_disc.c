@@ -43,6 +43,7 @@
 /* Remove entries [0, n) of the list; disc_lock held. */
 static void waits_shift(struct ofi_ep *sep, uint32_t n)
 {
+	assert(cci__spin_held(&sep->disc_lock));
 	sep->disc_n -= n;
 	memmove(sep->disc_waits, sep->disc_waits + n, sep->disc_n * sizeof(*sep->disc_waits));
 }
@@ -54,6 +55,7 @@ void ofi_disc_await(struct ofi_conn *oc)
 	struct ofi_disc_wait w = { oc->id, cci__now_ns() + OFI_DISC_ACK_WAIT_NS, { 0 } };
 	uint32_t id = oc->id;
 
+	assert(cci__mutex_held(&oc->lock));
 	if (oc->peer_proc.host == sep->self.host) {
 		if (oc->peer_proc.pid == sep->self.pid)
 			return;
@@ -98,6 +100,7 @@ static void waits_of_exited(struct ofi_ep *sep, uint64_t now)
 {
 	uint32_t kept = 0;
 
+	assert(cci__spin_held(&sep->disc_lock));
 	if (now - sep->disc_procs_ns < OFI_DISC_PROC_NS)
 		return;
 	sep->disc_procs_ns = now;
@@ -142,6 +145,7 @@ void ofi_disc_waits_free(struct ofi_ep *sep)
  * connection its dst names, NULL when this side no longer has it. */
 void ofi_disc_on_msg(struct ofi_conn *oc, struct ofi_ep *sep, const struct ofi_hdr *h)
 {
+	assert(cci__spin_held(&sep->cq_lock));
 	if (h->type == OFI_T_DISC_ACK) {
 		ofi_disc_answered(sep, h->dst);
 	} else if (h->type == OFI_T_DISC && (h->aux & OFI_DISC_LAST)) {

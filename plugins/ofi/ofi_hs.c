@@ -153,6 +153,7 @@ void ofi_connect_timeout(struct ofi_conn *oc)
 	struct ofi_cancel c = { .id = oc->id, .nonce = oc->nonce };
 	uint8_t body[OFI_CANCEL_LEN];
 
+	assert(cci__spin_held(&oc->sep->cq_lock));
 	if (ofi_conn_state(oc) != CCI__CONN_CONNECTING)
 		return;
 	/* A REQ the provider never took is dropped from the queue: then
@@ -166,12 +167,14 @@ void ofi_connect_timeout(struct ofi_conn *oc)
 /* The request could not reach the server (progress, cq_lock held). */
 void ofi_connect_refused(struct ofi_conn *oc)
 {
+	assert(cci__spin_held(&oc->sep->cq_lock));
 	connect_failed(oc, CCI_ECONNREFUSED, 1);
 }
 
 /* Both sides, once the peer's hello is known; oc->lock held. */
 static void conn_set_peer(struct ofi_conn *oc, const struct ofi_hello *h)
 {
+	assert(cci__mutex_held(&oc->lock));
 	oc->peer_id = h->id;
 	oc->peer_proc = h->proc;
 	oc->nonce = h->core.nonce;
@@ -190,6 +193,7 @@ static void on_accept(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_
 	const struct ofi_hello h = *hp;
 	struct ofi_pidw *w, *old;
 
+	assert(cci__spin_held(&sep->cq_lock));
 	if (!oc->is_client || h.core.nonce != oc->nonce)
 		return;
 	w = ofi_pidw_get(sep, &h.proc);
@@ -232,6 +236,7 @@ static void on_req(struct ofi_ep *sep, const struct ofi_msg *m)
 {
 	struct ofi_req *req = calloc(1, sizeof(*req));
 
+	assert(cci__spin_held(&sep->cq_lock));
 	if (!req)
 		return;
 	req->hello = m->u.hello;
@@ -281,6 +286,7 @@ void ofi_on_conn_msg(struct ofi_ep *sep, struct ofi_conn *oc, const struct ofi_m
 {
 	const struct ofi_hdr *h = &m->hdr;
 
+	assert(cci__spin_held(&sep->cq_lock));
 	if (h->type == OFI_T_REQ) {
 		on_req(sep, m);
 	} else if (h->type == OFI_T_CANCEL) {

@@ -41,6 +41,7 @@ static int ndead;
 /* live_lock held. */
 static void dead_forget(const uint8_t *addr, size_t len)
 {
+	assert(cci__mutex_held(&live_lock));
 	for (struct dead_name **pp = &dead; *pp; pp = &(*pp)->next) {
 		struct dead_name *d = *pp;
 		if (d->len == len && memcmp(d->addr, addr, len) == 0) {
@@ -57,6 +58,7 @@ static void dead_remember(const struct ofi_ep *sep)
 {
 	struct dead_name *d;
 
+	assert(cci__mutex_held(&live_lock));
 	if (sep->info->addr_format != FI_ADDR_STR)
 		return;
 	while (ndead >= OFI_DEAD_MAX) { /* forget the oldest */
@@ -104,6 +106,7 @@ int ofi_live_gone(const struct ofi_ep *sep, const uint8_t *addr, size_t len)
  * refused) and nothing is sent to it any more.  y->lock held. */
 static void peer_cut(struct ofi_ep *y, struct ofi_peer *p)
 {
+	assert(cci__mutex_held(&y->lock));
 	atomic_store_explicit(&p->cut, 1, memory_order_release);
 	for (struct ofi_conn *oc = y->conns; oc; oc = oc->next) {
 		if (oc->peer != p)
@@ -121,6 +124,7 @@ static void peer_cut(struct ofi_ep *y, struct ofi_peer *p)
 /* y forgets the endpoint at addr.  live_lock held. */
 static void cut_peer(struct ofi_ep *y, const uint8_t *addr, size_t len)
 {
+	assert(cci__mutex_held(&live_lock));
 	pthread_mutex_lock(&y->lock);
 	for (struct ofi_peer *p = y->peers; p; p = p->next)
 		if (!atomic_load_explicit(&p->cut, memory_order_relaxed) && p->len == len &&

@@ -69,6 +69,7 @@ _Static_assert(offsetof(struct ofi_op, obj) == sizeof(struct fi_context2) &&
  * clock: a tick late at most); oc->lock held. */
 static void heard(struct ofi_conn *oc, const struct ofi_hdr *h)
 {
+	assert(cci__mutex_held(&oc->lock));
 	cci__ct_heard(&oc->base.timers, cci__engine_now(&oc->sep->eng));
 	if (h->credits)
 		ofi_tx_credits_in(oc, h->credits);
@@ -78,6 +79,7 @@ static void heard(struct ofi_conn *oc, const struct ofi_hdr *h)
 static void on_msg(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb,
                    const struct ofi_hdr *h, uint32_t len)
 {
+	assert(cci__spin_held(&sep->cq_lock));
 	if (!oc) {
 		ofi_rx_repost(sep, rb);
 		return;
@@ -222,6 +224,7 @@ static void connects_end(struct ofi_ep *sep)
 {
 	struct ofi_conn *list;
 
+	assert(cci__spin_held(&sep->cq_lock));
 	pthread_mutex_lock(&sep->lock);
 	list = atomic_load_explicit(&sep->ended, memory_order_relaxed);
 	atomic_store_explicit(&sep->ended, NULL, memory_order_relaxed);
@@ -241,6 +244,7 @@ void ofi_progress_locked(struct ofi_ep *sep)
 {
 	struct fi_cq_data_entry ent[OFI_CQ_BATCH];
 
+	assert(cci__spin_held(&sep->cq_lock));
 	if (atomic_load_explicit(&sep->ended, memory_order_acquire))
 		connects_end(sep);
 	if (cci__lender_returned(&sep->lend))
@@ -421,6 +425,7 @@ static int connect_refused(struct ofi_ep *sep, struct ofi_conn *oc, uint64_t now
 {
 	const struct ofi_pidw *w = ofi_conn_pidw(oc);
 
+	assert(cci__mutex_held(&oc->lock));
 	if (!oc->is_client || !oc->peer)
 		return 0;
 	if (atomic_load_explicit(&oc->refused, memory_order_acquire) ||
@@ -442,6 +447,8 @@ static int connect_refused(struct ofi_ep *sep, struct ofi_conn *oc, uint64_t now
  * oc->lock held. */
 static void connect_end(struct ofi_ep *sep, struct ofi_conn *oc, int status)
 {
+	assert(cci__mutex_held(&sep->lock));
+	assert(cci__mutex_held(&oc->lock));
 	oc->end_status = status;
 	ofi_conn_ref(oc);
 	oc->end_next = atomic_load_explicit(&sep->ended, memory_order_relaxed);
@@ -705,6 +712,7 @@ static int manual_timed(struct ofi_ep *sep)
 {
 	int timed = 0;
 
+	assert(cci__mutex_held(&sep->lock));
 	for (struct ofi_conn *oc = sep->conns; oc && timed < 2; oc = oc->next) {
 		pthread_mutex_lock(&oc->lock);
 		if (ofi_conn_state(oc) == CCI__CONN_CONNECTING)

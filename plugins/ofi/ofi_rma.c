@@ -148,6 +148,7 @@ static int mr_inval_send(struct ofi_conn *oc, uint64_t key)
 	uint8_t body[CCI__PEER_REG_KEY_LEN];
 	int rc;
 
+	assert(cci__mutex_held(&oc->lock));
 	if (!k || ofi_conn_state(oc) != CCI__CONN_OPEN)
 		return 0;
 	if (ofi_pidw_exited(ofi_conn_pidw(oc))) {
@@ -268,6 +269,7 @@ static void on_mr_req(struct ofi_conn *oc, uint32_t req_id, uint64_t key)
 	struct cci__peer_reg_rep rep = { .key = key };
 	uint8_t body[CCI__PEER_REG_REP_LEN];
 
+	assert(cci__mutex_held(&oc->lock));
 	rep.status = ofi_core->rma_with_reg(oc->sep->ep, key, mr_export, &rep);
 	if (rep.status == CCI_SUCCESS && key_add(&oc->lent, key) != CCI_SUCCESS) {
 		memset(&rep, 0, sizeof(rep));
@@ -445,6 +447,7 @@ static int rmaq_head(struct ofi_conn *oc, struct ofi_op *op)
 /* oc->lock held. */
 void ofi_rmaq_flush(struct ofi_conn *oc)
 {
+	assert(cci__mutex_held(&oc->lock));
 	while (oc->rmaq && ofi_conn_state(oc) == CCI__CONN_OPEN && rmaq_head(oc, oc->rmaq))
 		;
 }

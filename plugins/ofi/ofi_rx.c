@@ -20,6 +20,7 @@
 /* The buffers the application gave back are posted again; cq_lock held. */
 void ofi_rx_collect(struct ofi_ep *sep)
 {
+	assert(cci__spin_held(&sep->cq_lock));
 	for (struct cci__lent *b = cci__lender_collect(&sep->lend), *next; b; b = next) {
 		next = b->next;
 		ofi_rx_repost(sep, (struct ofi_rxbuf *)((char *)b - offsetof(struct ofi_rxbuf, lent)));
@@ -40,6 +41,8 @@ static void post_recv(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf 
  * backlog when it holds all it may; oc->lock and cq_lock held. */
 static void deliver(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb)
 {
+	assert(cci__mutex_held(&oc->lock));
+	assert(cci__spin_held(&sep->cq_lock));
 	if (sep->backlog || !cci__lender_can_take(&sep->lend)) {
 		CCI__FIFO_PUSH(&sep->backlog, &sep->backlog_tail, rb, next);
 		return;
@@ -50,6 +53,7 @@ static void deliver(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *r
 /* cq_lock held. */
 void ofi_backlog_drain(struct ofi_ep *sep)
 {
+	assert(cci__spin_held(&sep->cq_lock));
 	while (sep->backlog && cci__lender_can_take(&sep->lend)) {
 		struct ofi_rxbuf *rb = sep->backlog;
 		struct ofi_conn *oc = rb->oc;
@@ -72,6 +76,8 @@ void ofi_backlog_drain(struct ofi_ep *sep)
  * connection opened; oc->lock and cq_lock held. */
 void ofi_held_drain(struct ofi_conn *oc)
 {
+	assert(cci__mutex_held(&oc->lock));
+	assert(cci__spin_held(&oc->sep->cq_lock));
 	while (oc->held && (oc->attr != CCI_CONN_ATTR_RO || oc->held->seq == oc->rx_next)) {
 		struct ofi_rxbuf *rb = oc->held;
 		oc->held = rb->next;
@@ -95,6 +101,8 @@ static void held_insert(struct ofi_conn *oc, struct ofi_rxbuf *rb)
 /* oc->lock held (and cq_lock). */
 void ofi_held_free(struct ofi_conn *oc)
 {
+	assert(cci__mutex_held(&oc->lock));
+	assert(cci__spin_held(&oc->sep->cq_lock));
 	for (struct ofi_rxbuf *rb; CCI__SLIST_POP(&oc->held, rb, next);) {
 		ofi_rx_repost(oc->sep, rb);
 		ofi_conn_unref(oc);
@@ -107,6 +115,8 @@ void ofi_held_free(struct ofi_conn *oc)
 int ofi_rx_msg(struct ofi_ep *sep, struct ofi_conn *oc, struct ofi_rxbuf *rb,
                const struct ofi_hdr *h, uint32_t len)
 {
+	assert(cci__mutex_held(&oc->lock));
+	assert(cci__spin_held(&sep->cq_lock));
 	if (ofi_conn_state(oc) == CCI__CONN_CLOSED || !oc->conn || len > sep->mss) {
 		ofi_rx_repost(sep, rb);
 		return 0;

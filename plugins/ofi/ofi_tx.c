@@ -127,6 +127,7 @@ static ssize_t msgq_post(struct ofi_conn *oc, struct ofi_op *op, int credit)
 	uint32_t c;
 	ssize_t rc;
 
+	assert(cci__mutex_held(&oc->lock));
 	if (credit && oc->imm) {
 		c = cci__credit_piggyback(&oc->cr, OFI_IMM_CREDITS_MAX);
 		rc = fi_senddata(oc->sep->fep, op->nocopy ? op->ubuf : op->buf, op->len,
@@ -183,6 +184,7 @@ static int msgq_head(struct ofi_conn *oc, struct ofi_op *op)
 /* Post what the credits and the provider allow, in order; oc->lock held. */
 void ofi_msgq_flush(struct ofi_conn *oc)
 {
+	assert(cci__mutex_held(&oc->lock));
 	while (oc->msgq && ofi_conn_state(oc) == CCI__CONN_OPEN && msgq_head(oc, oc->msgq))
 		;
 }
@@ -381,6 +383,7 @@ void ofi_ctlq_flush(struct ofi_ep *sep)
 	struct ofi_peer *prev = NULL, *peer;
 	int nref = 0;
 
+	assert(cci__spin_held(&sep->cq_lock));
 	cci__spin_lock(&sep->pool_lock);
 	peer = atomic_load_explicit(&sep->ctlq_peers, memory_order_relaxed);
 	cci__spin_unlock(&sep->pool_lock);
@@ -445,6 +448,7 @@ int ofi_ctl_send(struct ofi_conn *oc, uint8_t type, uint32_t aux, const void *bo
 	uint64_t buf[16];
 	struct ofi_op *op;
 
+	assert(cci__mutex_held(&oc->lock));
 	if (!oc->peer || atomic_load_explicit(&oc->peer->cut, memory_order_acquire))
 		return CCI_ERR_DISCONNECTED;
 	if (!flags && OFI_HDR_LEN + len <= sizeof(buf) && OFI_HDR_LEN + len <= sep->inject_size &&
@@ -497,6 +501,7 @@ int ofi_ctl_to(struct ofi_ep *sep, struct ofi_peer *peer, uint32_t dst, uint8_t 
  * forced by the timer); oc->lock held. */
 void ofi_credit_maybe(struct ofi_conn *oc, int force)
 {
+	assert(cci__mutex_held(&oc->lock));
 	if (ofi_conn_state(oc) == CCI__CONN_OPEN &&
 	    (force ? cci__credit_owed(&oc->cr) != 0 : cci__credit_explicit_due(&oc->cr)))
 		ofi_ctl_send(oc, OFI_T_CREDIT, 0, NULL, 0, 0);
@@ -506,6 +511,7 @@ void ofi_credit_maybe(struct ofi_conn *oc, int force)
  * More than it ever granted are ignored (credit.h).  oc->lock held. */
 void ofi_tx_credits_in(struct ofi_conn *oc, uint32_t n)
 {
+	assert(cci__mutex_held(&oc->lock));
 	if (cci__credit_in(&oc->cr, n) == CCI_SUCCESS && oc->msgq)
 		ofi_msgq_flush(oc);
 }
@@ -521,6 +527,7 @@ static ssize_t send_inject(struct ofi_conn *oc, const struct iovec *iov, uint32_
 	uint32_t c;
 	ssize_t rc;
 
+	assert(cci__mutex_held(&oc->lock));
 	cci__iov_gather(oc->imm ? (char *)buf : (char *)buf + OFI_HDR_LEN, iov, iovcnt);
 	if (oc->imm) {
 		c = cci__credit_piggyback(&oc->cr, OFI_IMM_CREDITS_MAX);
@@ -564,6 +571,7 @@ static void msg_fill(struct ofi_conn *oc, struct ofi_op *op, const struct iovec 
  * never queued: the receiver is not ready.  oc->lock held. */
 static int send_uu_unqueue(struct ofi_conn *oc, struct ofi_op *op)
 {
+	assert(cci__mutex_held(&oc->lock));
 	if (!op->in_msgq)
 		return 0;
 	/* it is the only one queued: UU never queues */
@@ -624,6 +632,7 @@ struct ofi_conn *ofi_tx_complete(struct ofi_ep *sep, struct ofi_op *op, int stat
 	struct ofi_conn *oc = op->oc;
 	int refused = 0;
 
+	assert(cci__spin_held(&sep->cq_lock));
 	if (!oc) {
 		op->in_flight = 0;
 		ofi_op_done(sep, op);
@@ -704,6 +713,7 @@ void ofi_tx_fail_all(struct ofi_conn *oc, int status, int notify)
 	uint64_t now = cci__engine_now(&sep->eng);
 	struct ofi_op *list = NULL;
 
+	assert(cci__mutex_held(&oc->lock));
 	for (struct ofi_op *op = oc->inflight; op; op = op->inext)
 		fail_gather(op, &list);
 	for (struct ofi_op *op = oc->rmaq; op; op = op->rnext)
@@ -738,6 +748,7 @@ void ofi_tx_fail_all(struct ofi_conn *oc, int status, int notify)
  */
 void ofi_conn_break(struct ofi_conn *oc, int status)
 {
+	assert(cci__mutex_held(&oc->lock));
 	if (ofi_conn_state(oc) != CCI__CONN_OPEN)
 		return;
 	OFI_LOG(CCI_LOG_CONN, "ofi: connection %08x broken (status %d)", oc->id, status);
