@@ -47,14 +47,13 @@ void raw_hdr(uint8_t *b, uint8_t type, uint32_t len, uint64_t seq, uint64_t ack)
 	tcp_hdr_encode(b, &h);
 }
 
-int raw_hello(int fd, uint16_t attr, uint32_t mss)
+/* A HELLO frame without payload at b (TCP_HDR_LEN + TCP_HELLO_LEN bytes). */
+static void hello_frame(uint8_t *b, uint8_t attr, uint32_t mss)
 {
-	uint8_t b[TCP_HDR_LEN + TCP_HELLO_LEN];
-	struct tcp_hello h = { .attr = attr, .mss = mss, .id = 1, .nonce = 42 };
+	struct tcp_hello h = { .id = 1, .core = { .attr = attr, .mss = mss, .nonce = 42 } };
 
 	raw_hdr(b, TCP_F_HELLO, TCP_HELLO_LEN, 0, 0);
 	tcp_hello_encode(b + TCP_HDR_LEN, &h);
-	return raw_send(fd, b, sizeof(b));
 }
 
 static int read_full(int fd, uint8_t *buf, size_t len, uint64_t stop)
@@ -110,13 +109,14 @@ static int raw_open(cci_endpoint_t *ep, uint16_t port, cci_connection_t **c)
 	uint8_t b[128];
 	int fd = raw_connect(port);
 
-	if (fd < 0 || raw_hello(fd, CCI_CONN_ATTR_RO, 65536) != 0) {
+	hello_frame(b, CCI_CONN_ATTR_RO, 65536);
+	if (fd < 0 || raw_send(fd, b, TCP_HDR_LEN + TCP_HELLO_LEN) != 0) {
 		if (fd >= 0)
 			close(fd);
 		return -1;
 	}
 	*c = st_accept(ep, 3000);
-	if (!*c || raw_frame(fd, b, sizeof(b), 3000) != TCP_REPLY_LEN || b[1] != TCP_F_ACCEPT) {
+	if (!*c || raw_frame(fd, b, sizeof(b), 3000) != TCP_HELLO_LEN || b[1] != TCP_F_ACCEPT) {
 		close(fd);
 		return -1;
 	}
