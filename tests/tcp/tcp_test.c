@@ -282,11 +282,11 @@ static void wire_random_bytes_never_decode_out_of_limits(void)
 	}
 }
 
-/* A HELLO body at b: id 1, attribute RU, mss 4096, nonce 2, and a 10-byte
- * payload; its length. */
+/* A HELLO body at b: id 1, attribute RU, the smallest mss, nonce 2, and a
+ * 10-byte payload; its length. */
 static uint32_t hello_body(uint8_t *b)
 {
-	const struct tcp_hello h = { 1, { CCI_CONN_ATTR_RU, 4096, 0, 10, 2 } };
+	const struct tcp_hello h = { 1, { CCI_CONN_ATTR_RU, TCP_AM_MSS_MIN, 0, 10, 2 } };
 
 	tcp_hello_encode(b, &h);
 	return TCP_HELLO_LEN + 10;
@@ -299,9 +299,9 @@ static void wire_hello_roundtrip(void)
 	const char *why;
 
 	CU_ASSERT_EQUAL_FATAL(tcp_hello_decode(b, hello_body(b), CCI__HELLO_REQUEST, &d, &why), 0);
-	CU_ASSERT(d.id == 1 && d.core.attr == CCI_CONN_ATTR_RU && d.core.mss == 4096 &&
+	CU_ASSERT(d.id == 1 && d.core.attr == CCI_CONN_ATTR_RU && d.core.mss == TCP_AM_MSS_MIN &&
 	          d.core.data_len == 10 && d.core.nonce == 2);
-	CU_ASSERT(b[5] == TCP_WIRE_VERSION && b[16] == CCI_CONN_ATTR_RU && b[22] == 0x10);
+	CU_ASSERT(b[5] == TCP_WIRE_VERSION && b[16] == CCI_CONN_ATTR_RU && b[23] == TCP_AM_MSS_MIN);
 	d.core = (struct cci__hello){ .mss = TCP_AM_MSS_MAX, .nonce = 3 }; /* an answer */
 	tcp_hello_encode(b, &d);
 	CU_ASSERT_EQUAL(tcp_hello_decode(b, TCP_HELLO_LEN, CCI__HELLO_ANSWER, &d, &why), 0);
@@ -323,8 +323,8 @@ static void wire_hello_refuses_bad_fields(void)
 		{ 7, 1, 50, CCI__HELLO_REQUEST, "reserved" },   /* the tcp prefix's zero */
 		{ 17, 1, 50, CCI__HELLO_REQUEST, "reserved" },  /* the core's */
 		{ 16, 9, 50, CCI__HELLO_REQUEST, "attribute" },
-		{ 22, 0, 50, CCI__HELLO_REQUEST, "message size" }, /* mss 0 */
-		{ 20, 1, 50, CCI__HELLO_REQUEST, "message size" }, /* mss 16 MiB + 4096 */
+		{ 23, 63, 50, CCI__HELLO_REQUEST, "message size" }, /* mss 63 */
+		{ 20, 1, 50, CCI__HELLO_REQUEST, "message size" },  /* mss 16 MiB + 64 */
 		{ 27, 1, 50, CCI__HELLO_REQUEST, "credits" },   /* tcp has no window */
 		{ 31, 11, 50, CCI__HELLO_REQUEST, "payload" },  /* 11 announced, 10 follow */
 		{ 31, 10, 49, CCI__HELLO_REQUEST, "payload" },  /* 10 announced, 9 follow */
