@@ -83,8 +83,6 @@ extern const struct cci_core *tcp_core;
 #define TCP_ERR(...) tcp_core->log(CCI_LOG_ERR, __VA_ARGS__)
 
 #define TCP_AM_MSS_DEFAULT 65536 /* a plain literal: it is the table's default too */
-#define TCP_AM_MSS_MIN 64u
-#define TCP_AM_MSS_MAX (16u << 20)
 #define TCP_BUFSIZE_MAX (256u << 20)
 #define TCP_RECV_COUNT_DEFAULT 64u    /* receive buffers (mss bytes each) */
 #define TCP_OPS_PREALLOC 16u          /* ops made with the endpoint */

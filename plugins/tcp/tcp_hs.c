@@ -1,8 +1,9 @@
 /*
  * tcp_hs.c - the connection handshake.
  *
- * Client: non-blocking connect(), then HELLO (magic, version, attribute,
- * mss, the endpoint's random incarnation id, a random nonce, the connect
+ * Client: non-blocking connect(), then HELLO (magic, version, the
+ * endpoint's random incarnation id, the hello core of ../common/hello.h:
+ * attribute, mss, a random nonce, the connect payload's length; then the
  * payload); the server answers ACCEPT or REJECT echoing the nonce.
  * Server: the progress thread accepts without blocking, reads exactly one
  * HELLO per socket, and posts a CONNECT_REQUEST; cci_accept/cci_reject
@@ -153,8 +154,8 @@ static void req_post(struct tcp_req *req)
 	req_unlink(req);
 	req->state = TCP_REQ_POSTED;
 	CCI__DLIST_PUSH(&sep->posted, req);
-	if (tcp_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.attr,
-	                           req->buf + TCP_HDR_LEN + TCP_HELLO_LEN, req->hello.data_len,
+	if (tcp_core->post_request(sep->ep, (cci_conn_attribute_t)req->hello.core.attr,
+	                           req->buf + TCP_HDR_LEN + TCP_HELLO_LEN, req->hello.core.data_len,
 	                           req) != CCI_SUCCESS)
 		req_drop(req, "out of memory");
 }
@@ -171,7 +172,7 @@ static void req_cb(struct ev_loop *loop, ev_io *w, int revents)
 	pthread_mutex_lock(&sep->lock);
 	r = hs_frame(req->fd, req->buf, &req->have, sep->mss, 1, &why);
 	if (r == 1 && tcp_hello_decode(req->buf + TCP_HDR_LEN, req->have - TCP_HDR_LEN,
-	                                &req->hello, &why) != 0)
+	                                CCI__HELLO_REQUEST, &req->hello, &why) != 0)
 		r = -1;
 	if (r < 0 && why && strncmp(why, "closed", 6) != 0)
 		TCP_WARN("tcp: refusing a connection from %s: %s", req->peer, why);
@@ -278,23 +279,23 @@ void tcp_hs_timers(struct tcp_ep *sep, uint64_t now)
 }
 
 /* Send a short handshake frame on a fresh socket (it always fits). */
-static int reply_send(int fd, uint8_t type, const struct tcp_reply *r)
+static int reply_send(int fd, uint8_t type, const struct tcp_hello *r)
 {
-	uint8_t b[TCP_HDR_LEN + TCP_REPLY_LEN];
-	struct tcp_hdr h = { .type = type, .len = TCP_REPLY_LEN };
+	uint8_t b[TCP_HDR_LEN + TCP_HELLO_LEN];
+	struct tcp_hdr h = { .type = type, .len = TCP_HELLO_LEN };
 	uint32_t sent = 0;
 
 	tcp_hdr_encode(b, &h);
-	tcp_reply_encode(b + TCP_HDR_LEN, r);
+	tcp_hello_encode(b + TCP_HDR_LEN, r);
 	return io_exact(fd, b, &sent, sizeof(b), 1) == 1 ? CCI_SUCCESS : CCI_ERR_DISCONNECTED;
 }
 
 /* With the loop lock and sep->lock held. */
-static int accept_locked(struct tcp_req *req, void *context, const struct tcp_reply *r)
+static int accept_locked(struct tcp_req *req, void *context, const struct tcp_hello *r)
 {
 	struct tcp_ep *sep = req->sep;
-	cci__conn_t *conn = tcp_core->conn_alloc(sep->ep, (cci_conn_attribute_t)req->hello.attr,
-	                                         context);
+	cci__conn_t *conn =
+		tcp_core->conn_alloc(sep->ep, (cci_conn_attribute_t)req->hello.core.attr, context);
 	struct tcp_conn *tc;
 	int rc;
 
@@ -307,7 +308,7 @@ static int accept_locked(struct tcp_req *req, void *context, const struct tcp_re
 	CCI__DLIST_PUSH(&sep->conns, tc);
 	rc = reply_send(tc->fd, TCP_F_ACCEPT, r);
 	if (rc == CCI_SUCCESS)
-		rc = tcp_conn_open(tc, req->hello.mss);
+		rc = tcp_conn_open(tc, req->hello.core.mss);
 	/* The event goes first: nothing can be read before the lock drops. */
 	tcp_core->post_accept(sep->ep, context, rc, conn);
 	if (rc != CCI_SUCCESS) {
@@ -320,7 +321,7 @@ static int accept_locked(struct tcp_req *req, void *context, const struct tcp_re
 	return CCI_SUCCESS;
 }
 
-static int reject_locked(struct tcp_req *req, const struct tcp_reply *r)
+static int reject_locked(struct tcp_req *req, const struct tcp_hello *r)
 {
 	reply_send(req->fd, TCP_F_REJECT, r);
 	close(req->fd);
@@ -334,7 +335,8 @@ static int req_answer(cci__evt_t *evt, void *context, int accept)
 {
 	struct tcp_req *req = evt->req_state;
 	struct tcp_ep *sep = req->sep;
-	struct tcp_reply r = { .mss = sep->mss, .id = sep->id, .nonce = req->hello.nonce };
+	struct tcp_hello r = { .id = sep->id,
+	                       .core = { .mss = sep->mss, .nonce = req->hello.core.nonce } };
 	int rc;
 
 	pthread_mutex_lock(&sep->eng.lock);
@@ -373,14 +375,14 @@ void tcp_request_done(cci__evt_t *evt)
 
 static void hs_got_reply(struct tcp_conn *tc)
 {
-	struct tcp_reply r;
+	struct tcp_hello r;
 	const char *why = NULL;
 	int rc;
 
-	if (tcp_reply_decode(tc->hs + TCP_HDR_LEN, tc->hs_off - TCP_HDR_LEN, &r, &why) != 0 ||
-	    r.nonce != tc->nonce || r.mss == 0) {
+	if (tcp_hello_decode(tc->hs + TCP_HDR_LEN, tc->hs_off - TCP_HDR_LEN, CCI__HELLO_ANSWER,
+	                     &r, &why) != 0 || r.core.nonce != tc->nonce) {
 		TCP_WARN("tcp: bad handshake reply from %s: %s", tc->peer,
-		         why ? why : "wrong nonce or mss");
+		         why ? why : "a reply to another request (wrong nonce)");
 		tcp_connect_fail(tc, CCI_ERROR, why ? why : "bad reply");
 		return;
 	}
@@ -389,7 +391,7 @@ static void hs_got_reply(struct tcp_conn *tc)
 		return;
 	}
 	ev_io_stop(tc->sep->eng.loop, &tc->hs_w);
-	rc = tcp_conn_open(tc, r.mss);
+	rc = tcp_conn_open(tc, r.core.mss);
 	if (rc != CCI_SUCCESS) {
 		tcp_connect_fail(tc, rc, "cannot open the connection");
 		return;
@@ -500,8 +502,9 @@ static void hs_cb(struct ev_loop *loop, ev_io *w, int revents)
 static void hello_build(struct tcp_conn *tc, cci_conn_attribute_t attr, const void *data,
                         uint32_t len, uint64_t nonce)
 {
-	struct tcp_hello h = { .attr = (uint16_t)attr, .mss = tc->sep->mss, .data_len = len,
-	                        .id = tc->sep->id, .nonce = nonce };
+	struct tcp_hello h = { .id = tc->sep->id,
+	                       .core = { .attr = (uint8_t)attr, .mss = tc->sep->mss,
+	                                 .data_len = len, .nonce = nonce } };
 	struct tcp_hdr fh = { .type = TCP_F_HELLO, .len = TCP_HELLO_LEN + len };
 
 	tc->nonce = nonce;

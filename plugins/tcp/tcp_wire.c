@@ -24,11 +24,11 @@ static int len_ok(uint8_t type, uint32_t len, const struct tcp_limits *lim)
 	uint32_t sub = tcp_sub_len(type);
 
 	switch (type) {
-	case TCP_F_HELLO:
-		return len >= TCP_HELLO_LEN && len - TCP_HELLO_LEN <= CCI_CONN_REQ_LEN;
+	case TCP_F_HELLO: /* down to the version prefix: tcp_hello_decode names the rest */
+		return len >= TCP_HS_PREFIX_LEN && len <= TCP_HELLO_LEN + CCI_CONN_REQ_LEN;
 	case TCP_F_ACCEPT:
 	case TCP_F_REJECT:
-		return len == TCP_REPLY_LEN;
+		return len >= TCP_HS_PREFIX_LEN && len <= TCP_HELLO_LEN;
 	case TCP_F_MSG:
 		return len <= lim->mss;
 	case TCP_F_ACK:
@@ -78,79 +78,37 @@ void tcp_hello_encode(uint8_t *b, const struct tcp_hello *h)
 {
 	cci__put32(b, TCP_WIRE_MAGIC);
 	cci__put16(b + 4, TCP_WIRE_VERSION);
-	cci__put16(b + 6, h->attr);
-	cci__put32(b + 8, h->mss);
-	cci__put32(b + 12, h->data_len);
-	cci__put64(b + 16, h->id);
-	cci__put64(b + 24, h->nonce);
+	cci__put16(b + 6, 0);
+	cci__put64(b + 8, h->id);
+	cci__hello_encode(b + 16, &h->core);
 }
 
-static int magic_version_ok(const uint8_t *b, const char **why)
+int tcp_hello_decode(const uint8_t *b, uint32_t len, enum cci__hello_kind kind,
+                     struct tcp_hello *h, const char **why)
 {
-	if (cci__get32(b) != TCP_WIRE_MAGIC) {
-		*why = "bad handshake magic (not a CCI peer)";
-		return 0;
-	}
-	if (cci__get16(b + 4) != TCP_WIRE_VERSION) {
-		*why = "unsupported protocol version";
-		return 0;
-	}
-	return 1;
-}
-
-int tcp_hello_decode(const uint8_t *b, uint32_t len, struct tcp_hello *h, const char **why)
-{
+	/* credits_max 0: tcp has no window, a hello carries no credits */
+	static const struct cci__hello_limits lim = { .mss_min = TCP_AM_MSS_MIN,
+	                                              .mss_max = TCP_AM_MSS_MAX };
 	struct tcp_hello d;
 
-	if (len < TCP_HELLO_LEN) {
+	/* Magic and version first: a peer of another version is named as
+	 * such, not by what its layout gets wrong in this one's. */
+	if (len < TCP_HS_PREFIX_LEN || cci__get32(b) != TCP_WIRE_MAGIC)
+		*why = "bad handshake magic (not a CCI peer)";
+	else if (cci__get16(b + 4) != TCP_WIRE_VERSION)
+		*why = "unsupported protocol version (a peer of another tcp wire version)";
+	else if (len < TCP_HELLO_LEN)
 		*why = "short handshake";
-		return -1;
-	}
-	if (!magic_version_ok(b, why))
-		return -1;
-	d.attr = cci__get16(b + 6);
-	d.mss = cci__get32(b + 8);
-	d.data_len = cci__get32(b + 12);
-	d.id = cci__get64(b + 16);
-	d.nonce = cci__get64(b + 24);
-	if (d.attr > CCI_CONN_ATTR_UU) {
-		*why = "unknown connection attribute";
-		return -1;
-	}
-	if (d.data_len > CCI_CONN_REQ_LEN || d.data_len != len - TCP_HELLO_LEN) {
-		*why = "connect payload length mismatch";
-		return -1;
-	}
-	if (d.mss == 0) {
-		*why = "zero max_send_size";
-		return -1;
-	}
-	*h = d;
-	return 0;
-}
-
-/* A reply is laid out as a HELLO without attribute and payload. */
-void tcp_reply_encode(uint8_t *b, const struct tcp_reply *r)
-{
-	struct tcp_hello h = { .mss = r->mss, .id = r->id, .nonce = r->nonce };
-
-	tcp_hello_encode(b, &h);
-}
-
-int tcp_reply_decode(const uint8_t *b, uint32_t len, struct tcp_reply *r, const char **why)
-{
-	if (len != TCP_REPLY_LEN) {
-		*why = "handshake reply of the wrong size";
-		return -1;
-	}
-	if (!magic_version_ok(b, why))
-		return -1;
-	if (cci__get16(b + 6) != 0 || cci__get32(b + 12) != 0) {
+	else if (cci__get16(b + 6) != 0)
 		*why = "reserved handshake fields set";
+	else if (cci__hello_decode(b + 16, kind, &lim, &d.core, why) != CCI_SUCCESS)
 		return -1;
+	else if (d.core.data_len != len - TCP_HELLO_LEN)
+		*why = "connect payload length mismatch";
+	else {
+		d.id = cci__get64(b + 8);
+		*h = d;
+		return 0;
 	}
-	r->mss = cci__get32(b + 8);
-	r->id = cci__get64(b + 16);
-	r->nonce = cci__get64(b + 24);
-	return 0;
+	return -1;
 }

@@ -19,6 +19,17 @@
  *
  * The payload of an RMA frame is one emulated-RMA record: its 32-byte
  * header (tcp_sub_len()), then data or a completion message.
+ *
+ * The body of a HELLO, an ACCEPT and a REJECT (TCP_HELLO_LEN bytes, then
+ * a HELLO's connect payload):
+ *
+ *   0   u32  magic    TCP_WIRE_MAGIC
+ *   4   u16  version  TCP_WIRE_VERSION
+ *   6   u16  zero
+ *   8   u64  id       the sender's random per-incarnation id
+ *   16  24   core     the handshake's core (../common/hello.h): credits 0,
+ *                     tcp has no window; an answer has no attribute and
+ *                     no payload and echoes the request's nonce
  */
 #ifndef CCI_TCP_WIRE_H
 #define CCI_TCP_WIRE_H
@@ -29,20 +40,27 @@
 /* By path: the transport tests and the fuzzers build this codec with this
  * folder alone on their include path. */
 #include "../common/emu_rma_wire.h"
+#include "../common/hello.h"
 #include "../common/netorder.h"
 
 #define TCP_HDR_LEN 24u
 #define TCP_HDR_MARK 0xc5u
 #define TCP_WIRE_MAGIC 0x43434953u /* "CCIS" on the wire */
-#define TCP_WIRE_VERSION 2u       /* 2: network byte order, RMA frames carry emulated-RMA records */
-#define TCP_HELLO_LEN 32u          /* fixed part of HELLO, before the payload */
-#define TCP_REPLY_LEN 32u          /* ACCEPT and REJECT bodies */
+#define TCP_WIRE_VERSION 3u        /* 3: the handshake carries the common hello core */
+/* Magic and version: what every version of the handshake starts with, so
+ * that a peer of another version is named as such whatever its layout. */
+#define TCP_HS_PREFIX_LEN 8u
+#define TCP_HELLO_LEN 40u          /* HELLO before its payload; ACCEPT and REJECT whole */
+/* The mss range an endpoint can be configured with (its ini key's bounds),
+ * hence what a handshake may announce. */
+#define TCP_AM_MSS_MIN 64u
+#define TCP_AM_MSS_MAX (16u << 20)
 #define TCP_SUB_MAX CCI__EMU_RMA_HDR_LEN /* the RMA record header after a frame header */
 
 enum tcp_frame_type {
 	TCP_F_HELLO = 1,    /* client: tcp_hello + connect payload */
-	TCP_F_ACCEPT = 2,   /* server: tcp_reply */
-	TCP_F_REJECT = 3,   /* server: tcp_reply */
+	TCP_F_ACCEPT = 2,   /* server: tcp_hello, an answer */
+	TCP_F_REJECT = 3,   /* server: tcp_hello, an answer */
 	TCP_F_MSG = 4,      /* sequenced: one active message */
 	TCP_F_ACK = 5,      /* no payload: carries ack only */
 	TCP_F_PING = 6,     /* keepalive probe; answered by PONG */
@@ -68,20 +86,11 @@ struct tcp_limits {
 	uint32_t frag_max;   /* largest RMA data fragment */
 };
 
-/* The client's request. */
+/* The client's request (HELLO) or the server's answer (ACCEPT, REJECT):
+ * one layout, told apart by the frame type. */
 struct tcp_hello {
-	uint16_t attr;
-	uint32_t mss;
-	uint32_t data_len;
-	uint64_t id;         /* the sender's random per-incarnation id */
-	uint64_t nonce;      /* random per request, echoed in the reply */
-};
-
-/* The server's answer (ACCEPT or REJECT). */
-struct tcp_reply {
-	uint32_t mss;
-	uint64_t id;
-	uint64_t nonce;
+	uint64_t id;               /* the sender's random per-incarnation id */
+	struct cci__hello core;    /* core.nonce: random per request, echoed */
 };
 
 void tcp_hdr_encode(uint8_t *b, const struct tcp_hdr *h);
@@ -103,8 +112,10 @@ static inline uint32_t tcp_sub_len(uint8_t type)
 }
 
 void tcp_hello_encode(uint8_t *b, const struct tcp_hello *h);
-int tcp_hello_decode(const uint8_t *b, uint32_t len, struct tcp_hello *h, const char **why);
-void tcp_reply_encode(uint8_t *b, const struct tcp_reply *r);
-int tcp_reply_decode(const uint8_t *b, uint32_t len, struct tcp_reply *r, const char **why);
+/* Decode the len-byte body of a HELLO (kind CCI__HELLO_REQUEST, its
+ * payload after TCP_HELLO_LEN) or of an ACCEPT or REJECT (an answer):
+ * 0, or -1 with *why set. */
+int tcp_hello_decode(const uint8_t *b, uint32_t len, enum cci__hello_kind kind,
+                     struct tcp_hello *h, const char **why);
 
 #endif /* CCI_TCP_WIRE_H */

@@ -21,7 +21,7 @@ clang $cflags -I"$top/api" -I"$top/plugins/common" \
 	"$here/uri_fuzz.c" "$top/plugins/common/uri.c" -o "$work/uri_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/tcp" \
 	"$top/tests/tcp/tcp_wire_fuzz.c" "$top/plugins/tcp/tcp_wire.c" \
-	"$top/plugins/common/emu_rma_wire.c" -o "$work/wire_fuzz"
+	"$top/plugins/common/emu_rma_wire.c" "$top/plugins/common/hello.c" -o "$work/wire_fuzz"
 clang $cflags -I"$top/plugins/sm" \
 	"$here/sm_ring_fuzz.c" "$top/plugins/sm/sm_ring.c" -o "$work/sm_ring_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/verbs" \

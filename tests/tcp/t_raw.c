@@ -47,14 +47,13 @@ void raw_hdr(uint8_t *b, uint8_t type, uint32_t len, uint64_t seq, uint64_t ack)
 	tcp_hdr_encode(b, &h);
 }
 
-int raw_hello(int fd, uint16_t attr, uint32_t mss)
+/* A HELLO frame without payload at b (TCP_HDR_LEN + TCP_HELLO_LEN bytes). */
+static void hello_frame(uint8_t *b, uint8_t attr, uint32_t mss)
 {
-	uint8_t b[TCP_HDR_LEN + TCP_HELLO_LEN];
-	struct tcp_hello h = { .attr = attr, .mss = mss, .id = 1, .nonce = 42 };
+	struct tcp_hello h = { .id = 1, .core = { .attr = attr, .mss = mss, .nonce = 42 } };
 
 	raw_hdr(b, TCP_F_HELLO, TCP_HELLO_LEN, 0, 0);
 	tcp_hello_encode(b + TCP_HDR_LEN, &h);
-	return raw_send(fd, b, sizeof(b));
 }
 
 static int read_full(int fd, uint8_t *buf, size_t len, uint64_t stop)
@@ -110,13 +109,14 @@ static int raw_open(cci_endpoint_t *ep, uint16_t port, cci_connection_t **c)
 	uint8_t b[128];
 	int fd = raw_connect(port);
 
-	if (fd < 0 || raw_hello(fd, CCI_CONN_ATTR_RO, 65536) != 0) {
+	hello_frame(b, CCI_CONN_ATTR_RO, 65536);
+	if (fd < 0 || raw_send(fd, b, TCP_HDR_LEN + TCP_HELLO_LEN) != 0) {
 		if (fd >= 0)
 			close(fd);
 		return -1;
 	}
 	*c = st_accept(ep, 3000);
-	if (!*c || raw_frame(fd, b, sizeof(b), 3000) != TCP_REPLY_LEN || b[1] != TCP_F_ACCEPT) {
+	if (!*c || raw_frame(fd, b, sizeof(b), 3000) != TCP_HELLO_LEN || b[1] != TCP_F_ACCEPT) {
 		close(fd);
 		return -1;
 	}
@@ -150,25 +150,49 @@ static void still_serves(cci_endpoint_t *ep, const char *uri)
 	cci_disconnect(s);
 }
 
-static void garbage_before_handshake_is_dropped(void)
+/* A client that opens with these bytes is closed without an answer, no
+ * request is posted, and the endpoint goes on serving. */
+static void refused_before_request(const uint8_t *b, size_t len)
 {
 	cci_device_t *dev = st_init("127.0.0.1");
 	cci_endpoint_t *ep = st_endpoint(dev);
 	char *uri = st_uri(ep);
-	uint8_t junk[256];
+	uint8_t reply[TCP_HDR_LEN + TCP_HELLO_LEN];
 	int fd, others = 0;
 
-	for (unsigned i = 0; i < sizeof(junk); i++)
-		junk[i] = (uint8_t)(i * 37 + 11);
 	fd = raw_connect(st_uri_port(uri));
 	CU_ASSERT_FATAL(fd >= 0);
-	CU_ASSERT_EQUAL(raw_send(fd, junk, sizeof(junk)), 0);
+	CU_ASSERT_EQUAL(raw_send(fd, b, len), 0);
+	CU_ASSERT_EQUAL(raw_frame(fd, reply, sizeof(reply), 3000), -1);
 	CU_ASSERT(raw_closed(fd, 3000));
 	CU_ASSERT_PTR_NULL(st_wait(ep, CCI_EVENT_CONNECT_REQUEST, 200, &others));
 	close(fd);
 	still_serves(ep, uri);
 	free(uri);
 	st_fini(ep);
+}
+
+static void garbage_before_handshake_is_dropped(void)
+{
+	uint8_t junk[256];
+
+	for (unsigned i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(i * 37 + 11);
+	refused_before_request(junk, sizeof(junk));
+}
+
+/* The decoder's reason for each is in the wire tests (tcp_test.c). */
+static void bad_hellos_are_refused(void)
+{
+	uint8_t b[TCP_HDR_LEN + TCP_HELLO_LEN];
+
+	hello_frame(b, CCI_CONN_ATTR_RO, 65536);
+	b[TCP_HDR_LEN + 5] = TCP_WIRE_VERSION - 1; /* another wire version */
+	refused_before_request(b, sizeof(b));
+	hello_frame(b, 9, 65536); /* an unknown attribute */
+	refused_before_request(b, sizeof(b));
+	hello_frame(b, CCI_CONN_ATTR_RO, TCP_AM_MSS_MIN - 1); /* mss out of range */
+	refused_before_request(b, sizeof(b));
 }
 
 /* Send one mangled frame on an accepted raw connection: closed, and the
@@ -580,6 +604,8 @@ int st_add_raw_tests(void)
 	return !s ||
 	       !CU_add_test(s, "garbage before the handshake is dropped, no request is posted",
 	                    garbage_before_handshake_is_dropped) ||
+	       !CU_add_test(s, "a HELLO of another version, attribute or mss is refused",
+	                    bad_hellos_are_refused) ||
 	       !CU_add_test(s, "an oversized length closes that connection only",
 	                    oversized_length_closes_the_connection) ||
 	       !CU_add_test(s, "garbage after the handshake closes that connection only",

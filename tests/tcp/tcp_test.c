@@ -282,21 +282,66 @@ static void wire_random_bytes_never_decode_out_of_limits(void)
 	}
 }
 
-static void wire_hello_checks_magic_and_payload(void)
+/* A HELLO body at b: id 1, attribute RU, the smallest mss, nonce 2, and a
+ * 10-byte payload; its length. */
+static uint32_t hello_body(uint8_t *b)
 {
-	struct tcp_hello h = { CCI_CONN_ATTR_RU, 4096, 10, 1, 2 }, d;
-	uint8_t b[TCP_HELLO_LEN + 10] = { 0 };
-	const char *why;
+	const struct tcp_hello h = { 1, { CCI_CONN_ATTR_RU, TCP_AM_MSS_MIN, 0, 10, 2 } };
 
 	tcp_hello_encode(b, &h);
-	CU_ASSERT_EQUAL(tcp_hello_decode(b, sizeof(b), &d, &why), 0);
-	CU_ASSERT(d.attr == h.attr && d.mss == h.mss && d.nonce == h.nonce);
-	CU_ASSERT_EQUAL(tcp_hello_decode(b, sizeof(b) - 1, &d, &why), -1);
-	b[0] ^= 1;
-	CU_ASSERT_EQUAL(tcp_hello_decode(b, sizeof(b), &d, &why), -1);
-	b[0] ^= 1;
-	b[6] = 9; /* attribute */
-	CU_ASSERT_EQUAL(tcp_hello_decode(b, sizeof(b), &d, &why), -1);
+	return TCP_HELLO_LEN + 10;
+}
+
+static void wire_hello_roundtrip(void)
+{
+	uint8_t b[TCP_HELLO_LEN + 10] = { 0 };
+	struct tcp_hello d;
+	const char *why;
+
+	CU_ASSERT_EQUAL_FATAL(tcp_hello_decode(b, hello_body(b), CCI__HELLO_REQUEST, &d, &why), 0);
+	CU_ASSERT(d.id == 1 && d.core.attr == CCI_CONN_ATTR_RU && d.core.mss == TCP_AM_MSS_MIN &&
+	          d.core.data_len == 10 && d.core.nonce == 2);
+	CU_ASSERT(b[5] == TCP_WIRE_VERSION && b[16] == CCI_CONN_ATTR_RU && b[23] == TCP_AM_MSS_MIN);
+	d.core = (struct cci__hello){ .mss = TCP_AM_MSS_MAX, .nonce = 3 }; /* an answer */
+	tcp_hello_encode(b, &d);
+	CU_ASSERT_EQUAL(tcp_hello_decode(b, TCP_HELLO_LEN, CCI__HELLO_ANSWER, &d, &why), 0);
+	CU_ASSERT(d.id == 1 && d.core.mss == TCP_AM_MSS_MAX && d.core.nonce == 3);
+}
+
+/* hello_body with one byte changed, decoded as len bytes of a kind: refused,
+ * and *why names what is wrong. */
+static void wire_hello_refuses_bad_fields(void)
+{
+	static const struct {
+		unsigned off, val, len;
+		enum cci__hello_kind kind;
+		const char *why;
+	} bad[] = {
+		{ 0, 'X', 50, CCI__HELLO_REQUEST, "magic" },
+		{ 5, TCP_WIRE_VERSION - 1, 50, CCI__HELLO_REQUEST, "version" },
+		{ 5, TCP_WIRE_VERSION - 1, 32, CCI__HELLO_ANSWER, "version" }, /* version 2's */
+		{ 7, 1, 50, CCI__HELLO_REQUEST, "reserved" },   /* the tcp prefix's zero */
+		{ 17, 1, 50, CCI__HELLO_REQUEST, "reserved" },  /* the core's */
+		{ 16, 9, 50, CCI__HELLO_REQUEST, "attribute" },
+		{ 23, 63, 50, CCI__HELLO_REQUEST, "message size" }, /* mss 63 */
+		{ 20, 1, 50, CCI__HELLO_REQUEST, "message size" },  /* mss 16 MiB + 64 */
+		{ 27, 1, 50, CCI__HELLO_REQUEST, "credits" },   /* tcp has no window */
+		{ 31, 11, 50, CCI__HELLO_REQUEST, "payload" },  /* 11 announced, 10 follow */
+		{ 31, 10, 49, CCI__HELLO_REQUEST, "payload" },  /* 10 announced, 9 follow */
+		{ 31, 0, 39, CCI__HELLO_REQUEST, "short" },
+		{ 16, 0, 50, CCI__HELLO_ANSWER, "payload" },    /* an answer with a payload */
+	};
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint8_t b[TCP_HELLO_LEN + 10] = { 0 };
+		struct tcp_hello d;
+		const char *why = NULL;
+
+		hello_body(b);
+		b[bad[i].off] = (uint8_t)bad[i].val;
+		CU_ASSERT_EQUAL(tcp_hello_decode(b, bad[i].len, bad[i].kind, &d, &why), -1);
+		CU_ASSERT(why && strstr(why, bad[i].why));
+	}
 }
 
 int st_add_wire_tests(void)
@@ -309,8 +354,11 @@ int st_add_wire_tests(void)
 	                    wire_header_rejects_bad_fields) ||
 	       !CU_add_test(s, "random bytes never decode to a frame beyond the limits",
 	                    wire_random_bytes_never_decode_out_of_limits) ||
-	       !CU_add_test(s, "a HELLO needs the magic, a known attribute and its payload",
-	                    wire_hello_checks_magic_and_payload);
+	       !CU_add_test(s, "a HELLO and an ACCEPT survive encode and decode",
+	                    wire_hello_roundtrip) ||
+	       !CU_add_test(s, "a handshake with a bad magic, version, reserved byte, attribute, "
+	                       "mss, credits or payload is refused and named",
+	                    wire_hello_refuses_bad_fields);
 }
 
 int main(int argc, char **argv)

@@ -66,8 +66,6 @@ int st_read_line(int fd, char *buf, size_t len, unsigned ms);
 /* A blocking TCP connection to 127.0.0.1:port (receive timeout 3 s). */
 int raw_connect(uint16_t port);
 int raw_send(int fd, const void *buf, size_t len);
-/* Send a valid HELLO. */
-int raw_hello(int fd, uint16_t attr, uint32_t mss);
 /* Read one whole frame (header and payload, up to cap bytes) within ms:
  * its payload length, or -1. */
 int raw_frame(int fd, uint8_t *buf, size_t cap, unsigned ms);

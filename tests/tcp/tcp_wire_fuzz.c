@@ -1,13 +1,15 @@
 /*
  * tcp_wire_fuzz.c - libFuzzer harness for the tcp transport's wire
- * decoders (plugins/tcp/tcp_wire.c) and the emulated-RMA record an RMA
- * frame carries (plugins/common/emu_rma_wire.c, which sock and sm's copy
- * mode carry too): every byte string must decode to a frame and record
- * within the limits, or be refused with a reason; never a crash.
+ * decoders (plugins/tcp/tcp_wire.c), the emulated-RMA record an RMA frame
+ * carries (plugins/common/emu_rma_wire.c, which sock and sm's copy mode
+ * carry too) and the hello core of its handshake (plugins/common/hello.c):
+ * every byte string must decode to a frame, record or handshake within the
+ * limits, or be refused with a reason; never a crash.
  *
  * Build (as tests/fuzz/run.sh does):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I api -I plugins/tcp \
- *         tests/tcp/tcp_wire_fuzz.c plugins/tcp/tcp_wire.c plugins/common/emu_rma_wire.c
+ *         tests/tcp/tcp_wire_fuzz.c plugins/tcp/tcp_wire.c plugins/common/emu_rma_wire.c \
+ *         plugins/common/hello.c
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -64,12 +66,24 @@ static void check_header(const uint8_t *data, size_t size)
 		check_rma(data + TCP_HDR_LEN, h.len - sl, &rma_lim);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* A handshake body of either kind: refused with a reason, or within the
+ * limits (an answer: attribute 0, no payload). */
+static void check_hello(const uint8_t *data, uint32_t size, enum cci__hello_kind kind)
 {
-	struct tcp_hello hello;
-	struct tcp_reply reply;
+	struct tcp_hello h;
 	const char *why = NULL;
 
+	if (tcp_hello_decode(data, size, kind, &h, &why) != 0
+	        ? !why
+	        : h.core.data_len != size - TCP_HELLO_LEN || h.core.credits ||
+	          h.core.mss < TCP_AM_MSS_MIN || h.core.mss > TCP_AM_MSS_MAX ||
+	          h.core.attr > CCI_CONN_ATTR_UU ||
+	          (kind == CCI__HELLO_ANSWER && (h.core.attr || h.core.data_len)))
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
 	check_header(data, size);
 	/* The record alone, its tail the bytes after it, as sock carries it
 	 * (its completion message apart). */
@@ -79,10 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (size > TCP_HDR_LEN + CCI_CONN_REQ_LEN + TCP_HELLO_LEN)
 		return 0;
-	if (tcp_hello_decode(data, (uint32_t)size, &hello, &why) == 0 &&
-	    (hello.data_len != size - TCP_HELLO_LEN || hello.attr > CCI_CONN_ATTR_UU))
-		abort();
-	if (size == TCP_REPLY_LEN)
-		tcp_reply_decode(data, (uint32_t)size, &reply, &why);
+	check_hello(data, (uint32_t)size, CCI__HELLO_REQUEST);
+	check_hello(data, (uint32_t)size, CCI__HELLO_ANSWER);
 	return 0;
 }
