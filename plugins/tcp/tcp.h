@@ -70,6 +70,7 @@
 #include "iov.h"
 #include "lender.h"
 #include "listen_guard.h"
+#include "lock_held.h"
 #include "op_pool.h"
 #include "random.h"
 #include "slist.h"

@@ -27,7 +27,8 @@ void tcp_conn_init(struct tcp_conn *tc, struct tcp_ep *sep, cci__conn_t *conn, i
  * a 4 us loopback message), so while the application polls a few sockets
  * with recv they stay out.  The progress thread sleeps on the set, the OS
  * handle contains it, and past TCP_POLL_DIRECT_MAX sockets polling reads
- * only the ready ones: then they are in.  sep->lock held.
+ * only the ready ones: then they are in.  sep->lock held (or no other
+ * thread runs: teardown).
  */
 static int want_epoll(const struct tcp_ep *sep)
 {
@@ -64,7 +65,7 @@ static void watch_one(struct tcp_ep *sep, struct tcp_conn *tc)
  * answer walks the sockets (a storm of connects costs no walk per
  * connection).  An ADD that fails (no kernel memory) is logged and tried
  * again at the next update; until then that socket is read only when the
- * application polls.  sep->lock held. */
+ * application polls.  sep->lock held (or no other thread runs: teardown). */
 void tcp_conn_watch_update(struct tcp_ep *sep)
 {
 	int want = want_epoll(sep);
@@ -83,6 +84,7 @@ int tcp_conn_open(struct tcp_conn *tc, uint32_t peer_mss)
 {
 	struct tcp_ep *sep = tc->sep;
 
+	assert(cci__mutex_held(&tc->sep->lock));
 	tc->mss = peer_mss < sep->mss ? peer_mss : sep->mss;
 	tc->conn->pub.max_send_size = tc->mss;
 	tc->stage = malloc(TCP_STAGE_LEN);
@@ -131,6 +133,7 @@ static struct tcp_op *ops_detach(struct tcp_conn *tc, int to)
 {
 	struct tcp_op *all = tc->infl, **tail = &all;
 
+	assert(cci__spin_held(&tc->tx_lock));
 	cci__conn_move(&tc->base, to, tcp_core, tc->conn);
 	while (*tail)
 		tail = &(*tail)->next;
@@ -313,6 +316,8 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 /* The loop lock and sep->lock held. */
 void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why)
 {
+	assert(cci__mutex_held(&tc->sep->lock));
+	assert(cci__mutex_held(&tc->sep->eng.lock));
 	TCP_LOG(CCI_LOG_CONN, "tcp: connecting to %s failed: %s", tc->peer, why);
 	cci__conn_move(&tc->base, CCI__CONN_FAILED, tcp_core, tc->conn);
 	tcp_core->post_connect(tc->sep->ep, tc->context, status, tc->conn);
@@ -389,6 +394,7 @@ static const struct cci__conn_tick_ops tick_ops[2] = {
 /* The tick: sep->lock held; with_loop when the loop lock is too. */
 void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop)
 {
+	assert(cci__mutex_held(&sep->lock));
 	for (struct tcp_conn *tc = sep->conns, *next; tc; tc = next) {
 		next = tc->next;
 		if (cci__conn_tick(&tc->base, tc->conn, tcp_core, &tick_ops[with_loop != 0], tc,

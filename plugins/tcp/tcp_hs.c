@@ -299,6 +299,8 @@ static int accept_locked(struct tcp_req *req, void *context, const struct tcp_he
 	struct tcp_conn *tc;
 	int rc;
 
+	assert(cci__mutex_held(&req->sep->lock));
+	assert(cci__mutex_held(&req->sep->eng.lock));
 	if (!conn)
 		return CCI_ENOMEM;
 	tc = tcp_conn_of(conn);
@@ -423,6 +425,8 @@ static void hs_retry(struct tcp_conn *tc, const char *why)
 	struct tcp_ep *sep = tc->sep;
 	uint32_t lv;
 
+	assert(cci__mutex_held(&tc->sep->lock));
+	assert(cci__mutex_held(&tc->sep->eng.lock));
 	ev_io_stop(sep->eng.loop, &tc->hs_w);
 	close(tc->fd);
 	tc->fd = -1;
@@ -556,6 +560,8 @@ static void hs_retry_start(struct tcp_conn *tc)
 	struct tcp_ep *sep = tc->sep;
 	int err;
 
+	assert(cci__mutex_held(&tc->sep->lock));
+	assert(cci__mutex_held(&tc->sep->eng.lock));
 	tcp_retry_unlink(tc);
 	err = connect_socket(&tc->addr, tc->addrlen, sep->dev->bufsize, &tc->fd);
 	if (err) {
@@ -573,6 +579,8 @@ static void hs_retry_start(struct tcp_conn *tc)
  * due and one more of each are looked at. */
 static void hs_retry_due(struct tcp_ep *sep, uint64_t now)
 {
+	assert(cci__mutex_held(&sep->lock));
+	assert(cci__mutex_held(&sep->eng.lock));
 	for (uint32_t lv = 0; lv < TCP_RETRY_LEVELS; lv++) {
 		struct tcp_rlink *l;
 

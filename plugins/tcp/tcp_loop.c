@@ -58,6 +58,7 @@ static void ww_update(struct tcp_conn *tc)
 	           atomic_load_explicit(&tc->tx_queued, memory_order_relaxed) &&
 	           cci__conn_is_open(&tc->base);
 
+	assert(cci__mutex_held(&tc->sep->lock));
 	if (want == tc->w_on)
 		return;
 	if (want) {
@@ -143,6 +144,7 @@ static void on_cmd(void *owner, unsigned cmd)
  * handshake timers stop watchers). */
 static void timers_run(struct tcp_ep *sep, uint64_t now, int with_loop)
 {
+	assert(cci__mutex_held(&sep->lock));
 	if (atomic_load(&sep->nfaults))
 		tcp_faults_process(sep);
 	if (sep->acks_pending)
@@ -160,6 +162,7 @@ static void timers_in_app(struct tcp_ep *sep)
 {
 	int with_loop = pthread_mutex_trylock(&sep->eng.lock) == 0;
 
+	assert(cci__mutex_held(&sep->lock));
 	if (with_loop)
 		cci__engine_tick_done(&sep->eng);
 	timers_run(sep, cci__engine_now(&sep->eng), with_loop);
@@ -188,6 +191,7 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 /* Does anything on sep wait for the loop or a timer?  sep->lock held. */
 static int manual_tick_wanted(struct tcp_ep *sep)
 {
+	assert(cci__mutex_held(&sep->lock));
 	if (sep->reqs || (cci__listen_paused(&sep->lg) & CCI__LISTEN_NOFD) ||
 	    atomic_load(&sep->tx_busy) || cci__op_pool_out(&sep->ops) > 0 ||
 	    atomic_load(&sep->nfaults) ||

@@ -144,6 +144,7 @@ int tcp_op_copy_in(struct tcp_op *op, const struct iovec *iov, uint32_t iovcnt, 
  */
 static void rb_collect(struct tcp_ep *sep)
 {
+	assert(cci__mutex_held(&sep->lock));
 	for (struct cci__lent *b = cci__lender_collect(&sep->lend), *next; b; b = next) {
 		struct tcp_buf *rb = (struct tcp_buf *)b;
 
@@ -187,6 +188,7 @@ void tcp_rb_put(struct tcp_ep *sep, struct tcp_buf *rb)
 /* Could tcp_rb_get() succeed now?  sep->lock held. */
 int tcp_rb_available(struct tcp_ep *sep)
 {
+	assert(cci__mutex_held(&sep->lock));
 	return cci__lender_available(&sep->lend);
 }
 

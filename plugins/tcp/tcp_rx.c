@@ -360,6 +360,7 @@ void tcp_rx_ready(struct tcp_ep *sep)
 /* Apply the acks left from earlier passes; sep->lock held. */
 void tcp_rx_acks_all(struct tcp_ep *sep)
 {
+	assert(cci__mutex_held(&sep->lock));
 	sep->acks_pending = 0;
 	for (uint32_t i = sep->nopen; i-- > 0;)
 		if (i < sep->nopen)

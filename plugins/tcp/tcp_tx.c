@@ -415,6 +415,7 @@ static int burst_holds(struct tcp_conn *tc, const struct tcp_op *op)
 	struct tcp_ep *sep = tc->sep;
 	uint64_t gen = atomic_load_explicit(&sep->progress_gen, memory_order_relaxed);
 
+	assert(cci__spin_held(&tc->tx_lock));
 	if (gen != tc->burst_gen) {
 		tc->burst_gen = gen;
 		tc->burst = 0;
