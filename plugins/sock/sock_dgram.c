@@ -97,8 +97,10 @@ int sock_dg_decode(const uint8_t *b, size_t len, uint32_t mss, struct sock_dg *d
 		return *why = "shorter than a header", -1;
 	if (len > SOCK_DG_PAYLOAD_MAX)
 		return *why = "longer than a UDP payload", -1;
-	if (b[0] != SOCK_DG_MARK || b[3] != SOCK_DG_VERSION)
-		return *why = "bad mark or version", -1;
+	if (b[0] != SOCK_DG_MARK)
+		return *why = "not a sock datagram (bad mark)", -1;
+	if (b[3] != SOCK_DG_VERSION)
+		return *why = "a datagram of another wire version", -1;
 	d->type = b[1];
 	d->flags = b[2];
 	if (d->type == 0 || d->type >= SOCK_DG_TYPE_END)
@@ -122,15 +124,38 @@ int sock_dg_decode(const uint8_t *b, size_t len, uint32_t mss, struct sock_dg *d
 	return body_ok(d, mss, why);
 }
 
+/* What a receiver takes: any mss and window but 0 (a connection uses the
+ * smaller mss and caps the window at its send slots: sock_conn_rel_init). */
+static const struct cci__hello_limits hs_limits = {
+	.mss_min = 1, .mss_max = UINT32_MAX, .credits_min = 1, .credits_max = UINT32_MAX,
+};
+
+/* The 32 bytes HELLO and ACCEPT start with: the core, dgram, zero. */
+static void hs_front_encode(uint8_t *b, const struct cci__hello *core, uint32_t dgram)
+{
+	cci__hello_encode(b, core);
+	cci__put32(b + CCI__HELLO_LEN, dgram);
+	cci__put32(b + CCI__HELLO_LEN + 4, 0);
+}
+
+static int hs_front_decode(const uint8_t *b, enum cci__hello_kind kind, struct cci__hello *core,
+                           uint32_t *dgram, const char **why)
+{
+	if (cci__hello_decode(b, kind, &hs_limits, core, why) != CCI_SUCCESS)
+		return -1;
+	if (cci__get32(b + CCI__HELLO_LEN + 4) != 0)
+		return *why = "reserved bytes after the hello core set", -1;
+	*dgram = cci__get32(b + CCI__HELLO_LEN);
+	if (*dgram < SOCK_DG_DGRAM_MIN)
+		return *why = "a largest datagram below SOCK_DG_DGRAM_MIN", -1;
+	if (core->nonce == 0)
+		return *why = "a zero client token", -1;
+	return 0;
+}
+
 void sock_dg_hello_encode(uint8_t *b, const struct sock_dg_hello *h)
 {
-	cci__put32(b, SOCK_DG_MAGIC);
-	cci__put32(b + 4, h->attr);
-	cci__put32(b + 8, h->mss);
-	cci__put32(b + 12, h->window);
-	cci__put32(b + 16, h->data_len);
-	cci__put32(b + 20, h->dgram);
-	cci__put64(b + 24, h->token);
+	hs_front_encode(b, &h->core, h->dgram);
 	cci__put64(b + 32, h->isn);
 }
 
@@ -144,9 +169,9 @@ int sock_dg_quoted(const uint8_t *b, size_t len, uint8_t *type, uint64_t *token)
 	*type = b[1];
 	*token = cci__get64(b + 8);
 	if (*type == SOCK_DG_HELLO) {
-		if (len < SOCK_DG_HDR_LEN + SOCK_DG_HELLO_TOKEN_END || cci__get32(body) != SOCK_DG_MAGIC)
+		if (len < SOCK_DG_HDR_LEN + SOCK_DG_HELLO_TOKEN_END || body[1] || body[2] || body[3])
 			return -1;
-		*token = cci__get64(body + 24);
+		*token = cci__get64(body + SOCK_DG_HELLO_TOKEN_END - 8);
 	}
 	return *token ? 0 : -1;
 }
@@ -156,33 +181,19 @@ int sock_dg_hello_decode(const uint8_t *b, uint32_t len, struct sock_dg_hello *h
 {
 	if (len < SOCK_DG_HELLO_LEN)
 		return *why = "HELLO too short", -1;
-	if (cci__get32(b) != SOCK_DG_MAGIC)
-		return *why = "HELLO without the magic", -1;
-	h->attr = cci__get32(b + 4);
-	h->mss = cci__get32(b + 8);
-	h->window = cci__get32(b + 12);
-	h->data_len = cci__get32(b + 16);
-	h->dgram = cci__get32(b + 20);
-	h->token = cci__get64(b + 24);
-	h->isn = cci__get64(b + 32);
-	if (h->attr > CCI_CONN_ATTR_UU)
-		return *why = "HELLO with an unknown attribute", -1;
-	if (h->data_len > CCI_CONN_REQ_LEN || h->data_len != len - SOCK_DG_HELLO_LEN)
+	if (hs_front_decode(b, CCI__HELLO_REQUEST, &h->core, &h->dgram, why) != 0)
+		return -1;
+	if (h->core.data_len != len - SOCK_DG_HELLO_LEN)
 		return *why = "HELLO payload length wrong", -1;
-	if (h->mss == 0 || h->window == 0 || h->token == 0 || h->dgram < SOCK_DG_DGRAM_MIN)
-		return *why = "HELLO with a zero mss, window or token, or a tiny datagram", -1;
+	h->isn = cci__get64(b + 32);
 	return 0;
 }
 
 void sock_dg_accept_encode(uint8_t *b, const struct sock_dg_accept *a)
 {
-	cci__put32(b, a->mss);
-	cci__put32(b + 4, a->window);
-	cci__put64(b + 8, a->client_token);
-	cci__put64(b + 16, a->token);
-	cci__put64(b + 24, a->isn);
-	cci__put32(b + 32, a->dgram);
-	cci__put32(b + 36, 0);
+	hs_front_encode(b, &a->core, a->dgram);
+	cci__put64(b + 32, a->token);
+	cci__put64(b + 40, a->isn);
 }
 
 int sock_dg_accept_decode(const uint8_t *b, uint32_t len, struct sock_dg_accept *a,
@@ -190,13 +201,11 @@ int sock_dg_accept_decode(const uint8_t *b, uint32_t len, struct sock_dg_accept 
 {
 	if (len != SOCK_DG_ACCEPT_LEN)
 		return *why = "ACCEPT of the wrong length", -1;
-	a->mss = cci__get32(b);
-	a->window = cci__get32(b + 4);
-	a->client_token = cci__get64(b + 8);
-	a->token = cci__get64(b + 16);
-	a->isn = cci__get64(b + 24);
-	a->dgram = cci__get32(b + 32);
-	if (a->mss == 0 || a->window == 0 || a->token == 0 || a->dgram < SOCK_DG_DGRAM_MIN)
-		return *why = "ACCEPT with a zero mss, window or token, or a tiny datagram", -1;
+	if (hs_front_decode(b, CCI__HELLO_ANSWER, &a->core, &a->dgram, why) != 0)
+		return -1;
+	a->token = cci__get64(b + 32);
+	a->isn = cci__get64(b + 40);
+	if (a->token == 0)
+		return *why = "ACCEPT with a zero server token", -1;
 	return 0;
 }

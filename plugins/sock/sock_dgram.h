@@ -19,6 +19,12 @@
  * The sequenced types (MSG, RMA) then carry a fixed sub-header
  * (sock_dg_sub_len(): a message fragment's place, or an RMA record's
  * header) and data.
+ *
+ * HELLO and ACCEPT bodies start with the common hello core (24 bytes,
+ * plugins/common/hello.h; credits: the window, the datagrams the sender
+ * grants its peer; nonce: the client's token, which an ACCEPT echoes), then
+ * u32 dgram, u32 zero, in an ACCEPT the server's u64 token, then u64 isn:
+ * SOCK_DG_HELLO_LEN (then the connect payload) and SOCK_DG_ACCEPT_LEN.
  */
 #ifndef CCI_SOCK_DGRAM_H
 #define CCI_SOCK_DGRAM_H
@@ -29,13 +35,13 @@
 /* By path: the transport tests and the fuzzers build this codec with this
  * folder alone on their include path. */
 #include "../common/emu_rma_wire.h"
+#include "../common/hello.h"
 
 #define SOCK_DG_HDR_LEN 32u
 #define SOCK_DG_MARK 0xd7u
-#define SOCK_DG_VERSION 2u        /* 2: network byte order, RMA as emulated-RMA records */
-#define SOCK_DG_MAGIC 0x43434955u /* "CCIU" on the wire */
+#define SOCK_DG_VERSION 3u        /* 3: the handshake on the common hello core */
 #define SOCK_DG_HELLO_LEN 40u     /* HELLO body before the connect payload */
-#define SOCK_DG_ACCEPT_LEN 40u
+#define SOCK_DG_ACCEPT_LEN 48u
 #define SOCK_DG_SUB_MAX 32u
 #define SOCK_DG_PAYLOAD_MAX 65507u /* the largest UDP payload over IPv4 */
 #define SOCK_DG_DGRAM_MIN 1200u   /* the smallest datagram size a side may ask for */
@@ -60,23 +66,19 @@ enum sock_dg_type {
 #define SOCK_DG_F_ACK_NOW 0x02u /* acknowledge at once */
 #define SOCK_DG_F_IN_ORDER 0x04u /* MSG: deliver in sequence order, even on RU */
 
+/* core.nonce: the client's token, random, never 0. */
 struct sock_dg_hello {
-	uint32_t attr;
-	uint32_t mss;        /* largest message the client takes */
-	uint32_t window;     /* datagrams the client grants the server */
-	uint32_t data_len;   /* connect payload bytes that follow */
+	struct cci__hello core;
 	uint32_t dgram;      /* the largest datagram the client receives */
-	uint64_t token;      /* the client's connection token, random */
 	uint64_t isn;        /* the client's first sequence */
 };
 
+/* core.nonce: the client's token, echoed. */
 struct sock_dg_accept {
-	uint32_t mss;
-	uint32_t window;
-	uint64_t client_token; /* echoed */
-	uint64_t token;        /* the server's connection token */
+	struct cci__hello core;
+	uint32_t dgram;      /* the largest datagram the server receives */
+	uint64_t token;      /* the server's connection token, never 0 */
 	uint64_t isn;
-	uint32_t dgram;        /* the largest datagram the server receives */
 };
 
 union sock_dg_sub {
@@ -123,9 +125,10 @@ void sock_dg_hello_encode(uint8_t *b, const struct sock_dg_hello *h);
  * connection (the receiver's from the header; a HELLO's, the client's
  * from its body), or -1 when they are not the start of one up to that
  * token. */
-#define SOCK_DG_HELLO_TOKEN_END 32u /* a HELLO's token ends this far into the body */
+#define SOCK_DG_HELLO_TOKEN_END CCI__HELLO_LEN /* a HELLO's token (the core's nonce) ends here */
 int sock_dg_quoted(const uint8_t *b, size_t len, uint8_t *type, uint64_t *token);
-/* The HELLO body (body/body_len of a decoded HELLO): 0 or -1 with *why. */
+/* The HELLO / ACCEPT body (body/body_len of a decoded datagram): 0, or -1
+ * with *why (the core checked by cci__hello_decode, then sock's fields). */
 int sock_dg_hello_decode(const uint8_t *b, uint32_t len, struct sock_dg_hello *h,
                          const char **why);
 void sock_dg_accept_encode(uint8_t *b, const struct sock_dg_accept *a);

@@ -53,8 +53,9 @@ static void hello_next(struct sock_conn *sc, uint64_t now)
 static int hello_build(struct sock_conn *sc, const void *data, uint32_t len)
 {
 	struct sock_dg_hello h = {
-		.attr = (uint32_t)sc->attr, .mss = sc->sep->mss, .window = sc->sep->window,
-		.data_len = len, .dgram = sc->sep->dgram, .token = sc->token, .isn = sc->isn,
+		.core = { .attr = (uint8_t)sc->attr, .mss = sc->sep->mss, .credits = sc->sep->window,
+		          .data_len = len, .nonce = sc->token },
+		.dgram = sc->sep->dgram, .isn = sc->isn,
 	};
 
 	sc->hello = malloc(SOCK_DG_HELLO_LEN + len);
@@ -162,7 +163,7 @@ static void got_accept(struct sock_conn *sc, const struct sock_dg *d, uint64_t n
 	const char *why = NULL;
 
 	if (sock_dg_accept_decode(d->body, d->body_len, &a, &why) != 0 ||
-	    a.client_token != sc->token) {
+	    a.core.nonce != sc->token) {
 		sc->sep->stats.bad++;
 		SOCK_LOG(CCI_LOG_CONN, "sock: bad ACCEPT from %s: %s", sc->peer_str,
 		         why ? why : "not for this connection");
@@ -171,8 +172,8 @@ static void got_accept(struct sock_conn *sc, const struct sock_dg *d, uint64_t n
 	sc->peer_token = a.token;
 	if (sock_conn_index(sc) != CCI_SUCCESS) /* only ICMP errors will not find it */
 		SOCK_LOG(CCI_LOG_CONN, "sock: connection to %s: cannot index it", sc->peer_str);
-	conn_sizes(sc, a.mss, a.dgram);
-	if (sc->reliable && sock_conn_rel_init(sc, sc->isn, a.isn, a.window) != CCI_SUCCESS) {
+	conn_sizes(sc, a.core.mss, a.dgram);
+	if (sc->reliable && sock_conn_rel_init(sc, sc->isn, a.isn, a.core.credits) != CCI_SUCCESS) {
 		sock_connect_fail(sc, CCI_ENOMEM, "out of memory");
 		return;
 	}
@@ -201,7 +202,7 @@ static void accept_orphan(struct sock_ep *sep, const struct sock_dg *d,
 	char peer[64];
 
 	if (sock_dg_accept_decode(d->body, d->body_len, &a, &why) != 0 ||
-	    a.client_token != d->token || a.token == keep)
+	    a.core.nonce != d->token || a.token == keep)
 		return;
 	cci__sockaddr_str((const struct sockaddr *)from, peer, sizeof(peer));
 	SOCK_LOG(CCI_LOG_CONN, "sock: %s: an ACCEPT from %s opens no connection: answered with BYE",
@@ -241,8 +242,8 @@ static void accept_send(struct sock_conn *sc)
 	struct sock_ep *sep = sc->sep;
 	struct sock_dg d = { .type = SOCK_DG_ACCEPT, .token = sc->peer_token };
 	struct sock_dg_accept a = {
-		.mss = sep->mss, .window = sep->window, .client_token = sc->peer_token,
-		.token = sc->token, .isn = sc->isn, .dgram = sep->dgram,
+		.core = { .mss = sep->mss, .credits = sep->window, .nonce = sc->peer_token },
+		.dgram = sep->dgram, .token = sc->token, .isn = sc->isn,
 	};
 	uint8_t b[SOCK_DG_ACCEPT_LEN];
 
@@ -253,7 +254,7 @@ static void accept_send(struct sock_conn *sc)
 
 static void reject_send(struct sock_ep *sep, struct sock_req *req)
 {
-	struct sock_dg d = { .type = SOCK_DG_REJECT, .token = req->hello.token };
+	struct sock_dg d = { .type = SOCK_DG_REJECT, .token = req->hello.core.nonce };
 
 	sock_tx_emit(sep, &req->from, req->fromlen, &d, NULL, 0);
 }
@@ -296,7 +297,7 @@ static struct sock_req *req_new(struct sock_ep *sep, const struct sock_dg_hello 
 	req->from = *from;
 	req->fromlen = fromlen;
 	req->hello = *h;
-	req->key.token = h->token;
+	req->key.token = h->core.nonce;
 	req->key.addr = &req->from;
 	node = tsearch(&req->key, &sep->req_index, sock_peer_key_cmp);
 	if (!node || *(struct sock_peer_key **)node != &req->key) {
@@ -342,7 +343,7 @@ static void hello_rx(struct sock_ep *sep, const struct sock_dg *d,
 		SOCK_LOG(CCI_LOG_CONN, "sock: bad HELLO: %s", why);
 		return;
 	}
-	k.token = h.token;
+	k.token = h.core.nonce;
 	if ((sc = sock_conn_by_peer(sep, &k))) {
 		if (sc->is_server && cci__conn_is_open(&sc->base))
 			accept_send(sc);
@@ -363,8 +364,8 @@ static void hello_rx(struct sock_ep *sep, const struct sock_dg *d,
 		hello_dropped(sep, from);
 		return;
 	}
-	if (sock_core->post_request(sep->ep, (cci_conn_attribute_t)h.attr,
-	                            d->body + SOCK_DG_HELLO_LEN, h.data_len, req) != CCI_SUCCESS) {
+	if (sock_core->post_request(sep->ep, (cci_conn_attribute_t)h.core.attr,
+	                            d->body + SOCK_DG_HELLO_LEN, h.core.data_len, req) != CCI_SUCCESS) {
 		req_free(sep, req);
 		hello_dropped(sep, from);
 		return;
@@ -384,21 +385,21 @@ void sock_hs_rx(struct sock_ep *sep, const struct sock_dg *d,
 static int accept_locked(struct sock_req *req, void *context)
 {
 	struct sock_ep *sep = req->sep;
-	cci__conn_t *conn = sock_core->conn_alloc(sep->ep, (cci_conn_attribute_t)req->hello.attr,
-	                                          context);
+	cci__conn_t *conn = sock_core->conn_alloc(sep->ep,
+	                                          (cci_conn_attribute_t)req->hello.core.attr, context);
 	struct sock_conn *sc;
 	int rc;
 
 	if (!conn)
 		return CCI_ENOMEM;
 	sc = sock_conn_of(conn);
-	conn_fields(sc, sep, conn, (int)req->hello.attr);
+	conn_fields(sc, sep, conn, (int)req->hello.core.attr);
 	sc->peer = req->from;
 	sc->peerlen = req->fromlen;
-	sc->peer_token = req->hello.token;
+	sc->peer_token = req->hello.core.nonce;
 	sc->is_server = 1;
 	memcpy(sc->peer_str, req->peer_str, sizeof(sc->peer_str));
-	conn_sizes(sc, req->hello.mss, req->hello.dgram);
+	conn_sizes(sc, req->hello.core.mss, req->hello.dgram);
 	rc = sock_conn_slot(sep, sc);
 	if (rc != CCI_SUCCESS) {
 		sock_core->conn_release(conn);
@@ -406,7 +407,7 @@ static int accept_locked(struct sock_req *req, void *context)
 	}
 	rc = cci__random64(&sc->isn);
 	if (rc == CCI_SUCCESS && sc->reliable)
-		rc = sock_conn_rel_init(sc, sc->isn, req->hello.isn, req->hello.window);
+		rc = sock_conn_rel_init(sc, sc->isn, req->hello.isn, req->hello.core.credits);
 	if (rc == CCI_SUCCESS)
 		rc = sock_conn_index(sc);
 	if (rc != CCI_SUCCESS) {

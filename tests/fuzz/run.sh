@@ -28,7 +28,8 @@ clang $cflags -I"$top/api" -I"$top/plugins/verbs" \
 	"$here/verbs_wire_fuzz.c" "$top/plugins/verbs/verbs_wire.c" \
 	"$top/plugins/common/peer_reg_wire.c" "$top/plugins/common/hello.c" -o "$work/verbs_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/sock" \
-	"$here/sock_dgram_fuzz.c" "$top/plugins/sock/sock_dgram.c" -o "$work/dgram_fuzz"
+	"$here/sock_dgram_fuzz.c" "$top/plugins/sock/sock_dgram.c" "$top/plugins/common/hello.c" \
+	-o "$work/dgram_fuzz"
 clang $cflags -I"$top/api" -I"$top/plugins/sm" -I"$top/plugins/common" \
 	"$here/sm_ctl_fuzz.c" "$top/plugins/sm/sm_ctl_wire.c" "$top/plugins/common/hello.c" \
 	-o "$work/sm_ctl_fuzz"

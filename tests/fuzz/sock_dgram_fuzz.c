@@ -45,16 +45,24 @@ static void check_bodies(const struct sock_dg *d)
 
 	if (d->type == SOCK_DG_HELLO) {
 		if (sock_dg_hello_decode(d->body, d->body_len, &h, &why) == 0) {
-			if (h.data_len > CCI_CONN_REQ_LEN ||
-			    h.data_len + SOCK_DG_HELLO_LEN != d->body_len || h.attr > CCI_CONN_ATTR_UU)
+			if (h.core.data_len > CCI_CONN_REQ_LEN ||
+			    h.core.data_len + SOCK_DG_HELLO_LEN != d->body_len ||
+			    h.core.attr > CCI_CONN_ATTR_UU || !h.core.mss || !h.core.credits ||
+			    !h.core.nonce || h.dgram < SOCK_DG_DGRAM_MIN)
 				abort();
 		} else if (!why) {
 			abort();
 		}
 	}
-	if (d->type == SOCK_DG_ACCEPT && sock_dg_accept_decode(d->body, d->body_len, &a, &why) != 0 &&
-	    !why)
-		abort();
+	if (d->type == SOCK_DG_ACCEPT) {
+		if (sock_dg_accept_decode(d->body, d->body_len, &a, &why) == 0) {
+			if (a.core.attr || a.core.data_len || !a.core.mss || !a.core.credits ||
+			    !a.core.nonce || !a.token || a.dgram < SOCK_DG_DGRAM_MIN)
+				abort();
+		} else if (!why) {
+			abort();
+		}
+	}
 }
 
 /* The quoted reader on the whole input, knowing whether it decoded (ok,
@@ -75,7 +83,7 @@ static void check_quoted(const uint8_t *data, size_t size, int ok, const struct 
 	if (type != SOCK_DG_HELLO && token != d->token)
 		abort();
 	if (type == SOCK_DG_HELLO && sock_dg_hello_decode(d->body, d->body_len, &h, &why) == 0 &&
-	    token != h.token)
+	    token != h.core.nonce)
 		abort();
 }
 

@@ -176,9 +176,9 @@ static void garbage(struct hostile *t)
 
 static int handshake(struct hostile *t)
 {
-	struct sock_dg_hello h = { .attr = CCI_CONN_ATTR_RO, .mss = 65536, .window = 64,
-	                           .data_len = 3, .dgram = 65507, .token = RAW_TOKEN,
-	                           .isn = RAW_ISN };
+	struct sock_dg_hello h = { .core = { .attr = CCI_CONN_ATTR_RO, .mss = 65536, .credits = 64,
+	                                     .data_len = 3, .nonce = RAW_TOKEN },
+	                           .dgram = 65507, .isn = RAW_ISN };
 	struct sock_dg d = { .type = SOCK_DG_HELLO }, r;
 	struct sock_dg_accept a;
 	uint8_t body[SOCK_DG_HELLO_LEN + 3];
@@ -194,7 +194,7 @@ static int handshake(struct hostile *t)
 		CU_FAIL("no ACCEPT for the raw client");
 		return -1;
 	}
-	CU_ASSERT_EQUAL(a.client_token, RAW_TOKEN);
+	CU_ASSERT_EQUAL(a.core.nonce, RAW_TOKEN);
 	t->srv_token = a.token;
 	t->srv_next = (uint32_t)a.isn;
 	return t->raw_conn ? 0 : -1;
@@ -387,8 +387,9 @@ static int raw_next(int fd, uint8_t type, uint8_t *b, size_t cap, struct sock_dg
 
 static void raw_hello(int fd, uint16_t port, uint64_t token)
 {
-	struct sock_dg_hello h = { .attr = CCI_CONN_ATTR_RO, .mss = 65536, .window = 64,
-	                           .dgram = 65507, .token = token, .isn = RAW_ISN };
+	struct sock_dg_hello h = { .core = { .attr = CCI_CONN_ATTR_RO, .mss = 65536, .credits = 64,
+	                                     .nonce = token },
+	                           .dgram = 65507, .isn = RAW_ISN };
 	struct sock_dg d = { .type = SOCK_DG_HELLO };
 	uint8_t body[SOCK_DG_HELLO_LEN];
 
@@ -484,8 +485,8 @@ static cci_connection_t *connected(cci_endpoint_t *ep, unsigned ms)
 
 static void raw_accept(int fd, uint16_t port, uint64_t client_token, uint64_t token)
 {
-	struct sock_dg_accept a = { .mss = 65536, .window = 64, .client_token = client_token,
-	                            .token = token, .isn = RAW_ISN, .dgram = 65507 };
+	struct sock_dg_accept a = { .core = { .mss = 65536, .credits = 64, .nonce = client_token },
+	                            .dgram = 65507, .token = token, .isn = RAW_ISN };
 	struct sock_dg d = { .type = SOCK_DG_ACCEPT, .token = client_token };
 	uint8_t body[SOCK_DG_ACCEPT_LEN];
 
@@ -524,11 +525,11 @@ void t_second_accept_answered_with_bye(void)
 	                CCI_SUCCESS);
 	CU_ASSERT_EQUAL_FATAL(raw_next(fd, SOCK_DG_HELLO, b, sizeof(b), &d, &cport, 2000), 0);
 	CU_ASSERT_EQUAL_FATAL(sock_dg_hello_decode(d.body, d.body_len, &h, &why), 0);
-	raw_accept(fd, cport, h.token, first);
+	raw_accept(fd, cport, h.core.nonce, first);
 	c = connected(cli, 2000);
-	raw_accept(fd, cport, h.token, first); /* a repeat: nothing to say */
+	raw_accept(fd, cport, h.core.nonce, first); /* a repeat: nothing to say */
 	CU_ASSERT_EQUAL(raw_next(fd, SOCK_DG_BYE, b, sizeof(b), &d, &from, 500), -1);
-	raw_accept(fd, cport, h.token, second);
+	raw_accept(fd, cport, h.core.nonce, second);
 	CU_ASSERT_EQUAL(raw_next(fd, SOCK_DG_BYE, b, sizeof(b), &d, &from, 2000), 0);
 	CU_ASSERT_EQUAL(d.token, second);
 	if (c) { /* the connection is the first server connection's */

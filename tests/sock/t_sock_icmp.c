@@ -153,10 +153,11 @@ void t_icmp_refuses_its_connect(void)
 	CU_ASSERT_FATAL(n >= (ssize_t)QUOTE_LEN);
 	CU_ASSERT_EQUAL(sock_dg_quoted(hello, (size_t)n, &type, &token), 0);
 	CU_ASSERT_EQUAL(type, SOCK_DG_HELLO);
-	CU_ASSERT_EQUAL(sock_dg_quoted(hello, QUOTE_LEN - 1, &type, &token), -1);
+	CU_ASSERT_EQUAL(sock_dg_quoted(hello, SOCK_DG_HDR_LEN + SOCK_DG_HELLO_TOKEN_END - 1, &type,
+	                               &token), -1);
 	/* Another token, then the right one for another address: nothing. */
 	memcpy(wrong, hello, sizeof(wrong));
-	wrong[SOCK_DG_HDR_LEN + 24] ^= 1;
+	wrong[SOCK_DG_HDR_LEN + SOCK_DG_HELLO_TOKEN_END - 8] ^= 1;
 	icmp_forge(icmp_fd, ntohs(from.sin_port), ntohs(sa.sin_port), wrong, sizeof(wrong));
 	icmp_forge(icmp_fd, ntohs(from.sin_port), ntohs(sa.sin_port) + 1, hello, QUOTE_LEN);
 	CU_ASSERT_EQUAL(connect_status(ep, 300), -1);
