@@ -18,9 +18,9 @@
  * The tick.  Every tick_s seconds (while the tick runs, cci__engine_tick)
  * on_tick gets the time and whether the application called the plugin
  * since the previous tick (cci__engine_app_active, from its progress and
- * send paths).  Before it, the tick sets the coarse clock
- * (cci__engine_now: the time of the last tick, for what needs a time but
- * not a precise one, as a send's queueing time) and decides who polls.
+ * send paths).  Before it, the tick sets the coarse clock to its time
+ * (cci__engine_now, for what needs a time but not a precise one, as a
+ * send's queueing time) and decides who polls.
  *
  * Who polls.  A plugin that sets on_mode after init lets the engine decide
  * who reads its sockets or device: the application while it calls the
@@ -73,6 +73,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+
+#include "clock.h"
 
 #define CCI__ENGINE_STOP (1u << 31) /* command bits of the engine's own */
 #define CCI__ENGINE_ARM (1u << 30)
@@ -262,10 +264,18 @@ static inline int cci__engine_who_polls(struct cci__engine *e)
 	return cci__engine_thread_polls(e);
 }
 
-/* The coarse clock: the time of the last tick (of init before any). */
+/* The coarse clock: the later of the last tick's time (of init before
+ * any) and the kernel's coarse clock.  Never earlier than the time the
+ * tick judged its timers by, so what they fail is judged alike; and at
+ * most a jiffy behind the true time even when the tick runs late (a
+ * loaded machine leaves the thread unscheduled), so that a send stamped
+ * with it does not look older than it is and time out early. */
 static inline uint64_t cci__engine_now(const struct cci__engine *e)
 {
-	return atomic_load_explicit(&e->now_ns, memory_order_relaxed);
+	uint64_t tick = atomic_load_explicit(&e->now_ns, memory_order_relaxed);
+	uint64_t kernel = cci__now_coarse_ns();
+
+	return kernel > tick ? kernel : tick;
 }
 
 /* A plugin whose loop reads the clock anyway between ticks sets the
