@@ -1,13 +1,13 @@
 /*
- * ctl_corpus_gen.c - writes the seed corpora of sm_ctl_fuzz and
- * ofi_wire_fuzz (tests/fuzz/corpus/sm_ctl and corpus/ofi): one valid
- * message of each type, the sm ones written by the transport's encoder
- * (sm_ctl_encode), the ofi ones laid out as ofi_tx.c and ofi_hs.c send
- * them.  Run again only when a layout changes:
+ * ctl_corpus_gen.c - writes the seed corpora of sm_ctl_fuzz, ofi_wire_fuzz
+ * and the tcp wire harness (tests/fuzz/corpus/sm_ctl, corpus/ofi and
+ * corpus/wire): one valid message of each type, written by the
+ * transports' encoders.  Run again only when a layout changes:
  *
- *   cc -std=gnu11 -I api -I plugins/sm -I plugins/ofi -I plugins/common tests/fuzz/ctl_corpus_gen.c \
- *      plugins/sm/sm_ctl_wire.c plugins/common/hello.c plugins/common/peer_reg_wire.c \
- *      plugins/ofi/ofi_wire.c -o gen && ./gen tests/fuzz/corpus
+ *   cc -std=gnu11 -I api -I plugins/sm -I plugins/ofi -I plugins/tcp -I plugins/common \
+ *      tests/fuzz/ctl_corpus_gen.c plugins/sm/sm_ctl_wire.c plugins/common/hello.c \
+ *      plugins/common/peer_reg_wire.c plugins/common/emu_rma_wire.c plugins/ofi/ofi_wire.c \
+ *      plugins/tcp/tcp_wire.c -o gen && ./gen tests/fuzz/corpus
  *
  * Each file is checked by its decoder before it is written.
  */
@@ -18,6 +18,7 @@
 #include "ofi_wire.h"
 #include "sm_ctl_wire.h"
 #include "sm_ring.h"
+#include "tcp_wire.h"
 
 static const char *top;
 
@@ -134,6 +135,39 @@ static void gen_ofi(void)
 	put("ofi", "imm", body, sizeof(imm) + sizeof(next));
 }
 
+/* tcp: a handshake body (the harness decodes the input as one) and
+ * frames with their headers. */
+static void gen_tcp(void)
+{
+	uint8_t b[TCP_HDR_LEN + CCI__EMU_RMA_HDR_LEN + TCP_HELLO_LEN + 16];
+	struct tcp_hello h = { .id = 0x1122334455667788ull,
+		               .core = { .attr = CCI_CONN_ATTR_RO, .mss = 65536, .data_len = 16,
+		                         .nonce = 0x0102030405060708ull } };
+	struct tcp_hdr fh = { .type = TCP_F_MSG, .len = 5, .seq = 1, .ack = 0 };
+	struct cci__emu_rma_rec r = { .kind = CCI__EMU_RMA_RD_REQ, .op = 1, .key = 42, .len = 4096 };
+	struct tcp_hello out;
+	const char *why = NULL;
+
+	tcp_hello_encode(b, &h);
+	memcpy(b + TCP_HELLO_LEN, "connect payload!", 16);
+	if (tcp_hello_decode(b, TCP_HELLO_LEN + 16, CCI__HELLO_REQUEST, &out, &why) != 0) {
+		fprintf(stderr, "tcp hello does not decode: %s\n", why);
+		exit(1);
+	}
+	put("wire", "hello", b, TCP_HELLO_LEN + 16);
+	h.core.attr = 0;
+	h.core.data_len = 0;
+	tcp_hello_encode(b, &h);
+	put("wire", "accept", b, TCP_HELLO_LEN);
+	tcp_hdr_encode(b, &fh);
+	memcpy(b + TCP_HDR_LEN, "hello", 5);
+	put("wire", "msg", b, TCP_HDR_LEN + 5);
+	fh = (struct tcp_hdr){ .type = TCP_F_RMA, .len = CCI__EMU_RMA_HDR_LEN };
+	tcp_hdr_encode(b, &fh);
+	cci__emu_rma_encode(b + TCP_HDR_LEN, &r);
+	put("wire", "rma_rd_req", b, TCP_HDR_LEN + CCI__EMU_RMA_HDR_LEN);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -143,5 +177,6 @@ int main(int argc, char **argv)
 	top = argv[1];
 	gen_sm();
 	gen_ofi();
+	gen_tcp();
 	return 0;
 }
