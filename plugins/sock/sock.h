@@ -55,6 +55,7 @@
 #include "grow.h"
 #include "iov.h"
 #include "lender.h"
+#include "lock_held.h"
 #include "log_due.h"
 #include "random.h"
 #include "net_dev.h"

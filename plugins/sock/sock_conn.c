@@ -247,6 +247,7 @@ void sock_conn_open(struct sock_conn *sc, uint64_t now)
  * pending op fails once with status, and so does every later send. */
 void sock_conn_break(struct sock_conn *sc, int status, const char *why)
 {
+	assert(cci__mutex_held(&sc->sep->lock));
 	if (cci__conn_state(&sc->base) != CCI__CONN_OPEN)
 		return;
 	SOCK_LOG(CCI_LOG_CONN, "sock: connection to %s broken: %s", sc->peer_str, why);
@@ -436,6 +437,7 @@ void sock_conn_tick(struct sock_ep *sep, uint64_t now)
 {
 	struct sock_conn *sc = LIST_FIRST(&sep->conns), *next;
 
+	assert(cci__mutex_held(&sep->lock));
 	gone_tick(sep, now);
 	for (; sc; sc = next) {
 		next = LIST_NEXT(sc, link);
@@ -452,6 +454,7 @@ void sock_conn_timers(struct sock_ep *sep, uint64_t now)
 	struct sock_conn *sc;
 	uint64_t next = SOCK_REL_NEVER;
 
+	assert(cci__mutex_held(&sep->lock));
 	LIST_FOREACH(sc, &sep->conns, link) {
 		uint64_t t;
 

@@ -32,6 +32,7 @@
 /* The tick's work, and the timers; sep->lock held. */
 static void tick_run(struct sock_ep *sep, uint64_t now)
 {
+	assert(cci__mutex_held(&sep->lock));
 	if (sep->touched) /* kept acks first: what they complete does not time out */
 		sock_tx_finish(sep, now);
 	sock_rx_back(sep);
@@ -153,6 +154,7 @@ static uint64_t manual_wait_ns(struct sock_ep *sep, uint64_t now)
 	uint64_t due = SOCK_REL_NEVER;
 	struct sock_conn *sc;
 
+	assert(cci__mutex_held(&sep->lock));
 	LIST_FOREACH(sc, &sep->conns, link) {
 		int state = cci__conn_state(&sc->base);
 

@@ -105,6 +105,7 @@ void sock_rx_pend(struct sock_ep *sep)
 {
 	struct sock_conn **p = &sep->pend;
 
+	assert(cci__mutex_held(&sep->lock));
 	while (*p && cci__lender_can_take(&sep->lend)) {
 		struct sock_conn *sc = *p;
 
@@ -133,6 +134,7 @@ void sock_rx_back(struct sock_ep *sep)
 {
 	struct cci__lent *b = cci__lender_collect(&sep->lend);
 
+	assert(cci__mutex_held(&sep->lock));
 	while (b) {
 		struct sock_rxbuf *rb = (struct sock_rxbuf *)b;
 		struct cci__lent *next = b->next;
@@ -537,6 +539,7 @@ int sock_rx_poll(struct sock_ep *sep, uint64_t *now_p)
 {
 	int n;
 
+	assert(cci__mutex_held(&sep->lock));
 	if (sep->errq_due)
 		sock_rx_errqueue(sep);
 	if (!sep->rx_bulk) {

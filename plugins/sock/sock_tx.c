@@ -42,6 +42,7 @@ void sock_tx_flush(struct sock_ep *sep)
 {
 	uint32_t off = 0, retries = 0;
 
+	assert(cci__mutex_held(&sep->lock));
 	while (off < sep->ntx) {
 		int n;
 
@@ -227,6 +228,7 @@ void sock_conn_touch(struct sock_conn *sc)
 
 void sock_op_queue(struct sock_conn *sc, struct sock_op *op)
 {
+	assert(cci__mutex_held(&sc->sep->lock));
 	op->sc = sc;
 	op->in_txq = 1;
 	op->t_ns = cci__now_ns();
@@ -345,6 +347,7 @@ void sock_tx_pump(struct sock_conn *sc, uint64_t now)
 	struct sock_op *op;
 	struct sock_rel_send s;
 
+	assert(cci__mutex_held(&sc->sep->lock));
 	while (sc->rel_on && (op = TAILQ_FIRST(&sc->txq)) && op_may_start(sc, op)) {
 		struct sock_txd *t = txd_get(sc->sep);
 		uint64_t seq;
