@@ -224,8 +224,10 @@ static void connect_to_killed_process_fails(void)
 	cci_endpoint_t *ep;
 
 	srv_start(&s, &o);
-	h_peer_kill(&s.peer);
+	/* Opened before the kill: after it, the kernel could give this
+	 * endpoint the server's freed port, and it would connect to itself. */
 	ep = h_endpoint(h_setup(), NULL);
+	h_peer_kill(&s.peer);
 	expect_connect_failure(ep, s.uri);
 	h_teardown(ep);
 }

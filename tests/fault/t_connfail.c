@@ -90,9 +90,12 @@ static void silent_process(void)
 
 	srv_start(&s, &o);
 	srv_freeze(&s);
+	/* Opened while the server still holds its address: one opened after
+	 * the kill could be given that address (a port the kernel freed)
+	 * and would connect to itself. */
+	ep = h_endpoint(h_setup(), NULL);
 	if (killed)
 		h_peer_kill(&s.peer);
-	ep = h_endpoint(h_setup(), NULL);
 	st = connect_fails(ep, s.uri, &ms);
 	if (!killed) {
 		CHECKF(st == CCI_ETIMEDOUT, "a connect to a frozen process ended with %s",
