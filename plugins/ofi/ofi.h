@@ -433,6 +433,19 @@ static inline struct ofi_pidw *ofi_conn_pidw(struct ofi_conn *oc)
 	return atomic_load_explicit(&oc->pidw, memory_order_acquire);
 }
 
+int ofi_pidw_exited(const struct ofi_pidw *w);
+
+/* Has oc's peer, reached through shared memory (FI_ADDR_STR: shm),
+ * exited?  libfabric 1.17's shm provider spins for good on a send or
+ * write to a process that died holding its region lock (see
+ * ofi_pidw_unreachable), so each RMA and each RMA's completion message
+ * asks first: one poll of the peer's pidfd.  Plain messages do not (a
+ * system call per message); their peer's exit is seen by the loop. */
+static inline int ofi_conn_shm_peer_exited(struct ofi_conn *oc)
+{
+	return oc->sep->info->addr_format == FI_ADDR_STR && ofi_pidw_exited(ofi_conn_pidw(oc));
+}
+
 static inline void ofi_conn_ref(struct ofi_conn *oc)
 {
 	cci__conn_hold(&oc->life);
@@ -536,7 +549,6 @@ void ofi_proc_self(struct ofi_proc *p);
 /* Has the process p of this host exited (its pid gone or reused)? */
 int ofi_proc_exited(const struct ofi_proc *p);
 struct ofi_pidw *ofi_pidw_get(struct ofi_ep *sep, const struct ofi_proc *p);
-int ofi_pidw_exited(const struct ofi_pidw *w);
 int ofi_pidw_unreachable(const struct ofi_ep *sep, const struct ofi_pidw *w);
 void ofi_pidw_put(struct ofi_pidw *w);
 const char *ofi_peer_text(const struct ofi_ep *sep, const struct ofi_peer *peer, char *buf,

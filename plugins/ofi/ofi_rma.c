@@ -421,10 +421,7 @@ static int rmaq_head(struct ofi_conn *oc, struct ofi_op *op)
 		rma_finish(op, st);
 		return 1;
 	}
-	/* libfabric 1.17's shm provider spins for good on a write to a process
-	 * that died holding its region lock: a local peer's end is checked
-	 * first (one poll of its pidfd; RMAs only, not messages). */
-	if (oc->sep->info->addr_format == FI_ADDR_STR && ofi_pidw_exited(ofi_conn_pidw(oc))) {
+	if (ofi_conn_shm_peer_exited(oc)) {
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED);
 		return 0;
 	}

@@ -160,6 +160,10 @@ static int msgq_head(struct ofi_conn *oc, struct ofi_op *op)
 	}
 	if (credit && oc->cr.tx == 0)
 		return 0;
+	if (op->kind == OFI_OP_RMA && ofi_conn_shm_peer_exited(oc)) {
+		ofi_conn_break(oc, CCI_ERR_DISCONNECTED); /* fails op with the rest */
+		return 0;
+	}
 	rc = msgq_post(oc, op, credit);
 	if (rc == -FI_EAGAIN) {
 		atomic_store_explicit(&sep->tx_pending, 1, memory_order_relaxed);
