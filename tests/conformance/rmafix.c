@@ -45,8 +45,7 @@ void rfix_close(struct rfix *r, struct srv_stats *st)
 	check_local_canaries(r);
 	if (r->lh)
 		CHECK_RC(cci_rma_deregister(r->ep, r->lh), CCI_SUCCESS);
-	srv_stop(&r->s, st);
-	h_teardown(r->ep);
+	srv_stop_and_teardown(&r->s, st, r->ep);
 	free(r->mem);
 }
 

@@ -602,3 +602,14 @@ void srv_stop(struct srv *s, struct srv_stats *st)
 	       "the server did not report its final counters");
 	h_peer_finish(&s->peer, 10000);
 }
+
+void srv_stop_and_teardown(struct srv *s, struct srv_stats *st, cci_endpoint_t *ep)
+{
+	if (ep && h_device_manual(ep->device)) {
+		h_teardown(ep);
+		srv_stop(s, st);
+	} else {
+		srv_stop(s, st);
+		h_teardown(ep);
+	}
+}

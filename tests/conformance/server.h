@@ -74,5 +74,14 @@ void srv_snapshot(struct srv *s, struct srv_stats *st);
 /* Stop the server (it drains its events, checks its memory, cleans up),
  * get its final counters and reap it. */
 void srv_stop(struct srv *s, struct srv_stats *st);
+/* End a test: stop the server (srv_stop) and tear the test's endpoint
+ * down (h_teardown), in the order its progress mode needs.  With a
+ * progress thread the server goes first, while the test's endpoint still
+ * moves what it queued (a destroyed endpoint drops what is in flight).
+ * With progress = manual the test's endpoint goes first: it moves nothing
+ * unless called either way, and a server stopping while the test does not
+ * poll waits out its bounds for the answers the test's side owes it (a
+ * DISC's, a deregistration's: 2 s each over ofi), in every test. */
+void srv_stop_and_teardown(struct srv *s, struct srv_stats *st, cci_endpoint_t *ep);
 
 #endif /* CONFORMANCE_SERVER_H */

@@ -112,9 +112,8 @@ static void sends_reject_bad_arguments(void)
 	CHECK_RC(cci_sendv(c, NULL, 2, NULL, 0), CCI_EINVAL);
 	CHECK_RC(cci_sendv(c, iov, 1, NULL, 0), CCI_EINVAL);
 	EXPECT_QUIET(ep, 200);
-	srv_stop(&s, &st);
+	srv_stop_and_teardown(&s, &st, ep);
 	CHECK(st.recvs == 0);
-	h_teardown(ep);
 }
 
 static void accept_on_other_events_is_einval(void)
@@ -135,8 +134,7 @@ static void accept_on_other_events_is_einval(void)
 		CHECK_RC(cci_reject(ev), CCI_EINVAL);
 		CHECK_RC(cci_return_event(ev), CCI_SUCCESS);
 	}
-	srv_stop(&s, NULL);
-	h_teardown(ep);
+	srv_stop_and_teardown(&s, NULL, ep);
 }
 
 const struct h_test t_args_tests[] = {

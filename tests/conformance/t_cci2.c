@@ -55,11 +55,10 @@ static void sends_ignore_flags_without_meaning(void)
 	CHECK_RC(cci_send(c, msg, sizeof(msg), CTX, CCI_FLAG_BLOCKING | CCI_FLAG_WRITE),
 	         CCI_SUCCESS);
 	EXPECT_QUIET(ep, 200);
-	srv_stop(&s, &st);
+	srv_stop_and_teardown(&s, &st, ep);
 	CHECKF(st.recvs == seq, "the server received %llu of %u messages",
 	       (unsigned long long)st.recvs, seq);
 	CHECK(st.corrupt == 0 && st.order_errors == 0);
-	h_teardown(ep);
 }
 
 static void endpoint_connect_and_arm_ignore_flags(void)
@@ -86,10 +85,9 @@ static void endpoint_connect_and_arm_ignore_flags(void)
 		CHECK(ev->connect.context == CTX);
 		cci_return_event(ev);
 	}
-	srv_stop(&s, NULL);
 	if (other)
 		CHECK_RC(cci_destroy_endpoint(other), CCI_SUCCESS);
-	h_teardown(ep);
+	srv_stop_and_teardown(&s, NULL, ep);
 }
 
 static void rma_ignores_flags_without_meaning(void)
@@ -134,10 +132,9 @@ static void rma_ignores_flags_without_meaning(void)
 	CHECK((wo->stuff[3] & 0xffffffffu) == (uint64_t)CCI_FLAG_WRITE);
 	CHECK_RC(cci_rma_deregister(ep, wo), CCI_SUCCESS);
 	CHECK_RC(cci_rma_deregister(ep, lh), CCI_SUCCESS);
-	srv_stop(&s, &st);
+	srv_stop_and_teardown(&s, &st, ep);
 	CHECKF(st.rma_notes == 1 && st.rma_bad == 0, "the server checked %llu RMA note(s), "
 	       "%llu bad", (unsigned long long)st.rma_notes, (unsigned long long)st.rma_bad);
-	h_teardown(ep);
 }
 
 const struct h_test t_cci2_tests[] = {

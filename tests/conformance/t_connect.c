@@ -38,12 +38,11 @@ static void connect_with_payload(uint32_t len, int null_ptr)
 	CHECK(c->context == CTX);
 	CHECK(c->endpoint == ep);
 	CHECK(c->attribute == CCI_CONN_ATTR_RO);
-	srv_stop(&s, &st);
+	srv_stop_and_teardown(&s, &st, ep);
 	CHECK(st.requests == 1 && st.accepts == 1);
 	CHECKF(st.last_req_len == len, "server saw a payload of %u bytes, sent %u",
 	       st.last_req_len, len);
 	CHECK(st.payload_bad == 0);
-	h_teardown(ep);
 }
 
 static void payload_0_null_ptr(void)
@@ -74,9 +73,8 @@ static void payload_1025_is_einval(void)
 	CHECK_RC(cci_connect(ep, s.uri, payload, CCI_CONN_REQ_LEN + 1, CCI_CONN_ATTR_RO,
 	                     CTX, 0, NULL), CCI_EINVAL);
 	EXPECT_QUIET(ep, 200);
-	srv_stop(&s, &st);
+	srv_stop_and_teardown(&s, &st, ep);
 	CHECK(st.requests == 0);
-	h_teardown(ep);
 }
 
 static void attributes_reach_the_server(void)
@@ -100,9 +98,8 @@ static void attributes_reach_the_server(void)
 		       "server saw attribute %u (request) / %u (connection), asked %d",
 		       st.last_req_attr, st.conn_attr, attrs[i]);
 	}
-	srv_stop(&s, &st);
+	srv_stop_and_teardown(&s, &st, ep);
 	CHECK(st.accepts == 3);
-	h_teardown(ep);
 }
 
 static void max_send_size_is_the_smaller_side(void)
@@ -124,8 +121,7 @@ static void max_send_size_is_the_smaller_side(void)
 	CHECKF(st.conn_mss == want, "server max_send_size %u, expected %u",
 	       st.conn_mss, want);
 	CHECK(c->max_send_size > 0);
-	srv_stop(&s, NULL);
-	h_teardown(ep);
+	srv_stop_and_teardown(&s, NULL, ep);
 }
 
 static void refused_by(enum srv_action action)
@@ -147,9 +143,8 @@ static void refused_by(enum srv_action action)
 		CHECK(ev->connect.context == CTX);
 		CHECK_RC(cci_return_event(ev), CCI_SUCCESS);
 	}
-	srv_stop(&s, &st);
+	srv_stop_and_teardown(&s, &st, ep);
 	CHECK(st.requests == 1 && st.accepts == 0);
-	h_teardown(ep);
 }
 
 static void reject_gives_econnrefused(void)
@@ -183,8 +178,7 @@ static void second_decision_is_einval(void)
 		cci_return_event(ev);
 	}
 	srv_stop(&acc, NULL);
-	srv_stop(&rej, NULL);
-	h_teardown(ep);
+	srv_stop_and_teardown(&rej, NULL, ep);
 }
 
 /* cci_connect to a dead address: an immediate error or an error event. */
@@ -260,8 +254,7 @@ static void unanswered_request_times_out(void)
 	srv_snapshot(&s, &st);
 	CHECKF(st.requests == 1, "the server got %llu requests",
 	       (unsigned long long)st.requests);
-	srv_stop(&s, NULL);
-	h_teardown(ep);
+	srv_stop_and_teardown(&s, NULL, ep);
 }
 
 static void slow_accept_connects(const struct timeval *tv)
@@ -281,8 +274,7 @@ static void slow_accept_connects(const struct timeval *tv)
 		CHECK(ev->connect.connection != NULL);
 		CHECK_RC(cci_return_event(ev), CCI_SUCCESS);
 	}
-	srv_stop(&s, NULL);
-	h_teardown(ep);
+	srv_stop_and_teardown(&s, NULL, ep);
 }
 
 static void null_timeout_waits_for_slow_accept(void)
@@ -348,9 +340,8 @@ static void several_connections_to_one_server(void)
 		proto_build(buf, sizeof(buf), (uint16_t)i, 0, PROTO_DATA);
 		CHECK_RC(cci_send(c[i], buf, sizeof(buf), NULL, CCI_FLAG_BLOCKING), CCI_SUCCESS);
 	}
-	srv_stop(&s, &st);
+	srv_stop_and_teardown(&s, &st, ep);
 	CHECK(st.accepts == 4 && st.recvs == 4 && st.bad_conn == 0 && st.corrupt == 0);
-	h_teardown(ep);
 }
 
 /* Two endpoints of one process: connect and exchange one message. */

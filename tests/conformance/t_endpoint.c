@@ -259,8 +259,7 @@ static void os_open(struct os_fixture *f)
 
 static void os_close(struct os_fixture *f)
 {
-	srv_stop(&f->s, NULL);
-	h_teardown(f->ep);
+	srv_stop_and_teardown(&f->s, NULL, f->ep);
 }
 
 static void expect_recv(cci_endpoint_t *ep, cci_connection_t *c)
@@ -379,8 +378,7 @@ static void message_at_accept_wakes_armed_client(void)
 			break;
 		CHECK_RC(cci_disconnect(c), CCI_SUCCESS);
 	}
-	srv_stop(&s, NULL);
-	h_teardown(ep);
+	srv_stop_and_teardown(&s, NULL, ep);
 }
 
 static void arm_without_os_handle_is_einval(void)

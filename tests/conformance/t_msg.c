@@ -29,9 +29,8 @@ static void fix_open(struct fix *f, const struct srv_opts *o, cci_conn_attribute
 
 static void fix_close(struct fix *f, struct srv_stats *st)
 {
-	srv_stop(&f->s, st);
+	srv_stop_and_teardown(&f->s, st, f->ep);
 	free(f->buf);
-	h_teardown(f->ep);
 }
 
 /* Send n messages of varied sizes (every 7th of max_send_size); returns

@@ -115,8 +115,7 @@ static void connections_inherit_and_set_timeouts(void)
 	set_get_u32(c, CCI_OPT_CONN_SEND_TIMEOUT, 2500000);
 	set_get_u32(c, CCI_OPT_CONN_KEEPALIVE_TIMEOUT, 30000000);
 	set_get_u32(c, CCI_OPT_CONN_KEEPALIVE_TIMEOUT, 0);
-	srv_stop(&s, NULL);
-	h_teardown(ep);
+	srv_stop_and_teardown(&s, NULL, ep);
 }
 
 static void unknown_option_is_einval(void)
@@ -204,10 +203,9 @@ static void hold_events(uint32_t count, uint32_t len, uint32_t total, int want_e
 	CHECK(sent == total);
 	h_drain(ep, &ctr, sent, 10000);
 	CHECK(ctr.ok == total && ctr.err == 0);
-	srv_stop(&s, &st);
+	srv_stop_and_teardown(&s, &st, ep);
 	CHECK(st.recvs == total && st.order_errors == 0 && st.corrupt == 0);
 	h_sendctr_free(&ctr);
-	h_teardown(ep);
 }
 
 static void recv_buf_count_bounds_held_events(void)

@@ -56,8 +56,7 @@ static void manual_means_no_thread_and_timers_still_fire(void)
 	if (manual)
 		CHECKF(h_count_threads() == before, "progress = manual: %d threads after a connect, "
 		       "%d before the endpoint", h_count_threads(), before);
-	srv_stop(&s, NULL);
-	h_teardown(ep);
+	srv_stop_and_teardown(&s, NULL, ep);
 }
 
 struct sleeper_result {

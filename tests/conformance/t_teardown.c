@@ -75,9 +75,8 @@ static void peer_gone_fails_sends(char cmd, const char *what)
 	} else {
 		CHECK_RC(rc, CCI_ERR_DISCONNECTED);
 	}
-	srv_stop(&t.s, NULL);
+	srv_stop_and_teardown(&t.s, NULL, t.ep);
 	h_sendctr_free(&ctr);
-	h_teardown(t.ep);
 }
 
 static void server_disconnect_fails_client_sends(void)
@@ -125,10 +124,9 @@ static void killed_peer_fails_sends_once_each(void)
 	CHECK_RC(cci_send(c2, t.buf, sizeof(t.buf), NULL, CCI_FLAG_BLOCKING), CCI_SUCCESS);
 	t.c = h_connect(t.ep, other.uri, CCI_CONN_ATTR_RO, NULL, 0, NULL);
 	CHECK_RC(cci_send(t.c, t.buf, sizeof(t.buf), NULL, CCI_FLAG_BLOCKING), CCI_SUCCESS);
-	srv_stop(&other, &st);
+	srv_stop_and_teardown(&other, &st, t.ep);
 	CHECK(st.recvs == 2 && st.corrupt == 0);
 	h_sendctr_free(&ctr);
-	h_teardown(t.ep);
 }
 
 /* A client process: connect to the URI it is sent, report, then idle. */
@@ -200,9 +198,8 @@ static void reconnect_after_local_disconnect(void)
 	t.c = h_connect(t.ep, t.s.uri, CCI_CONN_ATTR_RO, NULL, 0, NULL);
 	proto_build(t.buf, sizeof(t.buf), 0, 0, PROTO_DATA);
 	CHECK_RC(cci_send(t.c, t.buf, sizeof(t.buf), NULL, CCI_FLAG_BLOCKING), CCI_SUCCESS);
-	srv_stop(&t.s, &st);
+	srv_stop_and_teardown(&t.s, &st, t.ep);
 	CHECK(st.accepts == 2 && st.recvs == 1);
-	h_teardown(t.ep);
 }
 
 static void disconnect_drops_work_in_flight(void)
@@ -253,11 +250,10 @@ static void connection_cycles_leak_no_fds(void)
 	EXPECT_QUIET(t.ep, 200);
 	CHECKF(h_count_fds() == before, "%d descriptors open before 100 connections "
 	       "came and went, %d after", before, h_count_fds());
-	srv_stop(&t.s, &st);
+	srv_stop_and_teardown(&t.s, &st, t.ep);
 	CHECK(st.accepts == 101 && st.corrupt == 0);
 	CHECKF(st.recvs >= 67 && st.recvs <= 100, "the server received %llu of 100",
 	       (unsigned long long)st.recvs);
-	h_teardown(t.ep);
 }
 
 static void frozen_peer_raises_keepalive_once(void)
@@ -284,9 +280,8 @@ static void frozen_peer_raises_keepalive_once(void)
 	kill(t.s.peer.pid, SIGCONT);
 	proto_build(t.buf, sizeof(t.buf), 0, 0, PROTO_DATA);
 	CHECK_RC(cci_send(t.c, t.buf, sizeof(t.buf), NULL, CCI_FLAG_BLOCKING), CCI_SUCCESS);
-	srv_stop(&t.s, &st);
+	srv_stop_and_teardown(&t.s, &st, t.ep);
 	CHECK(st.recvs == 1);
-	h_teardown(t.ep);
 }
 
 /* Three keepalive periods of an idle connection: the peer answers every
@@ -302,8 +297,7 @@ static void live_idle_peer_raises_no_keepalive(void)
 	tfix_open(&t, &o);
 	CHECK_RC(cci_set_opt(t.c, CCI_OPT_CONN_KEEPALIVE_TIMEOUT, &ka), CCI_SUCCESS);
 	EXPECT_QUIET(t.ep, 3000);
-	srv_stop(&t.s, NULL);
-	h_teardown(t.ep);
+	srv_stop_and_teardown(&t.s, NULL, t.ep);
 }
 
 /* Every send after the first failed one failed too. */

@@ -127,7 +127,7 @@ static void two_senders_one_poller(cci_conn_attribute_t attr)
 	       "%u completions, %u duplicates, %u failed, %u unexpected",
 	       atomic_load(&sh->completions), atomic_load(&sh->dups),
 	       atomic_load(&sh->failures), atomic_load(&sh->bad));
-	srv_stop(&s, &st);
+	srv_stop_and_teardown(&s, &st, sh->ep);
 	CHECK(st.enobufs == 0);
 	CHECKF(st.recvs == 2 * PER_THREAD && st.dups == 0 && st.corrupt == 0,
 	       "server: %llu received, %llu duplicates, %llu corrupt",
@@ -136,7 +136,6 @@ static void two_senders_one_poller(cci_conn_attribute_t attr)
 	if (attr == CCI_CONN_ATTR_RO)
 		CHECKF(st.order_errors == 0, "%llu messages out of per-thread order",
 		       (unsigned long long)st.order_errors);
-	h_teardown(sh->ep);
 	free(sh);
 }
 
@@ -198,8 +197,7 @@ static void two_pollers_share_events(void)
 	       !atomic_load(&sh->bad), "%u of %u received, %u duplicates, %u unexpected",
 	       atomic_load(&sh->recvs), FROM_SERVER, atomic_load(&sh->dups),
 	       atomic_load(&sh->bad));
-	srv_stop(&s, NULL);
-	h_teardown(sh->ep);
+	srv_stop_and_teardown(&s, NULL, sh->ep);
 	free(sh);
 }
 
