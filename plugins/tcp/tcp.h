@@ -26,7 +26,7 @@
  *   struct tcp_buf   a receive buffer lent with RECV events, or a copy buffer.
  *
  * Layers.  frame, pool -> tx -> rma -> conn -> rx -> hs -> loop -> ep ->
- * plugin: a file calls only those before it (README.md, Layers).  A lower
+ * plugin: a file calls only those before it (README.md, "Source layout").  A lower
  * one leaves work for the loop with tcp_loop_cmd() (command bits) or state
  * it reads (tc->fault, sep->rx_starved); the one call upward is
  * tcp_op_get_app() running a progress pass through ep->plugin->progress.

@@ -27,7 +27,7 @@ struct tcp_op *tcp_op_get_app(struct tcp_conn *tc, int kind, int flags, void *co
 
 	if (!op) {
 		/* progress() is the top layer's: reached through the ops
-		 * table, the one call upward of this layer (README.md, Layers). */
+		 * table, the one call upward of this layer (README.md, "Source layout"). */
 		sep->ep->plugin->progress(sep->ep);
 		op = tcp_op_get(sep, 0);
 	}
