@@ -88,9 +88,14 @@ static void send_n(cci_connection_t *c, unsigned first, unsigned n)
 }
 
 /* The reports: in call order, the failures are sends that timed out
- * then sends that were disconnected (younger ones), at least two timed
- * out (the old sends queued for credits), the young sends were all
- * disconnected; the failures were reported in call order. */
+ * then sends that were disconnected (younger ones), at least the oldest
+ * send queued for credits timed out, the young sends were all
+ * disconnected; the failures were reported in call order.  Not "every
+ * old send queued for credits": sends are stamped with the coarse clock
+ * (a jiffy, 4 ms here), so of a burst made within microseconds the later
+ * ones may carry the next jiffy and be judged younger than the timeout
+ * when the oldest breaks the connection (seen once: 1 of them timed
+ * out).  The age rule itself is tested in tests/unit/conn_timers_test.c. */
 static void check(const struct reports *r)
 {
 	unsigned timed_out = 0, last = 0;
@@ -111,7 +116,7 @@ static void check(const struct reports *r)
 		timed_out += st == CCI_ETIMEDOUT;
 	}
 	printf("\n    %u of %u sends timed out\n", timed_out, OLD_SENDS);
-	CU_ASSERT(timed_out >= 2);
+	CU_ASSERT(timed_out >= 1);
 	for (unsigned k = 0; k < r->n; k++) {
 		unsigned i = r->order[k];
 
