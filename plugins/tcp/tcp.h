@@ -245,6 +245,8 @@ struct tcp_conn {
 	uint32_t ctl_len, ctl_off;
 	_Atomic int tx_queued;         /* bytes wait in txq/ctl (set under tx_lock) */
 	_Atomic int tx_full;           /* polls to skip after the socket was full */
+	_Atomic int tx_listed;         /* on sep->tx_due ... */
+	struct tcp_conn *tx_due_next;  /* ... linked by this (tcp_tx.c) */
 	uint64_t burst_gen;            /* sep->progress_gen of the last send */
 	uint32_t burst;                /* sends since the application last polled */
 	uint32_t held;                 /* of them, frames held in txq for one write */
@@ -257,6 +259,8 @@ struct tcp_conn {
 	uint64_t ack_bytes;            /* payload bytes since the last ack */
 	uint64_t ack_seen;             /* the peer's last ack value, as read */
 	uint64_t ack_done;             /* ... and as applied to our queues */
+	struct tcp_conn *ack_next;     /* in sep->ack_due while ack_listed */
+	int ack_listed;
 	int ack_now;
 	uint8_t *stage;
 	uint32_t st_pos, st_end;
@@ -334,9 +338,13 @@ struct tcp_ep {
 	uint32_t nreqs;
 	_Atomic int nfaults;
 	_Atomic int tx_busy;           /* connections with tx_queued */
+	struct tcp_conn *_Atomic tx_due; /* connections with tx_queued, pushed by any
+	                                  * thread, taken whole under lock (tcp_tx.c) */
 	_Atomic uint64_t progress_gen; /* the application's progress calls */
 	_Atomic int rx_starved;
-	int acks_pending;              /* some connection has acks not applied yet */
+	struct tcp_conn *ack_due;      /* connections with acks read, not applied yet
+	                                * (tcp_rx.c): a pass visits these, not every
+	                                * open connection */
 
 	/* Op pool, and big copy buffers (mss bytes) lent to ops only until
 	 * their bytes are in the socket, so a few warm ones serve a stream. */
@@ -475,6 +483,7 @@ struct tcp_op *tcp_op_get_app(struct tcp_conn *tc, int kind, int flags, void *co
 void tcp_txq_push(struct tcp_conn *tc, struct tcp_op *op, struct tcp_op **done);
 void tcp_tx_flush(struct tcp_conn *tc, struct tcp_op **done);
 void tcp_tx_flush_all(struct tcp_ep *sep);
+void tcp_tx_due_forget(struct tcp_conn *tc);
 void tcp_tx_flush_now(struct tcp_conn *tc, uint8_t ctl);
 int tcp_tx_acked(struct tcp_conn *tc, uint64_t ack);
 void tcp_ops_complete(struct tcp_ep *sep, struct tcp_op *done);
@@ -491,6 +500,7 @@ int tcp_op_frame_done(struct tcp_op *op);
 void tcp_rx_poll(struct tcp_ep *sep);
 void tcp_rx_ready(struct tcp_ep *sep);
 void tcp_rx_acks_all(struct tcp_ep *sep);
+void tcp_rx_ack_due_drop(struct tcp_conn *tc);
 void tcp_rx_resume(struct tcp_ep *sep);
 
 /* tcp_rma.c */

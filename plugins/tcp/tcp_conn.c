@@ -119,6 +119,7 @@ static void rx_end(struct tcp_conn *tc)
 	}
 	tc->in_payload = tc->fh_ready = 0;
 	tc->stalled = 0;
+	tcp_rx_ack_due_drop(tc);
 	if (!tc->in_rx)
 		return;
 	epoll_set(tc, 0);
@@ -296,6 +297,7 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 	if (clean)
 		close_gracefully(tc);
 	rx_end(tc);
+	tcp_tx_due_forget(tc);
 	ops_drop(sep, ops, CCI_SUCCESS, 0);
 	if (atomic_exchange(&tc->fault, 0))
 		atomic_fetch_sub(&sep->nfaults, 1);

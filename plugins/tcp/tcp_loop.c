@@ -77,6 +77,16 @@ static void ww_update_all(struct tcp_ep *sep)
 		ww_update(sep->open[i]);
 }
 
+/* After a queue filled: the connections on sep->tx_due (tcp_tx.c), those
+ * with bytes queued, not every open one.  Under sep->lock nothing takes
+ * from that stack, and senders only push in front of the head read here. */
+static void ww_update_due(struct tcp_ep *sep)
+{
+	for (struct tcp_conn *tc = atomic_load_explicit(&sep->tx_due, memory_order_acquire); tc;
+	     tc = tc->tx_due_next)
+		ww_update(tc);
+}
+
 static void rx_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct tcp_ep *sep = w->data;
@@ -107,7 +117,7 @@ static void on_mode(void *owner, int thread)
 	pthread_mutex_lock(&sep->lock);
 	tcp_conn_watch_update(sep);
 	if (thread) {
-		if (sep->acks_pending)
+		if (sep->ack_due)
 			tcp_rx_acks_all(sep);
 		if (atomic_load(&sep->rx_starved))
 			tcp_rx_resume(sep);
@@ -136,7 +146,7 @@ static void on_cmd(void *owner, unsigned cmd)
 	if ((cmd & TCP_CMD_RX) && cci__engine_thread_polls(&sep->eng))
 		tcp_rx_resume(sep);
 	if (cmd & TCP_CMD_TX)
-		ww_update_all(sep);
+		ww_update_due(sep);
 	pthread_mutex_unlock(&sep->lock);
 }
 
@@ -147,7 +157,7 @@ static void timers_run(struct tcp_ep *sep, uint64_t now, int with_loop)
 	assert(cci__mutex_held(&sep->lock));
 	if (atomic_load(&sep->nfaults))
 		tcp_faults_process(sep);
-	if (sep->acks_pending)
+	if (sep->ack_due)
 		tcp_rx_acks_all(sep);
 	/* A burst held for an application that stopped polling (tcp_tx.c). */
 	if (atomic_load_explicit(&sep->tx_busy, memory_order_relaxed))
@@ -229,7 +239,7 @@ int tcp_arm(cci__ep_t *ep)
 	if (sep->manual)
 		cci__engine_handle_arm(&sep->eng,
 		                       manual_tick_wanted(sep) ? (uint64_t)(TCP_TICK_S * 1e9) : 0);
-	pending = sep->acks_pending ||
+	pending = sep->ack_due ||
 	          (atomic_load(&sep->rx_starved) && tcp_rb_available(sep));
 	pthread_mutex_unlock(&sep->lock);
 	return pending ? CCI_EAGAIN : CCI_SUCCESS;
@@ -298,7 +308,7 @@ int tcp_progress(cci__ep_t *ep)
 		tcp_rx_resume(sep);
 	if (atomic_load_explicit(&sep->tx_busy, memory_order_relaxed))
 		tcp_tx_flush_all(sep);
-	if (sep->acks_pending)
+	if (sep->ack_due)
 		tcp_rx_acks_all(sep);
 	tcp_rx_poll(sep);
 	starved = atomic_load_explicit(&sep->rx_starved, memory_order_relaxed);

@@ -296,6 +296,25 @@ static void rx_apply_acks(struct tcp_conn *tc)
 	tc->ack_done = tc->ack_seen;
 }
 
+/* Acks read while the application polls are applied at its next pass:
+ * list tc for that pass.  sep->lock held. */
+static void ack_due_add(struct tcp_conn *tc)
+{
+	tc->ack_listed = 1;
+	tc->ack_next = tc->sep->ack_due;
+	tc->sep->ack_due = tc;
+}
+
+/* tc ends: off that list.  sep->lock held (or no other thread runs:
+ * teardown). */
+void tcp_rx_ack_due_drop(struct tcp_conn *tc)
+{
+	if (!tc->ack_listed)
+		return;
+	CCI__SLIST_UNLINK(&tc->sep->ack_due, tc, ack_next);
+	tc->ack_listed = 0;
+}
+
 static void rx_ack_policy(struct tcp_conn *tc)
 {
 	uint64_t owed = atomic_load_explicit(&tc->rx_seq, memory_order_relaxed) -
@@ -327,8 +346,8 @@ static void rx_conn(struct tcp_conn *tc)
 	}
 	if (cci__engine_thread_polls(&tc->sep->eng))
 		rx_apply_acks(tc);
-	else if (tc->ack_seen != tc->ack_done)
-		tc->sep->acks_pending = 1;
+	else if (tc->ack_seen != tc->ack_done && !tc->ack_listed)
+		ack_due_add(tc);
 	rx_ack_policy(tc);
 }
 
@@ -360,11 +379,13 @@ void tcp_rx_ready(struct tcp_ep *sep)
 /* Apply the acks left from earlier passes; sep->lock held. */
 void tcp_rx_acks_all(struct tcp_ep *sep)
 {
+	struct tcp_conn *tc;
+
 	assert(cci__mutex_held(&sep->lock));
-	sep->acks_pending = 0;
-	for (uint32_t i = sep->nopen; i-- > 0;)
-		if (i < sep->nopen)
-			rx_apply_acks(sep->open[i]);
+	while (CCI__SLIST_POP(&sep->ack_due, tc, ack_next)) {
+		tc->ack_listed = 0;
+		rx_apply_acks(tc);
+	}
 }
 
 void tcp_rx_resume(struct tcp_ep *sep)

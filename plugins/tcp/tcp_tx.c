@@ -77,7 +77,51 @@ static void tx_fault(struct tcp_conn *tc, int status)
 	}
 }
 
-/* Keep sep->tx_busy and the progress thread in step with tc's queue. */
+/*
+ * The connections with bytes queued, so that a pass flushes those and
+ * not every open connection: a stack any sender pushes onto (a connection
+ * whose queue fills, tx_mark) and the pass takes whole, under sep->lock
+ * (tcp_tx_flush_all, its only taker).  A connection is on it at most once
+ * (tx_listed); one whose queue emptied is dropped when the pass meets it.
+ * A pass clears tx_listed before it reads tx_queued, and a sender sets
+ * tx_queued before it tests tx_listed: a queue that fills meanwhile is
+ * pushed by one of the two.
+ */
+static void tx_due_push(struct tcp_ep *sep, struct tcp_conn *tc)
+{
+	struct tcp_conn *head = atomic_load_explicit(&sep->tx_due, memory_order_relaxed);
+
+	if (atomic_exchange(&tc->tx_listed, 1))
+		return;
+	do
+		tc->tx_due_next = head;
+	while (!atomic_compare_exchange_weak_explicit(&sep->tx_due, &head, tc,
+	                                              memory_order_release,
+	                                              memory_order_relaxed));
+}
+
+/* tc is about to be freed: off the stack.  sep->lock held (no pass
+ * runs), and tc's queue is empty for good (no sender pushes it). */
+void tcp_tx_due_forget(struct tcp_conn *tc)
+{
+	struct tcp_ep *sep = tc->sep;
+	struct tcp_conn *all, *next;
+
+	if (!atomic_load(&tc->tx_listed))
+		return;
+	all = atomic_exchange_explicit(&sep->tx_due, NULL, memory_order_acquire);
+	for (; all; all = next) {
+		next = all->tx_due_next;
+		if (all == tc)
+			continue;
+		atomic_store(&all->tx_listed, 0);
+		tx_due_push(sep, all);
+	}
+	atomic_store(&tc->tx_listed, 0);
+}
+
+/* Keep sep->tx_busy, the stack above and the progress thread in step with
+ * tc's queue. */
 static void tx_mark(struct tcp_conn *tc)
 {
 	struct tcp_ep *sep = tc->sep;
@@ -85,8 +129,10 @@ static void tx_mark(struct tcp_conn *tc)
 
 	if (q == atomic_load_explicit(&tc->tx_queued, memory_order_relaxed))
 		return;
-	atomic_store_explicit(&tc->tx_queued, q, memory_order_relaxed);
+	atomic_store(&tc->tx_queued, q);
 	atomic_fetch_add(&sep->tx_busy, q ? 1 : -1);
+	if (q)
+		tx_due_push(sep, tc);
 	/* The thread, or an application asleep on a manual endpoint's OS
 	 * handle, must come back for the queued bytes. */
 	if (q && (cci__engine_thread_polls(&sep->eng) || (sep->manual && sep->ep->os_epfd >= 0)))
@@ -372,17 +418,23 @@ void tcp_ops_complete(struct tcp_ep *sep, struct tcp_op *done)
 
 void tcp_tx_flush_all(struct tcp_ep *sep)
 {
-	for (uint32_t i = 0; i < sep->nopen; i++) {
-		struct tcp_conn *tc = sep->open[i];
-		if (!atomic_load_explicit(&tc->tx_queued, memory_order_relaxed))
+	struct tcp_conn *tc = atomic_exchange_explicit(&sep->tx_due, NULL, memory_order_acquire);
+	struct tcp_conn *next;
+
+	assert(cci__mutex_held(&sep->lock));
+	for (; tc; tc = next) {
+		next = tc->tx_due_next;
+		atomic_store(&tc->tx_listed, 0);
+		if (!atomic_load(&tc->tx_queued))
 			continue;
 		/* The socket was full a moment ago: retrying at every poll only
 		 * fights the kernel for the socket lock while it drains. */
-		if (atomic_load_explicit(&tc->tx_full, memory_order_relaxed) > 0) {
+		if (atomic_load_explicit(&tc->tx_full, memory_order_relaxed) > 0)
 			atomic_fetch_sub_explicit(&tc->tx_full, 1, memory_order_relaxed);
-			continue;
-		}
-		tcp_tx_flush_now(tc, 0);
+		else
+			tcp_tx_flush_now(tc, 0);
+		if (atomic_load(&tc->tx_queued))
+			tx_due_push(sep, tc);
 	}
 }
 
