@@ -203,6 +203,8 @@ struct sock_conn {
 	uint32_t frag;             /* data bytes of our largest datagram to the peer */
 	struct sock_rel rel;
 	int rel_on;
+	LIST_ENTRY(sock_conn) timed_link; /* sep->timed while timed: ... */
+	int timed;                 /* ... it may have a reliability timer set */
 	uint64_t isn;
 
 	/* Client handshake. */
@@ -317,6 +319,8 @@ struct sock_ep {
 	_Atomic uint64_t hello_warned_ns; /* the last warning of a HELLO dropped */
 	uint64_t rng;               /* xorshift state: jitter of HELLO retries */
 	uint64_t timer_ns;          /* earliest reliability timer of any connection */
+	LIST_HEAD(, sock_conn) timed; /* the connections that may have one: the
+	                             * timers visit these, not every connection */
 	struct sock_conn *pend;     /* connections with messages waiting for a buffer */
 	struct sock_conn *touched;  /* connections this pass moved */
 

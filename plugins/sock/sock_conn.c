@@ -255,6 +255,14 @@ void sock_conn_break(struct sock_conn *sc, int status, const char *why)
 	sock_tx_fail_all(sc, status, 1);
 }
 
+static void timed_unlink(struct sock_conn *sc)
+{
+	if (!sc->timed)
+		return;
+	LIST_REMOVE(sc, timed_link);
+	sc->timed = 0;
+}
+
 static void touched_unlink(struct sock_ep *sep, struct sock_conn *sc)
 {
 	struct sock_conn **p;
@@ -315,6 +323,7 @@ void sock_conn_destroy(struct sock_conn *sc)
 		sock_rel_fini(&sc->rel);
 	}
 	sc->rel_on = 0;
+	timed_unlink(sc);
 	touched_unlink(sep, sc);
 	sc->touched = sc->in_pend = sc->ack_kept_set = 0;
 	sock_conn_slot_release(sep, sc);
@@ -444,28 +453,40 @@ void sock_conn_tick(struct sock_ep *sep, uint64_t now)
 		if (cci__conn_tick(&sc->base, sc->conn, sock_core, &tick_ops, sc, now) &&
 		    sc->suspect_ns)
 			suspect_tick(sc, now);
+		/* Every timer set is noted where it is set; this makes sure
+		 * (tick_run runs sock_conn_timers next). */
+		if (cci__conn_is_open(&sc->base))
+			sock_tx_note_timer(sc);
 	}
 }
 
 /* The reliability timers of every connection that has one due, and the
- * earliest next one. */
+ * earliest next one.  Only the connections on sep->timed can have one
+ * (sock_tx_note_timer): a connection with nothing in flight and no ack
+ * owed costs nothing here, and leaves the list when met without one.
+ * The timers run may set new ones (sock_tx_note_timer lowers timer_ns). */
 void sock_conn_timers(struct sock_ep *sep, uint64_t now)
 {
-	struct sock_conn *sc;
+	struct sock_conn *sc, *nxt;
 	uint64_t next = SOCK_REL_NEVER;
 
 	assert(cci__mutex_held(&sep->lock));
-	LIST_FOREACH(sc, &sep->conns, link) {
-		uint64_t t;
+	sep->timer_ns = SOCK_REL_NEVER;
+	for (sc = LIST_FIRST(&sep->timed); sc; sc = nxt) {
+		uint64_t t = SOCK_REL_NEVER;
 
-		if (!sc->rel_on || !cci__conn_is_open(&sc->base))
-			continue;
-		if (sock_rel_next_timer(&sc->rel) <= now)
-			sock_tx_timers(sc, now);
-		t = sock_rel_next_timer(&sc->rel);
+		nxt = LIST_NEXT(sc, timed_link);
+		if (sc->rel_on && cci__conn_is_open(&sc->base)) {
+			if (sock_rel_next_timer(&sc->rel) <= now)
+				sock_tx_timers(sc, now);
+			t = sock_rel_next_timer(&sc->rel);
+		}
+		if (t == SOCK_REL_NEVER)
+			timed_unlink(sc);
 		next = t < next ? t : next;
 	}
-	sep->timer_ns = next;
+	if (next < sep->timer_ns)
+		sep->timer_ns = next;
 }
 
 /* ---- ops ---------------------------------------------------------------- */

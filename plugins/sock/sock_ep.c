@@ -353,6 +353,7 @@ static void ep_fields_init(struct sock_ep *sep, cci__ep_t *ep)
 	sep->manual = sep->dev->manual_progress;
 	sep->fd = -1;
 	sep->timer_ns = SOCK_REL_NEVER;
+	LIST_INIT(&sep->timed);
 	LIST_INIT(&sep->conns);
 	TAILQ_INIT(&sep->connecting);
 	sep->hs_budget = SOCK_HS_BURST;

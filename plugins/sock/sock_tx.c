@@ -378,7 +378,8 @@ void sock_tx_pump(struct sock_conn *sc, uint64_t now)
 	sock_tx_note_timer(sc);
 }
 
-/* Keep sep->timer_ns no later than sc's next reliability timer. */
+/* Keep sep->timer_ns no later than sc's next reliability timer, and sc on
+ * sep->timed while it has one. */
 void sock_tx_note_timer(struct sock_conn *sc)
 {
 	uint64_t t;
@@ -386,6 +387,12 @@ void sock_tx_note_timer(struct sock_conn *sc)
 	if (!sc->rel_on)
 		return;
 	t = sock_rel_next_timer(&sc->rel);
+	if (t == SOCK_REL_NEVER)
+		return;
+	if (!sc->timed) {
+		LIST_INSERT_HEAD(&sc->sep->timed, sc, timed_link);
+		sc->timed = 1;
+	}
 	if (t < sc->sep->timer_ns)
 		sc->sep->timer_ns = t;
 }
