@@ -48,6 +48,13 @@ static void reset(void)
 	lookups = 0;
 }
 
+/* Field by field: a struct's padding bytes are whatever the stack held. */
+static int rec_equal(const struct cci__emu_rma_rec *a, const struct cci__emu_rma_rec *b)
+{
+	return a->kind == b->kind && a->op == b->op && a->key == b->key && a->off == b->off &&
+	       a->len == b->len && a->status == b->status;
+}
+
 /* Encode r and decode it back with tail bytes after the header. */
 static int round_trip(const struct cci__emu_rma_rec *r, uint64_t tail,
                       struct cci__emu_rma_rec *out, const char **why)
@@ -74,7 +81,7 @@ static void test_codec_round_trip(void)
 	for (size_t i = 0; i < sizeof(recs) / sizeof(recs[0]); i++) {
 		struct cci__emu_rma_rec out;
 		CU_ASSERT_EQUAL_FATAL(round_trip(&recs[i], tails[i], &out, &why), 0);
-		CU_ASSERT(memcmp(&out, &recs[i], sizeof(out)) == 0);
+		CU_ASSERT(rec_equal(&out, &recs[i]));
 	}
 	/* Network byte order: the op id's most significant byte first. */
 	cci__emu_rma_encode(b, &recs[0]);
