@@ -798,7 +798,8 @@ CCI_DECLSPEC int cci_get_plugins(cci_plugin_info_t *const **plugins);
  * Get the NULL-terminated list of directories the starting cci_init()
  * searched for plugins, in search order: the build tree's plugins (when
  * the library runs from its build tree), each directory of
- * CCI_PLUGIN_PATH, then the install directory.  A directory is listed
+ * CCI_PLUGIN_PATH, then the install directory (cci/ beside the library
+ * itself, wherever its prefix was moved).  A directory is listed
  * whether or not it exists.  Owned by the library until the last
  * cci_finalize().
  */

@@ -4,7 +4,8 @@
  * A plugin is cci_ctp_<name>.so exporting cci_ctp_<name>_plugin.  Search
  * order: the build tree (when this library itself runs from the build
  * tree, so tests and benchmarks need no install), each directory of
- * CCI_PLUGIN_PATH, then the install directory.  The first module of a name
+ * CCI_PLUGIN_PATH, then the install directory, $libdir/cci beside the
+ * library.  The first module of a name
  * wins; a directory is read in name order, so which module wins never
  * depends on the file system.  CCI_CTP keeps ("sm,tcp") or drops ("^tcp")
  * plugins by name or by transport.
@@ -366,22 +367,51 @@ static int plugins_search(const char *dir, int depth)
 	return plugins_scan_dir(dir, depth);
 }
 
+/* The directory this very library was loaded from, symbolic links resolved;
+ * 0 when the dynamic linker cannot say. */
+static int library_dir(char self[PATH_MAX])
+{
+	Dl_info info;
+	char *slash;
+
+	if (!dladdr((void *)&cci__g, &info) || !info.dli_fname || !realpath(info.dli_fname, self))
+		return 0;
+	slash = strrchr(self, '/');
+	if (!slash)
+		return 0;
+	*slash = '\0';
+	return 1;
+}
+
+static int library_in_build_tree(const char *self)
+{
+	return strcmp(self, CCI_BUILD_ROOT "/core") == 0;
+}
+
 /* The build tree's plugins, if this very library was loaded from it. */
 static int plugins_scan_build_tree(void)
 {
-	Dl_info info;
-	char self[PATH_MAX], *slash;
+	char self[PATH_MAX];
 
-	if (!dladdr((void *)&cci__g, &info) || !info.dli_fname ||
-	    !realpath(info.dli_fname, self))
-		return CCI_SUCCESS;
-	slash = strrchr(self, '/');
-	if (!slash)
-		return CCI_SUCCESS;
-	*slash = '\0';
-	if (strcmp(self, CCI_BUILD_ROOT "/core") != 0)
+	if (!library_dir(self) || !library_in_build_tree(self))
 		return CCI_SUCCESS;
 	return plugins_search(CCI_BUILD_ROOT "/plugins", 1);
+}
+
+/*
+ * The installed plugins: $libdir/cci, found beside the library itself, so
+ * that a prefix works wherever it was unpacked or moved (/opt/cci/<version>,
+ * a DESTDIR staging tree).  The configured directory serves a library of the
+ * build tree, or one whose own path the dynamic linker cannot tell.
+ */
+static int plugins_scan_install_dir(void)
+{
+	char self[PATH_MAX], dir[PATH_MAX];
+
+	if (!library_dir(self) || library_in_build_tree(self) ||
+	    snprintf(dir, sizeof(dir), "%s/" CCI_PLUGIN_SUBDIR, self) >= (int)sizeof(dir))
+		return plugins_search(CCI_PLUGIN_DIR, 0);
+	return plugins_search(dir, 0);
 }
 
 static int plugins_scan_env(void)
@@ -433,7 +463,7 @@ int cci__plugins_load(const struct cci_core *core)
 	if (rc == CCI_SUCCESS)
 		rc = plugins_scan_env();
 	if (rc == CCI_SUCCESS)
-		rc = plugins_search(CCI_PLUGIN_DIR, 0);
+		rc = plugins_scan_install_dir();
 	for (struct cci__plugin_mod *m = cci__g.plugins; m && rc == CCI_SUCCESS; m = m->next) {
 		rc = plugin_init(m, core);
 		usable += m->initialized;
@@ -444,7 +474,8 @@ int cci__plugins_load(const struct cci_core *core)
 	}
 	if (usable == 0) {
 		LOG_ERR("no usable transport plugin (searched the build tree, CCI_PLUGIN_PATH and %s%s)",
-		        CCI_PLUGIN_DIR, getenv("CCI_CTP") ? "; CCI_CTP filters them" : "");
+		        cci__g.plugin_dirs[cci__g.nplugin_dirs - 1],
+		        getenv("CCI_CTP") ? "; CCI_CTP filters them" : "");
 		return CCI_ENODEV;
 	}
 	return CCI_SUCCESS;
