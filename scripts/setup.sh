@@ -2,20 +2,31 @@
 # Install what the build needs (Debian 12 packages, only those missing),
 # then configure and build.  Usage: scripts/setup.sh [builddir [meson options...]]
 # iproute2 and nftables: the fault suite's blackholed peer (network
-# namespaces, veth, a dropping nftables chain).
+# namespaces, veth, a dropping nftables chain).  libpmix-dev, openmpi-bin
+# and mpich: libcci_wire's PMIx backend and the launchers its tests run
+# under (mpirun, mpiexec.hydra), without their recommends (about 10 s).
 set -eu
 cd "$(dirname "$0")/.."
 
 pkgs="gcc g++ pkg-config meson ninja-build libcunit1-dev libev-dev libfabric-dev libibverbs-dev librdmacm-dev python3-cffi python3-pytest iproute2 nftables"
-missing=""
-for p in $pkgs; do
-	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" ||
-		missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-	echo "installing:$missing"
+launcher_pkgs="libpmix-dev openmpi-bin mpich"
+missing() {
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" ||
+			printf ' %s' "$p"
+	done
+}
+missing=$(missing $pkgs)
+missing_launchers=$(missing $launcher_pkgs)
+if [ -n "$missing$missing_launchers" ]; then
+	echo "installing:$missing$missing_launchers"
 	apt-get update -qq
+fi
+if [ -n "$missing" ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
+fi
+if [ -n "$missing_launchers" ]; then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing_launchers
 fi
 
 builddir=${1:-build}

@@ -61,6 +61,9 @@ pmix)
 	[ "$(id -u)" = 0 ] && set -- "$@" --allow-run-as-root
 	# Without it mpirun kills the job when the victim dies.
 	[ "$mode" = kill ] && set -- "$@" --enable-recovery
+	# Sanitized builds: libpmix's own leftovers at exit (mpirun passes
+	# the environment on to the ranks).
+	export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp"
 	;;
 *)
 	echo "run_wire.sh: unknown backend $backend" >&2
