@@ -17,12 +17,24 @@
  *          MPICH's mpiexec.hydra, spoken directly over that descriptor;
  *   local  CCI_WIRE_DIR, CCI_WIRE_RANK and CCI_WIRE_SIZE: ranks of one host
  *          that share a directory, as cci_wire_launch starts them.
- * CCI_WIRE_BACKEND=pmix|pmi1|local picks one instead of that order.
+ * CCI_WIRE_BACKEND=pmix|pmi1|local picks one instead of that order.  The
+ * PMI-2 wire protocol (srun --mpi=pmi2) is not spoken.
+ *
+ * mpiexec.hydra -disable-auto-cleanup tells the other ranks of a rank's
+ * death with SIGUSR1, whose default action ends a process: from
+ * cci_wire_init() to cci_wire_finalize() the pmi1 backend catches SIGUSR1
+ * when the program left it at its default, and the next collective call
+ * reports the death.
  *
  * Every collective call (cci_wire_init, cci_wire_fence, cci_wire_barrier)
  * waits at most CCI_WIRE_TIMEOUT seconds (default 60).  While it waits it
- * watches the ranks of its own host: one that exited makes the call fail
- * with CCI_WIRE_EPEERDEAD and that rank named.
+ * watches the ranks of its own host (by the pid each published at init):
+ * one that exited makes the call fail with CCI_WIRE_EPEERDEAD and that
+ * rank named, after a grace period of a second, as does a launcher that
+ * fails the call because a rank of this host died.  A rank on another host
+ * that dies is reported by the launcher only, if at all (CCI_WIRE_ELAUNCHER,
+ * or CCI_WIRE_ETIMEDOUT naming the missing rank when the backend knows it).
+ * A call that fails this way leaves the job broken: finalize the handle.
  *
  * Statuses are int values of enum cci_wire_status.  After a failure,
  * cci_wire_error() says what failed, naming the rank, key, variable or

@@ -7,7 +7,9 @@
 # BACKEND local (cci_wire_launch), pmi1 (MPICH's mpiexec.hydra), pmix
 # (Open MPI's mpirun), or none (no launcher: init must fail naming every
 # variable it looked for; MODE is then ignored); MODE contract (the whole API on every rank) or kill
-# (rank 2 dies while the others fence: each must name it).  Launchers on
+# (rank 2 dies while the others fence: each must name it) or stall (rank 2
+# comes to the fence after the others' timeout: each must name it; local
+# only, the backend that knows who is missing).  Launchers on
 # loopback only.  Exit 77 (skipped) when the launcher is missing, naming it.
 set -u
 backend=$1 mode=$2 prog=$3 launch=$4 pmix_built=$5
@@ -41,6 +43,7 @@ if [ "$backend" = none ]; then
 fi
 args="-n $n -b $backend"
 [ "$mode" = kill ] && args="-n $n -k $victim -o $tmp/out"
+[ "$mode" = stall ] && args="-n $n -s $victim" && export CCI_WIRE_TIMEOUT=2
 case $backend in
 local)
 	set -- "$launch" -n $n -t 60
@@ -87,6 +90,15 @@ if [ "$mode" = contract ]; then
 	[ $rc -eq 0 ] || fail "$1 exited $rc"
 	for r in $(seq 0 $((n - 1))); do
 		grep -qx "rank $r of $n: ok ($backend)" "$tmp/stdout" || fail "rank $r did not pass"
+	done
+	exit 0
+fi
+if [ "$mode" = stall ]; then
+	[ $rc -eq 0 ] || fail "$1 exited $rc"
+	for r in $(seq 0 $((n - 1))); do
+		[ $r -eq $victim ] && continue
+		grep -q "^rank $r of $n: rank $victim reported late: .*rank $victim never joined" \
+			"$tmp/stdout" || fail "rank $r did not report rank $victim late"
 	done
 	exit 0
 fi

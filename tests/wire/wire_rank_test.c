@@ -4,6 +4,7 @@
  *
  *   wire_rank_test -n N [-b BACKEND]          the whole contract
  *   wire_rank_test -n N -k K [-e] [-o DIR]    rank K dies while the others fence
+ *   wire_rank_test -n N -s K                  rank K stalls while the others fence
  *
  * Without -k every rank checks: the backend (when -b), rank and size, the
  * hosts and local ranks (every rank runs on this host), two rounds of put,
@@ -14,7 +15,11 @@
  * with CCI_WIRE_EPEERDEAD naming rank K; they print "rank R of N: rank K
  * reported dead", also into DIR/rank.R when -o DIR is given: a launcher
  * that gives up on the job when a rank dies (mpiexec.hydra) takes the
- * survivors' standard output with it.  Exit 0 only if every check passed.
+ * survivors' standard output with it.  With -s K, rank K sleeps past the
+ * others' fence timeout (CCI_WIRE_TIMEOUT, which must be short) before its
+ * own fence: theirs must fail with CCI_WIRE_ETIMEDOUT naming rank K (a
+ * backend that knows who is missing: local).  Exit 0 only if every check
+ * passed.
  */
 #include <limits.h>
 #include <signal.h>
@@ -125,21 +130,44 @@ static int run_kill(cci_wire_t *w, int n, int victim)
 	return 0;
 }
 
+static int run_stall(cci_wire_t *w, int n, int late)
+{
+	const struct timespec nap = { .tv_sec = 1, .tv_nsec = 0 };
+	const char *t = getenv("CCI_WIRE_TIMEOUT");
+	int rc;
+
+	CHECK(t && atoi(t) >= 1 && atoi(t) <= 5, "-s needs CCI_WIRE_TIMEOUT of 1 to 5 s");
+	if (rank == late)
+		for (int i = 0; i < atoi(t) + 2; i++)
+			nanosleep(&nap, NULL);
+	rc = cci_wire_fence(w);
+	/* The others entered the fence before giving up: the late rank may
+	 * well complete it, and owes no verdict. */
+	if (rank == late)
+		return 0;
+	CHECK(rc == CCI_WIRE_ETIMEDOUT && cci_wire_error_rank(w) == late,
+	      "fence with rank %d late: %s (rank %d): %s", late, cci_wire_strerror(rc),
+	      cci_wire_error_rank(w), cci_wire_error(w));
+	printf("rank %d of %d: rank %d reported late: %s\n", rank, n, late, cci_wire_error(w));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *backend = NULL;
-	int n = 0, victim = -1, c, rc;
+	int n = 0, victim = -1, late = -1, c, rc;
 	char why[512];
 	cci_wire_t *w;
 
 	signal(SIGPIPE, SIG_IGN);
-	while ((c = getopt(argc, argv, "n:b:k:o:e")) != -1) {
+	while ((c = getopt(argc, argv, "n:b:k:o:es:")) != -1) {
 		switch (c) {
 		case 'n': n = atoi(optarg); break;
 		case 'b': backend = optarg; break;
 		case 'k': victim = atoi(optarg); break;
 		case 'o': out_dir = optarg; break;
 		case 'e': victim_exits = 1; break;
+		case 's': late = atoi(optarg); break;
 		default: return 2;
 		}
 	}
@@ -155,6 +183,11 @@ int main(int argc, char **argv)
 		rc = run_kill(w, n, victim);
 		/* The job is broken: leave without the launcher's goodbye. */
 		_exit(rc);
+	}
+	if (late >= 0) {
+		rc = run_stall(w, n, late);
+		cci_wire_finalize(w);
+		return rc;
 	}
 	check_hosts(w, n);
 	round_trip(w, n, "uri");
