@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include <cci.h>
+#include <cci_wire.h>
 
 #define AR_MAX_RANKS 8
 #define AR_MAX_STEPS 8     /* fold-in, up to 3 doubling rounds, fold-out */
@@ -81,6 +82,8 @@ struct ar_config {
 	uint64_t intervals;
 	double reference;             /* the single-process result */
 	const char *dir;              /* URI files and the result */
+	cci_wire_t *wire;             /* or, started by a launcher: URIs through
+	                               * it, and rank 0 prints the result */
 	unsigned time_limit_s;
 };
 

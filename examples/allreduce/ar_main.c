@@ -4,6 +4,7 @@
  *
  *   allreduce [-n 2,4,8] [-v am|rma|both] [-k iters] [-m intervals] [-t secs]
  *   allreduce -r RANK -d DIR -n N -v am|rma [-k iters] [-m intervals] [-t secs]
+ *   mpirun -np N allreduce -w -v am|rma [-k iters] [-m intervals] [-t secs]
  *
  * For each variant and each N the launcher forks N ranks (before any CCI
  * call of its own, so nothing of the library crosses a fork).  The ranks
@@ -17,6 +18,11 @@
  * With -r the program is one rank only, of one run whose ranks are started
  * by hand or by a remote shell, on hosts that share DIR (created empty
  * beforehand); rank 0 prints the line.
+ *
+ * With -w the program is one rank of a run started by a launcher (Open
+ * MPI's mpirun, MPICH's mpiexec.hydra, cci_wire_launch): rank, N and the
+ * partners' URIs come from libcci_wire instead of -r, -n and a directory;
+ * rank 0 prints the line.
  */
 #include <errno.h>
 #include <math.h>
@@ -33,6 +39,7 @@
 
 struct ar_opts {
 	int rank;                  /* -r, or -1: launch every rank */
+	bool wired;                /* -w: one rank, started by a launcher */
 	const char *dir;
 	int ns[AR_MAX_RANKS];
 	unsigned count;
@@ -155,7 +162,8 @@ static void usage(void)
 	fprintf(stderr, "usage: allreduce [-n 2,4,8] [-v am|rma|both] [-k iters] "
 		"[-m intervals] [-t secs]\n"
 		"       allreduce -r RANK -d DIR -n N -v am|rma [-k iters] "
-		"[-m intervals] [-t secs]\n");
+		"[-m intervals] [-t secs]\n"
+		"       LAUNCHER allreduce -w -v am|rma [-k iters] [-m intervals] [-t secs]\n");
 	exit(EXIT_FAILURE);
 }
 
@@ -184,10 +192,11 @@ static void parse_opts(struct ar_opts *o, int argc, char **argv)
 			       .am = true, .rma = true,
 			       .iters = 1000, .time_limit_s = 60,
 			       .intervals = 10000000 };
-	while ((c = getopt(argc, argv, "n:v:k:m:t:r:d:")) != -1) {
+	while ((c = getopt(argc, argv, "n:v:k:m:t:r:d:w")) != -1) {
 		switch (c) {
 		case 'r': o->rank = atoi(optarg); break;
 		case 'd': o->dir = optarg; break;
+		case 'w': o->wired = true; break;
 		case 'n': parse_ns(o, optarg); break;
 		case 'v':
 			o->am = !strcmp(optarg, "am") || !strcmp(optarg, "both");
@@ -206,6 +215,37 @@ static void parse_opts(struct ar_opts *o, int argc, char **argv)
 	if (o->rank >= 0 && (!o->dir || o->count != 1 || o->rank >= o->ns[0] ||
 			     o->am == o->rma))
 		usage();
+	if (o->wired && (o->rank >= 0 || o->dir || o->am == o->rma))
+		usage();
+}
+
+/* -w: this process is one rank of a run its launcher started. */
+static int run_wired(const struct ar_opts *o, double reference)
+{
+	struct ar_config cfg = {
+		.ex = o->am ? &ar_am_exchange : &ar_rma_exchange,
+		.iters = o->iters, .intervals = o->intervals, .reference = reference,
+		.time_limit_s = o->time_limit_s,
+	};
+	char why[512];
+	int rc, rank;
+
+	rc = cci_wire_init(&cfg.wire, why, sizeof(why));
+	if (rc != CCI_WIRE_SUCCESS) {
+		fprintf(stderr, "allreduce: wire-up: %s\n", why);
+		return EXIT_FAILURE;
+	}
+	cfg.n = cci_wire_size(cfg.wire);
+	rank = cci_wire_rank(cfg.wire);
+	if (cfg.n < 2 || cfg.n > AR_MAX_RANKS) {
+		fprintf(stderr, "allreduce[%d]: %d ranks started; 2 to %d run\n", rank, cfg.n,
+			AR_MAX_RANKS);
+		rc = EXIT_FAILURE;
+	} else {
+		rc = ar_rank_main(&cfg, rank);
+	}
+	cci_wire_finalize(cfg.wire);
+	return rc;
 }
 
 /* -r: this process is one rank of a run started elsewhere. */
@@ -236,6 +276,8 @@ int main(int argc, char **argv)
 	reference = ar_pi_partial(o.intervals, 0, o.intervals);
 	if (o.rank >= 0)
 		return run_rank(&o, reference);
+	if (o.wired)
+		return run_wired(&o, reference);
 	if (o.am)
 		exs[nex++] = &ar_am_exchange;
 	if (o.rma)

@@ -1,5 +1,6 @@
 /*
- * ar_net.c - one rank's network: its endpoint and URI file, connections
+ * ar_net.c - one rank's network: its endpoint and URI (a file, or through
+ * the launcher with libcci_wire), connections
  * to its partners (the lower rank of a pair connects, the higher
  * accepts), event dispatch and the stash of values that arrived early.
  * Waits sleep on the endpoint's OS handle and end at r->deadline_ns.
@@ -35,6 +36,39 @@ static void uri_path(const struct ar_rank *r, int rank, char *buf, size_t len)
 	snprintf(buf, len, "%s/%d.uri", r->cfg->dir, rank);
 }
 
+/* Started by a launcher: every rank puts its URI, then all fence. */
+static int publish_wired(struct ar_rank *r, const char *uri)
+{
+	int rc = cci_wire_put(r->cfg->wire, "uri", uri);
+
+	if (rc == CCI_WIRE_SUCCESS)
+		rc = cci_wire_fence(r->cfg->wire);
+	if (rc != CCI_WIRE_SUCCESS) {
+		ar_log(r, "publishing the URI: %s", cci_wire_error(r->cfg->wire));
+		return CCI_ERROR;
+	}
+	return CCI_SUCCESS;
+}
+
+/* Partner i's URI, from the launcher or its file; malloc'd. */
+static int uri_of(struct ar_rank *r, int i, char **uri_p)
+{
+	char path[512];
+
+	if (r->cfg->wire) {
+		if (cci_wire_get(r->cfg->wire, i, "uri", uri_p) == CCI_WIRE_SUCCESS)
+			return CCI_SUCCESS;
+		ar_log(r, "no URI from rank %d: %s", i, cci_wire_error(r->cfg->wire));
+		return CCI_ERROR;
+	}
+	uri_path(r, i, path, sizeof(path));
+	if (ex_uri_read(path, r->deadline_ns, uri_p) != 0) {
+		ar_log(r, "no URI from rank %d", i);
+		return CCI_ETIMEDOUT;
+	}
+	return CCI_SUCCESS;
+}
+
 int ar_net_open(struct ar_rank *r)
 {
 	char path[512], *uri = NULL;
@@ -45,6 +79,11 @@ int ar_net_open(struct ar_rank *r)
 	rc = cci_get_opt(r->ep, CCI_OPT_ENDPT_URI, &uri);
 	if (ar_check(r, rc, "cci_get_opt(URI)") != CCI_SUCCESS)
 		return rc;
+	if (r->cfg->wire) {
+		rc = publish_wired(r, uri);
+		free(uri);
+		return rc;
+	}
 	uri_path(r, r->rank, path, sizeof(path));
 	if (ex_uri_write(path, uri) != 0) {
 		ar_log(r, "cannot write %s", path);
@@ -149,17 +188,15 @@ static int connect_up(struct ar_rank *r)
 {
 	struct ar_hello h = { .magic = AR_HELLO_MAGIC, .rank = (uint32_t)r->rank,
 			      .n = (uint32_t)r->cfg->n };
-	char path[512], *uri;
+	char *uri;
 	int rc = CCI_SUCCESS;
 
 	for (int i = r->rank + 1; rc == CCI_SUCCESS && i < r->cfg->n; i++) {
 		if (!r->peers[i].partner)
 			continue;
-		uri_path(r, i, path, sizeof(path));
-		if (ex_uri_read(path, r->deadline_ns, &uri) != 0) {
-			ar_log(r, "no URI from rank %d", i);
-			return CCI_ETIMEDOUT;
-		}
+		rc = uri_of(r, i, &uri);
+		if (rc != CCI_SUCCESS)
+			return rc;
 		rc = ar_check(r, cci_connect(r->ep, uri, &h, sizeof(h), CCI_CONN_ATTR_RO,
 					     &r->peers[i], 0, NULL), "cci_connect");
 		free(uri);

@@ -19,11 +19,6 @@ n=4 victim=2
 export CCI_WIRE_TIMEOUT=30
 unset CCI_WIRE_BACKEND
 
-skip() {
-	echo "skipped: $*"
-	exit 77
-}
-
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cci-wire-test.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
@@ -44,35 +39,12 @@ fi
 args="-n $n -b $backend"
 [ "$mode" = kill ] && args="-n $n -k $victim -o $tmp/out"
 [ "$mode" = stall ] && args="-n $n -s $victim" && export CCI_WIRE_TIMEOUT=2
-case $backend in
-local)
-	set -- "$launch" -n $n -t 60
-	;;
-pmi1)
-	command -v mpiexec.hydra >/dev/null || skip "no mpiexec.hydra (Debian: mpich)"
-	set -- mpiexec.hydra -launcher fork -iface lo -n $n
-	# hydra ends the whole job when a rank dies by a signal, whatever
-	# its options: the victim exits instead, and -disable-auto-cleanup
-	# lets the others go on to their fence.
-	[ "$mode" = kill ] && set -- "$@" -disable-auto-cleanup && args="$args -e"
-	;;
-pmix)
-	[ "$pmix_built" = yes ] || skip "libcci_wire was built without PMIx (libpmix-dev not found)"
-	command -v mpirun.openmpi >/dev/null || skip "no mpirun.openmpi (Debian: openmpi-bin)"
-	set -- mpirun.openmpi --oversubscribe --mca btl self --mca oob_tcp_if_include lo \
-		--mca plm_rsh_agent false -np $n
-	[ "$(id -u)" = 0 ] && set -- "$@" --allow-run-as-root
-	# Without it mpirun kills the job when the victim dies.
-	[ "$mode" = kill ] && set -- "$@" --enable-recovery
-	# Sanitized builds: libpmix's own leftovers at exit (mpirun passes
-	# the environment on to the ranks).
-	export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp"
-	;;
-*)
-	echo "run_wire.sh: unknown backend $backend" >&2
-	exit 2
-	;;
-esac
+# shellcheck source=tests/wire/launcher.sh
+launcher_dir=$(dirname "$0") launcher_backend=$backend launcher_n=$n launcher_local=$launch
+launcher_pmix_built=$pmix_built launcher_mode=$mode
+. "$launcher_dir/launcher.sh"
+# The victim exits rather than dies by a signal under hydra (see launcher.sh).
+[ "$backend" = pmi1 ] && [ "$mode" = kill ] && args="$args -e"
 
 # shellcheck disable=SC2086 # args is words
 timeout -k 5 80 "$@" "$prog" $args >"$tmp/stdout" 2>"$tmp/stderr"
