@@ -82,18 +82,25 @@ wait "$server" || { cat "$tmp/server.log" >&2; fail "the installed pingpong serv
 server=
 grep -q '^ *1 ' "$tmp/client.log" || { cat "$tmp/client.log" >&2; fail "pingpong printed no 1-byte row"; }
 
-# A program built against the prefix's pkg-config file finds the prefix.
+# libcci_wire's launcher for one host runs from the prefix.
+"$p/$bindir/cci_wire_launch" -n 2 -t 20 sh -c \
+	'test -d "$CCI_WIRE_DIR" && test "$CCI_WIRE_SIZE" = 2 && test -n "$CCI_WIRE_RANK"' ||
+	fail "the installed cci_wire_launch did not start 2 ranks with their CCI_WIRE_* variables"
+
+# A program built against the prefix's pkg-config files finds the prefix.
 if [ "$pc" != relocatable-pc ]; then
 	echo "pkg-config file not checked: $build has -Dpkgconfig.relocatable=false" \
 		"(meson configure $build -Dpkgconfig.relocatable=true)"
 elif ! command -v pkg-config >/dev/null; then
 	fail "no pkg-config to check the installed cci.pc (Debian: pkg-config)"
 else
-	libs=$(PKG_CONFIG_PATH=$p/$libdir/pkgconfig pkg-config --libs cci) ||
-		fail "pkg-config finds no cci in $p/$libdir/pkgconfig"
-	# The relocatable file says ${pcfiledir}/../..: compare resolved paths.
-	dir=$(printf '%s\n' $libs | sed -n 's/^-L//p' | head -n 1)
-	[ -n "$dir" ] && [ "$(realpath -m "$dir")" = "$p/$libdir" ] ||
-		fail "pkg-config --libs cci gives '$libs', not -L$p/$libdir"
+	for pc in cci cci-wire; do
+		libs=$(PKG_CONFIG_PATH=$p/$libdir/pkgconfig pkg-config --libs $pc) ||
+			fail "pkg-config finds no $pc in $p/$libdir/pkgconfig"
+		# A relocatable file says ${pcfiledir}/../..: compare resolved paths.
+		dir=$(printf '%s\n' $libs | sed -n 's/^-L//p' | head -n 1)
+		[ -n "$dir" ] && [ "$(realpath -m "$dir")" = "$p/$libdir" ] ||
+			fail "pkg-config --libs $pc gives '$libs', not -L$p/$libdir"
+	done
 fi
-echo "installed prefix $p: cci_info and pingpong ran from it"
+echo "installed prefix $p: cci_info, pingpong and cci_wire_launch ran from it"
