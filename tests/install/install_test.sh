@@ -5,15 +5,19 @@
 # libcci.so.2 (their RUNPATH, relative to the binary) and the library finds
 # its plugins (beside itself) with LD_LIBRARY_PATH and CCI_PLUGIN_PATH unset.
 #
-#   install_test.sh MESON BUILD_DIR PREFIX BINDIR LIBDIR VERSION PC
+#   install_test.sh MESON BUILD_DIR PREFIX BINDIR LIBDIR VERSION PC PYSITE PYTHON PRELOAD
 #
 # BINDIR and LIBDIR as meson gives them (relative to PREFIX); PC is
 # relocatable-pc when the build writes pkg-config files relative to
 # themselves (-Dpkgconfig.relocatable=true, the project's default; a build
-# directory configured before that default keeps false until reconfigured).  Every step
+# directory configured before that default keeps false until reconfigured).
+# PYSITE is where the Python package went (relative to PREFIX) and PYTHON
+# its interpreter, or none; PRELOAD is ASan's runtime for that interpreter
+# in a sanitized build, or empty.  Every step
 # names what it checked when it fails; every wait is bounded.
 set -eu
-meson=$1 build=$2 prefix=$3 bindir=$4 libdir=$5 version=$6 pc=$7
+meson=$1 build=$2 prefix=$3 bindir=$4 libdir=$5 version=$6 pc=$7 pysite=$8 python=$9
+preload=${10}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cci-install.XXXXXX")
 server=
@@ -87,6 +91,27 @@ grep -q '^ *1 ' "$tmp/client.log" || { cat "$tmp/client.log" >&2; fail "pingpong
 	'test -d "$CCI_WIRE_DIR" && test "$CCI_WIRE_SIZE" = 2 && test -n "$CCI_WIRE_RANK"' ||
 	fail "the installed cci_wire_launch did not start 2 ranks with their CCI_WIRE_* variables"
 
+# The Python package of the prefix loads the prefix's library, which finds
+# its plugins (a device to list) beside itself.
+if [ "$pysite" = none ]; then
+	echo "Python package not checked: meson installed none inside the prefix"
+else
+	[ -f "$p/$pysite/cci/_libdir" ] || fail "no $p/$pysite/cci/_libdir"
+	PYTHONPATH=$p/$pysite PYTHONDONTWRITEBYTECODE=1 LD_PRELOAD=$preload \
+		ASAN_OPTIONS=${preload:+detect_leaks=0:abort_on_error=1} "$python" -c '
+import cci
+print(cci.__file__)
+print(cci.library_path)
+print(cci.devices()[0].name)' >"$tmp/py.out" 2>"$tmp/py.err" ||
+		{ cat "$tmp/py.err" >&2; fail "import cci from $p/$pysite failed"; }
+	{ read -r file && read -r lib && read -r dev; } <"$tmp/py.out"
+	case $file:$lib in
+	"$p/$pysite/cci/"*:"$p/$libdir/libcci.so.2") ;;
+	*) fail "Python: package $file, library $lib; expected both in $p" ;;
+	esac
+	[ -n "$dev" ] || fail "Python: no device"
+fi
+
 # A program built against the prefix's pkg-config files finds the prefix.
 if [ "$pc" != relocatable-pc ]; then
 	echo "pkg-config file not checked: $build has -Dpkgconfig.relocatable=false" \
@@ -103,4 +128,4 @@ else
 			fail "pkg-config --libs $pc gives '$libs', not -L$p/$libdir"
 	done
 fi
-echo "installed prefix $p: cci_info, pingpong and cci_wire_launch ran from it"
+echo "installed prefix $p: cci_info, pingpong, cci_wire_launch and the Python package ran from it"

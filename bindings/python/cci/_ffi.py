@@ -13,7 +13,12 @@ Where the library comes from, first match wins:
    bindings/python/../../build/core/libcci.so.2 (the default build
    directory of the project, whose plugins the library then finds by
    itself);
-3. the system's "libcci.so.2" (ld.so's search: LD_LIBRARY_PATH, ldconfig).
+3. when the package was installed by meson beside its library (a prefix
+   of its own, /opt/cci/<version>), the libcci.so.2 of that prefix: the
+   file cci/_libdir holds the way from the package to the prefix's
+   libdir, relative unless the libdir lies outside the prefix, so the
+   prefix can be moved;
+4. the system's "libcci.so.2" (ld.so's search: LD_LIBRARY_PATH, ldconfig).
 """
 import os
 from pathlib import Path
@@ -131,6 +136,11 @@ def library_candidates(environ=None, pkgdir=_PKGDIR):
     tree = pkgdir.parent.parent.parent / "build" / "core" / SONAME
     if (pkgdir.parent / "pyproject.toml").is_file() and tree.is_file():
         found.append(str(tree))
+    marker = pkgdir / "_libdir"
+    if marker.is_file():
+        prefix_lib = pkgdir / marker.read_text().strip() / SONAME
+        if prefix_lib.is_file():
+            found.append(os.path.normpath(prefix_lib))
     found.append(SONAME)
     return found
 

@@ -33,6 +33,18 @@ def test_library_lookup_prefers_CCI_LIBRARY_then_the_build_tree_then_the_system(
     assert _ffi.library_candidates({}, pkg) == [str(lib), "libcci.so.2"]
 
 
+def test_a_package_installed_beside_its_library_loads_the_prefix_s_own(tmp_path):
+    pkg = tmp_path / "opt" / "lib" / "python3" / "dist-packages" / "cci"
+    pkg.mkdir(parents=True)
+    lib = tmp_path / "opt" / "lib" / "x86_64-linux-gnu" / "libcci.so.2"
+    lib.parent.mkdir(parents=True)
+    (pkg / "_libdir").write_text("../../../x86_64-linux-gnu\n")
+    assert _ffi.library_candidates({}, pkg) == ["libcci.so.2"]  # no library there yet
+    lib.write_bytes(b"")
+    assert _ffi.library_candidates({}, pkg) == [str(lib), "libcci.so.2"]
+    assert _ffi.library_candidates({"CCI_LIBRARY": "/x/libcci.so.2"}, pkg) == ["/x/libcci.so.2"]
+
+
 def test_a_CCI_LIBRARY_that_does_not_load_is_an_import_error_naming_it():
     r = run_python("import cci", {"CCI_LIBRARY": "/nonexistent/libcci.so.2"})
     assert r.returncode != 0
