@@ -13,6 +13,11 @@
  *       CALLS transform calls of BYTES each (default 64; over 1024 they go
  *       by RMA), W in flight (default 32); every result is checked and
  *       the rate printed.
+ *   LAUNCHER rpc_demo -W [-D device] [-t secs] (PROC [TEXT] | -b CALLS ...)
+ *       started N times by a launcher (mpirun, mpiexec.hydra,
+ *       cci_wire_launch): rank 0 serves N - 1 clients, publishing its URI
+ *       through libcci_wire; every other rank makes the call or the
+ *       benchmark above against it.
  */
 #include <ctype.h>
 #include <getopt.h>
@@ -22,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cci_wire.h>
+
 #include "ex_util.h"
 #include "rpc.h"
 #include "rpc_procs.h"
@@ -30,7 +37,7 @@
 #define DEMO_URI_WAIT_MS 10000
 
 struct demo_opts {
-	bool server;
+	bool server, wired;
 	const char *uri, *uri_file, *out_file, *device, *service;
 	unsigned clients, secs, bench_calls, window;
 	size_t bench_size;
@@ -44,7 +51,20 @@ static void on_signal(int sig)
 	demo_stop = 1;
 }
 
-static int serve(const struct demo_opts *o)
+/* -W: rank 0's URI, for every rank once the fence is passed. */
+static int wire_publish(cci_wire_t *wire, const char *uri)
+{
+	int rc = uri ? cci_wire_put(wire, "rpc_uri", uri) : CCI_WIRE_SUCCESS;
+
+	if (rc == CCI_WIRE_SUCCESS)
+		rc = cci_wire_fence(wire);
+	if (rc != CCI_WIRE_SUCCESS)
+		fprintf(stderr, "rpc_demo[%d]: publishing the server's URI: %s\n",
+			cci_wire_rank(wire), cci_wire_error(wire));
+	return rc;
+}
+
+static int serve(const struct demo_opts *o, cci_wire_t *wire)
 {
 	struct rpc_server_opts so = { .device = o->device, .service = o->service };
 	uint64_t deadline = o->secs ? ex_deadline_ms(o->secs * 1000ull) : UINT64_MAX;
@@ -61,6 +81,10 @@ static int serve(const struct demo_opts *o)
 	fflush(stdout);
 	if (o->out_file && ex_uri_write(o->out_file, rpc_server_uri(s)) != 0)
 		perror(o->out_file);
+	if (wire && wire_publish(wire, rpc_server_uri(s)) != CCI_WIRE_SUCCESS) {
+		rpc_server_destroy(s);
+		return EXIT_FAILURE;
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	while (rc == RPC_OK && !demo_stop && ex_now_ns() < deadline &&
@@ -150,18 +174,38 @@ static int bench(struct rpc_client *c, const struct demo_opts *o)
 	return rc;
 }
 
-static int call(const struct demo_opts *o, int argc, char **argv)
+/* The server's URI: -h, -f, or rank 0's through the launcher; malloc'd. */
+static int server_uri(const struct demo_opts *o, cci_wire_t *wire, char **uri_p)
+{
+	if (wire) {
+		if (wire_publish(wire, NULL) == CCI_WIRE_SUCCESS &&
+		    cci_wire_get(wire, 0, "rpc_uri", uri_p) == CCI_WIRE_SUCCESS)
+			return 0;
+		fprintf(stderr, "rpc_demo[%d]: no server URI: %s\n", cci_wire_rank(wire),
+			cci_wire_error(wire));
+		return -1;
+	}
+	if (o->uri) {
+		*uri_p = strdup(o->uri);
+		return *uri_p ? 0 : -1;
+	}
+	if (ex_uri_read(o->uri_file, ex_deadline_ms(DEMO_URI_WAIT_MS), uri_p)) {
+		fprintf(stderr, "rpc_demo: no URI in %s\n", o->uri_file);
+		return -1;
+	}
+	return 0;
+}
+
+static int call(const struct demo_opts *o, cci_wire_t *wire, int argc, char **argv)
 {
 	struct rpc_client_opts co = { .device = o->device, .max_inflight = o->window };
 	char *uri = NULL;
 	struct rpc_client *c;
 	int rc;
 
-	if (!o->uri && ex_uri_read(o->uri_file, ex_deadline_ms(DEMO_URI_WAIT_MS), &uri)) {
-		fprintf(stderr, "rpc_demo: no URI in %s\n", o->uri_file);
+	if (server_uri(o, wire, &uri) != 0)
 		return EXIT_FAILURE;
-	}
-	rc = rpc_client_open(o->uri ? o->uri : uri, &co, &c);
+	rc = rpc_client_open(uri, &co, &c);
 	free(uri);
 	if (rc == RPC_OK) {
 		rc = o->bench_calls ? bench(c, o)
@@ -178,7 +222,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: rpc_demo -s [-o uri_file] [-D device] [-S service] [-x clients] [-t secs]\n"
 		"       rpc_demo (-h URI | -f uri_file) [-D device] PROC [TEXT]\n"
-		"       rpc_demo (-h URI | -f uri_file) [-D device] -b CALLS [-z BYTES] [-w W]\n");
+		"       rpc_demo (-h URI | -f uri_file) [-D device] -b CALLS [-z BYTES] [-w W]\n"
+		"       LAUNCHER rpc_demo -W [-D device] [-t secs] (PROC [TEXT] | -b CALLS ...)\n");
 	exit(EXIT_FAILURE);
 }
 
@@ -187,7 +232,7 @@ static void parse_opts(struct demo_opts *o, int argc, char **argv)
 	int c;
 
 	*o = (struct demo_opts){ .window = 32, .bench_size = 64 };
-	while ((c = getopt(argc, argv, "so:D:S:x:t:h:f:b:z:w:")) != -1) {
+	while ((c = getopt(argc, argv, "so:D:S:x:t:h:f:b:z:w:W")) != -1) {
 		switch (c) {
 		case 's': o->server = true; break;
 		case 'o': o->out_file = optarg; break;
@@ -200,14 +245,43 @@ static void parse_opts(struct demo_opts *o, int argc, char **argv)
 		case 'b': o->bench_calls = (unsigned)atoi(optarg); break;
 		case 'z': o->bench_size = (size_t)atol(optarg); break;
 		case 'w': o->window = (unsigned)atoi(optarg); break;
+		case 'W': o->wired = true; break;
 		default: usage();
 		}
 	}
 	if (!o->window)
 		usage();
-	if (!o->server && (!(o->uri || o->uri_file) ||
-			   (!o->bench_calls && optind >= argc)))
+	if (o->wired && (o->server || o->uri || o->uri_file || o->out_file || o->clients ||
+			 (!o->bench_calls && optind >= argc)))
 		usage();
+	if (!o->wired && !o->server && (!(o->uri || o->uri_file) ||
+					(!o->bench_calls && optind >= argc)))
+		usage();
+}
+
+/* -W: rank 0 serves the others, who call it. */
+static int run_wired(struct demo_opts *o, int argc, char **argv)
+{
+	char why[512];
+	cci_wire_t *wire;
+	int rc = cci_wire_init(&wire, why, sizeof(why));
+
+	if (rc != CCI_WIRE_SUCCESS) {
+		fprintf(stderr, "rpc_demo: wire-up: %s\n", why);
+		return EXIT_FAILURE;
+	}
+	if (cci_wire_size(wire) < 2) {
+		fprintf(stderr, "rpc_demo: -W needs 2 ranks or more, got %d\n",
+			cci_wire_size(wire));
+		rc = EXIT_FAILURE;
+	} else if (cci_wire_rank(wire) == 0) {
+		o->clients = (unsigned)cci_wire_size(wire) - 1;
+		rc = serve(o, wire);
+	} else {
+		rc = call(o, wire, argc, argv);
+	}
+	cci_wire_finalize(wire);
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -215,7 +289,9 @@ int main(int argc, char **argv)
 	struct demo_opts o;
 
 	parse_opts(&o, argc, argv);
+	if (o.wired)
+		return run_wired(&o, argc - optind, argv + optind);
 	if (o.server)
-		return serve(&o);
-	return call(&o, argc - optind, argv + optind);
+		return serve(&o, NULL);
+	return call(&o, NULL, argc - optind, argv + optind);
 }

@@ -1,6 +1,6 @@
-# Sourced: the command line that starts N ranks under a launcher, on
-# loopback, oversubscribing the cores, into "$@".  Set first (a sourced
-# file takes no arguments in every sh):
+# Sourced: puts before "$@" (the program and its arguments) the command
+# that starts N ranks of it under a launcher, on loopback, oversubscribing
+# the cores.  Set first (a sourced file takes no arguments in every sh):
 #
 #   launcher_dir         the directory of this file
 #   launcher_backend     local (cci_wire_launch), pmi1 (MPICH's mpiexec.hydra)
@@ -20,30 +20,31 @@ launcher_skip() {
 	exit 77
 }
 
+launcher_extra=
 case $launcher_backend in
 local)
-	set -- "$launcher_local" -n "$launcher_n" -t 60
+	set -- "$launcher_local" -n "$launcher_n" -t 60 "$@"
 	;;
 pmi1)
 	command -v mpiexec.hydra >/dev/null || launcher_skip "no mpiexec.hydra (Debian: mpich)"
-	set -- mpiexec.hydra -launcher fork -iface lo -n "$launcher_n"
 	# hydra ends the whole job when a rank dies by a signal, whatever its
 	# options; a rank that exits leaves the others running only with
 	# -disable-auto-cleanup.
-	[ "$launcher_mode" = kill ] && set -- "$@" -disable-auto-cleanup
+	[ "$launcher_mode" = kill ] && launcher_extra=-disable-auto-cleanup
+	set -- mpiexec.hydra -launcher fork -iface lo -n "$launcher_n" $launcher_extra "$@"
 	;;
 pmix)
 	[ "$launcher_pmix_built" = yes ] ||
 		launcher_skip "libcci_wire was built without PMIx (libpmix-dev not found)"
 	command -v mpirun.openmpi >/dev/null || launcher_skip "no mpirun.openmpi (Debian: openmpi-bin)"
-	set -- mpirun.openmpi --oversubscribe --mca btl self --mca oob_tcp_if_include lo \
-		--mca plm_rsh_agent false -np "$launcher_n"
-	[ "$(id -u)" = 0 ] && set -- "$@" --allow-run-as-root
+	[ "$(id -u)" = 0 ] && launcher_extra=--allow-run-as-root
 	# Without it mpirun kills the job when a rank dies.
-	[ "$launcher_mode" = kill ] && set -- "$@" --enable-recovery
+	[ "$launcher_mode" = kill ] && launcher_extra="$launcher_extra --enable-recovery"
 	# Sanitized builds: libpmix's own leftovers at exit (mpirun passes
 	# the environment on to the ranks).
 	export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(cd "$launcher_dir" && pwd)/lsan.supp"
+	set -- mpirun.openmpi --oversubscribe --mca btl self --mca oob_tcp_if_include lo \
+		--mca plm_rsh_agent false -np "$launcher_n" $launcher_extra "$@"
 	;;
 *)
 	echo "launcher.sh: unknown backend $launcher_backend" >&2

@@ -42,12 +42,13 @@ args="-n $n -b $backend"
 # shellcheck source=tests/wire/launcher.sh
 launcher_dir=$(dirname "$0") launcher_backend=$backend launcher_n=$n launcher_local=$launch
 launcher_pmix_built=$pmix_built launcher_mode=$mode
-. "$launcher_dir/launcher.sh"
 # The victim exits rather than dies by a signal under hydra (see launcher.sh).
 [ "$backend" = pmi1 ] && [ "$mode" = kill ] && args="$args -e"
-
 # shellcheck disable=SC2086 # args is words
-timeout -k 5 80 "$@" "$prog" $args >"$tmp/stdout" 2>"$tmp/stderr"
+set -- "$prog" $args
+. "$launcher_dir/launcher.sh"
+
+timeout -k 5 80 "$@" >"$tmp/stdout" 2>"$tmp/stderr"
 rc=$?
 cat "$tmp/stdout"
 
