@@ -1,5 +1,5 @@
 #!/bin/sh
-# An example started as 4 ranks by a launcher, its URIs exchanged through
+# An example started as 4 ranks (LAUNCHED_RANKS) by a launcher, its URIs exchanged through
 # libcci_wire: every rank must exit 0 and the output must hold COUNT lines
 # matching PATTERN (grep -E).
 #
@@ -10,7 +10,7 @@
 set -u
 launcher_dir=$1 launcher_backend=$2 launcher_local=$3 launcher_pmix_built=$4 pattern=$5 count=$6
 shift 6
-launcher_n=4
+launcher_n=${LAUNCHED_RANKS:-4}
 export CCI_WIRE_TIMEOUT=30
 out=$(mktemp "${TMPDIR:-/tmp}/cci-launched.XXXXXX")
 trap 'rm -f "$out"' EXIT

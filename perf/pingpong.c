@@ -17,6 +17,10 @@
  * word that a ping payload can never hold: ping bytes always count up by
  * one from byte to byte, the magic's bytes do not.
  *
+ * With -L the two sides are the ranks of a job started by a launcher
+ * (mpirun -np 2, mpiexec.hydra -n 2, cci_wire_launch -n 2): rank 0 serves,
+ * rank 1 is the client of the URI rank 0 published through libcci_wire.
+ *
  * Every CCI call is checked; a failure prints cci_strerror() and exits
  * non-zero, and so does a wait that sees no event for the timeout (-t).
  */
@@ -30,6 +34,7 @@
 #include <time.h>
 
 #include "cci.h"
+#include "cci_wire.h"
 #include "perf_util.h"
 
 #define PP_MAGIC 0x9e3779b97f4a7c15ull /* bytes do not count up by one */
@@ -65,7 +70,7 @@ struct pp_ctl {
 };
 
 struct pp_opts {
-	bool server, blocking, nocopy, json, verify, nomsg, mean;
+	bool server, blocking, nocopy, json, verify, nomsg, mean, launched;
 	const char *uri, *outfile, *device;
 	cci_conn_attribute_t attr;
 	uint32_t rma_op;
@@ -87,6 +92,8 @@ struct pp {
 	cci_rma_handle_t **extra_h; /* -R: registrations besides local_h */
 	unsigned char *extra_mem;
 	uint32_t n_extra;
+	cci_wire_t *wire;    /* -L: started by a launcher, rank 0 serves rank 1 */
+	char *peer_uri;      /* -L: rank 0's URI, for rank 1 */
 	cci_event_t *stash;  /* a RECV that arrived while waiting for something else */
 	cci_event_t *held;   /* the last echo, given back once the next ping left */
 	uint32_t inflight;   /* sends and RMAs whose SEND event is pending */
@@ -291,7 +298,30 @@ static void open_endpoint(struct pp *pp)
 	fflush(stdout);
 	if (pp->o.outfile)
 		perf_write_uri(pp->o.outfile, uri);
+	if (pp->wire && pp->o.server && cci_wire_put(pp->wire, "pingpong_uri", uri))
+		perf_die("publishing the URI: %s", cci_wire_error(pp->wire));
 	free(uri);
+}
+
+/* -L: rank 0 is the server, rank 1 the client of the URI rank 0 put. */
+static void launched_roles(struct pp *pp)
+{
+	char why[512];
+
+	if (cci_wire_init(&pp->wire, why, sizeof(why)))
+		perf_die("wire-up: %s", why);
+	if (cci_wire_size(pp->wire) != 2)
+		perf_die("-L runs 2 ranks, not %d", cci_wire_size(pp->wire));
+	pp->o.server = cci_wire_rank(pp->wire) == 0;
+}
+
+static void launched_meet(struct pp *pp)
+{
+	if (cci_wire_fence(pp->wire))
+		perf_die("fence: %s", cci_wire_error(pp->wire));
+	if (!pp->o.server && cci_wire_get(pp->wire, 0, "pingpong_uri", &pp->peer_uri))
+		perf_die("the server's URI: %s", cci_wire_error(pp->wire));
+	pp->o.uri = pp->peer_uri;
 }
 
 static void alloc_buffer(struct pp *pp, uint64_t len)
@@ -680,11 +710,13 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: pingpong -s [-o uri_file] [-D device] [-b] [-t secs]\n"
+		"       LAUNCHER -n 2 pingpong -L [client options...]\n"
 		"       pingpong -h URI [-c ro|ru|uu] [-w|-r] [-m max] [-i iters] [-W warmup]\n"
 		"                [-b] [-n] [-N] [-V] [-D device] [-t secs] [--json]\n"
 		"  -s          server: accept one client, echo, exit when it is done\n"
 		"  -o FILE     server: write the endpoint URI to FILE (atomically)\n"
 		"  -h URI      client: connect to the server at URI\n"
+		"  -L          started by a launcher: rank 0 serves, rank 1 connects\n"
 		"  -c ATTR     connection: ro (default), ru or uu\n"
 		"  -w / -r     RMA write / read instead of messages (latency is round-trip)\n"
 		"  -m MAX      largest RMA size, k/m/g suffixes (default 4m)\n"
@@ -709,6 +741,7 @@ static void parse_one(struct pp_opts *o, int c, const char *arg)
 	switch (c) {
 	case 's': o->server = true; break;
 	case 'h': o->uri = arg; break;
+	case 'L': o->launched = true; break;
 	case 'o': o->outfile = arg; break;
 	case 'D': o->device = arg; break;
 	case 'c': o->attr = perf_parse_attr(arg, true); break;
@@ -741,10 +774,10 @@ static void parse_opts(struct pp_opts *o, int argc, char **argv)
 
 	*o = (struct pp_opts){ .rma_max = 4u << 20, .iters = 10000, .warmup = 100,
 			       .timeout_s = 30 };
-	while ((c = getopt_long(argc, argv, "sh:o:D:c:wrm:i:W:bnNR:AVt:", longs, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "sh:o:D:c:wrm:i:W:bnNR:AVt:L", longs, NULL)) != -1)
 		parse_one(o, c, optarg);
-	if (optind != argc || o->server == !!o->uri)
-		perf_die("give either -s or -h URI (--help for usage)");
+	if (optind != argc || (o->launched ? o->server || o->uri : o->server == !!o->uri))
+		perf_die("give either -s, -h URI or -L (--help for usage)");
 	if (o->rma_op && o->attr == CCI_CONN_ATTR_UU)
 		perf_die("RMA needs a reliable connection (-c ro or ru)");
 	if (o->extra_regs && !o->rma_op)
@@ -780,12 +813,18 @@ int main(int argc, char **argv)
 
 	perf_set_prog("pingpong");
 	parse_opts(&pp.o, argc, argv);
+	if (pp.o.launched)
+		launched_roles(&pp);
 	perf_check(cci_init(CCI_ABI_VERSION, 0, &(uint32_t){ 0 }), "cci_init");
 	open_endpoint(&pp);
+	if (pp.o.launched)
+		launched_meet(&pp);
 	if (pp.o.server)
 		run_server(&pp);
 	else
 		run_client(&pp);
 	teardown(&pp);
+	cci_wire_finalize(pp.wire);
+	free(pp.peer_uri);
 	return EXIT_SUCCESS;
 }
