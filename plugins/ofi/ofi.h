@@ -56,6 +56,7 @@
 #define CCI_OFI_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -484,6 +485,19 @@ struct ofi_lib {
 };
 extern struct ofi_lib ofi_lib;
 int ofi_lib_load(const char **why);
+
+/* Signal dispositions (ofi_signal.c): every signal's, saved by
+ * ofi_sig_save; ofi_sig_keep puts back each one changed since,
+ * ofi_sig_keep_ignored only those that were ignored (SIG_IGN).  by names
+ * what changed them, for the log. */
+struct ofi_sigs {
+	struct sigaction act[NSIG];
+};
+void ofi_sig_save(struct ofi_sigs *s);
+void ofi_sig_keep(const struct ofi_sigs *s, const char *by);
+void ofi_sig_keep_ignored(const struct ofi_sigs *s, const char *by);
+/* dlopen(name, flags) keeping every signal's disposition as it was. */
+void *ofi_sig_dlopen(const char *name, int flags);
 
 /* The files below are listed from the bottom layer up: each calls only
  * functions of the files above it (README.md, "Source layout"). */

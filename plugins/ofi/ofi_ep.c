@@ -157,10 +157,15 @@ static void ep_reach_init(struct ofi_ep *sep)
 static int ep_open_endpoint(struct ofi_ep *sep)
 {
 	size_t len = sizeof(sep->addr);
+	struct ofi_sigs sigs;
 	int rc;
 
 	ep_reap_stale_shm(sep->info);
+	/* shm sets its cleanup handlers at a process's first endpoint; an
+	 * ignored signal stays ignored (ofi_signal.c). */
+	ofi_sig_save(&sigs);
 	rc = fi_endpoint(sep->domain, sep->info, &sep->fep, NULL);
+	ofi_sig_keep_ignored(&sigs, "the provider's endpoint");
 
 	if (rc == 0)
 		rc = fi_ep_bind(sep->fep, &sep->av->fid, 0);

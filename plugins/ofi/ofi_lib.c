@@ -49,7 +49,9 @@ int ofi_lib_load(const char **why)
 
 	if (ofi_lib.loaded)
 		return CCI_SUCCESS;
-	dl = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	/* Its libraries' constructors must not take the application's
+	 * signals (ofi_signal.c). */
+	dl = ofi_sig_dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 	if (!dl)
 		snprintf(reason, sizeof(reason), "cannot load libfabric: %s", dlerror());
 	else if (!lib_resolve(dl))
