@@ -17,6 +17,7 @@ int main(int argc, char **argv)
 		H_SUITE("sleeping on the OS handle", t_blocking),
 		H_SUITE("connect storms", t_storm),
 		H_SUITE("fork", t_fork),
+		H_SUITE("signals", t_signal),
 	};
 
 	return h_main("fault", argc, argv, suites, sizeof(suites) / sizeof(suites[0]));

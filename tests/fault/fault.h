@@ -55,6 +55,7 @@ H_TABLE(t_load)
 H_TABLE(t_blocking)
 H_TABLE(t_storm)
 H_TABLE(t_fork)
+H_TABLE(t_signal)
 
 /* What was posted to a stopped peer and how it ended (f_flight_*). */
 struct f_flight {
