@@ -658,6 +658,51 @@ CCI_DECLSPEC int cci_rma(cci_connection_t *connection, const void *msg_ptr,
  */
 
 /* ------------------------------------------------------------------------ */
+/* Processes: signals (beyond CCI 2)                                        */
+/* ------------------------------------------------------------------------ */
+/*
+ * How a signal ends the process is the application's decision, at any
+ * moment: in cci_init(), with traffic in flight, in teardown or in exit().
+ *
+ *  - The library installs no signal handler and changes no disposition.
+ *    Its progress threads block every signal: a process-directed signal
+ *    is not taken by them.  A signal with the default
+ *    action ends the process at once, by that signal (a shell sees
+ *    128 + N); a handler of the application's runs as it would without
+ *    the library; an ignored signal stays ignored.  A handler may
+ *    interrupt any call (installed without SA_RESTART, the library's
+ *    system calls see EINTR and retry or go on): calls return as usual,
+ *    and a handler that sets a flag sees the application get back to it.
+ *  - What libraries loaded for a transport do to dispositions is undone.
+ *    Over ofi, libfabric and the libraries it links are loaded at the
+ *    first cci_init() that needs that transport (with no CCI_CONFIG, the
+ *    first cci_init()).  On Debian, one of them (libinfinipath, for psm)
+ *    replaces the handlers of SIGINT, SIGTERM, SIGILL, SIGABRT, SIGBUS
+ *    and SIGSEGV with one that calls exit(1): the library sets
+ *    IPATH_NO_BACKTRACE=1 in the environment for the time of that load
+ *    only (when it was unset; another thread reading the environment then
+ *    sees it), which keeps that library's handlers out, and puts back any
+ *    disposition the load changed all the same.
+ *  - Over ofi's shm provider, the first endpoint of a process has the
+ *    provider set handlers for SIGINT, SIGTERM, SIGBUS and SIGSEGV.  They
+ *    remove the process's shm regions from /dev/shm, put back the
+ *    disposition found when they were set, and raise the signal again:
+ *    the process still ends by the signal, or by the application's
+ *    handler, which then runs with the regions' names already removed
+ *    (peers connected keep their mappings; new ones cannot connect).  A
+ *    signal ignored then stays ignored (the library keeps SIG_IGN), and
+ *    nothing is removed.  A handler the application installs after that
+ *    endpoint replaces the provider's: the regions then stay in /dev/shm
+ *    until a later process of the library removes them.
+ *
+ * The library cannot end a process faster than a signal's default action,
+ * nor stop a handler of the application's from deadlocking: a handler that
+ * calls exit() runs every atexit handler and destructor, the library's
+ * included (they stop its progress threads), from wherever the signal
+ * came; one that sets a flag or calls _exit() is safe.
+ */
+
+/* ------------------------------------------------------------------------ */
 /* Misuse                                                                    */
 /* ------------------------------------------------------------------------ */
 /*
