@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fault.h"
@@ -163,19 +162,19 @@ static int worker_go(const struct worker *w)
 	return w->job->go_fd >= 0 && poll(&pfd, 1, 0) == 1;
 }
 
-/* The new peer of worker_went_on, a child of the worker (a process of
- * its own, as a peer on the host is: over ofi's shm it maps the worker's
- * region by name): connect to uri, send one message; exits 0 once it has
- * gone out, else 1. */
-_Noreturn static void worker_new_peer(const char *uri)
+_Noreturn void sig_new_peer_run(const char *uri, int default_config)
 {
-	struct worker peer = { .deadline = h_now_ms() + SIG_WORKER_BOUND_MS };
-	struct sig_job job = { .go_fd = -1, .ready_fd = -1 };
+	struct sig_job job = { .default_config = default_config, .go_fd = -1, .ready_fd = -1 };
+	struct worker peer = { .job = &job, .deadline = h_now_ms() + SIG_WORKER_BOUND_MS };
 	int rc;
 
-	peer.job = &job;
+	if (default_config) {
+		unsetenv("CCI_CONFIG");
+		unsetenv("CCI_CTP");
+	}
 	if (cci_init(CCI_ABI_VERSION, 0, &(uint32_t){ 0 }) != CCI_SUCCESS ||
-	    cci_create_endpoint(h_find_device(), 0, &peer.ep, NULL) != CCI_SUCCESS ||
+	    cci_create_endpoint(default_config ? NULL : h_find_device(), 0, &peer.ep,
+	                        NULL) != CCI_SUCCESS ||
 	    cci_connect(peer.ep, uri, NULL, 0, CCI_CONN_ATTR_RO, NULL, 0,
 	                &(struct timeval){ .tv_sec = 3 }) != CCI_SUCCESS)
 		_exit(1);
@@ -185,7 +184,10 @@ _Noreturn static void worker_new_peer(const char *uri)
 	peer.outstanding = rc == CCI_SUCCESS;
 	while (peer.outstanding && h_now_ms() < peer.deadline)
 		worker_poll(&peer);
-	_exit(rc == CCI_SUCCESS && !peer.outstanding ? 0 : 1);
+	rc = rc == CCI_SUCCESS && !peer.outstanding ? 0 : 1;
+	cci_destroy_endpoint(peer.ep); /* leaves no region behind */
+	cci_finalize();
+	_exit(rc);
 }
 
 /* How many names in /dev/shm this process's libfabric shm regions have
@@ -206,13 +208,11 @@ static int worker_shm_regions(void)
 }
 
 /* After an ignored signal: the endpoint's region names are still there
- * (the regions reached by name by new peers), a new process connects to
- * the endpoint, and its message arrives. */
+ * (the regions new peers reach by name), and the new peer the test
+ * started connects and its message arrives. */
 _Noreturn static void worker_went_on(struct worker *w, int regions)
 {
-	char *uri = NULL;
-	int rc, recvs = 0, status = 0;
-	pid_t peer;
+	int recvs = 0;
 
 	if (worker_shm_regions() < regions) {
 		fprintf(stderr, "signal worker (pid %d): %d of its %d regions in /dev/shm were "
@@ -220,35 +220,36 @@ _Noreturn static void worker_went_on(struct worker *w, int regions)
 		        regions - worker_shm_regions(), regions);
 		worker_quit(w, SIG_EXIT_FAILED);
 	}
-	rc = cci_get_opt(w->ep, CCI_OPT_ENDPT_URI, &uri);
-	if (rc != CCI_SUCCESS)
-		worker_fail(w, "cci_get_opt(CCI_OPT_ENDPT_URI)", rc);
-	peer = fork();
-	if (peer == 0)
-		worker_new_peer(uri);
-	free(uri);
-	if (peer < 0)
-		worker_fail(w, "fork of a new peer", CCI_ERROR);
-	while (!recvs) {
+	while (!recvs && h_now_ms() < w->deadline) {
 		cci_event_t *ev;
 
-		if (cci_get_event(w->ep, &ev) == CCI_SUCCESS) {
-			if (ev->type == CCI_EVENT_CONNECT_REQUEST)
-				cci_accept(ev, NULL);
-			recvs += ev->type == CCI_EVENT_RECV;
-			cci_return_event(ev);
-		}
-		if (h_now_ms() > w->deadline)
-			break;
+		if (cci_get_event(w->ep, &ev) != CCI_SUCCESS)
+			continue;
+		if (ev->type == CCI_EVENT_CONNECT_REQUEST)
+			cci_accept(ev, NULL);
+		recvs += ev->type == CCI_EVENT_RECV;
+		cci_return_event(ev);
 	}
 	if (!recvs)
-		kill(peer, SIGKILL);
-	waitpid(peer, &status, 0); /* the peer's own deadline bounds this */
-	if (!recvs)
 		fprintf(stderr, "signal worker (pid %d): no message from a new peer after the "
-		        "ignored signal (the peer %s)\n", (int)getpid(),
-		        WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "sent it" : "failed");
+		        "ignored signal\n", (int)getpid());
 	worker_quit(w, recvs ? SIG_EXIT_WENT_ON : SIG_EXIT_FAILED);
+}
+
+/* The ready byte, then (for a new peer) the endpoint's URI and its NUL. */
+static void worker_ready_uri(struct worker *w)
+{
+	char *uri = NULL;
+	int rc = cci_get_opt(w->ep, CCI_OPT_ENDPT_URI, &uri);
+	size_t n;
+
+	if (rc != CCI_SUCCESS)
+		worker_fail(w, "cci_get_opt(CCI_OPT_ENDPT_URI)", rc);
+	worker_ready(w);
+	n = strlen(uri) + 1;
+	if (write(w->job->ready_fd, uri, n) != (ssize_t)n)
+		_exit(SIG_EXIT_FAILED);
+	free(uri);
 }
 
 static void phase_init(struct worker *w)
@@ -263,7 +264,7 @@ static void phase_init(struct worker *w)
 	worker_endpoint(w);
 	if (ignoring) {
 		regions = worker_shm_regions();
-		worker_ready(w);
+		worker_ready_uri(w);
 	}
 	for (;;) {
 		worker_poll(w);

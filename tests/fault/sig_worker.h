@@ -51,12 +51,23 @@ struct sig_job {
  * calls, tears down what it opened and exits SIG_EXIT_HANDLED + signal.
  * With the signals ignored, the init phase is ready once its endpoint is
  * open (the libraries have done what they do to dispositions by then:
- * the signal matters from that moment), waits for go_fd, checks that
- * its endpoint's names in /dev/shm are all still there (libfabric shm's
- * regions), has a new process (a child) connect to the endpoint and exits
- * SIG_EXIT_WENT_ON once the child's message arrived: the signal changed
+ * the signal matters from that moment) and writes its endpoint's URI
+ * after the ready byte; once go_fd is readable it checks that its names
+ * in /dev/shm are all still there (libfabric shm's regions), accepts the
+ * new peer the test started (sig_new_peer_run) and exits
+ * SIG_EXIT_WENT_ON once the peer's message arrived: the signal changed
  * nothing.
  */
 _Noreturn void sig_worker_run(const struct sig_job *job);
+
+/*
+ * A new peer of a worker that ignored its signal, in a child the test
+ * forked (from a process without threads, as ThreadSanitizer wants a
+ * fork that goes on to start threads): cci_init, an endpoint (the default
+ * device with default_config, which unsets CCI_CONFIG and CCI_CTP, else
+ * the transport's), connect to uri and send one message.  Exits 0 once
+ * the message has gone out, else 1; never returns.
+ */
+_Noreturn void sig_new_peer_run(const char *uri, int default_config);
 
 #endif /* FAULT_SIG_WORKER_H */

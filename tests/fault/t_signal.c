@@ -48,7 +48,7 @@ struct sig_tally {
 	unsigned runs, right, wrong, late, killed;
 	unsigned server_stuck, server_crashed;  /* the echo servers' fates, reported */
 	uint64_t max_ms;
-	char first_wrong[256];
+	char first_wrong[320];
 };
 
 static const int sig_list[] = { SIGTERM, SIGINT, SIGHUP };
@@ -138,12 +138,45 @@ static void kill_and_reap(pid_t pid)
 	waitpid(pid, &status, 0);
 }
 
-/* With the signal ignored the worker must still run a while after it,
- * then take a new connection when told to go on. */
-static void judge_ignored(pid_t pid, int gfd, int sig, struct sig_tally *t)
+/* The worker's URI after its ready byte (ignored mode), NUL included;
+ * 0 once read, -1 on EOF or after ms. */
+static int worker_read_uri(int fd, char *uri, size_t cap, unsigned ms)
 {
-	char what[160], got[64];
-	int status = 0;
+	uint64_t end = h_now_ms() + ms;
+	size_t n = 0;
+
+	while (n < cap && h_now_ms() < end) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 100) == 1 && read(fd, &uri[n], 1) != 1)
+			return -1;
+		if (pfd.revents && uri[n++] == '\0')
+			return 0;
+	}
+	return -1;
+}
+
+static pid_t new_peer_start(const char *uri, int default_config)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		sig_new_peer_run(uri, default_config);
+	return pid;
+}
+
+/* With the signal ignored the worker must still run a while after it,
+ * then take a new peer (one this process forks) when told to go on. */
+static void judge_ignored(pid_t pid, int gfd, const char *uri, const struct sig_case *c,
+                          int sig, struct sig_tally *t)
+{
+	char what[256], got[64], peer_got[64];
+	int status = 0, peer_status = 0;
+	pid_t peer;
 
 	if (reap_within(pid, 300, &status)) {
 		status_text(status, got, sizeof(got));
@@ -151,7 +184,10 @@ static void judge_ignored(pid_t pid, int gfd, int sig, struct sig_tally *t)
 		tally_wrong(t, sig, what);
 		return;
 	}
+	peer = new_peer_start(uri, c->default_config);
 	REQUIRE(write(gfd, "g", 1) == 1);
+	if (!reap_within(peer, SIG_READY_MS, &peer_status))
+		kill_and_reap(peer);
 	if (!reap_within(pid, SIG_READY_MS, &status)) {
 		kill_and_reap(pid);
 		t->killed++;
@@ -160,8 +196,10 @@ static void judge_ignored(pid_t pid, int gfd, int sig, struct sig_tally *t)
 		t->right++;
 	} else {
 		status_text(status, got, sizeof(got));
-		snprintf(what, sizeof(what), "%s after the ignored signal (wanted exit %d: its "
-		         "endpoint kept its regions and took a new peer)", got, SIG_EXIT_WENT_ON);
+		status_text(peer_status, peer_got, sizeof(peer_got));
+		snprintf(what, sizeof(what), "%s after the ignored signal, its new peer %s (wanted "
+		         "exit %d: its endpoint kept its regions and took a new peer)", got,
+		         peer_got, SIG_EXIT_WENT_ON);
 		tally_wrong(t, sig, what);
 	}
 }
@@ -252,7 +290,7 @@ static void one_run(const struct sig_case *c, int sig, enum sig_mode mode, struc
 {
 	struct sig_job job = { c->phase, mode, c->default_config, NULL, -1, -1 };
 	struct h_peer server = { .pid = -1 };
-	char what[160], got[64], uri[512];
+	char what[160], got[64], uri[512], worker_uri[512];
 	int rfd, gfd, status = 0;
 	pid_t pid;
 
@@ -264,7 +302,9 @@ static void one_run(const struct sig_case *c, int sig, enum sig_mode mode, struc
 	pid = worker_start(&job, &rfd, &gfd);
 
 	t->runs++;
-	if (!worker_wait_ready(rfd, SIG_READY_MS)) {
+	if (!worker_wait_ready(rfd, SIG_READY_MS) ||
+	    (mode == SIG_MODE_IGNORED &&
+	     worker_read_uri(rfd, worker_uri, sizeof(worker_uri), SIG_READY_MS) != 0)) {
 		if (reap_within(pid, 0, &status)) {
 			status_text(status, got, sizeof(got));
 			snprintf(what, sizeof(what), "ended (%s) before its phase began", got);
@@ -277,7 +317,7 @@ static void one_run(const struct sig_case *c, int sig, enum sig_mode mode, struc
 		h_sleep_ms((unsigned)(drand48() * c->window_ms));
 		kill(pid, sig);
 		if (mode == SIG_MODE_IGNORED)
-			judge_ignored(pid, gfd, sig, t);
+			judge_ignored(pid, gfd, worker_uri, c, sig, t);
 		else
 			judge_ending(pid, sig, mode == SIG_MODE_HANDLER, t);
 	}
