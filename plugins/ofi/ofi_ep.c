@@ -4,12 +4,12 @@
  * vector, the RDM endpoint, receive buffers, operation pool, URI and the
  * progress thread.
  */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "leftover.h"
 #include "ofi.h"
 
 #define OFI_DESTROY_FLUSH_NS 2000000000ull /* DISC messages get this long to be answered */
@@ -108,35 +108,30 @@ static int ep_open_domain(struct ofi_ep *sep)
 	return rc == 0 ? CCI_SUCCESS : ofi_fi_status(-rc);
 }
 
+static void ep_reap_report(const struct leftover *lo, int err, void *arg)
+{
+	(void)arg;
+	if (err == 0)
+		OFI_LOG(CCI_LOG_EP, "ofi: removed %s (%llu bytes), left by pid %d, which is gone",
+		        lo->path, (unsigned long long)lo->bytes, (int)lo->pid);
+	else
+		OFI_LOG(CCI_LOG_EP, "ofi: cannot remove %s, left by pid %d, which is gone: %s",
+		        lo->path, (int)lo->pid, strerror(err));
+}
+
 /*
- * libfabric's shm provider names its region /dev/shm/<pid>:<n>:<m>, and a
- * process killed by a signal leaves it behind.  Once that pid comes round
- * again (pid_max is small), opening an endpoint fails with "address in
- * use".  Before this process opens its first shm endpoint, a region named
- * for its own pid can only be such a leftover: remove it.
+ * libfabric's shm provider names its region /dev/shm/<pid>:<n>:<m> and
+ * unlinks it at close or on a catchable signal; a process killed with
+ * SIGKILL leaves it (16 MiB each).  Left there, regions fill the tmpfs, and
+ * once a dead process's pid comes round again (pid_max is small) the new
+ * process cannot open its endpoint ("address in use").  So before each shm
+ * endpoint opens, the regions of every dead process of our uid go, the
+ * owner checked by pid and start time (plugins/common/leftover.h).
  */
 static void ep_reap_stale_shm(const struct fi_info *info)
 {
-	static _Atomic int reaped;
-	char prefix[24];
-	struct dirent *de;
-	DIR *d;
-
-	if (strcmp(info->fabric_attr->prov_name, "shm") != 0 ||
-	    atomic_exchange_explicit(&reaped, 1, memory_order_acq_rel))
-		return;
-	d = opendir("/dev/shm");
-	if (!d)
-		return;
-	snprintf(prefix, sizeof(prefix), "%d:", (int)getpid());
-	while ((de = readdir(d)) != NULL) {
-		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
-			continue;
-		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
-			OFI_LOG(CCI_LOG_EP, "ofi: removed /dev/shm/%s, left by a dead process",
-			        de->d_name);
-	}
-	closedir(d);
+	if (strcmp(info->fabric_attr->prov_name, "shm") == 0)
+		leftover_sweep(LEFTOVER_SHM_REGION, LEFTOVER_SHM_DIR, ep_reap_report, NULL);
 }
 
 /* How this endpoint learns that nobody is at an address (ofi_reach.c):

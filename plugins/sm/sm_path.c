@@ -6,13 +6,12 @@
  *   <base>/<pid>/<id> 0600, the endpoint's listening SOCK_SEQPACKET socket
  *
  * URI: sm://<base>/<pid>/<id>.  Directories of processes that died without
- * cleaning up are removed when an endpoint is created.
+ * cleaning up are removed when an endpoint is created (plugins/common/leftover.h).
  */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "leftover.h"
 #include "sm.h"
 #include "uri.h"
 
@@ -88,49 +88,16 @@ static int all_digits(const char *s, size_t n)
 	return 1;
 }
 
-/* Remove <base>/<name> (a dead process's directory) and the sockets in it. */
-static void stale_remove(int basefd, const char *base, const char *name)
+/* Said once per leftover: what a dead process left, removed or not. */
+static void stale_report(const struct leftover *lo, int err, void *arg)
 {
-	struct stat st;
-	struct dirent *e;
-	DIR *d;
-	int fd;
-
-	if (fstatat(basefd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
-	    st.st_uid != geteuid())
-		return;
-	fd = openat(basefd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	while ((e = readdir(d)) != NULL)
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			unlinkat(dirfd(d), e->d_name, 0);
-	closedir(d);
-	if (unlinkat(basefd, name, AT_REMOVEDIR) == 0)
-		SM_LOG(CCI_LOG_EP, "sm: removed %s/%s left by a dead process", base, name);
-}
-
-static void stale_clean(const char *base)
-{
-	struct dirent *e;
-	DIR *d = opendir(base);
-
-	if (!d)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		long pid;
-		if (!all_digits(e->d_name, strlen(e->d_name)))
-			continue;
-		pid = strtol(e->d_name, NULL, 10);
-		if (pid <= 0 || pid == (long)getpid() || pid > INT_MAX)
-			continue;
-		if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
-			stale_remove(dirfd(d), base, e->d_name);
-	}
-	closedir(d);
+	(void)arg;
+	if (err == 0)
+		SM_LOG(CCI_LOG_EP, "sm: removed %s, left by pid %d, which is gone", lo->path,
+		       (int)lo->pid);
+	else
+		SM_LOG(CCI_LOG_EP, "sm: cannot remove %s, left by pid %d, which is gone: %s",
+		       lo->path, (int)lo->pid, strerror(err));
 }
 
 /* Bind and listen at <dir>/<id>; CCI_EBUSY if the id is taken. */
@@ -185,7 +152,8 @@ int sm_path_listen(struct sm_ep *sep, const char *service)
 	rc = dir_prepare(sep->dev->base);
 	if (rc != CCI_SUCCESS)
 		return rc;
-	stale_clean(sep->dev->base);
+	/* Directories of dead processes, pid and start time checked (leftover.h). */
+	leftover_sweep(LEFTOVER_SM_DIR, sep->dev->base, stale_report, NULL);
 	if (snprintf(dir, sizeof(dir), "%s/%ld", sep->dev->base, (long)getpid()) >= SM_SUN_PATH - 8) {
 		SM_ERR("sm: base directory %s is too long for a socket path", sep->dev->base);
 		return CCI_EADDRNOTAVAIL;

@@ -1,19 +1,22 @@
 /*
- * shm_sweep.h - removing the shared-memory regions that killed processes
- * leave behind in /dev/shm.
+ * shm_sweep.h - removing what killed processes of the library leave on
+ * this host, after each test that kills peers.
  *
  * libfabric's shm provider names an endpoint's region after the pid that
- * made it ("<pid>:<n>:<n>") and removes it when the process exits; a
- * process killed with SIGKILL, as the fault tests kill peers, never does.
- * Once the pids wrap, a later process that gets the same pid cannot
- * create its endpoint (fi_enable fails with EBUSY), so a long test run
- * would fail by chance.  The test runners sweep after every test.
+ * made it ("/dev/shm/<pid>:<n>:<m>") and the sm plugin a process's
+ * directory (/tmp/cci-sm-<uid>/<pid>); a process killed with SIGKILL, as
+ * the fault tests kill peers, removes neither.  The library sweeps them
+ * when an endpoint is created; the test runners also sweep after every
+ * test, so that a run leaves /dev/shm and the sm directory as it found
+ * them even when its last test kills.  The owner is checked by pid and
+ * start time (plugins/common/leftover.h): files of live processes, other
+ * test runs' included, stay.
  */
 #ifndef CCI_TEST_SHM_SWEEP_H
 #define CCI_TEST_SHM_SWEEP_H
 
-/* Remove every region in /dev/shm named like the shm provider's whose
- * pid names no live process; returns how many were removed. */
+/* Remove the shm regions and default sm directories of this uid's dead
+ * processes; returns how many were removed. */
 int test_shm_sweep(void);
 
 #endif /* CCI_TEST_SHM_SWEEP_H */
