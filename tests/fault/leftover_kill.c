@@ -1,0 +1,360 @@
+/*
+ * leftover_kill.c - processes killed with SIGKILL mid-traffic leave
+ * nothing behind once the next process of the library creates an
+ * endpoint (issue: "nothing left behind").
+ *
+ * The test runs on the transport its environment selects (CCI_CTP,
+ * CCI_CONFIG), on the default device.  It execs KILL_PAIRS pairs of
+ * children, WAVE_PAIRS pairs at a time: a server that accepts and
+ * receives, and a client that connects to it and sends without pause.
+ * Once every client of a wave has had a send complete, the whole wave is
+ * killed with SIGKILL and reaped.  Pairs talk among themselves, never to
+ * this process, which holds no endpoint: a peer killed inside a send
+ * (libfabric shm takes the receiver's lock to send) hangs nobody that
+ * lives on.
+ *
+ * Then it counts what the dead left: shm regions /dev/shm/<pid>:* and sm
+ * directories /tmp/cci-sm-<uid>/<pid>.  With --expect-leftovers (sm, ofi
+ * over shm) there must be some, or the test proved nothing.  It execs one
+ * more process, the "next" one, which only creates an endpoint and
+ * finalizes; after it, nothing of any killed pid may remain, nor of the
+ * next process itself.
+ *
+ * Modes (argv[1]): none (the test), --server, --client URI, --next.
+ * Every wait is bounded (WAIT_S seconds, times CCI_TEST_TIMEOUT_MULTIPLIER).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cci.h"
+
+#define KILL_PAIRS 50 /* 100 processes */
+#define WAVE_PAIRS 10
+#define WAIT_S 30     /* for a wave to reach traffic; for a child on its own */
+#define MSG_LEN 1024
+#define LINE_LEN 512
+/* A child with nothing to do sleeps this long: 100 children spinning on a
+ * few cores would starve the ones still connecting. */
+#define IDLE_US 1000
+
+static unsigned multiplier(void)
+{
+	const char *v = getenv("CCI_TEST_TIMEOUT_MULTIPLIER");
+	long m = v ? strtol(v, NULL, 10) : 1;
+
+	return m >= 1 && m <= 100 ? (unsigned)m : 1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ------------------------------------------------------------ children */
+
+static cci_endpoint_t *child_endpoint(const char *who)
+{
+	cci_endpoint_t *ep = NULL;
+	uint32_t caps = 0;
+	int rc = cci_init(CCI_ABI_VERSION, 0, &caps);
+
+	if (rc == CCI_SUCCESS)
+		rc = cci_create_endpoint(NULL, 0, &ep, NULL);
+	if (rc != CCI_SUCCESS) {
+		fprintf(stderr, "leftover_kill %s (pid %d): no endpoint: %s\n", who, (int)getpid(),
+		        cci_strerror(NULL, (enum cci_status)rc));
+		exit(1);
+	}
+	return ep;
+}
+
+/* Accept every request and return every event until killed (or WAIT_S
+ * later, should the test be gone). */
+static int run_server(void)
+{
+	cci_endpoint_t *ep = child_endpoint("server");
+	double end = now_s() + WAIT_S * multiplier();
+	char *uri = NULL;
+	cci_event_t *ev;
+
+	if (cci_get_opt(ep, CCI_OPT_ENDPT_URI, &uri) != CCI_SUCCESS)
+		return 1;
+	printf("uri %s\n", uri);
+	fflush(stdout);
+	free(uri);
+	while (now_s() < end) {
+		if (cci_get_event(ep, &ev) != CCI_SUCCESS) {
+			usleep(IDLE_US);
+			continue;
+		}
+		if (ev->type == CCI_EVENT_CONNECT_REQUEST)
+			cci_accept(ev, NULL);
+		cci_return_event(ev);
+	}
+	return 1;
+}
+
+/* The client's events: the connection, and whether a send completed. */
+static void client_event(cci_event_t *ev, cci_connection_t **conn, int *sent_ok)
+{
+	if (ev->type == CCI_EVENT_CONNECT && ev->connect.status == CCI_SUCCESS)
+		*conn = ev->connect.connection;
+	else if (ev->type == CCI_EVENT_CONNECT)
+		fprintf(stderr, "leftover_kill client (pid %d): connect failed: %s\n",
+		        (int)getpid(), cci_strerror(NULL, ev->connect.status));
+	if (ev->type == CCI_EVENT_SEND && ev->send.status == CCI_SUCCESS && !*sent_ok) {
+		*sent_ok = 1;
+		printf("sending\n"); /* the test kills us from now on */
+		fflush(stdout);
+	}
+	cci_return_event(ev);
+}
+
+/* Connect to uri and send without pause until killed. */
+static int run_client(const char *uri)
+{
+	cci_endpoint_t *ep = child_endpoint("client");
+	struct timeval tv = { .tv_sec = WAIT_S * (long)multiplier() };
+	double end = now_s() + WAIT_S * multiplier();
+	cci_connection_t *conn = NULL;
+	static char msg[MSG_LEN];
+	int sent_ok = 0;
+	cci_event_t *ev;
+
+	if (cci_connect(ep, uri, NULL, 0, CCI_CONN_ATTR_RO, NULL, 0, &tv) != CCI_SUCCESS)
+		return 1;
+	while (now_s() < end) {
+		int rc = CCI_EAGAIN, events = 0;
+
+		if (conn) /* no room (EAGAIN, ENOBUFS): progress first */
+			rc = cci_send(conn, msg, MSG_LEN < conn->max_send_size ? MSG_LEN
+			                                                       : conn->max_send_size,
+			              NULL, 0);
+		for (; cci_get_event(ep, &ev) == CCI_SUCCESS; events++)
+			client_event(ev, &conn, &sent_ok);
+		if (rc != CCI_SUCCESS && !events)
+			usleep(IDLE_US);
+	}
+	return 1;
+}
+
+/* The next process of the library: it only makes an endpoint, which is
+ * where the plugins sweep, and leaves cleanly. */
+static int run_next(void)
+{
+	cci_endpoint_t *ep = child_endpoint("next");
+
+	if (cci_destroy_endpoint(ep) != CCI_SUCCESS || cci_finalize() != CCI_SUCCESS)
+		return 1;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- test */
+
+struct child {
+	pid_t pid;
+	int out;             /* its stdout */
+	char line[LINE_LEN]; /* its first line */
+	size_t len;
+};
+
+static int spawn(struct child *c, const char *mode, const char *arg)
+{
+	int p[2];
+
+	memset(c, 0, sizeof(*c));
+	if (pipe(p) != 0)
+		return -1;
+	c->pid = fork();
+	if (c->pid == 0) {
+		dup2(p[1], STDOUT_FILENO);
+		close(p[0]);
+		close(p[1]);
+		execl("/proc/self/exe", "leftover_kill", mode, arg, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	c->out = p[0];
+	return c->pid > 0 ? 0 : -1;
+}
+
+/* Read until each of cs[0..n) gave its first line, or the deadline;
+ * returns how many have. */
+static int wait_lines(struct child *cs, int n, double end)
+{
+	struct pollfd pf[2 * WAVE_PAIRS];
+	int done = 0;
+
+	while (now_s() < end) {
+		done = 0;
+		for (int i = 0; i < n; i++) {
+			pf[i].fd = memchr(cs[i].line, '\n', cs[i].len) ? -1 : cs[i].out;
+			pf[i].events = POLLIN;
+			done += pf[i].fd < 0;
+		}
+		if (done == n || poll(pf, (nfds_t)n, 100) < 0)
+			break;
+		for (int i = 0; i < n; i++) {
+			ssize_t r;
+			if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP)))
+				continue;
+			r = read(cs[i].out, cs[i].line + cs[i].len, sizeof(cs[i].line) - 1 - cs[i].len);
+			if (r <= 0) { /* it died: no line will come */
+				cs[i].line[cs[i].len++] = '\n';
+				continue;
+			}
+			cs[i].len += (size_t)r;
+		}
+	}
+	return done;
+}
+
+/* Whether pid has a shm region or an sm directory; lists them. */
+static int has_leftovers(pid_t pid, const char *sm_base, int verbose)
+{
+	char prefix[32], path[300];
+	struct dirent *e;
+	DIR *d = opendir("/dev/shm");
+	int found = 0;
+
+	snprintf(prefix, sizeof(prefix), "%d:", (int)pid);
+	while (d && (e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		found++;
+		if (verbose)
+			fprintf(stderr, "  left: /dev/shm/%s (pid %d)\n", e->d_name, (int)pid);
+	}
+	if (d)
+		closedir(d);
+	snprintf(path, sizeof(path), "%s/%d", sm_base, (int)pid);
+	if (access(path, F_OK) == 0) {
+		found++;
+		if (verbose)
+			fprintf(stderr, "  left: %s (pid %d)\n", path, (int)pid);
+	}
+	return found;
+}
+
+/* One wave: n pairs started, brought to traffic, killed, reaped.  The
+ * pids go to killed[]; returns how many processes reached traffic, or -1. */
+static int wave(int n, pid_t *killed)
+{
+	struct child srv[WAVE_PAIRS], cli[WAVE_PAIRS];
+	double end = now_s() + WAIT_S * multiplier();
+	int ok = 0, sending = 0;
+
+	for (int i = 0; i < n; i++)
+		if (spawn(&srv[i], "--server", NULL) != 0)
+			return -1;
+	wait_lines(srv, n, end);
+	for (int i = 0; i < n; i++) {
+		if (strncmp(srv[i].line, "uri ", 4) == 0) {
+			srv[i].line[strcspn(srv[i].line, "\n")] = '\0';
+			ok += spawn(&cli[i], "--client", srv[i].line + 4) == 0;
+		} else {
+			fprintf(stderr, "leftover_kill: server pid %d gave no URI\n", (int)srv[i].pid);
+			cli[i] = (struct child){ .pid = 0, .out = -1 }; /* no client for it */
+		}
+	}
+	wait_lines(cli, n, end);
+	for (int i = 0; i < n; i++)
+		sending += strncmp(cli[i].line, "sending", 7) == 0;
+	for (int i = 0; i < n; i++) {
+		kill(srv[i].pid, SIGKILL);
+		if (cli[i].pid > 0)
+			kill(cli[i].pid, SIGKILL);
+	}
+	for (int i = 0; i < n; i++) {
+		waitpid(srv[i].pid, NULL, 0);
+		close(srv[i].out);
+		if (cli[i].pid > 0) {
+			waitpid(cli[i].pid, NULL, 0);
+			close(cli[i].out);
+		}
+		killed[2 * i] = srv[i].pid;
+		killed[2 * i + 1] = cli[i].pid;
+	}
+	return ok == n && sending == n ? 2 * n : 2 * sending;
+}
+
+static int run_next_process(pid_t *next_pid)
+{
+	struct child c;
+	int status;
+
+	if (spawn(&c, "--next", NULL) != 0)
+		return -1;
+	*next_pid = c.pid;
+	waitpid(c.pid, &status, 0);
+	close(c.out);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static int run_test(int expect_leftovers)
+{
+	pid_t killed[2 * KILL_PAIRS], next_pid = 0;
+	int traffic = 0, before = 0, after = 0;
+	char sm_base[64];
+	double t0 = now_s();
+
+	snprintf(sm_base, sizeof(sm_base), "/tmp/cci-sm-%u", (unsigned)geteuid());
+	for (int w = 0; w < KILL_PAIRS / WAVE_PAIRS; w++) {
+		int t = wave(WAVE_PAIRS, killed + 2 * WAVE_PAIRS * w);
+
+		if (t < 0) {
+			fprintf(stderr, "leftover_kill: cannot fork or exec /proc/self/exe\n");
+			return 1;
+		}
+		traffic += t;
+		for (int i = 0; i < 2 * WAVE_PAIRS; i++) /* counted at once, before any sweep */
+			before += has_leftovers(killed[2 * WAVE_PAIRS * w + i], sm_base, 0) > 0;
+	}
+	printf("%d processes killed (%d of them mid-traffic) in %.1f s; %d left something\n",
+	       2 * KILL_PAIRS, traffic, now_s() - t0, before);
+	if (traffic < 2 * KILL_PAIRS) {
+		fprintf(stderr, "FAIL: only %d of %d processes reached traffic before the kill\n",
+		        traffic, 2 * KILL_PAIRS);
+		return 1;
+	}
+	if (expect_leftovers && before == 0) {
+		fprintf(stderr, "FAIL: no killed process left anything on this transport: the "
+		        "check after the next process proves nothing\n");
+		return 1;
+	}
+	if (run_next_process(&next_pid) != 0) {
+		fprintf(stderr, "FAIL: the next process (pid %d) could not create an endpoint\n",
+		        (int)next_pid);
+		return 1;
+	}
+	for (int i = 0; i < 2 * KILL_PAIRS; i++)
+		after += has_leftovers(killed[i], sm_base, 1) > 0;
+	after += has_leftovers(next_pid, sm_base, 1) > 0;
+	printf("after the next process (pid %d): %d processes left something\n", (int)next_pid,
+	       after);
+	if (after)
+		fprintf(stderr, "FAIL: %d processes' leftovers remain (listed above)\n", after);
+	return after ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && strcmp(argv[1], "--server") == 0)
+		return run_server();
+	if (argc >= 3 && strcmp(argv[1], "--client") == 0)
+		return run_client(argv[2]);
+	if (argc >= 2 && strcmp(argv[1], "--next") == 0)
+		return run_next();
+	return run_test(argc >= 2 && strcmp(argv[1], "--expect-leftovers") == 0);
+}
