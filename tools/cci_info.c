@@ -14,12 +14,14 @@
 #include <string.h>
 
 #include "cci.h"
+#include "cci_info.h"
 
 #define EXIT_USAGE 2
 
 struct info_opts {
 	int verbose;
 	int json;
+	int leftovers; /* 1: list them; 2: and remove those of dead processes */
 };
 
 /* Everything shown, gathered before printing so that text and JSON agree. */
@@ -116,7 +118,7 @@ static void json_char(unsigned char c)
 /* A JSON string, or null.  Paths and config values are bytes, not
  * necessarily UTF-8: a malformed byte becomes U+FFFD so the document
  * always parses. */
-static void json_str(const char *s)
+void info_json_str(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
@@ -142,7 +144,7 @@ static void json_str(const char *s)
 static void json_kv_str(const char *indent, const char *key, const char *val, int last)
 {
 	printf("%s\"%s\": ", indent, key);
-	json_str(val);
+	info_json_str(val);
 	fputs(last ? "\n" : ",\n", stdout);
 }
 
@@ -152,7 +154,7 @@ static void json_str_array(const char *const *v)
 	for (int i = 0; v && v[i]; i++) {
 		if (i)
 			fputs(", ", stdout);
-		json_str(v[i]);
+		info_json_str(v[i]);
 	}
 	putchar(']');
 }
@@ -488,15 +490,22 @@ static int info_collect(struct info *in)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: cci_info [-v] [--json]\n"
+		"usage: cci_info [-v] [--json] [--leftovers | --remove-leftovers]\n"
 		"List the CCI devices of this host and the transport plugins found or skipped.\n"
 		"  -v, --verbose  also each plugin's path and ini keys, the plugin search\n"
 		"                 directories and the environment\n"
 		"  -j, --json     one JSON document on stdout instead of text\n"
+		"  -l, --leftovers\n"
+		"                 instead, list what processes of the library left on this\n"
+		"                 host (shm regions, sm directories of this uid): path,\n"
+		"                 size, pid, and whether that process is gone\n"
+		"  -R, --remove-leftovers\n"
+		"                 list them and remove those of processes that are gone\n"
 		"  -h, --help     this help\n"
 		"Environment: CCI_CONFIG (device file), CCI_CTP (plugin filter),\n"
 		"CCI_PLUGIN_PATH (extra plugin directories), CCI_DEBUG (log categories).\n"
-		"Exit status: 0, 1 if the library fails to start, 2 for a usage error.\n");
+		"Exit status: 0, 1 if the library fails to start (with --leftovers: if a\n"
+		"leftover could not be removed or a directory read), 2 for a usage error.\n");
 }
 
 static void parse_opts(struct info_opts *o, int argc, char **argv)
@@ -504,15 +513,19 @@ static void parse_opts(struct info_opts *o, int argc, char **argv)
 	static const struct option longs[] = {
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "leftovers", no_argument, NULL, 'l' },
+		{ "remove-leftovers", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "vjh", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "vjlRh", longs, NULL)) != -1) {
 		switch (c) {
 		case 'v': o->verbose = 1; break;
 		case 'j': o->json = 1; break;
+		case 'l': o->leftovers = o->leftovers ? o->leftovers : 1; break;
+		case 'R': o->leftovers = 2; break;
 		case 'h': usage(stdout); exit(EXIT_SUCCESS);
 		default: usage(stderr); exit(EXIT_USAGE);
 		}
@@ -522,6 +535,28 @@ static void parse_opts(struct info_opts *o, int argc, char **argv)
 		usage(stderr);
 		exit(EXIT_USAGE);
 	}
+}
+
+/* --leftovers: the library is only asked for the sm devices' path=; when
+ * it does not start, the default places are still looked at. */
+static int leftovers_main(const struct info_opts *o, int init_rc)
+{
+	cci_device_t *const *devices = NULL;
+	int rc;
+
+	if (init_rc != CCI_SUCCESS)
+		fprintf(stderr, "cci_info: cci_init failed: %s (%s): only the default places are "
+		        "looked at\n", status_name(init_rc), cci_strerror(NULL, (enum cci_status)init_rc));
+	else if (cci_get_devices(&devices) != CCI_SUCCESS)
+		devices = NULL;
+	rc = info_leftovers(devices, o->leftovers == 2, o->json);
+	if (init_rc == CCI_SUCCESS)
+		cci_finalize();
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "cci_info: cannot write the output\n");
+		rc = 1;
+	}
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -536,6 +571,8 @@ int main(int argc, char **argv)
 	if (in.config && !*in.config)
 		in.config = NULL; /* the library ignores an empty CCI_CONFIG too */
 	rc = cci_init(CCI_ABI_VERSION, 0, &caps);
+	if (o.leftovers)
+		return leftovers_main(&o, rc);
 	if (rc != CCI_SUCCESS) {
 		report_init_failure(rc, &in, &o);
 		return EXIT_FAILURE;

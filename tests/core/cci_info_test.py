@@ -20,6 +20,12 @@ CASE is one of:
               each is listed as skipped with its reason; CCI_CTP exclusions
               and duplicates are listed too, and a plugin table from before
               conf_keys loads, with no keys.
+  leftovers   shm regions in /dev/shm and sm directories under a private
+              base (an sm device's path=) named for a dead pid, for this
+              live process, and of other names: --leftovers lists the first
+              two kinds only, with pid, owner and size, and removes nothing;
+              --remove-leftovers removes those of the dead pid, keeps this
+              process's, and says which it could not remove and why (exit 1).
 
 --have names the optional plugins that were built: their devices must then
 be listed, and must not be otherwise.  Prints "N passed, N failed".
@@ -473,10 +479,92 @@ def check_filtered(c, a, doc):
             "a second sm module is skipped, naming the first", json.dumps(dup))
 
 
+def dead_pid():
+    """A pid whose process is gone (a reaped child)."""
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def make(path, size=0):
+    with open(path, "wb") as f:
+        f.truncate(size)
+
+
+def leftovers_json(c, a, args, ini, want_rc=0):
+    rc, out, err = run(a.cci_info, args + ["--json"], CCI_CONFIG=ini, CCI_CTP="sm")
+    c.check(rc == want_rc, "cci_info %s exits %d" % (" ".join(args), want_rc),
+            "rc %d, stderr:\n%s" % (rc, err))
+    try:
+        doc = json.loads(out)
+    except ValueError as exc:
+        c.check(False, "cci_info %s --json prints one JSON document" % " ".join(args),
+                "%s\n%s" % (exc, out))
+        return {}, err
+    return {x["path"]: x for x in doc.get("leftovers", [])}, err
+
+
+def case_leftovers(c, a):
+    gone, gone2, me = dead_pid(), dead_pid(), os.getpid()
+    with tempfile.TemporaryDirectory(prefix="cci-info-leftovers-") as tmp:
+        base = os.path.join(tmp, "sm")
+        os.mkdir(base, 0o700)
+        ini = os.path.join(tmp, "sm.ini")
+        with open(ini, "w") as f:
+            f.write("[sm]\ntransport = sm\npath = %s\n" % base)
+        region = "/dev/shm/%d:0:0" % gone
+        mine = "/dev/shm/%d:9:9" % me
+        other = "/dev/shm/cci-info-test-%d" % me
+        dead_dir = os.path.join(base, str(gone))
+        stuck = os.path.join(base, str(gone2))
+        for p, size in ((region, 8192), (mine, 4096), (other, 0)):
+            make(p, size)
+        os.mkdir(dead_dir, 0o700)
+        make(os.path.join(dead_dir, "0"), 100)
+        os.makedirs(os.path.join(stuck, "sub"), 0o700)
+        try:
+            check_leftovers(c, a, ini, region, mine, other, dead_dir, stuck, gone, me)
+        finally:
+            for p in (region, mine, other):
+                if os.path.exists(p):
+                    os.unlink(p)
+
+
+def check_leftovers(c, a, ini, region, mine, other, dead_dir, stuck, gone, me):
+    found, _ = leftovers_json(c, a, ["--leftovers"], ini)
+    r = found.get(region, {})
+    c.check(r.get("pid") == gone and r.get("owner") == "gone" and r.get("bytes") == 8192 and
+            r.get("kind") == "shm-region", "a dead pid's region is listed: pid, gone, size",
+            json.dumps(r))
+    m = found.get(mine, {})
+    c.check(m.get("pid") == me and m.get("owner") == "running",
+            "this process's region is listed as running", json.dumps(m))
+    d = found.get(dead_dir, {})
+    c.check(d.get("kind") == "sm-dir" and d.get("owner") == "gone" and d.get("bytes") == 100,
+            "a dead pid's sm directory under the device's path= is listed", json.dumps(d))
+    c.check(other not in found, "another name in /dev/shm is not listed")
+    c.check(all(os.path.exists(p) for p in (region, mine, dead_dir, stuck)),
+            "--leftovers removes nothing")
+    rc, out, _ = run(a.cci_info, ["--leftovers"], CCI_CONFIG=ini, CCI_CTP="sm")
+    c.check(rc == 0 and region in out and "pid %d: gone" % gone in out and dead_dir in out,
+            "the text lists the same, with pid and owner", out)
+    found, err = leftovers_json(c, a, ["--remove-leftovers"], ini, want_rc=1)
+    c.check(not os.path.exists(region) and found.get(region, {}).get("removed") is True,
+            "--remove-leftovers removes a dead pid's region", json.dumps(found.get(region)))
+    c.check(not os.path.exists(dead_dir), "and a dead pid's sm directory with its files")
+    c.check(os.path.exists(mine) and "removed" not in found.get(mine, {"removed": 1}),
+            "and keeps this process's region, not trying it")
+    c.check(os.path.exists(other), "and another name")
+    s = found.get(stuck, {})
+    c.check(os.path.exists(stuck) and s.get("removed") is False and s.get("error"),
+            "a directory it cannot empty stays, with the reason", json.dumps(s))
+    c.check(stuck in err and "cannot remove" in err, "stderr names what was not removed", err)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=["example", "tcp-manual", "discovered", "broken", "escaping",
-                                       "skipped"])
+                                       "skipped", "leftovers"])
     ap.add_argument("cci_info")
     ap.add_argument("--config")
     ap.add_argument("--have", action="append", default=[])
@@ -485,7 +573,8 @@ def main():
     a.cci_info = os.path.abspath(a.cci_info)
     c = Checker()
     {"example": case_example, "tcp-manual": case_tcp_manual, "discovered": case_discovered,
-     "broken": case_broken, "escaping": case_escaping, "skipped": case_skipped}[a.case](c, a)
+     "broken": case_broken, "escaping": case_escaping, "skipped": case_skipped,
+     "leftovers": case_leftovers}[a.case](c, a)
     print("%d passed, %d failed" % (c.passed, c.failed))
     return 1 if c.failed or c.passed == 0 else 0
 
