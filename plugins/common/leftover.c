@@ -161,11 +161,32 @@ static int holds_dir(pid_t pid, const void *dir)
 	return file_has_line_ending("/proc/net/unix", prefix, 1);
 }
 
+/* Whether any process, in any pid namespace, has the region open or
+ * mapped for writing (every user of a region maps it so): a write lease
+ * is refused then.  1 in use, 0 not, -1 cannot tell (leases disabled). */
+static int region_in_use(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -1;
+	rc = fcntl(fd, F_SETLEASE, F_WRLCK);
+	if (rc == 0)
+		fcntl(fd, F_SETLEASE, F_UNLCK);
+	else
+		rc = errno == EAGAIN ? 1 : -1;
+	close(fd);
+	return rc;
+}
+
+/* A region also needs nobody to use it: a process of another pid
+ * namespace sharing /dev/shm has pids we cannot see. */
 static int owner_gone(const struct leftover *lo)
 {
-	return leftover_owner_gone(lo->pid, lo->made_ns,
-	                           lo->kind == LEFTOVER_SHM_REGION ? holds_region : holds_dir,
-	                           lo->path);
+	if (lo->kind == LEFTOVER_SM_DIR)
+		return leftover_owner_gone(lo->pid, lo->made_ns, holds_dir, lo->path);
+	return leftover_owner_gone(lo->pid, lo->made_ns, holds_region, lo->path) &&
+	       region_in_use(lo->path) != 1;
 }
 
 /* Sum of the sizes of dir's entries (sockets are 0 bytes; anything else

@@ -30,6 +30,12 @@
  * are compared across a clock that may have been stepped; a live owner
  * never loses its files to a step of the clock.
  *
+ * A region is moreover kept while any process has it open or mapped for
+ * writing (a write lease is refused then, fcntl F_SETLEASE): that holds
+ * across pid namespaces, whose processes' pids we cannot see when they
+ * share /dev/shm.  sm directories need no such check: sm names peers by
+ * pid (URIs, cross-memory attach), so it never spans pid namespaces.
+ *
  * A narrow race remains: a new process that got a dead one's pid and
  * creates its own entry of the same name between our check and our
  * unlink could lose it.  The entry's inode is checked again just before

@@ -146,9 +146,10 @@ static struct found scan_for(enum leftover_kind kind, const char *dir, const cha
  * and other uids' stay. */
 static void sweep_regions(void)
 {
-	char dead[64], zombie[64], live[64], other[64], near[64], foreign[64];
+	char dead[64], zombie[64], live[64], other[64], near[64], foreign[64], open_[64];
 	pid_t gone = dead_pid(), zpid = fork();
 	struct found f;
+	int open_fd;
 
 	if (zpid == 0)
 		_exit(0);
@@ -164,6 +165,12 @@ static void sweep_regions(void)
 	                !make_file(other, 0) && !make_file(near, 0) && !make_file(foreign, 0));
 	if (geteuid() == 0)
 		CU_ASSERT_EQUAL(chown(foreign, 4242, 4242), 0);
+	/* Named for a dead pid but open for writing, as by a process of another
+	 * pid namespace whose pids we do not see. */
+	snprintf(open_, sizeof(open_), "/dev/shm/%d:2:2", (int)gone);
+	CU_ASSERT_FATAL(make_file(open_, 0) == 0);
+	open_fd = open(open_, O_RDWR | O_CLOEXEC);
+	CU_ASSERT_FATAL(open_fd >= 0);
 	f = scan_for(LEFTOVER_SHM_REGION, LEFTOVER_SHM_DIR, dead);
 	CU_ASSERT(f.seen && !f.alive && f.bytes == 8192);
 	f = scan_for(LEFTOVER_SHM_REGION, LEFTOVER_SHM_DIR, live);
@@ -176,6 +183,10 @@ static void sweep_regions(void)
 	CU_ASSERT_EQUAL(access(near, F_OK), 0);       /* nor this */
 	if (geteuid() == 0)
 		CU_ASSERT_EQUAL(access(foreign, F_OK), 0); /* another uid's */
+	CU_ASSERT_EQUAL(access(open_, F_OK), 0);      /* in use */
+	close(open_fd);
+	leftover_sweep(LEFTOVER_SHM_REGION, LEFTOVER_SHM_DIR, NULL, NULL);
+	CU_ASSERT_NOT_EQUAL(access(open_, F_OK), 0);  /* no longer */
 	waitpid(zpid, NULL, 0);
 	unlink(dead);
 	unlink(zombie);
@@ -183,6 +194,7 @@ static void sweep_regions(void)
 	unlink(other);
 	unlink(near);
 	unlink(foreign);
+	unlink(open_);
 }
 
 /* A region made before its pid's process started is a dead process's,
@@ -341,8 +353,8 @@ int main(void)
 		{ "names: <pid>:<n>:<m> regions and <pid> directories only", names_of_each_kind },
 		{ "an owner is gone without its pid, or when a later process has it and does not "
 		  "hold the entry", owner_gone_by_pid_and_start_time },
-		{ "a sweep removes dead and zombie owners' regions, never a live one's, another "
-		  "name or another uid's", sweep_regions },
+		{ "a sweep removes dead and zombie owners' regions, never a live one's, one in use, "
+		  "another name or another uid's", sweep_regions },
 		{ "a region older than its pid's process goes, unless that process maps it",
 		  sweep_regions_of_reused_pids },
 		{ "sm directories: a dead pid's goes, a live or bound one stays, a failure is "
