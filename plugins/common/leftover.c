@@ -283,7 +283,7 @@ static int dir_remove(const char *path)
 	}
 	while ((e = readdir(d)) != NULL)
 		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
-		    unlinkat(dirfd(d), e->d_name, 0) != 0 && !err)
+		    unlinkat(dirfd(d), e->d_name, 0) != 0 && errno != ENOENT && !err)
 			err = errno;
 	closedir(d);
 	if (rmdir(path) != 0)

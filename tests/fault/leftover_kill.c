@@ -5,10 +5,10 @@
  *
  * The test runs on the transport its environment selects (CCI_CTP,
  * CCI_CONFIG), on the default device.  It execs KILL_PAIRS pairs of
- * children, WAVE_PAIRS pairs at a time: a server that accepts and
- * receives, and a client that connects to it and sends without pause.
- * Once every client of a wave has had a send complete, the whole wave is
- * killed with SIGKILL and reaped.  Pairs talk among themselves, never to
+ * children, WINDOW pairs at a time: a server that accepts and receives,
+ * and a client that connects to it and sends without pause.  Once the
+ * client has had a send complete, both are killed with SIGKILL and
+ * reaped, and the next pair starts in their place.  Pairs talk among themselves, never to
  * this process, which holds no endpoint: a peer killed inside a send
  * (libfabric shm takes the receiver's lock to send) hangs nobody that
  * lives on.
@@ -37,8 +37,8 @@
 #include "cci.h"
 
 #define KILL_PAIRS 50 /* 100 processes */
-#define WAVE_PAIRS 10
-#define WAIT_S 30     /* for a wave to reach traffic; for a child on its own */
+#define WINDOW 10     /* pairs on their way at once */
+#define WAIT_S 30     /* for a pair to reach traffic; for a child on its own */
 #define MSG_LEN 1024
 #define LINE_LEN 512
 /* A child with nothing to do sleeps this long: 100 children spinning on a
@@ -163,10 +163,24 @@ static int run_next(void)
 /* ---------------------------------------------------------------- test */
 
 struct child {
-	pid_t pid;
-	int out;             /* its stdout */
-	char line[LINE_LEN]; /* its first line */
+	pid_t pid;           /* 0: none */
+	int out;             /* its stdout, -1 when none */
+	char line[LINE_LEN]; /* its first line, once it ends in '\n' */
 	size_t len;
+};
+
+/* A pair on its way: the server starts, gives its URI, the client starts
+ * and says it is sending; then both are killed. */
+struct pair {
+	struct child srv, cli;
+	double end; /* its deadline */
+};
+
+struct run {
+	struct pair slot[WINDOW];
+	pid_t killed[2 * KILL_PAIRS];
+	int started, nkilled, traffic, before;
+	char sm_base[64];
 };
 
 static int spawn(struct child *c, const char *mode, const char *arg)
@@ -174,6 +188,7 @@ static int spawn(struct child *c, const char *mode, const char *arg)
 	int p[2];
 
 	memset(c, 0, sizeof(*c));
+	c->out = -1;
 	if (pipe(p) != 0)
 		return -1;
 	c->pid = fork();
@@ -189,35 +204,27 @@ static int spawn(struct child *c, const char *mode, const char *arg)
 	return c->pid > 0 ? 0 : -1;
 }
 
-/* Read until each of cs[0..n) gave its first line, or the deadline;
- * returns how many have. */
-static int wait_lines(struct child *cs, int n, double end)
+static int has_line(const struct child *c)
 {
-	struct pollfd pf[2 * WAVE_PAIRS];
-	int done = 0;
+	return c->len > 0 && c->line[c->len - 1] == '\n';
+}
 
-	while (now_s() < end) {
-		done = 0;
-		for (int i = 0; i < n; i++) {
-			pf[i].fd = memchr(cs[i].line, '\n', cs[i].len) ? -1 : cs[i].out;
-			pf[i].events = POLLIN;
-			done += pf[i].fd < 0;
-		}
-		if (done == n || poll(pf, (nfds_t)n, 100) < 0)
-			break;
-		for (int i = 0; i < n; i++) {
-			ssize_t r;
-			if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP)))
-				continue;
-			r = read(cs[i].out, cs[i].line + cs[i].len, sizeof(cs[i].line) - 1 - cs[i].len);
-			if (r <= 0) { /* it died: no line will come */
-				cs[i].line[cs[i].len++] = '\n';
-				continue;
-			}
-			cs[i].len += (size_t)r;
-		}
+/* Read what c wrote; a child that died without a line gets an empty one. */
+static void child_read(struct child *c)
+{
+	ssize_t r = read(c->out, c->line + c->len, sizeof(c->line) - 1 - c->len);
+	char *nl;
+
+	if (r <= 0) {
+		c->line[c->len++] = '\n';
+		return;
 	}
-	return done;
+	c->len += (size_t)r;
+	nl = memchr(c->line, '\n', c->len);
+	if (nl)
+		c->len = (size_t)(nl - c->line) + 1; /* the first line is all we need */
+	else if (c->len == sizeof(c->line) - 1)
+		c->line[c->len++] = '\n';
 }
 
 /* Whether pid has a shm region or an sm directory; lists them. */
@@ -247,46 +254,96 @@ static int has_leftovers(pid_t pid, const char *sm_base, int verbose)
 	return found;
 }
 
-/* One wave: n pairs started, brought to traffic, killed, reaped.  The
- * pids go to killed[]; returns how many processes reached traffic, or -1. */
-static int wave(int n, pid_t *killed)
+static void child_kill(struct child *c, struct run *r)
 {
-	struct child srv[WAVE_PAIRS], cli[WAVE_PAIRS];
-	double end = now_s() + WAIT_S * multiplier();
-	int ok = 0, sending = 0;
+	if (c->pid <= 0)
+		return;
+	kill(c->pid, SIGKILL);
+	waitpid(c->pid, NULL, 0);
+	close(c->out);
+	r->killed[r->nkilled++] = c->pid;
+	/* Counted at once, before another process's sweep can remove it. */
+	r->before += has_leftovers(c->pid, r->sm_base, 0) > 0;
+	c->pid = 0;
+	c->out = -1;
+}
 
-	for (int i = 0; i < n; i++)
-		if (spawn(&srv[i], "--server", NULL) != 0)
+/* Start the next pair in slot p, if pairs remain. */
+static int pair_start(struct run *r, struct pair *p)
+{
+	if (r->started == KILL_PAIRS)
+		return 0;
+	r->started++;
+	p->end = now_s() + WAIT_S * multiplier();
+	p->cli = (struct child){ .pid = 0, .out = -1 };
+	return spawn(&p->srv, "--server", NULL);
+}
+
+/* Move p on by what its children wrote; kill it once the client sends,
+ * or at its deadline, and start the next. */
+static int pair_step(struct run *r, struct pair *p)
+{
+	if (p->srv.pid > 0 && !p->cli.pid && has_line(&p->srv)) {
+		p->srv.line[p->srv.len - 1] = '\0';
+		if (strncmp(p->srv.line, "uri ", 4) != 0 ||
+		    spawn(&p->cli, "--client", p->srv.line + 4) != 0) {
+			fprintf(stderr, "leftover_kill: server pid %d gave no URI\n", (int)p->srv.pid);
+			p->end = 0; /* give it up */
+		}
+	}
+	if (p->srv.pid <= 0)
+		return 0;
+	if (p->cli.pid > 0 && has_line(&p->cli) && strncmp(p->cli.line, "sending", 7) == 0)
+		r->traffic += 2;
+	else if (now_s() < p->end && !(p->cli.pid > 0 && has_line(&p->cli)))
+		return 0;
+	child_kill(&p->srv, r);
+	child_kill(&p->cli, r);
+	return pair_start(r, p);
+}
+
+/* The pipes of the children whose line is still to come. */
+static nfds_t poll_set(struct run *r, struct pollfd *pf, struct child **who)
+{
+	nfds_t n = 0;
+
+	for (int i = 0; i < WINDOW; i++) {
+		struct child *c[2] = { &r->slot[i].srv, &r->slot[i].cli };
+
+		for (int k = 0; k < 2; k++) {
+			if (c[k]->pid <= 0 || has_line(c[k]))
+				continue;
+			pf[n] = (struct pollfd){ .fd = c[k]->out, .events = POLLIN };
+			who[n++] = c[k];
+		}
+	}
+	return n;
+}
+
+/* Every pair started, brought to traffic and killed, WINDOW at a time. */
+static int kill_all(struct run *r)
+{
+	struct pollfd pf[2 * WINDOW];
+	struct child *who[2 * WINDOW];
+
+	for (int i = 0; i < WINDOW; i++)
+		if (pair_start(r, &r->slot[i]) != 0)
 			return -1;
-	wait_lines(srv, n, end);
-	for (int i = 0; i < n; i++) {
-		if (strncmp(srv[i].line, "uri ", 4) == 0) {
-			srv[i].line[strcspn(srv[i].line, "\n")] = '\0';
-			ok += spawn(&cli[i], "--client", srv[i].line + 4) == 0;
-		} else {
-			fprintf(stderr, "leftover_kill: server pid %d gave no URI\n", (int)srv[i].pid);
-			cli[i] = (struct child){ .pid = 0, .out = -1 }; /* no client for it */
-		}
+	while (r->nkilled < 2 * KILL_PAIRS) {
+		nfds_t n = poll_set(r, pf, who);
+
+		if (n && poll(pf, n, 100) < 0 && errno != EINTR)
+			return -1;
+		for (nfds_t i = 0; i < n; i++)
+			if (pf[i].revents)
+				child_read(who[i]);
+		for (int i = 0; i < WINDOW; i++)
+			if (pair_step(r, &r->slot[i]) != 0)
+				return -1;
+		if (!n && r->started == KILL_PAIRS && r->nkilled < 2 * KILL_PAIRS)
+			break; /* nothing left to wait for: a pair lost its server */
 	}
-	wait_lines(cli, n, end);
-	for (int i = 0; i < n; i++)
-		sending += strncmp(cli[i].line, "sending", 7) == 0;
-	for (int i = 0; i < n; i++) {
-		kill(srv[i].pid, SIGKILL);
-		if (cli[i].pid > 0)
-			kill(cli[i].pid, SIGKILL);
-	}
-	for (int i = 0; i < n; i++) {
-		waitpid(srv[i].pid, NULL, 0);
-		close(srv[i].out);
-		if (cli[i].pid > 0) {
-			waitpid(cli[i].pid, NULL, 0);
-			close(cli[i].out);
-		}
-		killed[2 * i] = srv[i].pid;
-		killed[2 * i + 1] = cli[i].pid;
-	}
-	return ok == n && sending == n ? 2 * n : 2 * sending;
+	return 0;
 }
 
 static int run_next_process(pid_t *next_pid)
@@ -304,31 +361,25 @@ static int run_next_process(pid_t *next_pid)
 
 static int run_test(int expect_leftovers)
 {
-	pid_t killed[2 * KILL_PAIRS], next_pid = 0;
-	int traffic = 0, before = 0, after = 0;
-	char sm_base[64];
+	static struct run r;
+	pid_t next_pid = 0;
 	double t0 = now_s();
+	int after = 0;
 
-	snprintf(sm_base, sizeof(sm_base), "/tmp/cci-sm-%u", (unsigned)geteuid());
-	for (int w = 0; w < KILL_PAIRS / WAVE_PAIRS; w++) {
-		int t = wave(WAVE_PAIRS, killed + 2 * WAVE_PAIRS * w);
-
-		if (t < 0) {
-			fprintf(stderr, "leftover_kill: cannot fork or exec /proc/self/exe\n");
-			return 1;
-		}
-		traffic += t;
-		for (int i = 0; i < 2 * WAVE_PAIRS; i++) /* counted at once, before any sweep */
-			before += has_leftovers(killed[2 * WAVE_PAIRS * w + i], sm_base, 0) > 0;
-	}
-	printf("%d processes killed (%d of them mid-traffic) in %.1f s; %d left something\n",
-	       2 * KILL_PAIRS, traffic, now_s() - t0, before);
-	if (traffic < 2 * KILL_PAIRS) {
-		fprintf(stderr, "FAIL: only %d of %d processes reached traffic before the kill\n",
-		        traffic, 2 * KILL_PAIRS);
+	snprintf(r.sm_base, sizeof(r.sm_base), "/tmp/cci-sm-%u", (unsigned)geteuid());
+	if (kill_all(&r) != 0) {
+		fprintf(stderr, "leftover_kill: cannot fork or exec /proc/self/exe: %s\n",
+		        strerror(errno));
 		return 1;
 	}
-	if (expect_leftovers && before == 0) {
+	printf("%d processes killed (%d of them mid-traffic) in %.1f s; %d left something\n",
+	       r.nkilled, r.traffic, now_s() - t0, r.before);
+	if (r.traffic < 2 * KILL_PAIRS) {
+		fprintf(stderr, "FAIL: only %d of %d processes reached traffic before the kill\n",
+		        r.traffic, 2 * KILL_PAIRS);
+		return 1;
+	}
+	if (expect_leftovers && r.before == 0) {
 		fprintf(stderr, "FAIL: no killed process left anything on this transport: the "
 		        "check after the next process proves nothing\n");
 		return 1;
@@ -338,9 +389,9 @@ static int run_test(int expect_leftovers)
 		        (int)next_pid);
 		return 1;
 	}
-	for (int i = 0; i < 2 * KILL_PAIRS; i++)
-		after += has_leftovers(killed[i], sm_base, 1) > 0;
-	after += has_leftovers(next_pid, sm_base, 1) > 0;
+	for (int i = 0; i < r.nkilled; i++)
+		after += has_leftovers(r.killed[i], r.sm_base, 1) > 0;
+	after += has_leftovers(next_pid, r.sm_base, 1) > 0;
 	printf("after the next process (pid %d): %d processes left something\n", (int)next_pid,
 	       after);
 	if (after)

@@ -197,37 +197,6 @@ static void sweep_regions(void)
 	unlink(open_);
 }
 
-/* A region made before its pid's process started is a dead process's,
- * unless that process maps it. */
-static void sweep_regions_of_reused_pids(void)
-{
-	char tmp[64], reused[64], held[64];
-	pid_t a, b;
-	int ha, hb;
-
-	snprintf(tmp, sizeof(tmp), "/dev/shm/cci-leftover-test-a-%d", (int)getpid());
-	CU_ASSERT_FATAL(make_file(tmp, 4096) == 0);
-	usleep((useconds_t)(LEFTOVER_CLOCK_SLACK_NS / 1000 + 200000));
-	a = live_child(&ha, NULL);
-	CU_ASSERT_FATAL(a > 0);
-	snprintf(reused, sizeof(reused), "/dev/shm/%d:0:0", (int)a);
-	CU_ASSERT_FATAL(rename(tmp, reused) == 0); /* a rename keeps the birth time */
-	snprintf(tmp, sizeof(tmp), "/dev/shm/cci-leftover-test-b-%d", (int)getpid());
-	CU_ASSERT_FATAL(make_file(tmp, 4096) == 0);
-	usleep((useconds_t)(LEFTOVER_CLOCK_SLACK_NS / 1000 + 200000));
-	b = live_child(&hb, tmp);
-	CU_ASSERT_FATAL(b > 0);
-	snprintf(held, sizeof(held), "/dev/shm/%d:0:0", (int)b);
-	CU_ASSERT_FATAL(rename(tmp, held) == 0);
-	leftover_sweep(LEFTOVER_SHM_REGION, LEFTOVER_SHM_DIR, NULL, NULL);
-	CU_ASSERT_NOT_EQUAL(access(reused, F_OK), 0);
-	CU_ASSERT_EQUAL(access(held, F_OK), 0);
-	child_end(a, ha);
-	child_end(b, hb);
-	unlink(reused);
-	unlink(held);
-}
-
 #define DIR_KEEP_BOUND 1 /* the socket stays open, listening (else closed: its file stays) */
 #define DIR_EXISTS 2     /* the directory is there already */
 
@@ -268,15 +237,14 @@ static void note_failure(const struct leftover *lo, int err, void *arg)
 }
 
 /* sm directories: a dead pid's goes with its socket files; a live pid's
- * stays; a reused pid's stays while a socket is bound in it; one that
- * cannot be emptied is reported with its errno. */
+ * stays; one that cannot be emptied is reported with its errno. */
 static void sweep_sm_dirs(void)
 {
 	char base[] = "/tmp/cci-leftover-test-XXXXXX", dead[PATH_MAX], mine[PATH_MAX],
-	     stuck[PATH_MAX], sub[PATH_MAX + 8], reused[PATH_MAX];
+	     stuck[PATH_MAX], sub[PATH_MAX + 8];
 	struct failed fail = { 0 };
-	pid_t gone = dead_pid(), gone2 = dead_pid(), a;
-	int listen_fd, ha;
+	pid_t gone = dead_pid(), gone2 = dead_pid();
+	int listen_fd;
 
 	CU_ASSERT_FATAL(mkdtemp(base) != NULL);
 	CU_ASSERT_FATAL(make_sm_dir(base, gone, 0, dead, sizeof(dead)) == 0);
@@ -292,31 +260,64 @@ static void sweep_sm_dirs(void)
 	CU_ASSERT_STRING_EQUAL(fail.path, stuck);
 	CU_ASSERT(fail.err == EISDIR || fail.err == EPERM || fail.err == ENOTEMPTY);
 	close(listen_fd);
-	/* A directory older than the process that has its pid now, renamed
-	 * (which keeps its birth time) before a socket is bound in it, as
-	 * /proc/net/unix shows the path a socket was bound at. */
-	snprintf(reused, sizeof(reused), "%s/older", base);
 	snprintf(sub, sizeof(sub), "%s/0", mine);
-	CU_ASSERT_FATAL(unlink(sub) == 0 && rmdir(mine) == 0);
-	CU_ASSERT_FATAL(mkdir(reused, 0700) == 0);
-	usleep((useconds_t)(LEFTOVER_CLOCK_SLACK_NS / 1000 + 200000));
-	a = live_child(&ha, NULL);
-	CU_ASSERT_FATAL(a > 0);
-	snprintf(mine, sizeof(mine), "%s/%d", base, (int)a);
-	CU_ASSERT_FATAL(rename(reused, mine) == 0);
-	listen_fd = make_sm_dir(base, a, DIR_KEEP_BOUND | DIR_EXISTS, reused, sizeof(reused));
-	CU_ASSERT_FATAL(listen_fd > 0);
-	leftover_sweep(LEFTOVER_SM_DIR, base, NULL, NULL);
-	CU_ASSERT_EQUAL(access(mine, F_OK), 0); /* a socket is bound in it */
-	close(listen_fd);
-	leftover_sweep(LEFTOVER_SM_DIR, base, NULL, NULL);
-	CU_ASSERT_NOT_EQUAL(access(mine, F_OK), 0); /* no longer */
-	child_end(a, ha);
+	unlink(sub);
+	rmdir(mine);
 	snprintf(sub, sizeof(sub), "%s/sub", stuck);
 	rmdir(sub);
 	snprintf(sub, sizeof(sub), "%s/0", stuck);
 	unlink(sub);
 	rmdir(stuck);
+	rmdir(base);
+}
+
+/*
+ * Entries older than the process that has their pid now, made first and
+ * renamed to that pid's names once it runs (a rename keeps the birth
+ * time): a region goes unless that process maps it; an sm directory goes
+ * unless a socket is bound in it (bound after the rename: /proc/net/unix
+ * shows the path a socket was bound at).  One wait of the clock slack
+ * for all of them.
+ */
+static void sweep_entries_of_reused_pids(void)
+{
+	char base[] = "/tmp/cci-leftover-test-XXXXXX", reused[64], held[64], dir[PATH_MAX],
+	     bound[PATH_MAX], tmp[3][PATH_MAX], sock[PATH_MAX + 8];
+	pid_t a, b;
+	int ha, hb, listen_fd;
+
+	CU_ASSERT_FATAL(mkdtemp(base) != NULL);
+	snprintf(tmp[0], PATH_MAX, "/dev/shm/cci-leftover-test-a-%d", (int)getpid());
+	snprintf(tmp[1], PATH_MAX, "/dev/shm/cci-leftover-test-b-%d", (int)getpid());
+	snprintf(tmp[2], PATH_MAX, "%s/older", base);
+	CU_ASSERT_FATAL(make_file(tmp[0], 4096) == 0 && make_file(tmp[1], 4096) == 0 &&
+	                mkdir(tmp[2], 0700) == 0);
+	usleep((useconds_t)(LEFTOVER_CLOCK_SLACK_NS / 1000 + 200000));
+	a = live_child(&ha, NULL);
+	b = live_child(&hb, tmp[1]); /* maps the second region */
+	CU_ASSERT_FATAL(a > 0 && b > 0);
+	snprintf(reused, sizeof(reused), "/dev/shm/%d:0:0", (int)a);
+	snprintf(held, sizeof(held), "/dev/shm/%d:0:0", (int)b);
+	snprintf(dir, sizeof(dir), "%s/%d", base, (int)a);
+	CU_ASSERT_FATAL(rename(tmp[0], reused) == 0 && rename(tmp[1], held) == 0 &&
+	                rename(tmp[2], dir) == 0);
+	listen_fd = make_sm_dir(base, a, DIR_KEEP_BOUND | DIR_EXISTS, bound, sizeof(bound));
+	CU_ASSERT_FATAL(listen_fd > 0);
+	leftover_sweep(LEFTOVER_SHM_REGION, LEFTOVER_SHM_DIR, NULL, NULL);
+	leftover_sweep(LEFTOVER_SM_DIR, base, NULL, NULL);
+	CU_ASSERT_NOT_EQUAL(access(reused, F_OK), 0);
+	CU_ASSERT_EQUAL(access(held, F_OK), 0);
+	CU_ASSERT_EQUAL(access(dir, F_OK), 0); /* a socket is bound in it */
+	close(listen_fd);
+	leftover_sweep(LEFTOVER_SM_DIR, base, NULL, NULL);
+	CU_ASSERT_NOT_EQUAL(access(dir, F_OK), 0); /* no longer */
+	child_end(a, ha);
+	child_end(b, hb);
+	unlink(reused);
+	unlink(held);
+	snprintf(sock, sizeof(sock), "%s/0", dir);
+	unlink(sock);
+	rmdir(dir);
 	rmdir(base);
 }
 
@@ -355,9 +356,9 @@ int main(void)
 		  "hold the entry", owner_gone_by_pid_and_start_time },
 		{ "a sweep removes dead and zombie owners' regions, never a live one's, one in use, "
 		  "another name or another uid's", sweep_regions },
-		{ "a region older than its pid's process goes, unless that process maps it",
-		  sweep_regions_of_reused_pids },
-		{ "sm directories: a dead pid's goes, a live or bound one stays, a failure is "
+		{ "an entry older than its pid's process goes, unless that process holds it",
+		  sweep_entries_of_reused_pids },
+		{ "sm directories: a dead pid's goes, a live one's stays, a failure is "
 		  "reported", sweep_sm_dirs },
 		{ "removal checks the owner and the inode again", remove_checks_again },
 	};
