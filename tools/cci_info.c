@@ -546,7 +546,8 @@ static int leftovers_main(const struct info_opts *o, int init_rc)
 
 	if (init_rc != CCI_SUCCESS)
 		fprintf(stderr, "cci_info: cci_init failed: %s (%s): only the default places are "
-		        "looked at\n", status_name(init_rc), cci_strerror(NULL, (enum cci_status)init_rc));
+		        "looked at\n", status_name(init_rc),
+		        cci_strerror(NULL, (enum cci_status)init_rc));
 	else if (cci_get_devices(&devices) != CCI_SUCCESS)
 		devices = NULL;
 	rc = info_leftovers(devices, o->leftovers == 2, o->json);

@@ -205,7 +205,8 @@ static uint64_t dir_bytes(int dirfd_)
 		return 0;
 	}
 	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.' && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		if (e->d_name[0] != '.' &&
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
 			sum += (uint64_t)st.st_size;
 	closedir(d);
 	return sum;

@@ -55,12 +55,14 @@ class Checker:
         return ok
 
 
-def run(cci_info, args=(), **env):
-    """cci_info with only the CCI_* variables given; (rc, stdout, stderr)."""
+def run(cci_info, args=(), uid=None, **env):
+    """cci_info with only the CCI_* variables given, as uid if given;
+    (rc, stdout, stderr)."""
     e = {k: v for k, v in os.environ.items() if k not in CCI_VARS}
     e.update({k: v for k, v in env.items() if v is not None})
+    as_uid = (lambda: (os.setgid(uid), os.setuid(uid))) if uid is not None else None
     p = subprocess.run([cci_info] + list(args), env=e, capture_output=True, text=True,
-                       errors="replace", timeout=120)
+                       errors="replace", timeout=120, preexec_fn=as_uid)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -491,8 +493,16 @@ def make(path, size=0):
         f.truncate(size)
 
 
+# Leftovers are made for a uid of their own when the test runs as root, and
+# cci_info runs as that uid: the sweeps of other processes of the library
+# (other tests of this run) look at their own uid's only, so they cannot
+# remove a dead pid's region before cci_info lists it.
+LEFTOVER_UID = 4242 if os.geteuid() == 0 else None
+
+
 def leftovers_json(c, a, args, ini, want_rc=0):
-    rc, out, err = run(a.cci_info, args + ["--json"], CCI_CONFIG=ini, CCI_CTP="sm")
+    rc, out, err = run(a.cci_info, args + ["--json"], uid=LEFTOVER_UID, CCI_CONFIG=ini,
+                       CCI_CTP="sm")
     c.check(rc == want_rc, "cci_info %s exits %d" % (" ".join(args), want_rc),
             "rc %d, stderr:\n%s" % (rc, err))
     try:
@@ -517,15 +527,22 @@ def case_leftovers(c, a):
         other = "/dev/shm/cci-info-test-%d" % me
         dead_dir = os.path.join(base, str(gone))
         stuck = os.path.join(base, str(gone2))
-        for p, size in ((region, 8192), (mine, 4096), (other, 0)):
+        foreign = "/dev/shm/%d:5:5" % gone  # root's, when cci_info runs as LEFTOVER_UID
+        for p, size in ((region, 8192), (mine, 4096), (other, 0), (foreign, 0)):
             make(p, size)
         os.mkdir(dead_dir, 0o700)
         make(os.path.join(dead_dir, "0"), 100)
         os.makedirs(os.path.join(stuck, "sub"), 0o700)
+        if LEFTOVER_UID is not None:
+            for p in (tmp, ini, region, mine, other):
+                os.chown(p, LEFTOVER_UID, LEFTOVER_UID)
+            for root, dirs, files in os.walk(base):
+                for p in [root] + [os.path.join(root, x) for x in dirs + files]:
+                    os.chown(p, LEFTOVER_UID, LEFTOVER_UID)
         try:
             check_leftovers(c, a, ini, region, mine, other, dead_dir, stuck, gone, me)
         finally:
-            for p in (region, mine, other):
+            for p in (region, mine, other, foreign):
                 if os.path.exists(p):
                     os.unlink(p)
 
@@ -543,9 +560,12 @@ def check_leftovers(c, a, ini, region, mine, other, dead_dir, stuck, gone, me):
     c.check(d.get("kind") == "sm-dir" and d.get("owner") == "gone" and d.get("bytes") == 100,
             "a dead pid's sm directory under the device's path= is listed", json.dumps(d))
     c.check(other not in found, "another name in /dev/shm is not listed")
+    if LEFTOVER_UID is not None:
+        c.check("/dev/shm/%d:5:5" % gone not in found, "nor another uid's region")
     c.check(all(os.path.exists(p) for p in (region, mine, dead_dir, stuck)),
             "--leftovers removes nothing")
-    rc, out, _ = run(a.cci_info, ["--leftovers"], CCI_CONFIG=ini, CCI_CTP="sm")
+    rc, out, _ = run(a.cci_info, ["--leftovers"], uid=LEFTOVER_UID, CCI_CONFIG=ini,
+                     CCI_CTP="sm")
     c.check(rc == 0 and region in out and "pid %d: gone" % gone in out and dead_dir in out,
             "the text lists the same, with pid and owner", out)
     found, err = leftovers_json(c, a, ["--remove-leftovers"], ini, want_rc=1)

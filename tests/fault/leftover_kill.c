@@ -129,6 +129,7 @@ static int run_client(const char *uri)
 	double end = now_s() + WAIT_S * multiplier();
 	cci_connection_t *conn = NULL;
 	static char msg[MSG_LEN];
+	const uint32_t len = MSG_LEN;
 	int sent_ok = 0;
 	cci_event_t *ev;
 
@@ -138,8 +139,7 @@ static int run_client(const char *uri)
 		int rc = CCI_EAGAIN, events = 0;
 
 		if (conn) /* no room (EAGAIN, ENOBUFS): progress first */
-			rc = cci_send(conn, msg, MSG_LEN < conn->max_send_size ? MSG_LEN
-			                                                       : conn->max_send_size,
+			rc = cci_send(conn, msg, len < conn->max_send_size ? len : conn->max_send_size,
 			              NULL, 0);
 		for (; cci_get_event(ep, &ev) == CCI_SUCCESS; events++)
 			client_event(ev, &conn, &sent_ok);
@@ -287,7 +287,8 @@ static int pair_step(struct run *r, struct pair *p)
 		p->srv.line[p->srv.len - 1] = '\0';
 		if (strncmp(p->srv.line, "uri ", 4) != 0 ||
 		    spawn(&p->cli, "--client", p->srv.line + 4) != 0) {
-			fprintf(stderr, "leftover_kill: server pid %d gave no URI\n", (int)p->srv.pid);
+			fprintf(stderr, "leftover_kill: server pid %d gave no URI\n",
+			        (int)p->srv.pid);
 			p->end = 0; /* give it up */
 		}
 	}

@@ -4,8 +4,9 @@
  * removes exactly the leftovers of dead processes: never one of a live
  * process, of another uid or of another name.
  *
- * Regions are made in the real /dev/shm (named for pids of this test's
- * own children) and sm directories under a private temporary base.
+ * Regions are made in a private directory under /dev/shm (named for pids
+ * of this test's own children) and sm directories under a private
+ * temporary base.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +27,11 @@
 #include "unit_run.h"
 
 #define SEC 1000000000ll
+
+/* Regions are made in a directory of this test's own under /dev/shm, where
+ * the sweeps of other processes of the library (other tests running at
+ * the same time) do not look: a tmpfs like /dev/shm itself. */
+static char shm_dir[] = "/dev/shm/cci-leftover-test-XXXXXX";
 
 /* A pid that named a process which is gone now (a reaped child). */
 static pid_t dead_pid(void)
@@ -155,27 +161,27 @@ static void sweep_regions(void)
 		_exit(0);
 	CU_ASSERT_FATAL(zpid > 0);
 	waitid(P_PID, (id_t)zpid, &(siginfo_t){ 0 }, WEXITED | WNOWAIT); /* a zombie now */
-	snprintf(dead, sizeof(dead), "/dev/shm/%d:0:0", (int)gone);
-	snprintf(zombie, sizeof(zombie), "/dev/shm/%d:0:1", (int)zpid);
-	snprintf(live, sizeof(live), "/dev/shm/%d:0:0", (int)getpid());
-	snprintf(other, sizeof(other), "/dev/shm/cci-leftover-test-%d", (int)getpid());
-	snprintf(near, sizeof(near), "/dev/shm/%d:x", (int)gone);
-	snprintf(foreign, sizeof(foreign), "/dev/shm/%d:1:1", (int)gone);
+	snprintf(dead, sizeof(dead), "%s/%d:0:0", shm_dir, (int)gone);
+	snprintf(zombie, sizeof(zombie), "%s/%d:0:1", shm_dir, (int)zpid);
+	snprintf(live, sizeof(live), "%s/%d:0:0", shm_dir, (int)getpid());
+	snprintf(other, sizeof(other), "%s/cci-leftover-test-%d", shm_dir, (int)getpid());
+	snprintf(near, sizeof(near), "%s/%d:x", shm_dir, (int)gone);
+	snprintf(foreign, sizeof(foreign), "%s/%d:1:1", shm_dir, (int)gone);
 	CU_ASSERT_FATAL(!make_file(dead, 8192) && !make_file(zombie, 0) && !make_file(live, 0) &&
 	                !make_file(other, 0) && !make_file(near, 0) && !make_file(foreign, 0));
 	if (geteuid() == 0)
 		CU_ASSERT_EQUAL(chown(foreign, 4242, 4242), 0);
 	/* Named for a dead pid but open for writing, as by a process of another
 	 * pid namespace whose pids we do not see. */
-	snprintf(open_, sizeof(open_), "/dev/shm/%d:2:2", (int)gone);
+	snprintf(open_, sizeof(open_), "%s/%d:2:2", shm_dir, (int)gone);
 	CU_ASSERT_FATAL(make_file(open_, 0) == 0);
 	open_fd = open(open_, O_RDWR | O_CLOEXEC);
 	CU_ASSERT_FATAL(open_fd >= 0);
-	f = scan_for(LEFTOVER_SHM_REGION, LEFTOVER_SHM_DIR, dead);
+	f = scan_for(LEFTOVER_SHM_REGION, shm_dir, dead);
 	CU_ASSERT(f.seen && !f.alive && f.bytes == 8192);
-	f = scan_for(LEFTOVER_SHM_REGION, LEFTOVER_SHM_DIR, live);
+	f = scan_for(LEFTOVER_SHM_REGION, shm_dir, live);
 	CU_ASSERT(f.seen && f.alive);
-	CU_ASSERT(leftover_sweep(LEFTOVER_SHM_REGION, LEFTOVER_SHM_DIR, NULL, NULL) >= 2);
+	CU_ASSERT(leftover_sweep(LEFTOVER_SHM_REGION, shm_dir, NULL, NULL) >= 2);
 	CU_ASSERT_NOT_EQUAL(access(dead, F_OK), 0);
 	CU_ASSERT_NOT_EQUAL(access(zombie, F_OK), 0); /* a zombie holds nothing */
 	CU_ASSERT_EQUAL(access(live, F_OK), 0);       /* its process runs */
@@ -185,7 +191,7 @@ static void sweep_regions(void)
 		CU_ASSERT_EQUAL(access(foreign, F_OK), 0); /* another uid's */
 	CU_ASSERT_EQUAL(access(open_, F_OK), 0);      /* in use */
 	close(open_fd);
-	leftover_sweep(LEFTOVER_SHM_REGION, LEFTOVER_SHM_DIR, NULL, NULL);
+	leftover_sweep(LEFTOVER_SHM_REGION, shm_dir, NULL, NULL);
 	CU_ASSERT_NOT_EQUAL(access(open_, F_OK), 0);  /* no longer */
 	waitpid(zpid, NULL, 0);
 	unlink(dead);
@@ -287,8 +293,8 @@ static void sweep_entries_of_reused_pids(void)
 	int ha, hb, listen_fd;
 
 	CU_ASSERT_FATAL(mkdtemp(base) != NULL);
-	snprintf(tmp[0], PATH_MAX, "/dev/shm/cci-leftover-test-a-%d", (int)getpid());
-	snprintf(tmp[1], PATH_MAX, "/dev/shm/cci-leftover-test-b-%d", (int)getpid());
+	snprintf(tmp[0], PATH_MAX, "%s/cci-leftover-test-a-%d", shm_dir, (int)getpid());
+	snprintf(tmp[1], PATH_MAX, "%s/cci-leftover-test-b-%d", shm_dir, (int)getpid());
 	snprintf(tmp[2], PATH_MAX, "%s/older", base);
 	CU_ASSERT_FATAL(make_file(tmp[0], 4096) == 0 && make_file(tmp[1], 4096) == 0 &&
 	                mkdir(tmp[2], 0700) == 0);
@@ -296,14 +302,14 @@ static void sweep_entries_of_reused_pids(void)
 	a = live_child(&ha, NULL);
 	b = live_child(&hb, tmp[1]); /* maps the second region */
 	CU_ASSERT_FATAL(a > 0 && b > 0);
-	snprintf(reused, sizeof(reused), "/dev/shm/%d:0:0", (int)a);
-	snprintf(held, sizeof(held), "/dev/shm/%d:0:0", (int)b);
+	snprintf(reused, sizeof(reused), "%s/%d:0:0", shm_dir, (int)a);
+	snprintf(held, sizeof(held), "%s/%d:0:0", shm_dir, (int)b);
 	snprintf(dir, sizeof(dir), "%s/%d", base, (int)a);
 	CU_ASSERT_FATAL(rename(tmp[0], reused) == 0 && rename(tmp[1], held) == 0 &&
 	                rename(tmp[2], dir) == 0);
 	listen_fd = make_sm_dir(base, a, DIR_KEEP_BOUND | DIR_EXISTS, bound, sizeof(bound));
 	CU_ASSERT_FATAL(listen_fd > 0);
-	leftover_sweep(LEFTOVER_SHM_REGION, LEFTOVER_SHM_DIR, NULL, NULL);
+	leftover_sweep(LEFTOVER_SHM_REGION, shm_dir, NULL, NULL);
 	leftover_sweep(LEFTOVER_SM_DIR, base, NULL, NULL);
 	CU_ASSERT_NOT_EQUAL(access(reused, F_OK), 0);
 	CU_ASSERT_EQUAL(access(held, F_OK), 0);
@@ -329,9 +335,9 @@ static void remove_checks_again(void)
 	struct found f;
 	struct leftover lo = { .kind = LEFTOVER_SHM_REGION };
 
-	snprintf(path, sizeof(path), "/dev/shm/%d:7:7", (int)getpid());
+	snprintf(path, sizeof(path), "%s/%d:7:7", shm_dir, (int)getpid());
 	CU_ASSERT_FATAL(make_file(path, 0) == 0);
-	f = scan_for(LEFTOVER_SHM_REGION, LEFTOVER_SHM_DIR, path);
+	f = scan_for(LEFTOVER_SHM_REGION, shm_dir, path);
 	CU_ASSERT(f.seen && f.alive);
 	snprintf(lo.path, sizeof(lo.path), "%s", path);
 	lo.pid = getpid();
@@ -354,8 +360,8 @@ int main(void)
 		{ "names: <pid>:<n>:<m> regions and <pid> directories only", names_of_each_kind },
 		{ "an owner is gone without its pid, or when a later process has it and does not "
 		  "hold the entry", owner_gone_by_pid_and_start_time },
-		{ "a sweep removes dead and zombie owners' regions, never a live one's, one in use, "
-		  "another name or another uid's", sweep_regions },
+		{ "a sweep removes dead and zombie owners' regions, never a live one's, one in "
+		  "use, another name or another uid's", sweep_regions },
 		{ "an entry older than its pid's process goes, unless that process holds it",
 		  sweep_entries_of_reused_pids },
 		{ "sm directories: a dead pid's goes, a live one's stays, a failure is "
@@ -363,9 +369,13 @@ int main(void)
 		{ "removal checks the owner and the inode again", remove_checks_again },
 	};
 
-	if (access(LEFTOVER_SHM_DIR, W_OK) != 0) {
-		printf("SKIP: %s is not writable here\n", LEFTOVER_SHM_DIR);
+	int rc;
+
+	if (!mkdtemp(shm_dir)) {
+		printf("SKIP: cannot make %s: /dev/shm is not writable here\n", shm_dir);
 		return 77;
 	}
-	return UNIT_RUN("leftover", tests);
+	rc = UNIT_RUN("leftover", tests);
+	rmdir(shm_dir);
+	return rc;
 }
