@@ -655,6 +655,16 @@ CCI_DECLSPEC int cci_rma(cci_connection_t *connection, const void *msg_ptr,
  *
  * Memory registered by the parent stays registered in the parent only;
  * the child's copy of it is ordinary memory.
+ *
+ * A process that ends without cci_destroy_endpoint() or cci_finalize()
+ * (SIGKILL, a crash, a signal's default action) can leave files behind:
+ * over sm its directory <base>/<pid> with its socket files, over ofi with
+ * libfabric's shm provider its regions /dev/shm/<pid>:<n>:<m>.  The next
+ * cci_create_endpoint() of that transport on the host, in any process of
+ * the same user, removes them once their process is gone (judged by pid
+ * and start time, never removing what a running process uses); the
+ * cci_info tool lists them (--leftovers) and removes them on demand
+ * (--remove-leftovers).
  */
 
 /* ------------------------------------------------------------------------ */
