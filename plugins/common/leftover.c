@@ -111,6 +111,8 @@ int leftover_owner_gone(pid_t pid, int64_t made_ns, int (*holds)(pid_t, const vo
 		return 0; /* /proc hidden or unreadable: cannot tell, so it runs */
 	if (zombie)
 		return 1;
+	if (!leftover_judge(1, start, made_ns, 0))
+		return 0; /* it started first: the entry is its own, no need to read holds() */
 	return leftover_judge(1, start, made_ns, holds(pid, arg));
 }
 
