@@ -309,6 +309,20 @@ static void phase_teardown(struct worker *w)
 	}
 }
 
+/* A program that returns from main with its endpoint open and sends in
+ * flight: exit() runs the library's destructors (and libfabric's), which
+ * the signal may interrupt anywhere. */
+_Noreturn static void phase_exit(struct worker *w)
+{
+	worker_init(w);
+	worker_endpoint(w);
+	worker_connect(w);
+	for (int i = 0; i < 4; i++)
+		worker_send(w);
+	worker_ready(w);
+	exit(SIG_EXIT_AT_EXIT);
+}
+
 _Noreturn void sig_worker_run(const struct sig_job *job)
 {
 	struct worker w = { .job = job, .deadline = h_now_ms() + SIG_WORKER_BOUND_MS * (F_SANITIZED ? 3u : 1u) };
@@ -322,7 +336,9 @@ _Noreturn void sig_worker_run(const struct sig_job *job)
 		phase_init(&w);
 	else if (job->phase == SIG_PHASE_TRAFFIC)
 		phase_traffic(&w);
-	else
+	else if (job->phase == SIG_PHASE_TEARDOWN)
 		phase_teardown(&w);
+	else
+		phase_exit(&w);
 	_exit(SIG_EXIT_FAILED); /* the phases do not return */
 }

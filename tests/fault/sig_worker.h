@@ -1,7 +1,7 @@
 /*
  * sig_worker.h - the process a signal test ends: a forked child that runs
- * one phase of an application's life (cci_init, traffic, teardown) until
- * a signal arrives, as a rank of a job does when its launcher cancels it.
+ * one phase of an application's life (cci_init, traffic, teardown, exit)
+ * until a signal arrives, as a rank of a job does when its launcher cancels it.
  *
  * The child tells the test when its phase has begun by writing one byte
  * on ready_fd; the test then sends the signal at a moment of its choice
@@ -13,7 +13,9 @@
 enum sig_phase {
 	SIG_PHASE_INIT,     /* cci_init, an endpoint, then idle polls */
 	SIG_PHASE_TRAFFIC,  /* messages to an echoing server and their echoes */
-	SIG_PHASE_TEARDOWN  /* endpoint, connect, send, destroy, finalize, init, ... */
+	SIG_PHASE_TEARDOWN, /* endpoint, connect, send, destroy, finalize, init, ... */
+	SIG_PHASE_EXIT      /* endpoint, connect, sends in flight, then exit() with all
+	                     * open: the library's destructors run while the signal comes */
 };
 
 /* What the application decided for SIGTERM, SIGINT and SIGHUP. */
@@ -28,6 +30,8 @@ enum sig_mode {
 #define SIG_EXIT_WENT_ON 5    /* ignored the signal; its endpoint took a new connection */
 #define SIG_EXIT_IDLE 3       /* no signal came within the phase's bound */
 #define SIG_EXIT_FAILED 4     /* a call of the library failed (printed on stderr) */
+#define SIG_EXIT_AT_EXIT 6    /* the exit phase's own exit() finished first (or the
+                               * handler only recorded the signal meanwhile) */
 
 /* The phase's bound (three times it under a sanitizer): a worker that got
  * no signal by then exits SIG_EXIT_IDLE. */
