@@ -41,6 +41,11 @@
 #define F_TSAN 0
 #endif
 
+/* A child process that will leave memory on purpose (a forked child
+ * ending without teardown): LeakSanitizer's check at its exit is off from
+ * this call on (its hook, fault.c).  A no-op without the sanitizer. */
+void f_lsan_off(void);
+
 /* Under AddressSanitizer (its quarantine keeps freed memory) or
  * ThreadSanitizer (its shadow) RSS says nothing about leaks: the tests
  * then check descriptors only. */

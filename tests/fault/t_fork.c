@@ -61,18 +61,12 @@ static void roundtrips(cci_endpoint_t *ep, cci_connection_t *c, uint32_t *seq, u
  * not have (a malloc in the child then waits for good), and LeakSanitizer
  * still lists the parent's threads, cannot stop them, and reports what
  * only they referenced.  Under them the children below turn LeakSanitizer
- * off (through its hook) and end by _exit(), allocating nothing; what the
+ * off (f_lsan_off) and end by _exit(), allocating nothing; what the
  * child's own exit() does to the parent, and a child's own session, are
  * checked in the plain build.
  */
 #if F_SANITIZED
-static int forked_child;
-int __lsan_is_turned_off(void);
-int __lsan_is_turned_off(void)
-{
-	return forked_child;
-}
-#define LSAN_OFF_IN_CHILD() (forked_child = 1)
+#define LSAN_OFF_IN_CHILD() f_lsan_off()
 #define CHILD_EXIT() h_exit_now()
 #else
 #define LSAN_OFF_IN_CHILD() ((void)0)
