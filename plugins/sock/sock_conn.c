@@ -450,8 +450,10 @@ void sock_conn_tick(struct sock_ep *sep, uint64_t now)
 	gone_tick(sep, now);
 	for (; sc; sc = next) {
 		next = LIST_NEXT(sc, link);
-		if (cci__conn_tick(&sc->base, sc->conn, sock_core, &tick_ops, sc, now) &&
-		    sc->suspect_ns)
+		/* 0: not open (any more), or released: an expired connect */
+		if (!cci__conn_tick(&sc->base, sc->conn, sock_core, &tick_ops, sc, now))
+			continue;
+		if (sc->suspect_ns)
 			suspect_tick(sc, now);
 		/* Every timer set is noted where it is set; this makes sure
 		 * (tick_run runs sock_conn_timers next). */
