@@ -703,7 +703,11 @@ CCI_DECLSPEC int cci_rma(cci_connection_t *connection, const void *msg_ptr,
  *    signal ignored then stays ignored (the library keeps SIG_IGN), and
  *    nothing is removed.  A handler the application installs after that
  *    endpoint replaces the provider's: the regions then stay in /dev/shm
- *    until a later process of the library removes them.
+ *    until a later process of the library removes them.  At exit() (and
+ *    at cci_finalize()), before libfabric's own teardown, the library
+ *    puts back what those handlers replaced, and removes the names of
+ *    the regions of endpoints still open: a signal during the rest of
+ *    exit() acts as the application set it.
  *
  * The library cannot end a process faster than a signal's default action,
  * nor stop a handler of the application's from deadlocking: a handler that

@@ -487,15 +487,20 @@ extern struct ofi_lib ofi_lib;
 int ofi_lib_load(const char **why);
 
 /* Signal dispositions (ofi_signal.c): every signal's, saved by
- * ofi_sig_save; ofi_sig_keep puts back each one changed since,
- * ofi_sig_keep_ignored only those that were ignored (SIG_IGN).  by names
+ * ofi_sig_save; ofi_sig_keep puts back each one changed since.  by names
  * what changed them, for the log. */
 struct ofi_sigs {
 	struct sigaction act[NSIG];
 };
 void ofi_sig_save(struct ofi_sigs *s);
 void ofi_sig_keep(const struct ofi_sigs *s, const char *by);
-void ofi_sig_keep_ignored(const struct ofi_sigs *s, const char *by);
+/* After the provider's endpoint, saved before it by ofi_sig_save: puts
+ * back the ignored signals it changed and records the handlers it
+ * installed over the others; ofi_sig_provider_forget puts back what those
+ * handlers replaced where they are still installed (at exit, before
+ * libfabric's destructor frees what they read). */
+void ofi_sig_provider_note(const struct ofi_sigs *s);
+void ofi_sig_provider_forget(void);
 /* dlopen(name, flags) keeping every signal's disposition as it was. */
 void *ofi_sig_dlopen(const char *name, int flags);
 
@@ -531,6 +536,7 @@ enum ofi_reach_by {
 	OFI_REACH_BY_PROBE          /* the listener, or a TCP connect to it (tcp;ofi_rxm) */
 };
 void ofi_reach_shm_self(const uint8_t *addr, size_t len);
+void ofi_reach_shm_unlink_own(const uint8_t *addr, size_t len);
 int ofi_reach_shm(const uint8_t *addr, size_t len, uint32_t *pid_p);
 int ofi_reach_listener(const uint8_t *addr, size_t len);
 int ofi_reach_probe(const uint8_t *addr, size_t len, int *fd_p);

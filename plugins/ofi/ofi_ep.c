@@ -157,10 +157,11 @@ static int ep_open_endpoint(struct ofi_ep *sep)
 
 	ep_reap_stale_shm(sep->info);
 	/* shm sets its cleanup handlers at a process's first endpoint; an
-	 * ignored signal stays ignored (ofi_signal.c). */
+	 * ignored signal stays ignored, the others are put back at exit
+	 * (ofi_signal.c). */
 	ofi_sig_save(&sigs);
 	rc = fi_endpoint(sep->domain, sep->info, &sep->fep, NULL);
-	ofi_sig_keep_ignored(&sigs, "the provider's endpoint");
+	ofi_sig_provider_note(&sigs);
 
 	if (rc == 0)
 		rc = fi_ep_bind(sep->fep, &sep->av->fid, 0);

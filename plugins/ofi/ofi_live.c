@@ -223,19 +223,35 @@ static void live_fork_child(void)
  * cci_get_event after a client exited with sends in flight.  The
  * application's own threads are the application's to stop.
  *
- * A destructor, not atexit(): it runs at exit (before libfabric's own,
- * which this module depends on) or at the module's dlclose after
- * cci_finalize (no endpoint is listed then).  ThreadSanitizer's atexit
- * keeps the function past the dlclose and calls it unmapped at exit.
+ * The shm provider's signal handlers go first (ofi_signal.c: libfabric's
+ * destructor frees what they read), and the names of the process's own
+ * shm regions with them: nothing else would remove them before a later
+ * process's sweep.
+ *
+ * An exit handler of this module (__cxa_atexit with its __dso_handle), not
+ * a destructor: exit() runs it before any destructor, and libfabric's can
+ * come before this module's (the dynamic loader finalizes in load order
+ * the objects that do not depend on each other, and a program that loaded
+ * libfabric before cci_init has it first).  The module's dlclose after
+ * cci_finalize runs it too (no endpoint is listed then) and forgets it.
+ * Not atexit(): ThreadSanitizer's keeps the function past the dlclose and
+ * calls it unmapped at exit.
  */
-__attribute__((destructor)) static void live_exit(void)
+extern void *__dso_handle __attribute__((visibility("hidden")));
+int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+
+static void live_exit(void *unused)
 {
 	struct ofi_ep **v = NULL;
 	uint32_t n = 0, cap = 0;
 	struct timespec dl;
 
+	(void)unused;
+	ofi_sig_provider_forget();
 	pthread_mutex_lock(&live_lock);
 	for (struct ofi_ep *y = live; y; y = y->live_next) {
+		if (y->reach == OFI_REACH_BY_SHM)
+			ofi_reach_shm_unlink_own(y->addr, y->addr_len);
 		if (!y->eng.thread_started || cci__grow(&v, n, &cap, 8, sizeof(*v)) != CCI_SUCCESS)
 			continue;
 		cci__engine_cmd(&y->eng, CCI__ENGINE_STOP);
@@ -256,6 +272,7 @@ __attribute__((destructor)) static void live_exit(void)
 __attribute__((constructor)) static void live_handlers_install(void)
 {
 	pthread_atfork(NULL, NULL, live_fork_child);
+	__cxa_atexit(live_exit, NULL, &__dso_handle);
 }
 
 void ofi_live_fini(void)

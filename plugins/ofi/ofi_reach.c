@@ -96,6 +96,22 @@ void ofi_reach_shm_self(const uint8_t *addr, size_t len)
 		        "connects to shm peers that are gone wait for their timeout", path);
 }
 
+/* The process exits with this endpoint of its own open: its region's name
+ * goes, as shm's signal handler would have removed it (peers that mapped
+ * it keep their mapping); libfabric unlinks it only when the endpoint is
+ * closed.  Only a region that holds our pid, where the layout is known. */
+void ofi_reach_shm_unlink_own(const uint8_t *addr, size_t len)
+{
+	char path[sizeof(SHM_DIR) + NAME_MAX + 1];
+
+	if (!atomic_load_explicit(&shm_layout, memory_order_relaxed) ||
+	    shm_path(addr, len, path, sizeof(path)) != CCI_SUCCESS ||
+	    shm_region_pid(path) != (int)getpid())
+		return;
+	if (unlink(path) != 0 && errno != ENOENT)
+		OFI_LOG(CCI_LOG_EP, "ofi: cannot remove %s at exit: %s", path, strerror(errno));
+}
+
 /* Does process pid map the file at path (not an unlinked one of that
  * name)?  1 yes, 0 no, -1 cannot tell. */
 static int proc_maps_file(uint32_t pid, const char *path)

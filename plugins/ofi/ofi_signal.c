@@ -20,6 +20,12 @@
  *    as they clean up.  Except over an ignored signal: the region would
  *    be unlinked while the process goes on (peers could no longer reach
  *    it), so an ignored signal stays ignored.
+ *    Those handlers read the dispositions they replaced from an array
+ *    that libfabric's destructor frees at exit, and the handlers stay
+ *    installed: a signal during the rest of exit() ran sigaction() and the
+ *    replaced handler from freed memory (a SIGSEGV, once reused).  So this
+ *    module's destructor, which runs before libfabric's, puts back what
+ *    they replaced (ofi_sig_provider_forget).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -66,10 +72,51 @@ void ofi_sig_keep(const struct ofi_sigs *s, const char *by)
 		sig_put_back(s, n, 0, by);
 }
 
-void ofi_sig_keep_ignored(const struct ofi_sigs *s, const char *by)
+static void sig_keep_ignored(const struct ofi_sigs *s, const char *by)
 {
 	for (int n = 1; n < NSIG; n++)
 		sig_put_back(s, n, 1, by);
+}
+
+/* The dispositions the provider's handlers replaced, and the handlers:
+ * recorded at the endpoint that installed them (shm does it once per
+ * process), put back at exit or at the module's unload. */
+static pthread_mutex_t prov_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ofi_sigs prov_replaced;
+static struct sigaction prov_installed[NSIG];
+static unsigned char prov_noted[NSIG];
+
+void ofi_sig_provider_note(const struct ofi_sigs *s)
+{
+	struct sigaction now;
+
+	sig_keep_ignored(s, "the provider's endpoint");
+	pthread_mutex_lock(&prov_lock);
+	for (int n = 1; n < NSIG; n++) {
+		if (s->act[n].sa_handler == SIG_ERR || sigaction(n, NULL, &now) != 0 ||
+		    sig_same(&now, &s->act[n]))
+			continue;
+		prov_replaced.act[n] = s->act[n];
+		prov_installed[n] = now;
+		prov_noted[n] = 1;
+	}
+	pthread_mutex_unlock(&prov_lock);
+}
+
+void ofi_sig_provider_forget(void)
+{
+	struct sigaction now;
+
+	pthread_mutex_lock(&prov_lock);
+	for (int n = 1; n < NSIG; n++) {
+		if (!prov_noted[n])
+			continue;
+		/* A handler the application set since is the application's. */
+		if (sigaction(n, NULL, &now) == 0 && sig_same(&now, &prov_installed[n]))
+			sigaction(n, &prov_replaced.act[n], NULL);
+		prov_noted[n] = 0;
+	}
+	pthread_mutex_unlock(&prov_lock);
 }
 
 /*

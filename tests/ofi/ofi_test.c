@@ -17,6 +17,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 
+#include "exit_audit.h"
 #include "ofi_test.h"
 
 const char *ot_provider;
@@ -47,9 +48,8 @@ void ot_skip(const char *why)
 	skips++;
 }
 
-cci_device_t *ot_init(void)
+int ot_cci_init(void)
 {
-	cci_device_t *const *devs;
 	char path[64], text[160];
 	FILE *f;
 	int rc;
@@ -61,11 +61,19 @@ cci_device_t *ot_init(void)
 	         strcmp(ot_provider, "tcp") == 0 ? "iface = lo\n" : "");
 	f = fopen(path, "w");
 	if (!f || fputs(text, f) < 0 || fclose(f) != 0)
-		return NULL;
+		return CCI_ERROR;
 	setenv("CCI_CONFIG", path, 1);
 	setenv("CCI_CTP", "ofi", 1);
 	rc = cci_init(CCI_ABI_VERSION, 0, &(uint32_t){ 0 });
 	unlink(path);
+	return rc;
+}
+
+cci_device_t *ot_init(void)
+{
+	cci_device_t *const *devs;
+	int rc = ot_cci_init();
+
 	CU_ASSERT_EQUAL(rc, CCI_SUCCESS);
 	if (rc != CCI_SUCCESS || cci_get_devices(&devs) != CCI_SUCCESS || !devs[0])
 		return NULL;
@@ -189,14 +197,18 @@ int main(int argc, char **argv)
 {
 	const char *filter = NULL;
 	unsigned failed, ran;
-	int rc;
+	int rc, exit_child = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--provider") == 0 && i + 1 < argc)
 			ot_provider = argv[++i];
+		else if (strcmp(argv[i], EXIT_AUDIT_CHILD_ARG) == 0)
+			exit_child = 1;
 		else
 			filter = argv[i];
 	}
+	if (exit_child && ot_provider)
+		return ot_exit_child();
 	if (!ot_provider) {
 		fprintf(stderr, "usage: %s --provider NAME [substring]\n", argv[0]);
 		return 2;
@@ -209,7 +221,8 @@ int main(int argc, char **argv)
 		return 2;
 	CU_set_fail_on_inactive(CU_FALSE);
 	if (ot_add_refuse_suite() != 0 || ot_add_rma_suite() != 0 || ot_add_hostile_suite() != 0 ||
-	    ot_add_dead_suite() != 0 || ot_add_timeout_suite() != 0 || ot_add_exec_suite() != 0) {
+	    ot_add_dead_suite() != 0 || ot_add_timeout_suite() != 0 || ot_add_exec_suite() != 0 ||
+	    ot_add_exit_suite() != 0) {
 		CU_cleanup_registry();
 		return 2;
 	}
