@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "cci_plugin.h"
+#include "conn_due.h"
 #include "conn_timers.h"
 
 enum cci__conn_state {
@@ -37,6 +38,7 @@ enum cci__conn_state {
 struct cci__conn_base {
 	_Atomic int state;              /* enum cci__conn_state */
 	struct cci__conn_timers timers; /* under the plugin's timer lock */
+	struct cci__due due;            /* its place in the endpoint's due heap (same lock) */
 };
 
 /* Is from -> to a legal move? */
@@ -74,11 +76,18 @@ struct cci__conn_tick_ops {
 	/* Probe the quiet peer; its answer counts as hearing from it. */
 	void (*ping)(void *pc);
 	/* The connect deadline passed: fail the attempt with CCI_ETIMEDOUT.
-	 * NULL when connect deadlines cannot be acted on in this tick. */
+	 * It may free pc.  NULL when connect deadlines cannot be acted on in
+	 * this tick. */
 	void (*connect_expired)(void *pc);
 	/* The oldest send outlived the send timeout: break the connection
-	 * with CCI_ETIMEDOUT. */
+	 * with CCI_ETIMEDOUT.  Neither this nor ping frees pc. */
 	void (*send_expired)(void *pc);
+	/* The core's connection of pc (for cci__conn_due_tick). */
+	cci__conn_t *(*conn_of)(void *pc);
+	/* The plugin's own work on an open connection after the timers' step
+	 * (cci__conn_due_tick; NULL for none): returns when the connection
+	 * next needs it, CCI__DUE_NEVER for not until something files it. */
+	uint64_t (*visit)(void *pc, uint64_t now);
 };
 
 /*
@@ -91,5 +100,36 @@ struct cci__conn_tick_ops {
  */
 int cci__conn_tick(struct cci__conn_base *b, cci__conn_t *conn, const struct cci_core *core,
                    const struct cci__conn_tick_ops *ops, void *pc, uint64_t now);
+
+/*
+ * When b's timers next need a visit (CCI__DUE_NEVER: none runs): a
+ * connecting one at its deadline; an open one at its keepalive's next
+ * probe or expiry and, with a send timeout, when the oldest send
+ * (oldest_ns, UINT64_MAX for none) would outlive it, or one timeout from
+ * now when nothing waits (a send queued meanwhile is seen before it can
+ * expire, and its own time taken then).  Never later than needed; earlier
+ * when the peer was heard since.
+ */
+uint64_t cci__conn_next_due(const struct cci__conn_base *b, const cci__conn_t *conn,
+                            uint64_t oldest_ns, uint64_t now);
+
+/* b's timers may be due sooner than filed: a connect started, the
+ * connection opened, or its keepalive or send timeout was set.  Files b
+ * in h for its next visit (the next tick, when a send timeout is set: its
+ * oldest send is the plugin's to tell).  Under h's lock. */
+void cci__conn_due_note(struct cci__due_heap *h, struct cci__conn_base *b,
+                        const cci__conn_t *conn, uint64_t now);
+
+/*
+ * The tick over h, a heap of the plugin's connections (each with its
+ * struct cci__conn_base first): every one due by now is visited once, as
+ * cci__conn_tick does, then by ops->visit while it is still open, and
+ * filed again for its next visit; a connection that left the open state
+ * is not filed again (a connect that expired is not touched again:
+ * connect_expired may free it).  Returns when the next visit is due.
+ * Under h's lock.
+ */
+uint64_t cci__conn_due_tick(struct cci__due_heap *h, const struct cci_core *core,
+                            const struct cci__conn_tick_ops *ops, uint64_t now);
 
 #endif /* CCI_COMMON_CONN_BASE_H */
