@@ -5,7 +5,8 @@
  * then runs an 8-byte ping-pong on the last one, for each N of a list.
  * Public API (cci.h) only.
  *
- *   connstorm [-n LIST] [-w W] [-i ITERS] [-b] [-D DEV] [--json]   (forks its server)
+ *   connstorm [-n LIST] [-w W] [-i ITERS] [-b] [-k MS] [-I S] [-D DEV] [--json]
+ *                                                                 (forks its server)
  *   connstorm -s [-o FILE] [-b] [-D DEV]                          (server)
  *   connstorm -h URI [-n LIST] [-w W] [-i ITERS] [-b] [--json]      (client)
  *
@@ -16,7 +17,11 @@
  * cci_get_event until CCI_EAGAIN) and the row counts the sleeps that
  * outlasted a second while an event was waiting (missed wake-ups; there
  * must be none): "connstorm -n 1 -i 1000000 -b" is a million blocking
- * round trips.
+ * round trips.  With -k every client connection gets that keepalive
+ * period; with -I the client then leaves the library alone for that many
+ * seconds and the row gives the share of a core the process used
+ * meanwhile (its progress threads keeping the connections: "idle is
+ * free" means well under 1%).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,6 +33,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,6 +56,7 @@ struct cs {
 	bool json, blocking;
 	const char *uri, *outfile, *device;
 	uint32_t window, iters;
+	uint32_t keepalive_ms, idle_s;
 	uint32_t counts[16], ncounts;
 	cci_endpoint_t *ep;
 	int epfd;
@@ -227,8 +234,14 @@ static void cs_take_connect(struct cs *c, cci_event_t *ev)
 	if (ev->type != CCI_EVENT_CONNECT)
 		perf_die("a %s event during the connects", cci_event_type_str(ev->type));
 	c->outstanding--;
-	if (ev->connect.status == CCI_SUCCESS)
+	if (ev->connect.status == CCI_SUCCESS) {
 		c->conns[c->nconns++] = ev->connect.connection;
+		if (c->keepalive_ms) {
+			uint32_t us = c->keepalive_ms * 1000u;
+			perf_check(cci_set_opt(ev->connect.connection, CCI_OPT_CONN_KEEPALIVE_TIMEOUT,
+			                       &us), "cci_set_opt(CONN_KEEPALIVE_TIMEOUT)");
+		}
+	}
 	else if (!c->failed++)
 		c->first_fail = ev->connect.status;
 	perf_check(cci_return_event(ev), "cci_return_event");
@@ -275,6 +288,29 @@ static double cs_pingpong(struct cs *c, cci_connection_t *conn, uint32_t iters)
 	return (double)(perf_now_ns() - t0) / 1e3 / 2 / iters;
 }
 
+/* CPU seconds this process used so far, every thread's. */
+static double cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Leave the library alone for c->idle_s seconds: the percent of a core
+ * the process used meanwhile. */
+static double cs_idle(struct cs *c)
+{
+	struct timespec ts = { .tv_sec = c->idle_s };
+	double cpu0 = cpu_s();
+	uint64_t t0 = perf_now_ns();
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+	return 100.0 * (cpu_s() - cpu0) / ((double)(perf_now_ns() - t0) / 1e9);
+}
+
 /* The server's cost of the open connections; it closes them after. */
 static struct cs_msg cs_server_stats(struct cs *c)
 {
@@ -297,7 +333,7 @@ static struct cs_msg cs_server_stats(struct cs *c)
 }
 
 static void cs_row(struct cs *c, uint32_t n, uint64_t ns, double lat, int64_t fds,
-                   int64_t rss, const struct cs_msg *srv)
+                   int64_t rss, const struct cs_msg *srv, double idle_cpu)
 {
 	double per_s = n * 1e9 / (double)ns;
 
@@ -305,14 +341,17 @@ static void cs_row(struct cs *c, uint32_t n, uint64_t ns, double lat, int64_t fd
 		printf("{\"conns\":%u,\"window\":%u,\"seconds\":%.6f,\"conns_per_s\":%.0f,"
 		       "\"latency_us\":%.3f,\"client_fds\":%" PRId64 ",\"client_kib\":%" PRId64 ","
 		       "\"server_fds\":%" PRId64 ",\"server_kib\":%" PRId64 ",\"sleeps\":%" PRIu64
-		       ",\"missed_wakeups\":%" PRIu64 "}\n", n, c->window ? c->window : n, ns / 1e9,
-		       per_s, lat, fds, rss, srv->fds, srv->rss_kib, c->sleeps, c->missed);
+		       ",\"missed_wakeups\":%" PRIu64 ",\"idle_cpu_pct\":%.3f}\n", n,
+		       c->window ? c->window : n, ns / 1e9, per_s, lat, fds, rss, srv->fds,
+		       srv->rss_kib, c->sleeps, c->missed, idle_cpu);
 	} else {
 		printf("%8u %8u %9.3f %10.0f %9.2f %9.2f %9.2f %9.2f %9.2f", n,
 		       c->window ? c->window : n, ns / 1e9, per_s, lat, (double)fds / n,
 		       (double)rss / n, (double)srv->fds / n, (double)srv->rss_kib / n);
 		if (c->blocking)
 			printf(" %8" PRIu64 " %6" PRIu64, c->sleeps, c->missed);
+		if (c->idle_s)
+			printf(" %9.3f", idle_cpu);
 		putchar('\n');
 	}
 	fflush(stdout);
@@ -328,21 +367,23 @@ static void cs_client(struct cs *c)
 	if (!c->conns)
 		perf_die("out of memory");
 	if (!c->json)
-		printf("%8s %8s %9s %10s %9s %9s %9s %9s %9s%s\n", "conns", "window", "seconds",
+		printf("%8s %8s %9s %10s %9s %9s %9s %9s %9s%s%s\n", "conns", "window", "seconds",
 		       "conns/s", "lat_us", "cli_fd/c", "cli_KiB/c", "srv_fd/c", "srv_KiB/c",
-		       c->blocking ? "   sleeps missed" : "");
+		       c->blocking ? "   sleeps missed" : "", c->idle_s ? " idle_cpu%" : "");
 	for (uint32_t i = 0; i < c->ncounts; i++) {
 		uint32_t n = c->counts[i];
 		int64_t fds0 = fd_count(), rss0 = rss_kib();
 		uint64_t ns = cs_connect_n(c, n);
 		int64_t fds = fd_count() - fds0, rss = rss_kib() - rss0;
-		double lat;
+		double lat, idle_cpu = 0;
 		struct cs_msg srv;
 
 		c->sleeps = c->missed = 0;
 		lat = cs_pingpong(c, c->conns[n - 1], c->iters);
+		if (c->idle_s)
+			idle_cpu = cs_idle(c);
 		srv = cs_server_stats(c);
-		cs_row(c, n, ns, lat, fds, rss, &srv);
+		cs_row(c, n, ns, lat, fds, rss, &srv, idle_cpu);
 		for (uint32_t k = 0; k < c->nconns; k++)
 			perf_check(cci_disconnect(c->conns[k]), "cci_disconnect");
 	}
@@ -372,13 +413,15 @@ static void cs_parse_counts(struct cs *c, const char *list)
 
 static void cs_usage(void)
 {
-	puts("usage: connstorm [-n LIST] [-w W] [-i ITERS] [-b] [-D DEV] [--json]\n"
+	puts("usage: connstorm [-n LIST] [-w W] [-i ITERS] [-b] [-k MS] [-I S] [-D DEV] [--json]\n"
 	     "       connstorm -s [-o FILE] [-b] [-D DEV]\n"
-	     "       connstorm -h URI [-n LIST] [-w W] [-i ITERS] [-b] [--json]\n"
+	     "       connstorm -h URI [-n LIST] [-w W] [-i ITERS] [-b] [-k MS] [-I S] [--json]\n"
 	     "  -n LIST   connection counts, comma-separated (default 1,100,1000,10000)\n"
 	     "  -w W      connects outstanding at most (default 256; 0: all at once)\n"
 	     "  -i ITERS  8-byte round trips on the last connection (default 10000)\n"
 	     "  -b        both sides sleep on the OS handle\n"
+	     "  -k MS     a keepalive of MS milliseconds on every client connection\n"
+	     "  -I S      then S seconds without calls: the client's share of a core\n"
 	     "  -D DEV    the device (default: the default device)\n"
 	     "  -s, -o    server, writing its URI to FILE; -h URI: client\n"
 	     "  --json    one JSON object per row");
@@ -391,12 +434,14 @@ static void cs_options(struct cs *c, int argc, char **argv, bool *server)
 	                                          { NULL, 0, NULL, 0 } };
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "n:w:i:bD:so:h:", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "n:w:i:bk:I:D:so:h:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n': cs_parse_counts(c, optarg); break;
 		case 'w': c->window = perf_parse_count(optarg, 0, CS_MAX_CONNS); break;
 		case 'i': c->iters = perf_parse_count(optarg, 1, 1u << 30); break;
 		case 'b': c->blocking = true; break;
+		case 'k': c->keepalive_ms = perf_parse_count(optarg, 1, 3600000); break;
+		case 'I': c->idle_s = perf_parse_count(optarg, 1, 3600); break;
 		case 'D': c->device = optarg; break;
 		case 's': *server = true; break;
 		case 'o': c->outfile = optarg; break;

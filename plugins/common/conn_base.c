@@ -68,6 +68,17 @@ static enum open_step open_step(struct cci__conn_base *b, cci__conn_t *conn,
 	return cci__conn_is_open(b) ? STEP_OPEN : STEP_BROKE;
 }
 
+void cci__conn_timeouts_changed(struct cci__conn_base *b, cci__conn_t *conn,
+                                pthread_mutex_t *lock, struct cci__due_heap *h)
+{
+	uint64_t now = cci__now_ns();
+
+	pthread_mutex_lock(lock);
+	cci__ct_arm(&b->timers, conn->keepalive_us, now);
+	cci__conn_due_note(h, b, conn, now);
+	pthread_mutex_unlock(lock);
+}
+
 int cci__conn_tick(struct cci__conn_base *b, cci__conn_t *conn, const struct cci_core *core,
                    const struct cci__conn_tick_ops *ops, void *pc, uint64_t now)
 {

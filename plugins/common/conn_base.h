@@ -7,10 +7,12 @@
  * other move under the ctp category, so a protocol bug shows in
  * CCI_DEBUG=ctp), and it is atomic: the data path reads it without the
  * lock that writers hold.  Once a tick, under the lock that guards the
- * connection's timers, the plugin calls cci__conn_tick(), which applies
- * the connect deadline, the send timeout and the keepalive through the
- * plugin's callbacks; what only the plugin knows (how to ping, which send
- * is the oldest, how to break) stays in the plugin.
+ * connection's timers, the plugin calls cci__conn_due_tick() over its due
+ * heap (conn_due.h: only the connections whose timers are due), or
+ * cci__conn_tick() for one connection; either applies the connect
+ * deadline, the send timeout and the keepalive through the plugin's
+ * callbacks; what only the plugin knows (how to ping, which send is the
+ * oldest, how to break) stays in the plugin.
  */
 #ifndef CCI_COMMON_CONN_BASE_H
 #define CCI_COMMON_CONN_BASE_H
@@ -67,6 +69,11 @@ void cci__conn_move(struct cci__conn_base *b, int to, const struct cci_core *cor
  * whose tick visits only the connections that need it lists this one. */
 void cci__conn_keepalive_changed(struct cci__conn_base *b, cci__conn_t *conn,
                                  pthread_mutex_t *lock, void (*armed)(void *pc), void *pc);
+
+/* The same for a plugin whose tick runs over a due heap (h, guarded by
+ * lock): the connection is filed in h for its next visit. */
+void cci__conn_timeouts_changed(struct cci__conn_base *b, cci__conn_t *conn,
+                                pthread_mutex_t *lock, struct cci__due_heap *h);
 
 /* The plugin's side of a tick.  Each gets the plugin's connection (pc). */
 struct cci__conn_tick_ops {

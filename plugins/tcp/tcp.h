@@ -345,6 +345,9 @@ struct tcp_ep {
 	struct tcp_conn *ack_due;      /* connections with acks read, not applied yet
 	                                * (tcp_rx.c): a pass visits these, not every
 	                                * open connection */
+	struct cci__due_heap due;      /* connections by their timers' next visit (the
+	                                * tick visits these, not every connection);
+	                                * sep->lock */
 
 	/* Op pool, and big copy buffers (mss bytes) lent to ops only until
 	 * their bytes are in the socket, so a few warm ones serve a stream. */
@@ -454,6 +457,7 @@ void tcp_faults_process(struct tcp_ep *sep);
 void tcp_conn_destroy(struct tcp_conn *tc);
 int tcp_disconnect(cci__conn_t *conn);
 void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop);
+void tcp_conn_ack_owed(struct tcp_conn *tc);
 void tcp_conn_timeouts_changed(cci__conn_t *conn);
 
 /* tcp_pool.c */

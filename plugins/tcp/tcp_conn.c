@@ -104,6 +104,7 @@ int tcp_conn_open(struct tcp_conn *tc, uint32_t peer_mss)
 	}
 	cci__ct_arm(&tc->base.timers, tc->conn->keepalive_us, cci__engine_now(&sep->eng));
 	cci__conn_move(&tc->base, CCI__CONN_OPEN, tcp_core, tc->conn);
+	cci__conn_due_note(&sep->due, &tc->base, tc->conn, cci__engine_now(&sep->eng));
 	return CCI_SUCCESS;
 }
 
@@ -310,6 +311,8 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 	tc->fd = -1;
 	tcp_retry_unlink(tc);
 	CCI__DLIST_UNLINK(&tc->sep->conns, tc);
+	cci__due_clear(&sep->due, &tc->base.due);
+	cci__due_unreserve(&sep->due);
 	free(tc->stage);
 	tc->stage = NULL;
 	tcp_core->conn_release(conn);
@@ -344,7 +347,7 @@ void tcp_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct tcp_conn *tc = tcp_conn_of(conn);
 
-	cci__conn_keepalive_changed(&tc->base, conn, &tc->sep->lock, NULL, NULL);
+	cci__conn_timeouts_changed(&tc->base, conn, &tc->sep->lock, &tc->sep->due);
 }
 
 /* When the oldest unfinished send or RMA was queued, UINT64_MAX if none
@@ -387,21 +390,46 @@ static void send_expired(void *pc)
 	tcp_conn_break(tc, CCI_ETIMEDOUT, "send timeout");
 }
 
+static cci__conn_t *conn_of(void *pc)
+{
+	return ((struct tcp_conn *)pc)->conn;
+}
+
+static int ack_owed(const struct tcp_conn *tc)
+{
+	return atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent);
+}
+
+/* An ack the receive path left owed (tcp_conn_ack_owed) goes out; one the
+ * socket did not take is tried again at the next tick. */
+static uint64_t visit(void *pc, uint64_t now)
+{
+	struct tcp_conn *tc = pc;
+
+	if (!ack_owed(tc))
+		return CCI__DUE_NEVER;
+	tcp_tx_flush_now(tc, TCP_F_ACK);
+	return ack_owed(tc) ? now + (uint64_t)(TCP_TICK_S * 1e9) : CCI__DUE_NEVER;
+}
+
 /* A failed connect stops its watcher, which needs the loop lock. */
 static const struct cci__conn_tick_ops tick_ops[2] = {
-	{ oldest_send_ns, ping, NULL, send_expired },
-	{ oldest_send_ns, ping, connect_expired, send_expired },
+	{ oldest_send_ns, ping, NULL, send_expired, conn_of, visit },
+	{ oldest_send_ns, ping, connect_expired, send_expired, conn_of, visit },
 };
 
-/* The tick: sep->lock held; with_loop when the loop lock is too. */
+/* The tick: only the connections due (sep->due), so 10,000 idle ones cost
+ * it nothing.  sep->lock held; with_loop when the loop lock is too. */
 void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop)
 {
 	assert(cci__mutex_held(&sep->lock));
-	for (struct tcp_conn *tc = sep->conns, *next; tc; tc = next) {
-		next = tc->next;
-		if (cci__conn_tick(&tc->base, tc->conn, tcp_core, &tick_ops[with_loop != 0], tc,
-		                   now) &&
-		    atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent))
-			tcp_tx_flush_now(tc, TCP_F_ACK);
-	}
+	cci__conn_due_tick(&sep->due, tcp_core, &tick_ops[with_loop != 0], now);
+}
+
+/* The receive path left an ack owed (not sent at once, tcp_rx.c): the
+ * next tick sends it unless a frame carries it first.  sep->lock held. */
+void tcp_conn_ack_owed(struct tcp_conn *tc)
+{
+	assert(cci__mutex_held(&tc->sep->lock));
+	cci__due_by(&tc->sep->due, &tc->base.due, cci__engine_now(&tc->sep->eng));
 }

@@ -303,6 +303,10 @@ static int accept_locked(struct tcp_req *req, void *context, const struct tcp_he
 	assert(cci__mutex_held(&req->sep->eng.lock));
 	if (!conn)
 		return CCI_ENOMEM;
+	if (cci__due_reserve(&sep->due) != CCI_SUCCESS) {
+		tcp_core->conn_release(conn);
+		return CCI_ENOMEM;
+	}
 	tc = tcp_conn_of(conn);
 	tcp_conn_init(tc, sep, conn, req->fd);
 	req->fd = -1; /* the connection owns the socket now */
@@ -623,7 +627,15 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	cci__ct_connecting(&tc->base.timers, timeout, cci__now_ns());
 	pthread_mutex_lock(&sep->eng.lock);
 	pthread_mutex_lock(&sep->lock);
+	if (cci__due_reserve(&sep->due) != CCI_SUCCESS) {
+		pthread_mutex_unlock(&sep->lock);
+		pthread_mutex_unlock(&sep->eng.lock);
+		close(fd);
+		tcp_core->conn_release(conn);
+		return CCI_ENOMEM;
+	}
 	CCI__DLIST_PUSH(&sep->conns, tc);
+	cci__conn_due_note(&sep->due, &tc->base, conn, cci__engine_now(&sep->eng));
 	ev_io_init(&tc->hs_w, hs_cb, fd, EV_WRITE);
 	tc->hs_w.data = tc;
 	ev_io_start(sep->eng.loop, &tc->hs_w);

@@ -207,11 +207,12 @@ static int manual_tick_wanted(struct tcp_ep *sep)
 	    atomic_load(&sep->nfaults) ||
 	    cci__engine_cmd_pending(&sep->eng))
 		return 1;
-	/* An ack still owed goes out on a tick (timers_run): the peer's
-	 * completions wait for it. */
+	/* A timer, or an ack still owed (the peer's completions wait for it):
+	 * both are in the due heap, which the tick visits (timers_run). */
+	if (cci__due_first(&sep->due) != CCI__DUE_NEVER)
+		return 1;
 	for (struct tcp_conn *tc = sep->conns; tc; tc = tc->next)
-		if (!cci__conn_is_open(&tc->base) || tc->base.timers.ka_us || tc->nanswers ||
-		    atomic_load(&tc->rx_seq) != atomic_load(&tc->ack_sent))
+		if (!cci__conn_is_open(&tc->base) || tc->nanswers)
 			return 1;
 	return 0;
 }

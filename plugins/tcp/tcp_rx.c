@@ -329,6 +329,11 @@ static void rx_ack_policy(struct tcp_conn *tc)
 		tc->ack_bytes = 0;
 		tcp_tx_flush_now(tc, TCP_F_ACK);
 	}
+	/* Owed still (not due yet, or a queued frame will carry it): the
+	 * tick sends it if nothing else did. */
+	if (atomic_load_explicit(&tc->rx_seq, memory_order_relaxed) !=
+	    atomic_load_explicit(&tc->ack_sent, memory_order_relaxed))
+		tcp_conn_ack_owed(tc);
 }
 
 static void rx_conn(struct tcp_conn *tc)

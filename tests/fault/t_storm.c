@@ -4,9 +4,14 @@
  * window of them outstanding, as a runtime wiring up to a server does.
  * A full listen backlog or an accept loop that falls behind means wait,
  * never a failure, a stall or a wrong event; every connection then works.
+ * Then each gets a keepalive and the server freezes: every one of the
+ * 2,000 raises its KEEPALIVE_TIMEDOUT once, on time (the tick visits the
+ * connections whose timers are due, plugins/common/conn_due.h: none may
+ * be forgotten).
  */
 #include "fault.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +21,8 @@
 #define STORM_WINDOW 256u
 #define STORM_TIMEOUT_S 60 /* each connect's; the whole storm must end well before */
 #define STORM_RUN_MS 100000u
+#define STORM_KA_US 1000000u /* the keepalive set on every connection */
+#define STORM_KA_LATE_MS 15000u /* how late past it the last event may come (loaded, sanitized) */
 
 /* Each process opens at least a descriptor per connection: make room,
  * as a server that expects thousands of peers does. */
@@ -129,6 +136,49 @@ static void storm_echo(struct storm *s, uint32_t i)
 	CHECK_RC(cci_return_event(ev), CCI_SUCCESS);
 }
 
+/* Every connection's keepalive expires once while the server is frozen:
+ * STORM_CONNS events, one per connection, none before the period. */
+static void storm_keepalive(struct storm *s, const struct h_peer *peer)
+{
+	uint32_t ka = STORM_KA_US, fired = 0, twice = 0, early = 0;
+	uint8_t *seen = calloc(STORM_CONNS, 1);
+	uint64_t t0 = h_now_ms(), deadline, last = 0;
+	cci_event_t *ev;
+
+	REQUIRE(seen != NULL);
+	for (uint32_t i = 0; i < STORM_CONNS; i++)
+		if (s->conns[i])
+			CHECK_RC(cci_set_opt(s->conns[i], CCI_OPT_CONN_KEEPALIVE_TIMEOUT, &ka),
+			         CCI_SUCCESS);
+	kill(peer->pid, SIGSTOP);
+	deadline = t0 + STORM_KA_US / 1000 + STORM_KA_LATE_MS;
+	while (fired < s->opened && h_now_ms() < deadline) {
+		uintptr_t i;
+		if (cci_get_event(s->ep, &ev) != CCI_SUCCESS)
+			continue;
+		if (CHECKF(ev->type == CCI_EVENT_KEEPALIVE_TIMEDOUT, "a %s event while the server "
+		           "was frozen", cci_event_type_str(ev->type))) {
+			i = (uintptr_t)ev->keepalive.connection->context;
+			fired++;
+			last = h_now_ms();
+			early += last < t0 + STORM_KA_US / 1000;
+			if (i < STORM_CONNS)
+				twice += seen[i]++ != 0;
+		}
+		cci_return_event(ev);
+	}
+	kill(peer->pid, SIGCONT);
+	h_note("keepalive %u ms on %u connections, server frozen: %u KEEPALIVE_TIMEDOUT, the "
+	       "last %llu ms after the set", STORM_KA_US / 1000, s->opened, fired,
+	       (unsigned long long)(last ? last - t0 : 0));
+	CHECKF(fired == s->opened, "%u of %u connections raised KEEPALIVE_TIMEDOUT", fired,
+	       s->opened);
+	CHECKF(twice == 0 && early == 0, "%u raised it twice, %u before the period", twice,
+	       early);
+	EXPECT_QUIET(s->ep, 100); /* disarmed: no second one */
+	free(seen);
+}
+
 static void connect_storm(void)
 {
 	struct storm s = { 0 };
@@ -155,6 +205,8 @@ static void connect_storm(void)
 	storm_echo(&s, STORM_CONNS / 2);
 	storm_echo(&s, STORM_CONNS - 1);
 	EXPECT_QUIET(s.ep, 100);
+	if (s.opened == STORM_CONNS)
+		storm_keepalive(&s, &peer);
 	h_msg_send(peer.wfd, "q", 1);
 	if (CHECKF(h_msg_recv(peer.rfd, &accepts, sizeof(accepts), 20000) == (int)sizeof(accepts),
 	           "the server did not say how many connections it accepted"))
@@ -167,6 +219,7 @@ static void connect_storm(void)
 
 const struct h_test t_storm_tests[] = {
 	{ "2,000 connects from one endpoint to one server, 256 outstanding at a time, all "
-	  "succeed and every connection carries messages", connect_storm, H_NEEDS_DEVICE, 150 },
+	  "succeed and every connection carries messages; with the server frozen, each raises "
+	  "its keepalive once", connect_storm, H_NEEDS_DEVICE, 150 },
 };
 const size_t t_storm_count = sizeof(t_storm_tests) / sizeof(t_storm_tests[0]);
