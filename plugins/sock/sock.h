@@ -318,6 +318,10 @@ struct sock_ep {
 	uint32_t nreqs;
 	_Atomic uint64_t hello_warned_ns; /* the last warning of a HELLO dropped */
 	uint64_t rng;               /* xorshift state: jitter of HELLO retries */
+	struct cci__due_heap due;   /* connections by when their connect deadline,
+	                             * keepalive, send timeout or ICMP suspicion next
+	                             * need the tick (conn_due.h): the tick visits
+	                             * these, not every connection */
 	uint64_t timer_ns;          /* earliest reliability timer of any connection */
 	LIST_HEAD(, sock_conn) timed; /* the connections that may have one: the
 	                             * timers visit these, not every connection */
@@ -414,6 +418,7 @@ void sock_conn_destroy(struct sock_conn *sc);
 void sock_conn_icmp_refused(struct sock_ep *sep, const struct sockaddr_storage *ss, uint8_t type,
                             uint64_t token, uint64_t now);
 void sock_conn_tick(struct sock_ep *sep, uint64_t now);
+void sock_conn_due_run(struct sock_ep *sep, uint64_t now);
 void sock_conn_timers(struct sock_ep *sep, uint64_t now);
 void sock_connect_fail(struct sock_conn *sc, int status, const char *why);
 int sock_disconnect(cci__conn_t *conn);

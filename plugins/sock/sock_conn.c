@@ -2,9 +2,10 @@
  * sock_conn.c - a UDP connection's lifetime: its slot and token, its
  * reliability state, opening, breaking, closing, the peer's death, and the
  * tick of the shared connection base (connect deadline, send timeout,
- * keepalive).  The clients of closed server connections are remembered
- * for a while, so that a late HELLO of theirs is not taken for a new
- * connect (sock_conn_gone).  sep->lock held throughout.
+ * keepalive), which visits only the connections due in sep->due.  The
+ * clients of closed server connections are remembered for a while, so
+ * that a late HELLO of theirs is not taken for a new connect
+ * (sock_conn_gone).  sep->lock held throughout.
  */
 #include <search.h>
 #include <stdlib.h>
@@ -129,21 +130,28 @@ void sock_conn_gone_free_all(struct sock_ep *sep)
  * a datagram for an earlier connection of the slot, or of an earlier
  * incarnation of this endpoint, finds nothing.  Freed slots are reused
  * from a stack, which always has room for every slot ever used (so that
- * freeing one cannot fail): a storm of connects costs no scan.
+ * freeing one cannot fail): a storm of connects costs no scan.  The
+ * connection's place in sep->due is reserved here too, so that filing it
+ * never allocates; both go back in sock_conn_slot_release.
  */
 int sock_conn_slot(struct sock_ep *sep, struct sock_conn *sc)
 {
 	uint32_t i = sep->nslot_free ? sep->slot_free[sep->nslot_free - 1] : sep->slot_top;
 	uint64_t tag = 0;
 
+	assert(cci__mutex_held(&sep->lock));
 	if (!sep->nslot_free &&
 	    (cci__grow(&sep->slots, i, &sep->nslots, 16, sizeof(*sep->slots)) != CCI_SUCCESS ||
 	     cci__grow(&sep->slot_free, i, &sep->slot_free_cap, 16, sizeof(*sep->slot_free)) !=
 	             CCI_SUCCESS))
 		return CCI_ENOMEM;
+	if (cci__due_reserve(&sep->due) != CCI_SUCCESS)
+		return CCI_ENOMEM;
 	while ((uint32_t)tag == 0)
-		if (cci__random64(&tag) != CCI_SUCCESS)
+		if (cci__random64(&tag) != CCI_SUCCESS) {
+			cci__due_unreserve(&sep->due);
 			return CCI_ERROR;
+		}
 	if (sep->nslot_free)
 		sep->nslot_free--;
 	else
@@ -155,9 +163,13 @@ int sock_conn_slot(struct sock_ep *sep, struct sock_conn *sc)
 	return CCI_SUCCESS;
 }
 
-/* sc leaves its slot and the endpoint's lists and indexes. */
+/* sc leaves its slot, the endpoint's lists and indexes, and the due
+ * heap (its reserved place too): nothing files it again. */
 void sock_conn_slot_release(struct sock_ep *sep, struct sock_conn *sc)
 {
+	assert(cci__mutex_held(&sep->lock));
+	cci__due_clear(&sep->due, &sc->base.due);
+	cci__due_unreserve(&sep->due);
 	if (sc->in_index && !tdelete(&sc->key, &sep->by_peer, sock_peer_key_cmp))
 		SOCK_ERR("sock: %s: a connection was missing from its index", sep->ep->uri);
 	if (sc->in_index && sc->is_server)
@@ -238,8 +250,12 @@ int sock_conn_rel_init(struct sock_conn *sc, uint64_t tx_isn, uint64_t rx_isn,
 
 void sock_conn_open(struct sock_conn *sc, uint64_t now)
 {
+	assert(cci__mutex_held(&sc->sep->lock));
 	cci__conn_move(&sc->base, CCI__CONN_OPEN, sock_core, sc->conn);
 	cci__ct_arm(&sc->base.timers, sc->conn->keepalive_us, now);
+	/* Filed by its connect deadline, if any: now by its keepalive and
+	 * send timeout. */
+	cci__conn_due_note(&sc->sep->due, &sc->base, sc->conn, now);
 	sock_conn_touch(sc);
 }
 
@@ -352,7 +368,7 @@ void sock_connect_fail(struct sock_conn *sc, int status, const char *why)
  *  - our HELLO (token: ours): that connect, still unanswered, fails at
  *    once, CCI_ECONNREFUSED (nobody listens there);
  *  - any other (token: the peer's): never breaks the connection on its
- *    own.  It becomes suspect and is probed (sock_conn_tick); only when
+ *    own.  It becomes suspect and is probed (suspect_tick); only when
  *    SOCK_ICMP_CONFIRM errors came and nothing was heard from the peer for
  *    SOCK_ICMP_SILENCE_NS is it broken, as a dead peer's would be (a
  *    killed process leaves no other trace on UDP).  A word from the peer
@@ -383,8 +399,12 @@ void sock_conn_icmp_refused(struct sock_ep *sep, const struct sockaddr_storage *
 		sc->last_probe_ns = now;
 		sc->icmp_count = 0;
 		sock_tx_ctl(sc, SOCK_DG_PING, SOCK_DG_F_ACK_NOW);
+		/* The tick visits it for the next probe (suspect_next)... */
+		cci__due_by(&sep->due, &sc->base.due, now + SOCK_ICMP_PROBE_NS);
 	}
-	sc->icmp_count++;
+	/* ... and for the break, once enough errors came. */
+	if (++sc->icmp_count >= SOCK_ICMP_CONFIRM)
+		cci__due_by(&sep->due, &sc->base.due, sc->suspect_ns + SOCK_ICMP_SILENCE_NS);
 }
 
 /* The tick of a suspect connection: probe it, or break it if its peer
@@ -403,6 +423,17 @@ static void suspect_tick(struct sock_conn *sc, uint64_t now)
 		sc->last_probe_ns = now;
 		sock_tx_ctl(sc, SOCK_DG_PING, SOCK_DG_F_ACK_NOW);
 	}
+}
+
+/* When a suspect connection next needs suspect_tick: its next probe, or
+ * the end of the silence that breaks it when enough ICMP errors came
+ * (each later error files it for that time itself). */
+static uint64_t suspect_next(const struct sock_conn *sc, uint64_t now)
+{
+	uint64_t probe = sc->last_probe_ns + SOCK_ICMP_PROBE_NS;
+	uint64_t silence = sc->suspect_ns + SOCK_ICMP_SILENCE_NS;
+
+	return silence > now && silence < probe ? silence : probe;
 }
 
 /* ---- the tick ----------------------------------------------------------- */
@@ -435,31 +466,56 @@ static void send_expired(void *pc)
 	sock_conn_break(pc, CCI_ETIMEDOUT, "send timeout");
 }
 
+static cci__conn_t *conn_of(void *pc)
+{
+	return ((struct sock_conn *)pc)->conn;
+}
+
+/*
+ * sock's own work on an open connection the tick visits: an ICMP
+ * suspicion.  A reliability timer needs no visit: every change of the
+ * reliability state either ends in sock_tx_pump or touches the
+ * connection, and both note its timer (sock_tx_note_timer, at the latest
+ * in the sock_tx_finish that tick_run runs before the timers), so the
+ * connections on sep->timed are all that can have one.  The assertion
+ * samples that rule on every connection visited.
+ */
+static uint64_t visit(void *pc, uint64_t now)
+{
+	struct sock_conn *sc = pc;
+
+	assert(!sc->rel_on || sc->timed || sc->touched ||
+	       sock_rel_next_timer(&sc->rel) == SOCK_REL_NEVER);
+	if (!sc->suspect_ns)
+		return CCI__DUE_NEVER;
+	suspect_tick(sc, now);
+	if (!sc->suspect_ns || !cci__conn_is_open(&sc->base))
+		return CCI__DUE_NEVER;
+	return suspect_next(sc, now);
+}
+
 static const struct cci__conn_tick_ops tick_ops = {
 	.oldest_send_ns = oldest_send_ns,
 	.ping = ping,
 	.connect_expired = connect_expired,
 	.send_expired = send_expired,
+	.conn_of = conn_of,
+	.visit = visit,
 };
+
+/* The connections due by now (sep->due), each visited once: 10,000 idle
+ * ones cost nothing, a keepalive a visit per probe. */
+void sock_conn_due_run(struct sock_ep *sep, uint64_t now)
+{
+	assert(cci__mutex_held(&sep->lock));
+	cci__conn_due_tick(&sep->due, sock_core, &tick_ops, now);
+}
 
 void sock_conn_tick(struct sock_ep *sep, uint64_t now)
 {
-	struct sock_conn *sc = LIST_FIRST(&sep->conns), *next;
-
 	assert(cci__mutex_held(&sep->lock));
 	gone_tick(sep, now);
-	for (; sc; sc = next) {
-		next = LIST_NEXT(sc, link);
-		/* 0: not open (any more), or released: an expired connect */
-		if (!cci__conn_tick(&sc->base, sc->conn, sock_core, &tick_ops, sc, now))
-			continue;
-		if (sc->suspect_ns)
-			suspect_tick(sc, now);
-		/* Every timer set is noted where it is set; this makes sure
-		 * (tick_run runs sock_conn_timers next). */
-		if (cci__conn_is_open(&sc->base))
-			sock_tx_note_timer(sc);
-	}
+	sock_conn_due_run(sep, now);
 }
 
 /* The reliability timers of every connection that has one due, and the
@@ -514,9 +570,18 @@ int sock_disconnect(cci__conn_t *conn)
 	return CCI_SUCCESS;
 }
 
+/* The keepalive restarts from now (cci__conn_keepalive_changed's work),
+ * and the connection is filed for its new timers under the same lock:
+ * that function's hook runs only when a keepalive is armed, and a send
+ * timeout set alone needs the visit too. */
 void sock_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct sock_conn *sc = sock_conn_of(conn);
+	struct sock_ep *sep = sc->sep;
+	uint64_t now = cci__now_ns();
 
-	cci__conn_keepalive_changed(&sc->base, conn, &sc->sep->lock, NULL, NULL);
+	pthread_mutex_lock(&sep->lock);
+	cci__ct_arm(&sc->base.timers, conn->keepalive_us, now);
+	cci__conn_due_note(&sep->due, &sc->base, conn, now);
+	pthread_mutex_unlock(&sep->lock);
 }

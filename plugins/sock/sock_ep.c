@@ -382,6 +382,7 @@ static void ep_release(struct sock_ep *sep)
 	free(sep->rx_mem);
 	free(sep->slots);
 	free(sep->slot_free);
+	cci__due_heap_fini(&sep->due);
 	pthread_mutex_destroy(&sep->lock);
 }
 

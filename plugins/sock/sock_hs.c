@@ -97,6 +97,7 @@ static int connect_locked(struct sock_conn *sc, const void *data, uint32_t len,
 		return rc;
 	}
 	cci__ct_connecting(&sc->base.timers, timeout, now);
+	cci__conn_due_note(&sep->due, &sc->base, sc->conn, now); /* its deadline */
 	TAILQ_INSERT_TAIL(&sep->connecting, sc, hs_link);
 	sc->in_connecting = 1;
 	sc->hs_wait_ns = SOCK_HS_RETRY_NS;
