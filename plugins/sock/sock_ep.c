@@ -13,7 +13,14 @@
  * progress = manual: the engine has no thread and progress() runs its
  * loop (cci__engine_poll: the tick); an OS handle holds the socket and
  * the engine's timer (cci__engine_handle_join), which sock_arm sets for
- * the next reliability timer or tick.
+ * the next reliability timer, the next connection due in sep->due, or the
+ * next tick while a connect waits for its answer.
+ *
+ * Timers.  The tick visits only what is due: the connections in sep->due
+ * (connect deadlines, keepalive, send timeouts, ICMP suspicion), those on
+ * sep->timed (reliability timers), the connects whose HELLO is to go
+ * again, and the expired memories of answered requests and closed
+ * connections.  Idle connections cost it nothing.
  */
 #include <arpa/inet.h>
 #include <net/if.h>
@@ -136,8 +143,12 @@ int sock_progress(cci__ep_t *ep)
 	if (due) {
 		cci__engine_tick_done(&sep->eng);
 		tick_run(sep, now);
-	} else if (sep->timer_ns <= now) {
-		sock_conn_timers(sep, now);
+	} else if (sep->timer_ns <= now || cci__due_first(&sep->due) <= now) {
+		/* Due before the tick: a woken application (manual_wait_ns)
+		 * must not sleep again on work only the tick would do. */
+		sock_conn_due_run(sep, now);
+		if (sep->timer_ns <= now)
+			sock_conn_timers(sep, now);
 		sock_tx_finish(sep, now);
 	}
 out:
@@ -146,28 +157,23 @@ out:
 	return starved ? CCI_ENOBUFS : CCI_SUCCESS;
 }
 
-/* progress = manual: nanoseconds until the loop's work is due (a
- * reliability timer, or the tick while a connection connects, has ops in
- * flight or a keepalive), 0 when nothing waits.  sep->lock held. */
+/* progress = manual: nanoseconds until the loop's work is due, 0 when
+ * nothing waits: the earliest reliability timer (sep->timer_ns, exact once
+ * the touched connections are noted), the first connection due in
+ * sep->due (which progress() runs itself), or the next tick while a
+ * client waits for an answer (its HELLO goes again from the tick).  No
+ * connection is looked at.  sep->lock held. */
 static uint64_t manual_wait_ns(struct sock_ep *sep, uint64_t now)
 {
-	uint64_t due = SOCK_REL_NEVER;
-	struct sock_conn *sc;
+	uint64_t due = cci__due_first(&sep->due);
 
 	assert(cci__mutex_held(&sep->lock));
-	LIST_FOREACH(sc, &sep->conns, link) {
-		int state = cci__conn_state(&sc->base);
-
-		if (state == CCI__CONN_CONNECTING ||
-		    (state == CCI__CONN_OPEN &&
-		     (!TAILQ_EMPTY(&sc->ops) || sc->base.timers.ka_us || sc->suspect_ns)))
-			due = due < now + SOCK_TICK_NS ? due : now + SOCK_TICK_NS;
-		if (sc->rel_on && state == CCI__CONN_OPEN) {
-			uint64_t t = sock_rel_next_timer(&sc->rel);
-			due = t < due ? t : due;
-		}
-	}
-	if (due == SOCK_REL_NEVER)
+	assert(!sep->touched);
+	if (sep->timer_ns < due)
+		due = sep->timer_ns;
+	if (!TAILQ_EMPTY(&sep->connecting) && now + SOCK_TICK_NS < due)
+		due = now + SOCK_TICK_NS;
+	if (due == CCI__DUE_NEVER)
 		return 0;
 	return due > now ? due - now : 1;
 }
@@ -182,10 +188,10 @@ int sock_arm(cci__ep_t *ep)
 	int pending;
 
 	pthread_mutex_lock(&sep->lock);
-	if (sep->manual)
-		cci__engine_handle_arm(&sep->eng, manual_wait_ns(sep, cci__now_ns()));
 	if (sep->touched || sep->ntx) /* what the last poll's datagram left */
 		sock_tx_finish(sep, cci__now_ns());
+	if (sep->manual)
+		cci__engine_handle_arm(&sep->eng, manual_wait_ns(sep, cci__now_ns()));
 	pending = cci__lender_returned(&sep->lend) ||
 	          (sep->pend && cci__lender_can_take(&sep->lend));
 	pthread_mutex_unlock(&sep->lock);
