@@ -214,6 +214,9 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
 	  "break it 200 ms after the first, not before", t_icmp_breaks_silent_peer },
 	{ "two ICMP port unreachable errors do not break a connection whose peer is silent; "
 	  "a third does", t_icmp_needs_three_errors },
+	{ "among 1,000 idle connections, a keepalive set on a silent one fires once and on "
+	  "time, a send timeout set on another fails its send on time, a live one's keepalive "
+	  "stays quiet", t_due_timers_among_idle },
 };
 
 /* After every test, even one a fatal assertion ended: finalize what it

@@ -69,5 +69,6 @@ void t_icmp_refuses_its_connect(void);
 void t_icmp_does_not_break_open_connection(void);
 void t_icmp_breaks_silent_peer(void);
 void t_icmp_needs_three_errors(void);
+void t_due_timers_among_idle(void);
 
 #endif /* SOCK_TEST_H */
