@@ -570,18 +570,9 @@ int sock_disconnect(cci__conn_t *conn)
 	return CCI_SUCCESS;
 }
 
-/* The keepalive restarts from now (cci__conn_keepalive_changed's work),
- * and the connection is filed for its new timers under the same lock:
- * that function's hook runs only when a keepalive is armed, and a send
- * timeout set alone needs the visit too. */
 void sock_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct sock_conn *sc = sock_conn_of(conn);
-	struct sock_ep *sep = sc->sep;
-	uint64_t now = cci__now_ns();
 
-	pthread_mutex_lock(&sep->lock);
-	cci__ct_arm(&sc->base.timers, conn->keepalive_us, now);
-	cci__conn_due_note(&sep->due, &sc->base, conn, now);
-	pthread_mutex_unlock(&sep->lock);
+	cci__conn_timeouts_changed(&sc->base, conn, &sc->sep->lock, &sc->sep->due);
 }
