@@ -10,33 +10,11 @@
 
 #include "cci.h"
 #include "conn_base.h"
+#include "recorder_core.h"
 #include "unit_run.h"
 
 #define MS 1000000ull /* ns */
 
-static unsigned log_mask = ~0u;
-static int logged, ka_posted;
-
-static void rec_log(unsigned cat, const char *fmt, ...)
-{
-	(void)cat;
-	(void)fmt;
-	logged++;
-}
-
-static int rec_post_ka(cci__conn_t *conn)
-{
-	(void)conn;
-	ka_posted++;
-	return CCI_SUCCESS;
-}
-
-static const struct cci_core core = {
-	.size = sizeof(core),
-	.log_mask = &log_mask,
-	.log = rec_log,
-	.post_keepalive_timedout = rec_post_ka,
-};
 
 /* A plugin connection with its calls counted. */
 struct fake_conn {

@@ -13,32 +13,10 @@
 
 #include "cci.h"
 #include "conn_base.h"
+#include "recorder_core.h"
 #include "unit_run.h"
 
 #define MS 1000000ull /* ns */
-
-static unsigned log_mask = 0;
-static int ka_posted;
-
-static void rec_log(unsigned cat, const char *fmt, ...)
-{
-	(void)cat;
-	(void)fmt;
-}
-
-static int rec_post_ka(cci__conn_t *conn)
-{
-	(void)conn;
-	ka_posted++;
-	return CCI_SUCCESS;
-}
-
-static const struct cci_core core = {
-	.size = sizeof(core),
-	.log_mask = &log_mask,
-	.log = rec_log,
-	.post_keepalive_timedout = rec_post_ka,
-};
 
 static cci__dev_t dev = { .pub = { .transport = "fake" } };
 static cci__ep_t ep = { .dev = &dev };
