@@ -244,7 +244,8 @@ struct sm_dial {
 	uint8_t data[];             /* the connect payload */
 };
 
-/* A link of the tick's list (sep->timed); sm_conn_of_tlink finds its connection. */
+/* A link of the tick's list of work (sep->timed); sm_conn_of_tlink finds
+ * its connection. */
 struct sm_tlink {
 	struct sm_tlink *prev, *next;
 };
@@ -257,7 +258,8 @@ struct sm_conn {
 	cci__conn_t *conn;          /* the core's; NULL once released */
 	struct cci__conn_life life; /* held by itself and by each RECV event lent */
 	struct sm_conn *prev, *next; /* sep->conns, or sep->zombies once disconnected */
-	/* The tick visits only the connections that need it (sm_loop.c). */
+	/* The tick visits only the connections that need it (sm_loop.c): for
+	 * work on sep->timed, for their timers when sep->due says (base.due). */
 	struct sm_tlink tl;         /* sep->timed; under sep->lock */
 	int timed;                  /* on sep->timed */
 	_Atomic int tick_asked;     /* on sep->asked, or being taken off it */
@@ -301,7 +303,7 @@ struct sm_conn {
 	struct cci__emu_rma_conn rma;
 
 	/* Keepalive, under sep->lock. */
-	uint64_t seen_head;         /* the receive ring's head at the last tick */
+	uint64_t seen_head;         /* the receive ring's head at the last visit of its timers */
 };
 
 /* A connection request on the server side.  Once its hello came, the
@@ -327,11 +329,15 @@ struct sm_ep {
 	struct sm_conn *conns;
 	struct sm_req *reqs;        /* waiting for their hello (timed) */
 	struct sm_req *posted;      /* their event posted, waiting for the answer */
-	/* What the tick visits: connections connecting with a deadline, with a
-	 * keepalive, with queued work or a fault (sm_loop.c).  Other threads
-	 * ask for a connection through the lock-free stack asked. */
+	/* What the tick visits (sm_loop.c): on timed, the connections with
+	 * work (queued sends, a fault, an answer waiting for descriptors),
+	 * which other threads ask for through the lock-free stack asked; in
+	 * due, each connection whose timers run (connect deadline, keepalive,
+	 * send timeout), by when they next need a visit.  Every connection
+	 * holds a slot of due from sm_conn_new to its memory's release. */
 	struct sm_tlink *timed;
 	_Atomic(struct sm_conn *) asked;
+	struct cci__due_heap due;
 
 	cci__spinlock_t rx_lock;   /* spin.h: progress only ever try-locks it */
 	_Atomic uint32_t rx_waiters; /* sm_rx_lock callers waiting: progress lets them in */
@@ -464,6 +470,8 @@ int sm_hello_send(struct sm_conn *sc, int sock, uint16_t type, struct sm_ctl_hel
 int sm_peer_pid(int sock, pid_t *pid);
 
 /* sm_conn.c */
+/* A new connection, without its rings yet, with its slot in sep->due;
+ * NULL when out of memory.  sep->lock held. */
 struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *context);
 int sm_conn_rx_create(struct sm_conn *sc);
 void sm_conn_rx_drop(struct sm_conn *sc);
@@ -483,7 +491,11 @@ void sm_conn_break(struct sm_conn *sc, int status);
 void sm_timed_add(struct sm_conn *sc);
 void sm_timed_remove(struct sm_conn *sc);
 void sm_timed_take_asked(struct sm_ep *sep);
+/* Free everything of sc, without events, and give its slot in sep->due
+ * back; sc is on no list, its watcher stopped.  sm_conn_destroy takes
+ * sep->lock for the slot, sm_conn_destroy_locked is called with it. */
 void sm_conn_destroy(struct sm_conn *sc);
+void sm_conn_destroy_locked(struct sm_conn *sc);
 int sm_disconnect(cci__conn_t *conn);
 void sm_conn_timeouts_changed(cci__conn_t *conn);
 
@@ -506,8 +518,8 @@ void sm_hs_on_listen(struct ev_loop *loop, ev_io *w, int revents);
  * descriptors ran out; the loop lock and sep->lock held. */
 void sm_hs_listen_resume(struct sm_ep *sep);
 /* The tick: try sc's ACCEPT again (sc->answer_until_ns); 1 if it still waits,
- * -1 if sc is gone (failed), else whether sc needs the tick (open).  The
- * loop lock and sep->lock held. */
+ * -1 if sc is gone (failed), 0 once it is open (its timers are filed in
+ * sep->due).  The loop lock and sep->lock held. */
 int sm_hs_answer_retry(struct sm_conn *sc, uint64_t now);
 void sm_req_drop(struct sm_ep *sep, struct sm_req *req);
 void sm_req_free(struct sm_req *req);
@@ -517,6 +529,10 @@ void sm_request_done(cci__evt_t *evt);
 
 /* sm_loop.c */
 int sm_loop_start(struct sm_ep *sep);
+/* sc's timers may be due sooner than sep->due says: a connect with a
+ * deadline started, sc opened, or its keepalive or send timeout was set.
+ * sep->lock held. */
+void sm_due_note(struct sm_conn *sc);
 /* The application is about to sleep on the OS handle (sm_arm); no lock held. */
 void sm_loop_arm(struct sm_ep *sep);
 

@@ -82,13 +82,19 @@ void sm_conn_attach(struct sm_conn *sc, struct sm_hello_maps *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* A new connection, without its rings yet; NULL when out of memory. */
 struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *context)
 {
-	struct sm_conn *sc = calloc(1, sizeof(*sc));
+	struct sm_conn *sc;
 
-	if (!sc)
+	assert(cci__mutex_held(&sep->lock));
+	/* Its place in the due heap now, so that the tick never allocates. */
+	if (cci__due_reserve(&sep->due) != CCI_SUCCESS)
 		return NULL;
+	sc = calloc(1, sizeof(*sc));
+	if (!sc) {
+		cci__due_unreserve(&sep->due);
+		return NULL;
+	}
 	sc->sep = sep;
 	sc->sock = sc->peer_bell = sc->rx_fd = -1;
 	sc->rma_copy = sep->dev->rma_copy;
@@ -97,7 +103,7 @@ struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *
 	pthread_mutex_init(&sc->tx_lock, NULL);
 	sc->conn = sm_core->conn_alloc(sep->ep, attr, context);
 	if (!sc->conn) {
-		sm_conn_destroy(sc);
+		sm_conn_destroy_locked(sc);
 		return NULL;
 	}
 	*(struct sm_conn **)sc->conn->priv = sc;
@@ -121,8 +127,15 @@ static void conn_detach_tx(struct sm_conn *sc, struct sm_hello_maps *m)
 	sc->peer_sleeps = 0;
 }
 
-/* Free everything of sc, without events; it is on no list, its watcher stopped. */
-void sm_conn_destroy(struct sm_conn *sc)
+/* sc's slot in the due heap goes back with its memory (a zombie keeps it
+ * until then, out of the heap); sep->lock held. */
+static void conn_due_release(struct sm_conn *sc)
+{
+	cci__due_clear(&sc->sep->due, &sc->base.due);
+	cci__due_unreserve(&sc->sep->due);
+}
+
+static void conn_free(struct sm_conn *sc)
 {
 	struct sm_hello_maps m;
 
@@ -136,6 +149,24 @@ void sm_conn_destroy(struct sm_conn *sc)
 		sm_core->conn_release(sc->conn);
 	pthread_mutex_destroy(&sc->tx_lock);
 	free(sc);
+}
+
+void sm_conn_destroy_locked(struct sm_conn *sc)
+{
+	assert(cci__mutex_held(&sc->sep->lock));
+	conn_due_release(sc);
+	conn_free(sc);
+}
+
+/* The rest is freed outside the lock: the control thread's tick waits on it. */
+void sm_conn_destroy(struct sm_conn *sc)
+{
+	struct sm_ep *sep = sc->sep;
+
+	pthread_mutex_lock(&sep->lock);
+	conn_due_release(sc);
+	pthread_mutex_unlock(&sep->lock);
+	conn_free(sc);
 }
 
 /* Take sc out of the set progress scans, in constant time (the last
@@ -240,11 +271,10 @@ void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h, cci_event_ty
 	free(sc->dial);
 	sc->dial = NULL;
 	cci__ct_arm(&sc->base.timers, conn->keepalive_us, cci__now_ns());
-	if (conn->keepalive_us)
-		sm_timed_add(sc);
 	pthread_mutex_lock(&sc->tx_lock);
 	cci__conn_move(&sc->base, CCI__CONN_OPEN, sm_core, sc->conn);
 	pthread_mutex_unlock(&sc->tx_lock);
+	sm_due_note(sc); /* open: its keepalive and send timeout run from now */
 	sm_rx_lock(sep);
 	rc = cci__grow(&sep->rx_set, sep->rx_n, &sep->rx_cap, 8, sizeof(*sep->rx_set));
 	if (rc == CCI_SUCCESS) {
@@ -341,9 +371,11 @@ int sm_disconnect(cci__conn_t *conn)
 	pthread_mutex_unlock(&sc->tx_lock);
 	sc->conn = NULL;
 	sc->rx_closed = 1;
-	/* Closed, out of rx_set: no thread asks for it any more. */
+	/* Closed, out of rx_set: no thread asks for it any more, and no
+	 * timer of it runs. */
 	sm_timed_take_asked(sep);
 	sm_timed_remove(sc);
+	cci__due_clear(&sep->due, &sc->base.due);
 	/* Lent RECV events still point into the receive ring: keep it mapped
 	 * until the last one comes back (sm_recv_returned frees it then).
 	 * Their drops take rx_lock too, so none is the last before this. */
@@ -361,19 +393,24 @@ int sm_disconnect(cci__conn_t *conn)
 	return CCI_SUCCESS;
 }
 
-/* A keepalive was armed on sc: the tick visits it (sep->lock held). */
+/* A keepalive was armed on sc: its first probe may be due sooner than the
+ * heap says (sep->lock held). */
 static void keepalive_armed(void *pc)
 {
-	struct sm_conn *sc = pc;
-
-	assert(cci__mutex_held(&sc->sep->lock));
-	if (cci__conn_state(&sc->base) <= CCI__CONN_OPEN)
-		sm_timed_add(sc);
+	sm_due_note(pc);
 }
 
 void sm_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct sm_conn *sc = sm_conn_of(conn);
+	struct sm_ep *sep = sc->sep;
 
-	cci__conn_keepalive_changed(&sc->base, conn, &sc->sep->lock, keepalive_armed, sc);
+	cci__conn_keepalive_changed(&sc->base, conn, &sep->lock, keepalive_armed, sc);
+	/* keepalive_armed runs only with a keepalive: a send timeout set on
+	 * a connection without one is filed here. */
+	if (!conn->keepalive_us && conn->send_timeout_us) {
+		pthread_mutex_lock(&sep->lock);
+		sm_due_note(sc);
+		pthread_mutex_unlock(&sep->lock);
+	}
 }

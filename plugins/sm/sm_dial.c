@@ -207,6 +207,8 @@ void sm_connect_failed(struct sm_conn *sc, int status, int listed)
 		sm_conn_unwatch(sc);
 		if (sc->dial)
 			dial_unqueue(sep, sc->dial);
+		sm_conn_destroy_locked(sc);
+		return;
 	}
 	sm_conn_destroy(sc);
 }
@@ -383,7 +385,9 @@ static int dial_new(struct sm_conn **scp, struct sm_ep *sep, const char *uri, co
 	d->data_len = data_len;
 	if (data_len)
 		memcpy(d->data, data, data_len);
+	pthread_mutex_lock(&sep->lock);
 	sc = sm_conn_new(sep, attr, context);
+	pthread_mutex_unlock(&sep->lock);
 	if (!sc) {
 		free(d);
 		return CCI_ENOMEM;
@@ -439,7 +443,7 @@ int sm_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_l
 	pthread_mutex_lock(&sep->lock);
 	if (timeout) {
 		cci__ct_connecting(&sc->base.timers, timeout, cci__now_ns());
-		sm_timed_add(sc);
+		sm_due_note(sc);
 	}
 	CCI__DLIST_PUSH(&sep->conns, sc);
 	if (rc == CCI_SUCCESS) {

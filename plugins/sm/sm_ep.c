@@ -83,6 +83,7 @@ static void ep_release(struct sm_ep *sep)
 	cci__op_pool_fini(&sep->pool);
 	free(sep->reg_free);
 	free(sep->rx_set);
+	cci__due_heap_fini(&sep->due); /* every connection gave its slot back */
 	sm_peers_fini(sep);
 	pthread_mutex_destroy(&sep->lock);
 	pthread_mutex_destroy(&sep->reg_lock);

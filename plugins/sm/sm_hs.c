@@ -294,7 +294,7 @@ static void answer_done(struct sm_conn *sc, int rc)
 	sm_core->post_accept(sep->ep, sc->conn->pub.context, rc, NULL);
 	CCI__DLIST_UNLINK(&sep->conns, sc);
 	sm_timed_remove(sc);
-	sm_conn_destroy(sc);
+	sm_conn_destroy_locked(sc);
 }
 
 int sm_hs_answer_retry(struct sm_conn *sc, uint64_t now)
@@ -309,7 +309,7 @@ int sm_hs_answer_retry(struct sm_conn *sc, uint64_t now)
 		             sc->sep->sock_path, (int)sc->peer_pid,
 		             (unsigned long long)(SM_REQ_WAIT_NS / 1000000000ull));
 	answer_done(sc, rc == CCI_EAGAIN ? CCI_ENOMEM : rc);
-	return rc == CCI_SUCCESS ? sc->base.timers.ka_us != 0 : -1;
+	return rc == CCI_SUCCESS ? 0 : -1;
 }
 
 /* Server side, the loop lock and sep->lock held: build the connection and
@@ -333,7 +333,7 @@ static int accept_locked(struct sm_ep *sep, struct sm_req *req, void *context)
 	if (rc != CCI_SUCCESS && !short_of_fds(errno)) {
 		SM_LIMIT_LOG(sep, "sm: %s: cannot accept pid %d: no receive ring: %s",
 		             sep->sock_path, (int)req->peer_pid, strerror(errno));
-		sm_conn_destroy(sc);
+		sm_conn_destroy_locked(sc);
 		return rc;
 	}
 	sm_conn_attach(sc, &req->maps);

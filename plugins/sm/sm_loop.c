@@ -7,8 +7,9 @@
  * It accepts connection requests, answers PINGs (so a peer that computes
  * without calling the library still looks alive, while a stopped one does
  * not), notices peers that die (their control socket hangs up), and on
- * each tick runs connect timeouts, keepalives, send timeouts and flushes
- * queued sends.  It never touches the data path of messages in flight.
+ * each tick flushes queued sends and runs the connect timeouts,
+ * keepalives and send timeouts that are due.  It never touches the data
+ * path of messages in flight.
  *
  * Its callbacks run with the loop lock held and take sep->lock.  A watcher
  * is stopped (under the loop lock) before its object is freed, which also
@@ -25,7 +26,10 @@
 
 #include "sm.h"
 
-/* Records arriving or any control message count as signs of life. */
+/* Records arriving or any control message count as signs of life.  A
+ * record is seen at the next visit of the connection's timers (the data
+ * path reads no clock), so it counts as heard then: a peer that falls
+ * silent times out up to a visit (a quarter period) late, never early. */
 static void conn_heard(struct sm_conn *sc, uint64_t now)
 {
 	uint64_t head;
@@ -68,9 +72,15 @@ static void send_expired(void *pc)
 static const struct cci__conn_tick_ops tick_ops = {
 	.oldest_send_ns = oldest_send_ns,
 	.ping = ping,
-	.connect_expired = NULL, /* conn_tick times connects: the connection goes */
+	.connect_expired = NULL, /* conn_timers_due times connects: the connection goes */
 	.send_expired = send_expired,
 };
+
+void sm_due_note(struct sm_conn *sc)
+{
+	assert(cci__mutex_held(&sc->sep->lock));
+	cci__conn_due_note(&sc->sep->due, &sc->base, sc->conn, cci__now_ns());
+}
 
 /* Has sc work queued (its send timeout runs, and a flush)? */
 static int txq_queued(struct sm_conn *sc)
@@ -83,21 +93,14 @@ static int txq_queued(struct sm_conn *sc)
 	return queued;
 }
 
-/* One connection of the tick's list: 1 if the next tick must visit it
- * again, 0 if not, -1 if it is gone (a connect that timed out). */
-static int conn_tick(struct sm_conn *sc, uint64_t now)
+/* One connection of the tick's list of work: 1 if the next tick must
+ * visit it again, 0 if not, -1 if it is gone (its answer failed). */
+static int conn_work(struct sm_conn *sc, uint64_t now)
 {
 	int fault;
 
-	if (cci__conn_state(&sc->base) == CCI__CONN_CONNECTING) {
-		if (sc->answer_until_ns)
-			return sm_hs_answer_retry(sc, now);
-		if (cci__ct_connect_expired(&sc->base.timers, now)) {
-			sm_connect_failed(sc, CCI_ETIMEDOUT, 1);
-			return -1;
-		}
-		return sc->base.timers.deadline_ns != 0;
-	}
+	if (cci__conn_state(&sc->base) == CCI__CONN_CONNECTING)
+		return sc->answer_until_ns ? sm_hs_answer_retry(sc, now) : 0;
 	if (!cci__conn_is_open(&sc->base))
 		return 0;
 	fault = atomic_exchange(&sc->fault, 0);
@@ -105,23 +108,64 @@ static int conn_tick(struct sm_conn *sc, uint64_t now)
 		sm_conn_break(sc, fault);
 		return 0;
 	}
-	conn_heard(sc, now);
 	sm_txq_flush(sc);
-	if (!cci__conn_tick(&sc->base, sc->conn, sm_core, &tick_ops, sc, now))
-		return 0;
-	return sc->base.timers.ka_us != 0 || txq_queued(sc);
+	return txq_queued(sc);
+}
+
+/* The timers of sc are due (it was taken off the heap): a connect past
+ * its deadline fails and sc goes; an open connection gets its send
+ * timeout and keepalive step; then sc is filed again for its next visit,
+ * unless it left the connecting and open states (no timer runs then). */
+static void conn_timers_due(struct sm_conn *sc, uint64_t now)
+{
+	switch (cci__conn_state(&sc->base)) {
+	case CCI__CONN_CONNECTING:
+		if (cci__ct_connect_expired(&sc->base.timers, now)) {
+			sm_connect_failed(sc, CCI_ETIMEDOUT, 1);
+			return;
+		}
+		break;
+	case CCI__CONN_OPEN:
+		conn_heard(sc, now); /* before the keepalive decides */
+		if (!cci__conn_tick(&sc->base, sc->conn, sm_core, &tick_ops, sc, now))
+			return;
+		break;
+	default:
+		return;
+	}
+	cci__due_set(&sc->sep->due, &sc->base.due,
+	             cci__conn_next_due(&sc->base, sc->conn, oldest_send_ns(sc), now));
+}
+
+static struct sm_conn *conn_of_due(struct cci__due *d)
+{
+	return (struct sm_conn *)(void *)((char *)d - offsetof(struct sm_conn, base.due));
+}
+
+/* The connections whose timers are due, each at most once (one filed
+ * again as due now waits for the next tick).  sm's own loop rather than
+ * cci__conn_due_tick: the keepalive must first read the receive ring for
+ * records (conn_heard), and that base tick has no step before it. */
+static void timers_tick(struct sm_ep *sep, uint64_t now)
+{
+	uint32_t budget = sep->due.n;
+	struct cci__due *d;
+
+	while (budget-- > 0 && (d = cci__due_take(&sep->due, now)) != NULL)
+		conn_timers_due(conn_of_due(d), now);
 }
 
 /*
- * Each tick: the connections that need a visit (connect deadlines,
- * keepalives, queued sends and their timeout, faults, answers waiting for
- * descriptors: sep->timed, so that 10,000 idle connections cost nothing
- * here), then the listening socket if descriptors ran out (after the
- * answers: each socket it accepts takes a descriptor they wait for),
- * connects waiting for a full backlog (one attempt per server), requests
- * that never came.  The tick runs while there is a connection or a
- * request (listing one starts it again), so that what other threads ask
- * for is seen within a tick without waking the loop.
+ * Each tick: the connections with work (queued sends, faults, answers
+ * waiting for descriptors: sep->timed), then those whose timers are due
+ * (connect deadlines, keepalives, send timeouts: sep->due), so that
+ * 10,000 idle connections cost nothing here, with a keepalive or not,
+ * until one's probe is due; then the listening socket if descriptors ran
+ * out (after the answers: each socket it accepts takes a descriptor they
+ * wait for), connects waiting for a full backlog (one attempt per
+ * server), requests that never came.  The tick runs while there is a
+ * connection or a request (listing one starts it again), so that what
+ * other threads ask for is seen within a tick without waking the loop.
  */
 static void on_tick(void *owner, uint64_t now, int app_polled)
 {
@@ -134,9 +178,10 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 	for (struct sm_tlink *l = sep->timed, *next; l; l = next) {
 		struct sm_conn *sc = sm_conn_of_tlink(l);
 		next = l->next;
-		if (conn_tick(sc, now) == 0)
+		if (conn_work(sc, now) == 0)
 			sm_timed_remove(sc);
 	}
+	timers_tick(sep, now);
 	sm_hs_listen_resume(sep);
 	if (sep->dialq)
 		sm_dial_retry(sep);
@@ -188,7 +233,7 @@ void sm_loop_arm(struct sm_ep *sep)
 		return;
 	pthread_mutex_lock(&sep->lock);
 	timed = sep->timed || atomic_load_explicit(&sep->asked, memory_order_relaxed) ||
-	        sep->reqs || sep->listen_paused || sep->dialq;
+	        sep->due.n || sep->reqs || sep->listen_paused || sep->dialq;
 	pthread_mutex_unlock(&sep->lock);
 	cci__engine_handle_arm(&sep->eng, timed ? SM_TICK_NS : 0);
 }
