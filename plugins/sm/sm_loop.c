@@ -20,8 +20,8 @@
  * are accepted, PINGs answered and timers run only while it calls.  With
  * an OS handle, the loop's descriptors join the doorbell in it
  * (cci__engine_handle_join): an application asleep there wakes for a
- * message, a connection request, a control message, and once a tick while
- * something is timed (sm_loop_arm).
+ * message, a connection request, a control message, once a tick while a
+ * connection has work, and when the next timer is due (sm_loop_arm).
  */
 
 #include "sm.h"
@@ -223,17 +223,26 @@ int sm_loop_start(struct sm_ep *sep)
 }
 
 /* progress = manual: wake an application asleep on the OS handle in a
- * tick while the tick has work (what on_tick visits), else only for
- * commands and the loop's descriptors. */
+ * tick while the tick has work (connections, requests or connects that
+ * wait), when the first timer is due while only timers run, else only for
+ * commands and the loop's descriptors.  Never sooner than a tick: the
+ * timers act in the tick, which the loop runs at most once per tick. */
 void sm_loop_arm(struct sm_ep *sep)
 {
-	int timed;
+	uint64_t due, now, wait_ns = 0;
+	int work;
 
 	if (!cci__engine_manual(&sep->eng))
 		return;
 	pthread_mutex_lock(&sep->lock);
-	timed = sep->timed || atomic_load_explicit(&sep->asked, memory_order_relaxed) ||
-	        sep->due.n || sep->reqs || sep->listen_paused || sep->dialq;
+	work = sep->timed || atomic_load_explicit(&sep->asked, memory_order_relaxed) ||
+	       sep->reqs || sep->listen_paused || sep->dialq;
+	due = cci__due_first(&sep->due);
 	pthread_mutex_unlock(&sep->lock);
-	cci__engine_handle_arm(&sep->eng, timed ? SM_TICK_NS : 0);
+	now = cci__now_ns();
+	if (work || (due != CCI__DUE_NEVER && due < now + SM_TICK_NS))
+		wait_ns = SM_TICK_NS;
+	else if (due != CCI__DUE_NEVER)
+		wait_ns = due - now;
+	cci__engine_handle_arm(&sep->eng, wait_ns);
 }
