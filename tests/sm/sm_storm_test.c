@@ -11,7 +11,10 @@
  * CCI_ENOMEM at once; a server out of descriptors neither spins nor
  * refuses: its clients wait, and connect once it has descriptors again.
  * After a send timeout, the sends queued longer than the timeout complete
- * with CCI_ETIMEDOUT, the younger ones with CCI_ERR_DISCONNECTED.
+ * with CCI_ETIMEDOUT, the younger ones with CCI_ERR_DISCONNECTED.  Among
+ * hundreds of idle connections with a keepalive (each visited only when
+ * its probe or expiry is due), a live peer's raise nothing, a frozen
+ * peer's each raise KEEPALIVE_TIMEDOUT once, on time.
  *
  * A case this host cannot run prints "SKIP <test>: <why>"; when every
  * case that ran skipped, the run exits 77 (skipped), never a silent pass.
@@ -640,6 +643,124 @@ static void test_send_timeout_statuses(void)
 	srv_stop(&s, &r);
 }
 
+enum { KA_LIVE = 256 };       /* connections to the server that stays live at first */
+#define KA_LIVE_US 1000000u   /* their keepalive, the endpoint's */
+#define KA_LONE_US 500000u    /* the lone connection's, set once it is open */
+#define KA_SLACK_MS 2000u     /* a loaded machine's lateness */
+
+/* Pump events for up to ms, counting KEEPALIVE_TIMEDOUT events per
+ * connection (its context is its index in n[]) and the time of the
+ * first and last since t0; stops early once want have come. */
+static unsigned ka_collect(cci_endpoint_t *ep, unsigned *n, uint64_t t0, unsigned ms,
+                           unsigned want, uint64_t *first, uint64_t *last)
+{
+	unsigned got = 0;
+
+	for (uint64_t stop = h_now_ms() + ms; got < want && h_now_ms() < stop;) {
+		cci_event_t *ev;
+		if (cci_get_event(ep, &ev) != CCI_SUCCESS)
+			continue;
+		if (ev->type == CCI_EVENT_KEEPALIVE_TIMEDOUT) {
+			uint64_t at = h_now_ms() - t0;
+			n[(long)ev->keepalive.connection->context]++;
+			if (got++ == 0)
+				*first = at;
+			*last = at;
+		}
+		cci_return_event(ev);
+	}
+	return got;
+}
+
+/* A frozen peer's connection times out by its deadline, never before the
+ * peer could have been heard last (a quarter period before the freeze). */
+static void ka_check_time(const char *who, uint64_t at_ms, uint32_t ka_us)
+{
+	uint32_t ka_ms = ka_us / 1000u;
+
+	printf("\n    %s: KEEPALIVE_TIMEDOUT %llu ms after the freeze (keepalive %u ms) ", who,
+	       (unsigned long long)at_ms, ka_ms);
+	CU_ASSERT(at_ms >= ka_ms * 3 / 4 && at_ms <= ka_ms + KA_SLACK_MS);
+}
+
+/*
+ * KA_LIVE idle connections to server A with the endpoint's keepalive
+ * (armed as each opens) and one to server B whose keepalive is set once
+ * it is open.  B frozen: its connection alone raises KEEPALIVE_TIMEDOUT,
+ * once, while A's, probed and answered, raise nothing for two and a half
+ * of their periods.  Then A frozen: each of its connections raises one.
+ */
+static void test_keepalive_among_idle_connections(void)
+{
+	static unsigned n[KA_LIVE + 1];
+	uint32_t ka_live = KA_LIVE_US, ka_lone = KA_LONE_US;
+	long st[256] = { 0 };
+	cci_connection_t *lone = NULL;
+	struct srv a, b;
+	struct srv_report r;
+	cci_endpoint_t *ep;
+	uint64_t t0, first = 0, last = 0;
+	unsigned got, once = 0;
+
+	if (nofile_raise(4 * KA_LIVE) < (rlim_t)(4 * KA_LIVE)) {
+		skip("the connections need 1024 descriptors");
+		return;
+	}
+	memset(n, 0, sizeof(n));
+	srv_start(&a, 1, 0);
+	srv_start(&b, 1, 0);
+	CU_ASSERT_FATAL(cci_create_endpoint(NULL, 0, &ep, NULL) == CCI_SUCCESS);
+	CU_ASSERT_FATAL(cci_set_opt(ep, CCI_OPT_ENDPT_KEEPALIVE_TIMEOUT, &ka_live) == CCI_SUCCESS);
+	for (long i = 0; i < KA_LIVE; i++)
+		CU_ASSERT_EQUAL_FATAL(cci_connect(ep, a.uri, NULL, 0, CCI_CONN_ATTR_RO, (void *)i, 0,
+		                                  NULL), CCI_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(cci_connect(ep, b.uri, NULL, 0, CCI_CONN_ATTR_RO,
+	                                  (void *)(long)KA_LIVE, 0, NULL), CCI_SUCCESS);
+	for (uint64_t stop = h_now_ms() + WAIT_MS; st[CCI_SUCCESS] < KA_LIVE + 1 &&
+	     h_now_ms() < stop;) {
+		cci_event_t *ev;
+		if (cci_get_event(ep, &ev) != CCI_SUCCESS)
+			continue;
+		if (ev->type == CCI_EVENT_CONNECT) {
+			st[ev->connect.status & 255]++;
+			if ((long)ev->connect.context == KA_LIVE)
+				lone = ev->connect.connection;
+		}
+		cci_return_event(ev);
+	}
+	CU_ASSERT_EQUAL_FATAL(st[CCI_SUCCESS], KA_LIVE + 1);
+	CU_ASSERT_FATAL(lone != NULL);
+	CU_ASSERT_FATAL(cci_set_opt(lone, CCI_OPT_CONN_KEEPALIVE_TIMEOUT, &ka_lone) ==
+	                CCI_SUCCESS);
+
+	srv_freeze(&b);
+	t0 = h_now_ms();
+	got = ka_collect(ep, n, t0, KA_LIVE_US / 1000u * 5 / 2, UINT_MAX, &first, &last);
+	CU_ASSERT_EQUAL(got, 1);
+	CU_ASSERT_EQUAL(n[KA_LIVE], 1);
+	if (n[KA_LIVE] == 1)
+		ka_check_time("the frozen peer's", first, ka_lone);
+
+	srv_freeze(&a);
+	t0 = h_now_ms();
+	got = ka_collect(ep, n, t0, KA_LIVE_US / 1000u + KA_SLACK_MS, KA_LIVE, &first, &last);
+	CU_ASSERT_EQUAL(got, KA_LIVE);
+	for (long i = 0; i < KA_LIVE; i++)
+		once += n[i] == 1;
+	CU_ASSERT_EQUAL(once, KA_LIVE);
+	if (got == KA_LIVE) {
+		ka_check_time("the first of the others", first, ka_live);
+		ka_check_time("the last", last, ka_live);
+	}
+	/* Once each: the keepalives are off until set again. */
+	CU_ASSERT_EQUAL(ka_collect(ep, n, t0, 300, UINT_MAX, &first, &last), 0);
+	cci_destroy_endpoint(ep);
+	srv_stop(&a, &r);
+	CU_ASSERT_EQUAL(r.accepted, KA_LIVE);
+	srv_stop(&b, &r);
+	CU_ASSERT_EQUAL(r.accepted, 1);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -668,6 +789,8 @@ int main(void)
 	            test_ring_mapping_refused);
 	CU_add_test(s, "send timeout: queued past it CCI_ETIMEDOUT, younger CCI_ERR_DISCONNECTED",
 	            test_send_timeout_statuses);
+	CU_add_test(s, "among 257 idle connections with a keepalive, a frozen peer's time out once, "
+	            "on time, a live peer's never", test_keepalive_among_idle_connections);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = (int)(CU_get_number_of_failures() + CU_get_number_of_tests_failed());
