@@ -393,24 +393,9 @@ int sm_disconnect(cci__conn_t *conn)
 	return CCI_SUCCESS;
 }
 
-/* A keepalive was armed on sc: its first probe may be due sooner than the
- * heap says (sep->lock held). */
-static void keepalive_armed(void *pc)
-{
-	sm_due_note(pc);
-}
-
 void sm_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct sm_conn *sc = sm_conn_of(conn);
-	struct sm_ep *sep = sc->sep;
 
-	cci__conn_keepalive_changed(&sc->base, conn, &sep->lock, keepalive_armed, sc);
-	/* keepalive_armed runs only with a keepalive: a send timeout set on
-	 * a connection without one is filed here. */
-	if (!conn->keepalive_us && conn->send_timeout_us) {
-		pthread_mutex_lock(&sep->lock);
-		sm_due_note(sc);
-		pthread_mutex_unlock(&sep->lock);
-	}
+	cci__conn_timeouts_changed(&sc->base, conn, &sc->sep->lock, &sc->sep->due);
 }
