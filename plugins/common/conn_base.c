@@ -43,12 +43,10 @@ void cci__conn_move(struct cci__conn_base *b, int to, const struct cci_core *cor
 }
 
 void cci__conn_keepalive_changed(struct cci__conn_base *b, cci__conn_t *conn,
-                                 pthread_mutex_t *lock, void (*armed)(void *pc), void *pc)
+                                 pthread_mutex_t *lock)
 {
 	pthread_mutex_lock(lock);
 	cci__ct_arm(&b->timers, conn->keepalive_us, cci__now_ns());
-	if (armed && conn->keepalive_us)
-		armed(pc);
 	pthread_mutex_unlock(lock);
 }
 

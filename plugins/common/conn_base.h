@@ -63,12 +63,11 @@ void cci__conn_move(struct cci__conn_base *b, int to, const struct cci_core *cor
                     const cci__conn_t *conn);
 
 /* The conn_timeouts_changed entry point's work: the application set a new
- * keepalive on conn, so b's keepalive restarts from now, under lock (the
- * plugin's lock over the connection's timers).  When a keepalive is then
- * armed, armed (if not NULL) is called with pc, lock still held: a plugin
- * whose tick visits only the connections that need it lists this one. */
+ * keepalive or send timeout on conn, so b's keepalive restarts from now,
+ * under lock (the plugin's lock over the connection's timers).  For a
+ * plugin whose tick walks its connections (ofi, verbs). */
 void cci__conn_keepalive_changed(struct cci__conn_base *b, cci__conn_t *conn,
-                                 pthread_mutex_t *lock, void (*armed)(void *pc), void *pc);
+                                 pthread_mutex_t *lock);
 
 /* The same for a plugin whose tick runs over a due heap (h, guarded by
  * lock): the connection is filed in h for its next visit. */

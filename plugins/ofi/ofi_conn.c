@@ -179,5 +179,5 @@ void ofi_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct ofi_conn *oc = ofi_conn_of(conn);
 
-	cci__conn_keepalive_changed(&oc->base, conn, &oc->lock, NULL, NULL);
+	cci__conn_keepalive_changed(&oc->base, conn, &oc->lock);
 }

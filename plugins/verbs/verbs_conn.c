@@ -152,7 +152,7 @@ void verbs_conn_timeouts_changed(cci__conn_t *conn)
 {
 	struct verbs_conn *vc = verbs_conn_of(conn);
 
-	cci__conn_keepalive_changed(&vc->base, conn, &vc->sep->lock, NULL, NULL);
+	cci__conn_keepalive_changed(&vc->base, conn, &vc->sep->lock);
 }
 
 /* The core hands back a RECV event's buffer (any thread, no lock held). */
