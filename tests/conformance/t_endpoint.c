@@ -87,9 +87,23 @@ static void uris_are_distinct_and_of_the_scheme(void)
 }
 
 /* A service unlikely to be taken: a port number or an endpoint id. */
-static void pick_service(char *buf, size_t len)
+/*
+ * An endpoint at a service of the test's choosing, below Linux's
+ * ephemeral ports (32768 and up), which the connections of the tests
+ * running beside it take.  Any program may still hold the one picked: a
+ * service in use is passed over for another, a few times.  The status of
+ * the last try.
+ */
+static int endpoint_at_free_service(cci_device_t *dev, char *svc, size_t len,
+                                    cci_endpoint_t **ep)
 {
-	snprintf(buf, len, "%d", 20000 + (int)(getpid() % 20000));
+	int rc = CCI_EBUSY;
+
+	for (int i = 0; i < 16 && (rc == CCI_EBUSY || rc == CCI_EADDRNOTAVAIL); i++) {
+		snprintf(svc, len, "%d", 20000 + (int)((getpid() + 997 * i) % 12000));
+		rc = cci_create_endpoint_at(dev, svc, 0, ep, NULL);
+	}
+	return rc;
 }
 
 static int ends_with_service(const char *uri, const char *svc)
@@ -106,8 +120,7 @@ static void endpoint_at_service_has_it_in_uri(void)
 	cci_endpoint_t *ep = NULL;
 	char svc[32], *uri;
 
-	pick_service(svc, sizeof(svc));
-	REQUIRE_RC(cci_create_endpoint_at(dev, svc, 0, &ep, NULL), CCI_SUCCESS);
+	REQUIRE_RC(endpoint_at_free_service(dev, svc, sizeof(svc), &ep), CCI_SUCCESS);
 	uri = h_uri(ep);
 	CHECKF(ends_with_service(uri, svc), "URI \"%s\" does not end with service %s",
 	       uri, svc);
@@ -121,8 +134,7 @@ static void endpoint_at_service_in_use_fails(void)
 	cci_endpoint_t *ep = NULL, *ep2 = NULL;
 	char svc[32];
 
-	pick_service(svc, sizeof(svc));
-	REQUIRE_RC(cci_create_endpoint_at(dev, svc, 0, &ep, NULL), CCI_SUCCESS);
+	REQUIRE_RC(endpoint_at_free_service(dev, svc, sizeof(svc), &ep), CCI_SUCCESS);
 	CHECK_RC2(cci_create_endpoint_at(dev, svc, 0, &ep2, NULL), CCI_EBUSY,
 	          CCI_EADDRNOTAVAIL);
 	CHECK(ep2 == NULL);
