@@ -20,6 +20,7 @@
 #define DUE_IDLE 1000u
 #define DUE_KA_US 300000u   /* the keepalives' period */
 #define DUE_SEND_US 300000u /* the send timeout */
+#define DUE_PROBE_LATE_MS 50u /* how late a loaded machine's tick may send a probe */
 #define DUE_LATE_MS 3000u   /* later than this, a timer was not acted on: a
                              * tick ran 10 ms late 300 times over */
 
@@ -147,7 +148,8 @@ void t_due_timers_among_idle(void)
 	       "was made ", r.ka_ms ? (long long)(r.ka_ms - dark) : -1LL,
 	       r.to_ms ? (long long)(r.to_ms - sent) : -1LL);
 	CU_ASSERT_EQUAL(r.ka_events, 1);
-	CU_ASSERT(r.ka_ms >= dark + (DUE_KA_US * 3 / 4) / 1000 - 10); /* heard until a probe */
+	/* Heard until a probe, which a loaded machine may send a little late. */
+	CU_ASSERT(r.ka_ms + DUE_PROBE_LATE_MS >= dark + (DUE_KA_US * 3 / 4) / 1000);
 	CU_ASSERT(r.ka_ms && r.ka_ms <= dark + DUE_LATE_MS);
 	CU_ASSERT_EQUAL(r.to_status, CCI_ETIMEDOUT);
 	CU_ASSERT(r.to_ms >= sent + DUE_SEND_US / 1000 - 10);
