@@ -200,6 +200,15 @@ struct tcp_rlink {
 	struct tcp_rlink *next, *prev;
 };
 
+/* What a client's connection needs only until it opens: its HELLO (and
+ * then the reply read over it) and the server's address, for a new
+ * attempt.  An open connection, and every server connection, holds none. */
+struct tcp_dial {
+	uint8_t hs[TCP_HDR_LEN + TCP_HELLO_LEN + CCI_CONN_REQ_LEN];
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+};
+
 struct tcp_conn {
 	/* First.  State and timers change under sep->lock (a break holds
 	 * tx_lock too); senders read the state without it, and the receive
@@ -208,7 +217,9 @@ struct tcp_conn {
 	cci__conn_t *conn;
 	struct tcp_ep *sep;
 	struct tcp_conn *next, *prev;  /* sep->conns */
-	int fd;
+	struct tcp_conn *gone_next;    /* in sep->gone while gone_listed (sep->lock) */
+	int gone_listed;
+	int fd;                        /* -1 once released (tcp_conn_release_gone) */
 	_Atomic int fault;             /* status to break with (from a sender) */
 	int in_rx;                     /* in sep->open, at open_idx */
 	uint32_t open_idx;
@@ -218,13 +229,11 @@ struct tcp_conn {
 
 	/* Handshake (client), under the loop lock and sep->lock. */
 	ev_io hs_w;
-	uint8_t hs[TCP_HDR_LEN + TCP_HELLO_LEN + CCI_CONN_REQ_LEN];
+	struct tcp_dial *dial;         /* while it connects; freed once open */
 	uint32_t hs_len, hs_off;
 	uint64_t nonce;
 	void *context;
 	int hello_sent;                /* CONNECTING: our HELLO is out, the reply awaited */
-	struct sockaddr_storage addr;  /* the server's, for a new attempt */
-	socklen_t addrlen;
 	uint64_t retry_ns;             /* CONNECTING without a socket: try again then, ... */
 	struct tcp_rlink retry;        /* ... linked in sep->retry_head[retry_level] */
 	uint64_t retry_wait_ns;        /* the last wait (0: none yet), ... */
@@ -342,6 +351,8 @@ struct tcp_ep {
 	                                  * thread, taken whole under lock (tcp_tx.c) */
 	_Atomic uint64_t progress_gen; /* the application's progress calls */
 	_Atomic int rx_starved;
+	struct tcp_conn *gone;         /* broken, their socket and buffers to release
+	                                * at the next tick with the loop lock */
 	struct tcp_conn *ack_due;      /* connections with acks read, not applied yet
 	                                * (tcp_rx.c): a pass visits these, not every
 	                                * open connection */
@@ -455,6 +466,7 @@ void tcp_connect_fail(struct tcp_conn *tc, int status, const char *why);
 void tcp_conn_watch_update(struct tcp_ep *sep);
 void tcp_faults_process(struct tcp_ep *sep);
 void tcp_conn_destroy(struct tcp_conn *tc);
+void tcp_conn_release_gone(struct tcp_ep *sep);
 int tcp_disconnect(cci__conn_t *conn);
 void tcp_conn_timers(struct tcp_ep *sep, uint64_t now, int with_loop);
 void tcp_conn_ack_owed(struct tcp_conn *tc);

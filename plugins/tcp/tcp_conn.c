@@ -234,12 +234,66 @@ void tcp_conn_break(struct tcp_conn *tc, int status, const char *why)
 	cci__spin_unlock(&tc->tx_lock);
 	TCP_LOG(CCI_LOG_CONN, "tcp: connection with %s broken (%s)", tc->peer, why);
 	rx_end(tc);
-	/* The peer learns at once; the socket stays open for the watchers
-	 * until the application disconnects. */
+	/* The peer learns at once; the socket itself goes at the next tick
+	 * (tcp_conn_release_gone), which holds the loop lock its watcher
+	 * needs. */
 	shutdown(tc->fd, SHUT_RDWR);
+	if (!tc->gone_listed) {
+		tc->gone_listed = 1;
+		tc->gone_next = tc->sep->gone;
+		tc->sep->gone = tc;
+	}
 	/* The queued times are the tick's clock (cci__engine_now), as is the
 	 * time the send timeout was judged at. */
 	ops_drop(tc->sep, ops_sort(ops), status, cci__engine_now(&tc->sep->eng));
+}
+
+static void gone_unlink(struct tcp_conn *tc)
+{
+	struct tcp_conn **p = &tc->sep->gone;
+
+	while (*p && *p != tc)
+		p = &(*p)->gone_next;
+	if (*p)
+		*p = tc->gone_next;
+	tc->gone_listed = 0;
+}
+
+/*
+ * A broken connection (the peer closed it, died, or timed out) keeps
+ * nothing but its object until the application disconnects, which CCI
+ * cannot make it do: a server whose clients come and go holds no socket
+ * and no buffer for those that left.  Its sends already fail
+ * (CCI_ERR_DISCONNECTED) without touching the socket, and every use of
+ * the socket checks the state under tx_lock, so the descriptor closes
+ * under tx_lock and no sender can write to a number reused meanwhile.
+ * The loop lock and sep->lock held.
+ */
+void tcp_conn_release_gone(struct tcp_ep *sep)
+{
+	assert(cci__mutex_held(&sep->lock));
+	assert(cci__mutex_held(&sep->eng.lock));
+	while (sep->gone) {
+		struct tcp_conn *tc = sep->gone;
+		int fd;
+
+		gone_unlink(tc);
+		if (tc->w_on)
+			ev_io_stop(sep->eng.loop, &tc->w_w);
+		tc->w_on = 0;
+		tcp_tx_due_forget(tc);
+		cci__spin_lock(&tc->tx_lock);
+		fd = tc->fd;
+		tc->fd = -1;
+		cci__spin_unlock(&tc->tx_lock);
+		if (fd >= 0) {
+			close(fd);
+			cci__listen_fd_freed(&sep->lg);
+		}
+		free(tc->stage);
+		tc->stage = NULL;
+		cci__due_clear(&sep->due, &tc->base.due);
+	}
 }
 
 void tcp_faults_process(struct tcp_ep *sep)
@@ -309,12 +363,16 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 		cci__listen_fd_freed(&sep->lg);
 	}
 	tc->fd = -1;
+	if (tc->gone_listed)
+		gone_unlink(tc);
 	tcp_retry_unlink(tc);
 	CCI__DLIST_UNLINK(&tc->sep->conns, tc);
 	cci__due_clear(&sep->due, &tc->base.due);
 	cci__due_unreserve(&sep->due);
 	free(tc->stage);
 	tc->stage = NULL;
+	free(tc->dial);
+	tc->dial = NULL;
 	tcp_core->conn_release(conn);
 }
 

@@ -385,18 +385,20 @@ static void hs_got_reply(struct tcp_conn *tc)
 	const char *why = NULL;
 	int rc;
 
-	if (tcp_hello_decode(tc->hs + TCP_HDR_LEN, tc->hs_off - TCP_HDR_LEN, CCI__HELLO_ANSWER,
+	if (tcp_hello_decode(tc->dial->hs + TCP_HDR_LEN, tc->hs_off - TCP_HDR_LEN, CCI__HELLO_ANSWER,
 	                     &r, &why) != 0 || r.core.nonce != tc->nonce) {
 		TCP_WARN("tcp: bad handshake reply from %s: %s", tc->peer,
 		         why ? why : "a reply to another request (wrong nonce)");
 		tcp_connect_fail(tc, CCI_ERROR, why ? why : "bad reply");
 		return;
 	}
-	if (tc->hs[1] == TCP_F_REJECT) {
+	if (tc->dial->hs[1] == TCP_F_REJECT) {
 		tcp_connect_fail(tc, CCI_ECONNREFUSED, "rejected by the server");
 		return;
 	}
 	ev_io_stop(tc->sep->eng.loop, &tc->hs_w);
+	free(tc->dial);
+	tc->dial = NULL;
 	rc = tcp_conn_open(tc, r.core.mss);
 	if (rc != CCI_SUCCESS) {
 		tcp_connect_fail(tc, rc, "cannot open the connection");
@@ -422,7 +424,7 @@ _Static_assert((TCP_CONNECT_RETRY_NS << (TCP_RETRY_LEVELS - 2)) < TCP_CONNECT_RE
 
 /* The attempt failed for a passing reason: close its socket and try again
  * after a wait that doubles, until the connect deadline (the tick) ends
- * it.  The HELLO in tc->hs is intact: no reply byte was read over it.
+ * it.  The HELLO in tc->dial->hs is intact: no reply byte was read over it.
  * Both locks held. */
 static void hs_retry(struct tcp_conn *tc, const char *why)
 {
@@ -467,7 +469,7 @@ static void hs_send_hello(struct tcp_conn *tc)
 		if (err)
 			return;
 	}
-	r = io_exact(tc->fd, tc->hs, &tc->hs_off, tc->hs_len, 1);
+	r = io_exact(tc->fd, tc->dial->hs, &tc->hs_off, tc->hs_len, 1);
 	if (r < 0 && attempt_transient(errno) && tc->hs_off == 0)
 		hs_retry(tc, strerror(errno));
 	else if (r < 0)
@@ -494,7 +496,7 @@ static void hs_cb(struct ev_loop *loop, ev_io *w, int revents)
 	if (!tc->hello_sent) {
 		hs_send_hello(tc);
 	} else {
-		r = hs_frame(tc->fd, tc->hs, &tc->hs_off, sep->mss, 0, &why);
+		r = hs_frame(tc->fd, tc->dial->hs, &tc->hs_off, sep->mss, 0, &why);
 		if (r < 0 && why && !strncmp(why, "closed", 6) && tc->hs_off == 0)
 			hs_retry(tc, "the server closed the socket before answering");
 		else if (r < 0)
@@ -516,10 +518,10 @@ static void hello_build(struct tcp_conn *tc, cci_conn_attribute_t attr, const vo
 	struct tcp_hdr fh = { .type = TCP_F_HELLO, .len = TCP_HELLO_LEN + len };
 
 	tc->nonce = nonce;
-	tcp_hdr_encode(tc->hs, &fh);
-	tcp_hello_encode(tc->hs + TCP_HDR_LEN, &h);
+	tcp_hdr_encode(tc->dial->hs, &fh);
+	tcp_hello_encode(tc->dial->hs + TCP_HDR_LEN, &h);
 	if (len)
-		memcpy(tc->hs + TCP_HDR_LEN + TCP_HELLO_LEN, data, len);
+		memcpy(tc->dial->hs + TCP_HDR_LEN + TCP_HELLO_LEN, data, len);
 	tc->hs_len = TCP_HDR_LEN + TCP_HELLO_LEN + len;
 	tc->hs_off = 0;
 }
@@ -567,7 +569,7 @@ static void hs_retry_start(struct tcp_conn *tc)
 	assert(cci__mutex_held(&tc->sep->lock));
 	assert(cci__mutex_held(&tc->sep->eng.lock));
 	tcp_retry_unlink(tc);
-	err = connect_socket(&tc->addr, tc->addrlen, sep->dev->bufsize, &tc->fd);
+	err = connect_socket(&tc->dial->addr, tc->dial->addrlen, sep->dev->bufsize, &tc->fd);
 	if (err) {
 		connect_failed_now(sep, tc->peer, err);
 		tcp_connect_fail(tc, cci__errno_status(err), strerror(err));
@@ -619,9 +621,15 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 	}
 	tc = tcp_conn_of(conn);
 	tcp_conn_init(tc, sep, conn, fd);
+	tc->dial = malloc(sizeof(*tc->dial));
+	if (!tc->dial) {
+		close(fd);
+		tcp_core->conn_release(conn);
+		return CCI_ENOMEM;
+	}
 	tc->context = context;
-	tc->addr = ss;
-	tc->addrlen = sl;
+	tc->dial->addr = ss;
+	tc->dial->addrlen = sl;
 	cci__sockaddr_str((struct sockaddr *)&ss, tc->peer, sizeof(tc->peer));
 	hello_build(tc, attr, data, data_len, nonce);
 	cci__ct_connecting(&tc->base.timers, timeout, cci__now_ns());
@@ -631,6 +639,7 @@ int tcp_connect(cci__ep_t *ep, const char *uri, const void *data, uint32_t data_
 		pthread_mutex_unlock(&sep->lock);
 		pthread_mutex_unlock(&sep->eng.lock);
 		close(fd);
+		free(tc->dial);
 		tcp_core->conn_release(conn);
 		return CCI_ENOMEM;
 	}

@@ -163,8 +163,11 @@ static void timers_run(struct tcp_ep *sep, uint64_t now, int with_loop)
 	if (atomic_load_explicit(&sep->tx_busy, memory_order_relaxed))
 		tcp_tx_flush_all(sep);
 	tcp_conn_timers(sep, now, with_loop);
-	if (with_loop)
+	if (with_loop) {
 		tcp_hs_timers(sep, now);
+		if (sep->gone)
+			tcp_conn_release_gone(sep);
+	}
 }
 
 /* progress() found the tick's work left to it; sep->lock held. */
