@@ -188,7 +188,10 @@ struct sock_conn {
 	int in_connecting;         /* client: a HELLO is to be sent again */
 	struct sock_peer_key key;  /* (peer_token, peer): in sep->by_peer while in_index */
 	int in_index;
+	int slot_gone;             /* its slot and due place given back */
 	int is_server;             /* accepted here */
+	struct sock_conn *broken_next; /* in sep->broken while broken_listed */
+	int broken_listed;
 	uint64_t suspect_ns;       /* an ICMP error said the peer's port is closed at this
 	                            * time, and nothing was heard from it since ... */
 	uint32_t icmp_count;       /* ... of so many such errors */
@@ -327,6 +330,8 @@ struct sock_ep {
 	                             * timers visit these, not every connection */
 	struct sock_conn *pend;     /* connections with messages waiting for a buffer */
 	struct sock_conn *touched;  /* connections this pass moved */
+	struct sock_conn *broken;   /* broken, what they hold to release at the next
+	                             * tick (sock_conn_release_broken) */
 
 	struct cci__op_pool ops;
 	struct sock_txd *txd_free;
@@ -415,6 +420,7 @@ int sock_conn_rel_init(struct sock_conn *sc, uint64_t tx_isn, uint64_t rx_isn,
 void sock_conn_open(struct sock_conn *sc, uint64_t now);
 void sock_conn_break(struct sock_conn *sc, int status, const char *why);
 void sock_conn_destroy(struct sock_conn *sc);
+void sock_conn_release_broken(struct sock_ep *sep);
 void sock_conn_icmp_refused(struct sock_ep *sep, const struct sockaddr_storage *ss, uint8_t type,
                             uint64_t token, uint64_t now);
 void sock_conn_tick(struct sock_ep *sep, uint64_t now);

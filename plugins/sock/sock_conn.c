@@ -163,11 +163,15 @@ int sock_conn_slot(struct sock_ep *sep, struct sock_conn *sc)
 	return CCI_SUCCESS;
 }
 
-/* sc leaves its slot, the endpoint's lists and indexes, and the due
- * heap (its reserved place too): nothing files it again. */
+/* sc leaves its slot, the endpoint's indexes, and the due heap (its
+ * reserved place too): nothing files it again.  It stays on sep->conns
+ * (sock_conn_destroy takes it off). */
 void sock_conn_slot_release(struct sock_ep *sep, struct sock_conn *sc)
 {
 	assert(cci__mutex_held(&sep->lock));
+	if (sc->slot_gone)
+		return;
+	sc->slot_gone = 1;
 	cci__due_clear(&sep->due, &sc->base.due);
 	cci__due_unreserve(&sep->due);
 	if (sc->in_index && !tdelete(&sc->key, &sep->by_peer, sock_peer_key_cmp))
@@ -182,7 +186,6 @@ void sock_conn_slot_release(struct sock_ep *sep, struct sock_conn *sc)
 		sep->slots[sc->slot] = NULL;
 		sep->slot_free[sep->nslot_free++] = sc->slot;
 	}
-	LIST_REMOVE(sc, link);
 }
 
 /* Index a connection by its peer's token and address: CCI_SUCCESS, or
@@ -269,6 +272,24 @@ void sock_conn_break(struct sock_conn *sc, int status, const char *why)
 	SOCK_LOG(CCI_LOG_CONN, "sock: connection to %s broken: %s", sc->peer_str, why);
 	cci__conn_move(&sc->base, CCI__CONN_BROKEN, sock_core, sc->conn);
 	sock_tx_fail_all(sc, status, 1);
+	/* What it holds goes at the next tick (sock_conn_release_broken):
+	 * the caller may still be inside sc's reliability state. */
+	if (!sc->broken_listed) {
+		sc->broken_listed = 1;
+		sc->broken_next = sc->sep->broken;
+		sc->sep->broken = sc;
+	}
+}
+
+static void broken_unlink(struct sock_conn *sc)
+{
+	struct sock_conn **p = &sc->sep->broken;
+
+	while (*p && *p != sc)
+		p = &(*p)->broken_next;
+	if (*p)
+		*p = sc->broken_next;
+	sc->broken_listed = 0;
 }
 
 static void timed_unlink(struct sock_conn *sc)
@@ -304,10 +325,10 @@ static void rb_drop(struct sock_ep *sep, struct sock_rxbuf *rb)
 		sep->rb_small = rb;
 }
 
-/* Forget sc: its ops end without events, what it received and did not
- * deliver is dropped, its slot is freed.  The caller releases the core's
- * connection. */
-void sock_conn_destroy(struct sock_conn *sc)
+/* Everything sc holds but its object: its ops end without events, what
+ * it received and did not deliver is dropped, its window, buffers and
+ * slot are freed.  Again later, it does nothing.  sep->lock held. */
+static void conn_release(struct sock_conn *sc)
 {
 	struct sock_ep *sep = sc->sep;
 	uint64_t h;
@@ -345,6 +366,42 @@ void sock_conn_destroy(struct sock_conn *sc)
 	sock_conn_slot_release(sep, sc);
 	free(sc->hello);
 	sc->hello = NULL;
+}
+
+/*
+ * A broken connection (the peer said goodbye, died or timed out) keeps
+ * nothing but its object until the application disconnects, which CCI
+ * cannot make it do: a server whose clients come and go holds no window
+ * or buffer for those that left.  Its sends already fail
+ * (CCI_ERR_DISCONNECTED).  Messages it received in order before the
+ * break and that wait for a receive buffer (sc->pend) are still
+ * delivered: it stays listed until they are.  sep->lock held.
+ */
+void sock_conn_release_broken(struct sock_ep *sep)
+{
+	struct sock_conn **p = &sep->broken;
+
+	assert(cci__mutex_held(&sep->lock));
+	while (*p) {
+		struct sock_conn *sc = *p;
+		if (sc->in_pend) {
+			p = &sc->broken_next;
+			continue;
+		}
+		*p = sc->broken_next;
+		sc->broken_listed = 0;
+		conn_release(sc);
+	}
+}
+
+/* Forget sc (conn_release) and take it off the endpoint.  The caller
+ * releases the core's connection. */
+void sock_conn_destroy(struct sock_conn *sc)
+{
+	if (sc->broken_listed)
+		broken_unlink(sc);
+	conn_release(sc);
+	LIST_REMOVE(sc, link);
 	cci__conn_move(&sc->base, CCI__CONN_CLOSED, sock_core, sc->conn);
 }
 
@@ -514,6 +571,8 @@ void sock_conn_due_run(struct sock_ep *sep, uint64_t now)
 void sock_conn_tick(struct sock_ep *sep, uint64_t now)
 {
 	assert(cci__mutex_held(&sep->lock));
+	if (sep->broken)
+		sock_conn_release_broken(sep);
 	gone_tick(sep, now);
 	sock_conn_due_run(sep, now);
 }

@@ -94,6 +94,7 @@ static int connect_locked(struct sock_conn *sc, const void *data, uint32_t len,
 		rc = hello_build(sc, data, len);
 	if (rc != CCI_SUCCESS) {
 		sock_conn_slot_release(sep, sc);
+		LIST_REMOVE(sc, link); /* put on sep->conns by sock_conn_slot */
 		return rc;
 	}
 	cci__ct_connecting(&sc->base.timers, timeout, now);
