@@ -486,6 +486,7 @@ void sm_conn_watch(struct sm_conn *sc);
  * sep->lock held. */
 void sm_conn_unwatch(struct sm_conn *sc);
 void sm_conn_break(struct sm_conn *sc, int status);
+int sm_conn_rx_release(struct sm_conn *sc);
 /* The tick's list (sep->lock held): add sc; take sc off; move the
  * connections other threads asked for onto it. */
 void sm_timed_add(struct sm_conn *sc);

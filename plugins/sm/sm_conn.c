@@ -251,6 +251,36 @@ void sm_conn_break(struct sm_conn *sc, int status)
 	pthread_mutex_unlock(&sc->tx_lock);
 	cci__spin_unlock(&sep->rx_lock);
 	sm_hello_unmap(sep, &m);
+	/* Our receive ring goes too, once nothing needs it (the tick's
+	 * visits: sm_conn_rx_release). */
+	sm_timed_add(sc);
+}
+
+/*
+ * A broken connection keeps nothing but its object until the application
+ * disconnects, which CCI cannot make it do: a server whose clients come
+ * and go maps no ring for those that left.  The receive ring stays only
+ * while records the peer published before the break wait in it (they are
+ * still delivered) or RECV events lent point into it.  Returns 1 while it
+ * must stay (the tick asks again), 0 once it is gone.  sep->lock held.
+ */
+int sm_conn_rx_release(struct sm_conn *sc)
+{
+	struct sm_ep *sep = sc->sep;
+	int bad = 0, wait;
+
+	assert(cci__mutex_held(&sep->lock));
+	if (!sc->rx_seg)
+		return 0;
+	sm_rx_lock(sep);
+	wait = cci__conn_holds(&sc->life) > 1 ||
+	       (!sc->rx_dead && sm_ring_peek(&sc->rx, &bad) != NULL);
+	if (!wait) {
+		rx_set_remove(sep, sc);
+		sm_conn_rx_drop(sc);
+	}
+	cci__spin_unlock(&sep->rx_lock);
+	return wait;
 }
 
 /*

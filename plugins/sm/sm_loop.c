@@ -101,6 +101,8 @@ static int conn_work(struct sm_conn *sc, uint64_t now)
 
 	if (cci__conn_state(&sc->base) == CCI__CONN_CONNECTING)
 		return sc->answer_until_ns ? sm_hs_answer_retry(sc, now) : 0;
+	if (cci__conn_state(&sc->base) == CCI__CONN_BROKEN)
+		return sm_conn_rx_release(sc);
 	if (!cci__conn_is_open(&sc->base))
 		return 0;
 	fault = atomic_exchange(&sc->fault, 0);
