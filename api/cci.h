@@ -279,6 +279,16 @@ typedef enum cci_conn_attribute {
  * or ACCEPT (server) event until cci_disconnect() or the endpoint's
  * destruction.  context is the application's value given to cci_connect()
  * or cci_accept().
+ *
+ * When its peer is gone (it called cci_disconnect(), its endpoint or
+ * process ended, or a send timed out), sends and RMAs on it fail with
+ * CCI_ERR_DISCONNECTED, and the transport releases what it held for it
+ * (descriptors, rings, buffers, windows) at its next tick, once the
+ * messages that came before are delivered and their events returned.
+ * What the application still holds is then the connection object alone,
+ * a few KiB (each transport's README, "Limits"), until cci_disconnect():
+ * a server that never disconnects the clients that left (CCI has no
+ * event for it) keeps no descriptor for them.
  */
 typedef const struct cci_connection {
 	uint32_t max_send_size;        /* the smaller of the two sides' */

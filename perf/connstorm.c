@@ -22,6 +22,14 @@
  * seconds and the row gives the share of a core the process used
  * meanwhile (its progress threads keeping the connections: "idle is
  * free" means well under 1%).
+ *
+ * With -c CYCLES the client churns instead: CYCLES times it connects,
+ * sends one 8-byte ping, takes its echo and disconnects (at most W at a
+ * time), against a server that never calls cci_disconnect on them (CCI
+ * has no disconnect event: a server often cannot know).  It prints the
+ * server's descriptors and KiB of resident memory above its idle level
+ * after each tenth of the cycles (they must stay flat: what a peer that
+ * left costs is the connection object the application still holds).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -43,7 +51,7 @@
 #define CS_MAX_CONNS 1000000u
 #define CS_TIMEOUT_S 120   /* a connect's, and the longest wait for any event */
 
-enum cs_ctl { CS_STATS = 1, CS_STATS_REP, CS_DONE };
+enum cs_ctl { CS_STATS = 1, CS_STATS_REP, CS_DONE, CS_PEEK };
 
 /* A control message; pings are 8 bytes, so never mistaken for one. */
 struct cs_msg {
@@ -56,7 +64,7 @@ struct cs {
 	bool json, blocking;
 	const char *uri, *outfile, *device;
 	uint32_t window, iters;
-	uint32_t keepalive_ms, idle_s;
+	uint32_t keepalive_ms, idle_s, cycles;
 	uint32_t counts[16], ncounts;
 	cci_endpoint_t *ep;
 	int epfd;
@@ -183,7 +191,8 @@ static void cs_send(cci_connection_t *conn, const void *buf, uint32_t len, int f
 /* ------------------------------------------------------------- server */
 
 /* Accept everything, echo pings; CS_STATS answers with what the
- * connections cost, then closes them all; CS_DONE ends. */
+ * connections cost, then closes them all; CS_PEEK answers the same and
+ * closes none; CS_DONE ends. */
 static void cs_serve(struct cs *c)
 {
 	int64_t fds0 = fd_count(), rss0 = rss_kib();
@@ -209,13 +218,14 @@ static void cs_serve(struct cs *c)
 			m = cs_ctl_of(ev);
 			if (!m) {
 				cs_send(ev->recv.connection, ev->recv.ptr, ev->recv.len, CCI_FLAG_SILENT);
-			} else if (m->type == CS_STATS) {
+			} else if (m->type == CS_STATS || m->type == CS_PEEK) {
 				struct cs_msg r = { CS_MAGIC, CS_STATS_REP, 0, fd_count() - fds0,
 				                    rss_kib() - rss0 };
 				cs_send(ev->recv.connection, &r, sizeof(r), CCI_FLAG_BLOCKING);
-				for (uint32_t i = 0; i < c->nconns; i++)
+				for (uint32_t i = 0; m->type == CS_STATS && i < c->nconns; i++)
 					perf_check(cci_disconnect(c->conns[i]), "cci_disconnect");
-				c->nconns = 0;
+				if (m->type == CS_STATS)
+					c->nconns = 0;
 			} else {
 				done = true;
 			}
@@ -311,13 +321,14 @@ static double cs_idle(struct cs *c)
 	return 100.0 * (cpu_s() - cpu0) / ((double)(perf_now_ns() - t0) / 1e9);
 }
 
-/* The server's cost of the open connections; it closes them after. */
-static struct cs_msg cs_server_stats(struct cs *c)
+/* The server's cost of its connections, asked on conn; after CS_STATS
+ * it closes them all, after CS_PEEK none. */
+static struct cs_msg cs_server_stats(struct cs *c, cci_connection_t *conn, uint32_t type)
 {
-	struct cs_msg m = { CS_MAGIC, CS_STATS, 0, 0, 0 };
+	struct cs_msg m = { CS_MAGIC, type, 0, 0, 0 };
 	cci_event_t *ev;
 
-	cs_send(c->conns[0], &m, sizeof(m), CCI_FLAG_SILENT);
+	cs_send(conn, &m, sizeof(m), CCI_FLAG_SILENT);
 	for (;;) {
 		const struct cs_msg *r;
 
@@ -357,6 +368,73 @@ static void cs_row(struct cs *c, uint32_t n, uint64_t ns, double lat, int64_t fd
 	fflush(stdout);
 }
 
+/* One churn round: open n connections (at most the window outstanding),
+ * ping each once, disconnect them all. */
+static void cs_churn_round(struct cs *c, uint32_t n)
+{
+	uint64_t ping = 0;
+	uint32_t echoed = 0;
+
+	cs_connect_n(c, n);
+	for (uint32_t k = 0; k < n; k++)
+		cs_send(c->conns[k], &ping, sizeof(ping), CCI_FLAG_SILENT);
+	while (echoed < n) {
+		cci_event_t *ev = cs_wait(c);
+		echoed += ev->type == CCI_EVENT_RECV;
+		perf_check(cci_return_event(ev), "cci_return_event");
+	}
+	for (uint32_t k = 0; k < n; k++)
+		perf_check(cci_disconnect(c->conns[k]), "cci_disconnect");
+}
+
+/* -c: c->cycles connect, ping, disconnect cycles against a server that
+ * keeps every connection; its cost after each tenth, asked on a
+ * connection of its own that stays open.  A second's pause before each
+ * question lets the server hear the disconnects. */
+static void cs_churn(struct cs *c)
+{
+	uint32_t window = c->window ? c->window : 256, done = 0, step = c->cycles / 10;
+	cci_connection_t *probe;
+	uint64_t t0 = perf_now_ns();
+
+	c->conns = calloc(window, sizeof(*c->conns));
+	if (!c->conns)
+		perf_die("out of memory");
+	c->window = window;
+	cs_connect_n(c, 1);
+	probe = c->conns[0];
+	if (!c->json)
+		printf("%9s %9s %10s %10s %12s %12s\n", "cycles", "seconds", "cycles/s", "srv_fds",
+		       "srv_KiB", "srv_B/cycle");
+	for (uint32_t mark = 1; mark <= 10; mark++) {
+		uint32_t until = mark == 10 ? c->cycles : step * mark;
+		struct timespec pause = { .tv_sec = 1 };
+		struct cs_msg srv;
+		double secs;
+
+		while (done < until) {
+			uint32_t n = until - done < window ? until - done : window;
+			cs_churn_round(c, n);
+			done += n;
+		}
+		secs = (double)(perf_now_ns() - t0) / 1e9;
+		while (nanosleep(&pause, &pause) != 0 && errno == EINTR)
+			;
+		t0 += 1000000000ull; /* the pause is not churn */
+		srv = cs_server_stats(c, probe, CS_PEEK);
+		if (c->json)
+			printf("{\"cycles\":%u,\"seconds\":%.3f,\"server_fds\":%" PRId64
+			       ",\"server_kib\":%" PRId64 "}\n", done, secs, srv.fds, srv.rss_kib);
+		else
+			printf("%9u %9.2f %10.0f %10" PRId64 " %12" PRId64 " %12.1f\n", done, secs,
+			       done / secs, srv.fds, srv.rss_kib,
+			       done ? (double)srv.rss_kib * 1024.0 / done : 0.0);
+		fflush(stdout);
+	}
+	c->conns[0] = probe;
+	cs_server_stats(c, probe, CS_STATS);
+}
+
 static void cs_client(struct cs *c)
 {
 	uint32_t max = 0;
@@ -382,13 +460,18 @@ static void cs_client(struct cs *c)
 		lat = cs_pingpong(c, c->conns[n - 1], c->iters);
 		if (c->idle_s)
 			idle_cpu = cs_idle(c);
-		srv = cs_server_stats(c);
+		srv = cs_server_stats(c, c->conns[0], CS_STATS);
 		cs_row(c, n, ns, lat, fds, rss, &srv, idle_cpu);
 		for (uint32_t k = 0; k < c->nconns; k++)
 			perf_check(cci_disconnect(c->conns[k]), "cci_disconnect");
 	}
-	/* One more connection carries the end: the others are closed. */
+}
+
+/* One more connection carries the end: the others are closed. */
+static void cs_end(struct cs *c)
+{
 	struct cs_msg done = { CS_MAGIC, CS_DONE, 0, 0, 0 };
+
 	c->window = 1;
 	cs_connect_n(c, 1);
 	cs_send(c->conns[0], &done, sizeof(done), CCI_FLAG_BLOCKING);
@@ -414,6 +497,7 @@ static void cs_parse_counts(struct cs *c, const char *list)
 static void cs_usage(void)
 {
 	puts("usage: connstorm [-n LIST] [-w W] [-i ITERS] [-b] [-k MS] [-I S] [-D DEV] [--json]\n"
+	     "       connstorm -c CYCLES [-w W] [-b] [-D DEV] [--json]\n"
 	     "       connstorm -s [-o FILE] [-b] [-D DEV]\n"
 	     "       connstorm -h URI [-n LIST] [-w W] [-i ITERS] [-b] [-k MS] [-I S] [--json]\n"
 	     "  -n LIST   connection counts, comma-separated (default 1,100,1000,10000)\n"
@@ -422,6 +506,8 @@ static void cs_usage(void)
 	     "  -b        both sides sleep on the OS handle\n"
 	     "  -k MS     a keepalive of MS milliseconds on every client connection\n"
 	     "  -I S      then S seconds without calls: the client's share of a core\n"
+	     "  -c CYCLES connect, ping, disconnect CYCLES times against a server that\n"
+	     "            keeps its connections: its descriptors and memory as they go\n"
 	     "  -D DEV    the device (default: the default device)\n"
 	     "  -s, -o    server, writing its URI to FILE; -h URI: client\n"
 	     "  --json    one JSON object per row");
@@ -434,7 +520,7 @@ static void cs_options(struct cs *c, int argc, char **argv, bool *server)
 	                                          { NULL, 0, NULL, 0 } };
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "n:w:i:bk:I:D:so:h:", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "n:w:i:bk:I:c:D:so:h:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n': cs_parse_counts(c, optarg); break;
 		case 'w': c->window = perf_parse_count(optarg, 0, CS_MAX_CONNS); break;
@@ -442,6 +528,7 @@ static void cs_options(struct cs *c, int argc, char **argv, bool *server)
 		case 'b': c->blocking = true; break;
 		case 'k': c->keepalive_ms = perf_parse_count(optarg, 1, 3600000); break;
 		case 'I': c->idle_s = perf_parse_count(optarg, 1, 3600); break;
+		case 'c': c->cycles = perf_parse_count(optarg, 10, 100000000); break;
 		case 'D': c->device = optarg; break;
 		case 's': *server = true; break;
 		case 'o': c->outfile = optarg; break;
@@ -522,7 +609,11 @@ int main(int argc, char **argv)
 		c.uri = uri;
 	}
 	cs_open(&c);
-	cs_client(&c);
+	if (c.cycles)
+		cs_churn(&c);
+	else
+		cs_client(&c);
+	cs_end(&c);
 	cs_close(&c);
 	if (child && (waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
 	              WEXITSTATUS(status) != 0))

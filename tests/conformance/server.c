@@ -373,6 +373,8 @@ static void srv_command(struct sstate *s)
 		return;
 	}
 	if (m.cmd == 'k') {
+		s->st.fds = h_count_fds();
+		s->st.rss_kb = h_rss_kb();
 		h_msg_send(s->wfd, &s->st, sizeof(s->st));
 		return;
 	}

@@ -39,6 +39,8 @@ struct srv_stats {
 	uint64_t sends_ok, sends_err, keepalives, enobufs, max_held;
 	uint32_t last_req_len, last_req_attr, payload_bad;
 	uint32_t conn_mss, dev_mss, conn_attr; /* of the last accepted connection */
+	int32_t fds;                           /* the server's open descriptors ... */
+	int64_t rss_kb;                        /* ... and resident KiB, at the report */
 };
 
 /* The test's view of a running server. */
