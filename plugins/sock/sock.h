@@ -60,6 +60,7 @@
 #include "random.h"
 #include "net_dev.h"
 #include "op_pool.h"
+#include "slist.h"
 #include "sock_dgram.h"
 #include "sock_rel.h"
 #include "status.h"

@@ -283,12 +283,7 @@ void sock_conn_break(struct sock_conn *sc, int status, const char *why)
 
 static void broken_unlink(struct sock_conn *sc)
 {
-	struct sock_conn **p = &sc->sep->broken;
-
-	while (*p && *p != sc)
-		p = &(*p)->broken_next;
-	if (*p)
-		*p = sc->broken_next;
+	CCI__SLIST_UNLINK(&sc->sep->broken, sc, broken_next);
 	sc->broken_listed = 0;
 }
 

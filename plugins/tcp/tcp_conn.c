@@ -250,12 +250,7 @@ void tcp_conn_break(struct tcp_conn *tc, int status, const char *why)
 
 static void gone_unlink(struct tcp_conn *tc)
 {
-	struct tcp_conn **p = &tc->sep->gone;
-
-	while (*p && *p != tc)
-		p = &(*p)->gone_next;
-	if (*p)
-		*p = tc->gone_next;
+	CCI__SLIST_UNLINK(&tc->sep->gone, tc, gone_next);
 	tc->gone_listed = 0;
 }
 
