@@ -217,6 +217,10 @@ struct ofi_conn {
 	cci__conn_t *conn;          /* the core's; NULL once released */
 	struct ofi_conn *prev, *next; /* sep->conns, then sep->gone (dlists: thousands
 	                             * leave them one by one) */
+	int retired;                /* on sep->gone, its id free: broken, and the
+	                             * application has not disconnected it yet
+	                             * (ofi_conn_retire); sep->lock */
+	uint64_t broken_ns;         /* when it broke (the coarse clock); lock */
 	struct cci__conn_life life; /* held by the table and by what is in flight */
 	uint32_t id;                /* ours: slot | generation << 16 */
 	uint32_t peer_id;
@@ -652,6 +656,7 @@ void ofi_disc_on_msg(struct ofi_conn *oc, struct ofi_ep *sep, const struct ofi_h
 /* ofi_conn.c */
 struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, void *context);
 void ofi_conn_unlist(struct ofi_conn *oc, int cq_held);
+void ofi_conn_retire(struct ofi_conn *oc);
 int ofi_disconnect(cci__conn_t *conn);
 void ofi_conn_timeouts_changed(cci__conn_t *conn);
 void ofi_conns_sweep(struct ofi_ep *sep);

@@ -61,9 +61,9 @@ struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, voi
 	return oc;
 }
 
-/* Take oc out of service: no message reaches it, the timers forget it;
- * it is freed once the last reference goes.  Drops the table's reference. */
-void ofi_conn_unlist(struct ofi_conn *oc, int cq_held)
+/* Take oc out of the table and onto sep->gone: no message reaches it,
+ * the timers forget it, its id is free.  Again later, a no-op. */
+static void conn_take_out(struct ofi_conn *oc, int cq_held)
 {
 	struct ofi_ep *sep = oc->sep;
 
@@ -77,12 +77,36 @@ void ofi_conn_unlist(struct ofi_conn *oc, int cq_held)
 	if (!cq_held)
 		cci__spin_unlock(&sep->cq_lock);
 	pthread_mutex_lock(&sep->lock);
-	if (sep->tick_next == oc)
-		sep->tick_next = oc->next;
-	CCI__DLIST_UNLINK(&sep->conns, oc);
-	CCI__DLIST_PUSH(&sep->gone, oc);
+	if (!oc->retired) {
+		if (sep->tick_next == oc)
+			sep->tick_next = oc->next;
+		CCI__DLIST_UNLINK(&sep->conns, oc);
+		CCI__DLIST_PUSH(&sep->gone, oc);
+		oc->retired = 1;
+	}
 	pthread_mutex_unlock(&sep->lock);
+}
+
+/* Take oc out of service (conn_take_out); it is freed once the last
+ * reference goes.  Drops the table's reference. */
+void ofi_conn_unlist(struct ofi_conn *oc, int cq_held)
+{
+	conn_take_out(oc, cq_held);
 	ofi_conn_unref(oc);
+}
+
+/*
+ * A connection broken for OFI_RETIRE_NS (the peer left, died or timed
+ * out: whatever it sent before its DISC came long since) that the
+ * application has not disconnected, which CCI cannot make it do: it
+ * leaves the table, so that its id serves a new connection and the tick
+ * walks it no more.  What the application holds is its object alone
+ * until cci_disconnect, which drops the table's reference.  The caller
+ * holds a reference of its own and no lock.
+ */
+void ofi_conn_retire(struct ofi_conn *oc)
+{
+	conn_take_out(oc, 0);
 }
 
 /* sep->lock held (or no other thread runs); oc is on no list. */

@@ -58,6 +58,8 @@
 #define OFI_POLL_HOT_NS 500000ull    /* poll at the minimum this long after activity */
 #define OFI_PROBE_NS 1000000000ull   /* blocked on credits this long: is the peer there? */
 #define OFI_TICK_CONNS 2048u          /* connections a tick looks at, at most */
+#define OFI_RETIRE_NS 1000000000ull   /* broken this long: out of the table */
+#define OFI_RETIRE_MAX 256u           /* connections a tick retires, at most */
 
 _Static_assert(offsetof(struct ofi_op, obj) == sizeof(struct fi_context2) &&
                offsetof(struct ofi_rxbuf, obj) == sizeof(struct fi_context2),
@@ -464,7 +466,8 @@ static void connect_end(struct ofi_ep *sep, struct ofi_conn *oc, int status)
  */
 static void timers(struct ofi_ep *sep, uint64_t now)
 {
-	struct ofi_conn *oc;
+	struct ofi_conn *oc, *retire[OFI_RETIRE_MAX];
+	unsigned nretire = 0;
 
 	ofi_conns_sweep(sep);
 	ofi_disc_expire(sep, now, 0);
@@ -484,11 +487,20 @@ static void timers(struct ofi_ep *sep, uint64_t now)
 		} else if (cci__conn_tick(&oc->base, oc->conn, ofi_core, &tick_ops, oc, now)) {
 			conn_probe(oc, now);
 			ofi_credit_maybe(oc, 1);
+		} else if (ofi_conn_state(oc) == CCI__CONN_BROKEN && nretire < OFI_RETIRE_MAX &&
+		           now - oc->broken_ns >= OFI_RETIRE_NS) {
+			ofi_conn_ref(oc);
+			retire[nretire++] = oc;
 		}
 		pthread_mutex_unlock(&oc->lock);
 	}
 	sep->tick_next = oc;
 	pthread_mutex_unlock(&sep->lock);
+	/* Outside sep->lock: the table's lock (cq_lock) comes first. */
+	for (unsigned i = 0; i < nretire; i++) {
+		ofi_conn_retire(retire[i]);
+		ofi_conn_unref(retire[i]);
+	}
 }
 
 /* The peer process w watched is gone: its connections break. */

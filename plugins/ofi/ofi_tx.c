@@ -757,6 +757,7 @@ void ofi_conn_break(struct ofi_conn *oc, int status)
 		return;
 	OFI_LOG(CCI_LOG_CONN, "ofi: connection %08x broken (status %d)", oc->id, status);
 	ofi_conn_move(oc, CCI__CONN_BROKEN);
+	oc->broken_ns = cci__engine_now(&oc->sep->eng);
 	if (status != CCI_ERR_DISCONNECTED && !ofi_pidw_unreachable(oc->sep, ofi_conn_pidw(oc)))
 		ofi_ctl_send(oc, OFI_T_DISC, 0, NULL, 0, 0);
 	ofi_tx_fail_all(oc, status, 1);
