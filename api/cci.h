@@ -283,8 +283,9 @@ typedef enum cci_conn_attribute {
  * When its peer is gone (it called cci_disconnect(), its endpoint or
  * process ended, or a send timed out), sends and RMAs on it fail with
  * CCI_ERR_DISCONNECTED, and the transport releases what it held for it
- * (descriptors, rings, buffers, windows) at its next tick, once the
- * messages that came before are delivered and their events returned.
+ * (descriptors, rings, buffers, windows, its connection id) at its next
+ * tick (ofi: a second after), once the messages that came before are
+ * delivered and their events returned.
  * What the application still holds is then the connection object alone,
  * a few KiB (each transport's README, "Limits"), until cci_disconnect():
  * a server that never disconnects the clients that left (CCI has no
