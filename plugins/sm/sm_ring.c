@@ -50,6 +50,7 @@ void sm_ring_format(void *seg, uint64_t size, uint64_t window, uint32_t max_recs
 	ctl->window = window;
 	atomic_store_explicit(&ctl->hold, 0, memory_order_relaxed);
 	ctl->max_recs = max_recs;
+	ctl->inbox_bit = 0;
 	atomic_store_explicit(&ctl->rel_recs, 0, memory_order_relaxed);
 	atomic_store_explicit(&ctl->head, 0, memory_order_relaxed);
 	atomic_store_explicit(&ctl->prod_waiting, 0, memory_order_relaxed);
@@ -60,16 +61,19 @@ int sm_ring_attach(struct sm_ring *r, void *seg, uint64_t seg_bytes)
 {
 	struct sm_ring_ctl *ctl = seg;
 	uint64_t size, window;
+	uint32_t bit;
 
 	if (seg_bytes < SM_RING_CTL_BYTES || ctl->magic != SM_RING_MAGIC ||
 	    ctl->version != SM_RING_VERSION)
 		return -1;
 	size = ctl->size;
 	window = ctl->window;
+	bit = ctl->inbox_bit; /* read once: the peer may change it meanwhile */
 	if (size < SM_RING_MIN_SIZE || size > SM_RING_MAX_SIZE || (size & (size - 1)) != 0 ||
 	    size > seg_bytes - SM_RING_CTL_BYTES)
 		return -1;
-	if (window < SM_LINE || window > size || (window & (window - 1)) != 0)
+	if (window < SM_LINE || window > size || (window & (window - 1)) != 0 ||
+	    bit >= SM_INBOX_BITS)
 		return -1;
 	memset(r, 0, sizeof(*r));
 	r->ctl = ctl;
@@ -77,6 +81,7 @@ int sm_ring_attach(struct sm_ring *r, void *seg, uint64_t seg_bytes)
 	r->size = size;
 	r->mask = size - 1;
 	r->window = window;
+	r->bit = bit;
 	r->stop_tail = UINT64_MAX;
 	r->head = atomic_load_explicit(&ctl->head, memory_order_acquire);
 	r->tail_cache = r->read = r->tail = atomic_load_explicit(&ctl->tail, memory_order_acquire);

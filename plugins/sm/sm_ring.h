@@ -5,7 +5,8 @@
  * segment created by its consumer (the receiver) and mapped read-write by
  * both processes.  Layout of the segment:
  *
- *   offset   0  line 0: magic, version, data size, head (producer writes)
+ *   offset   0  line 0: magic, version, data size, head (producer writes),
+ *                      window, max_recs, inbox_bit
  *   offset  64  line 1: prod_waiting (producer sets, consumer clears)
  *   offset 128  line 2: tail (consumer writes)
  *   offset 192  data: size bytes, size a power of two, 64-byte granular
@@ -52,7 +53,8 @@
 
 #define SM_LINE 64u
 #define SM_RING_MAGIC 0x434d5352u /* "RSMC" */
-#define SM_RING_VERSION 4u /* 4: one RMA record type; 3: the window; 2: the producer clears lines */
+/* 5: the inbox bit; 4: one RMA record type; 3: the window; 2: the producer clears lines */
+#define SM_RING_VERSION 5u
 #define SM_RING_CTL_BYTES (3u * SM_LINE)
 #define SM_REC_HDR 16u
 #define SM_RING_MIN_SIZE 4096u
@@ -60,6 +62,9 @@
 #define SM_RING_CACHE_SIZE (1ull << 20) /* see sm_ring_size_for() */
 #define SM_RING_WINDOW (1ull << 17)     /* see sm_ring_window_for() */
 #define SM_RING_MIN_RECS 3u
+/* Receive rings an endpoint can have at once: the bits of its inbox
+ * (sm_inbox.h).  A ring's bit is below this. */
+#define SM_INBOX_BITS 65536u
 
 /* Record types.  PAD is consumed by the ring itself. */
 enum sm_rec_type {
@@ -85,7 +90,8 @@ struct sm_ring_ctl {
 	_Atomic uint64_t head;         /* bytes published (monotonic) */
 	uint64_t window;               /* the producer wraps here unless hold */
 	uint32_t max_recs;             /* records the consumer lends at most, 0 = no limit */
-	char pad0[SM_LINE - 36];
+	uint32_t inbox_bit;            /* the ring's bit in the consumer's inbox (sm_inbox.h) */
+	char pad0[SM_LINE - 40];
 	_Atomic uint32_t prod_waiting; /* the producer has sends queued for space */
 	char pad1[SM_LINE - 4];
 	_Atomic uint64_t tail;         /* bytes released (monotonic) */
@@ -105,6 +111,7 @@ struct sm_ring {
 	uint64_t mask;
 	uint64_t max_recs;   /* both: ctl->max_recs, or UINT64_MAX for no limit */
 	uint64_t window;     /* both: ctl->window */
+	uint32_t bit;        /* both: ctl->inbox_bit, below SM_INBOX_BITS */
 	uint64_t head;       /* producer: next write position */
 	uint64_t tail_cache; /* producer: last tail seen */
 	uint64_t clear;      /* producer: lines from head to here have stamp word 0 */
@@ -175,10 +182,16 @@ static inline uint64_t sm_ring_seg_bytes(uint64_t size)
  */
 void sm_ring_format(void *seg, uint64_t size, uint64_t window, uint32_t max_recs);
 
+/* The consumer: the ring's bit in its inbox, before the producer attaches. */
+static inline void sm_ring_set_bit(void *seg, uint32_t bit)
+{
+	((struct sm_ring_ctl *)seg)->inbox_bit = bit;
+}
+
 /*
  * Attach a view to a segment of seg_bytes bytes; checks magic, version,
- * that the declared size is a power of two that fits and the window one
- * within it.  0 or -1.
+ * that the declared size is a power of two that fits, the window one
+ * within it, and the inbox bit below SM_INBOX_BITS.  0 or -1.
  */
 int sm_ring_attach(struct sm_ring *r, void *seg, uint64_t seg_bytes);
 
@@ -229,6 +242,15 @@ void sm_ring_consume(struct sm_ring *r, struct sm_rec *rec);
 /* Consumer: give a consumed record back, in any order.  Returns 1 when
  * tail moved (space was freed), else 0. */
 int sm_ring_release(struct sm_ring *r, struct sm_rec *rec);
+
+/* Is a record (or a PAD) published at position pos?  Reads the stamp
+ * only: any thread may ask, for a hint. */
+static inline int sm_ring_ready_at(const struct sm_ring *r, uint64_t pos)
+{
+	struct sm_rec *rec = (struct sm_rec *)(r->data + (pos & r->mask));
+
+	return atomic_load_explicit(&rec->stamp, memory_order_relaxed) == sm_ring_stamp(pos);
+}
 
 /* Consumer: bytes between tail and read (consumed, not all released). */
 static inline uint64_t sm_ring_held(const struct sm_ring *r)
