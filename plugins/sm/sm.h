@@ -28,15 +28,18 @@
  *                 take it to start or stop a control socket's watcher.
  *   sep->lock     connection, request and dial lists, control sockets,
  *                 timers; taken by the control thread's callbacks.
- *   sep->rx_lock  the consumer side: rx_set, every receive ring's read
+ *   sep->rx_lock  the consumer side: rx_bits, the hot rings and the
+ *                 pending list (sm_poll.c), every receive ring's read
  *                 and tail, the zombies and their last drops (conn_life.h).
- *                 progress() only try-locks it.
+ *                 progress() only try-locks it.  rx_bits changes under
+ *                 sep->lock too, so the tick may read it.
  *   sc->tx_lock   the producer side of one connection: its transmit ring,
  *                 its queue, its state as seen by senders.
  *   sep->pool       the pending descriptors: the pool's own spinlock,
  *                   innermost.
  *   sep->reg_lock   this endpoint's registration table.
  *   sep->peer_lock  the table of peer endpoints and their references.
+ *   sep->bit_lock   the free bits of the inbox (a ring's index).
  */
 #ifndef CCI_SM_H
 #define CCI_SM_H
@@ -67,6 +70,7 @@
 #include "spin.h"
 #include "status.h"
 #include "sm_ctl_wire.h"
+#include "sm_inbox.h"
 #include "sm_ring.h"
 
 extern const struct cci_core *sm_core;
@@ -99,6 +103,17 @@ extern const struct cci_core *sm_core;
  * sep->lock meanwhile); the watcher fires again for the rest. */
 #define SM_ACCEPT_BATCH 64
 #define SM_SUN_PATH ((int)sizeof(((struct sockaddr_un *)0)->sun_path))
+/* Rings progress reads directly at every poll (sm_poll.c): those that
+ * brought records within the last SM_HOT_IDLE polls. */
+#define SM_HOT 4
+#define SM_HOT_IDLE 4096u
+/* Rings the tick's sweep reads per tick (sm_loop.c): a record whose
+ * inbox bit a peer cleared is seen within rings / SM_SWEEP_RINGS ticks. */
+#define SM_SWEEP_RINGS 256u
+/* progress = manual: an endpoint asleep on its OS handle with open
+ * connections wakes this often at most for the sweep. */
+#define SM_SWEEP_SLEEP_NS 1000000000ull
+#define SM_NO_BIT UINT32_MAX
 
 /* path= with room for "/<pid>/<id>" after it in a socket address. */
 #define SM_BASE_SIZE (SM_SUN_PATH - 18)
@@ -211,12 +226,15 @@ struct sm_peer {
 	size_t page_len;
 	int bell;                   /* its doorbell eventfd, non-blocking */
 	int sleeps;                 /* its page says SM_PAGE_SLEEPS */
+	struct sm_inbox *inbox;     /* its inbox, mapped RW */
+	size_t inbox_len;
 };
 
 /* What a peer's hello handed over, mapped, its descriptors closed. */
 struct sm_hello_maps {
 	void *seg;                  /* the peer's receive ring, mapped RW */
 	size_t seg_len;
+	struct sm_ring ring;        /* attached, checked once (the peer may change the header) */
 	struct sm_peer *peer;       /* a reference */
 };
 
@@ -272,7 +290,13 @@ struct sm_conn {
 	/* Server: its ACCEPT waits (descriptors) and is tried again at each
 	 * tick until then; 0 when it does not wait.  Under sep->lock. */
 	uint64_t answer_until_ns;
-	uint32_t rx_idx;            /* its place in sep->rx_set while open */
+	uint32_t rx_bit;            /* our ring's inbox bit while we hold one, else SM_NO_BIT */
+	/* Its receive ring's bit in our inbox (sc->rx.bit) names it in
+	 * sep->rx_bits while open.  Under rx_lock: */
+	int rx_hot;                 /* its slot in sep->hot, or -1 */
+	int rx_pend;                /* on sep->pend: read at every poll until drained */
+	struct sm_conn *pend_prev, *pend_next;
+	_Atomic uint64_t rx_read_pub; /* rx.read as the last drain left it, for the sweep */
 
 	/* Producer side, under tx_lock (the peer's doorbell and page also
 	 * under rx_lock: a receiver that frees space rings it). */
@@ -281,8 +305,9 @@ struct sm_conn {
 	_Atomic int tx_warm;        /* a big record left: warm tx at an idle progress */
 	void *tx_seg;               /* the peer's receive ring segment, mapped RW */
 	size_t tx_seg_len;
-	struct sm_peer *peer;       /* the peer endpoint; the next three are its */
+	struct sm_peer *peer;       /* the peer endpoint; the next four are its */
 	const struct sm_ep_page *peer_page; /* mapped read-only */
+	struct sm_inbox *peer_inbox; /* mapped RW */
 	int peer_bell;              /* the peer's doorbell eventfd */
 	int peer_sleeps;            /* its page says SM_PAGE_SLEEPS */
 	struct sm_pend *txq, *txq_tail;
@@ -341,9 +366,26 @@ struct sm_ep {
 
 	cci__spinlock_t rx_lock;   /* spin.h: progress only ever try-locks it */
 	_Atomic uint32_t rx_waiters; /* sm_rx_lock callers waiting: progress lets them in */
-	struct sm_conn **rx_set;    /* open connections, scanned by progress */
-	uint32_t rx_n, rx_cap;
+	/* The open connections by their receive ring's bit (NULL: none);
+	 * rx_cap entries.  Under rx_lock and sep->lock. */
+	struct sm_conn **rx_bits;
+	uint32_t rx_cap;
 	struct sm_conn *zombies;    /* disconnected, still held by RECV events */
+	/* Which rings progress reads (sm_poll.c), under rx_lock: the hot
+	 * ones (their bits kept set in the inbox: keep, a word per word of
+	 * bits), the pending list (taken from the inbox, not drained yet). */
+	struct sm_conn *hot[SM_HOT];
+	uint64_t hot_last[SM_HOT];  /* polls at its last record */
+	uint32_t nhot, hot_next;    /* the next slot to check for idleness */
+	uint64_t polls;
+	uint64_t *keep;             /* SM_INBOX_WORDS */
+	struct sm_conn *pend;
+	/* Private bitmaps of the same shape as the inbox, by ring bit:
+	 * rings the tick's sweep found with records (found), connections
+	 * whose queued sends progress flushes (flush) and whose rings it
+	 * warms when idle (warm).  Marked by any thread, taken under rx_lock. */
+	struct sm_inbox *found, *flush, *warm;
+	uint32_t sweep_at;          /* the sweep's next bit; under sep->lock */
 
 	/* Control thread: the shared engine, with the listening socket and
 	 * every control socket; the tick runs while there is something to time.
@@ -368,11 +410,17 @@ struct sm_ep {
 	unsigned id;
 	char sock_path[SM_SUN_PATH];
 
-	/* Doorbell and endpoint page. */
+	/* Doorbell, endpoint page and inbox. */
 	int bell_fd;
 	int page_fd;
 	struct sm_ep_page *page;
 	size_t page_len;
+	int inbox_fd;
+	struct sm_inbox *inbox;
+	size_t inbox_len;
+	pthread_mutex_t bit_lock;
+	uint32_t *bit_free;         /* freed bits, reused first (a stack) */
+	uint32_t bit_nfree, bit_free_cap, bit_next;
 	pthread_mutex_t reg_lock;
 	uint32_t *reg_free;   /* freed slots, reused first (a stack) */
 	uint32_t reg_nfree, reg_free_cap;
@@ -422,6 +470,34 @@ static inline void sm_tick_ask(struct sm_conn *sc)
 	                                              memory_order_relaxed));
 }
 
+/* Put sc on the pending list: progress reads its ring at every poll
+ * until a read finds it drained (sm_poll.c); rx_lock held. */
+static inline void sm_pend_push(struct sm_ep *sep, struct sm_conn *sc)
+{
+	if (sc->rx_pend)
+		return;
+	sc->rx_pend = 1;
+	sc->pend_prev = NULL;
+	sc->pend_next = sep->pend;
+	if (sep->pend)
+		sep->pend->pend_prev = sc;
+	sep->pend = sc;
+}
+
+static inline void sm_pend_unlink(struct sm_ep *sep, struct sm_conn *sc)
+{
+	if (!sc->rx_pend)
+		return;
+	if (sc->pend_prev)
+		sc->pend_prev->pend_next = sc->pend_next;
+	else
+		sep->pend = sc->pend_next;
+	if (sc->pend_next)
+		sc->pend_next->pend_prev = sc->pend_prev;
+	sc->pend_prev = sc->pend_next = NULL;
+	sc->rx_pend = 0;
+}
+
 static inline struct sm_conn *sm_conn_of_tlink(struct sm_tlink *l)
 {
 	return (struct sm_conn *)(void *)((char *)l - offsetof(struct sm_conn, tl));
@@ -464,8 +540,9 @@ void sm_peers_fini(struct sm_ep *sep);
 int sm_ctl_send(int sock, uint16_t type, const struct sm_ctl_hello *body, const int *fds, int nfds);
 int sm_ctl_recv(int sock, void *buf, size_t len, int *fds, int *nfds);
 /* Send REQ or ACCEPT: h (its attr and payload filled in) with this side's
- * mss, pid and ring size, and the three descriptors the peer maps: sc's
- * receive ring, the endpoint's doorbell and page.  errno says why not. */
+ * mss, pid and ring size, and the four descriptors the peer maps: sc's
+ * receive ring, the endpoint's doorbell, page and inbox.  errno says why
+ * not. */
 int sm_hello_send(struct sm_conn *sc, int sock, uint16_t type, struct sm_ctl_hello *h);
 int sm_peer_pid(int sock, pid_t *pid);
 
@@ -492,6 +569,16 @@ int sm_conn_rx_release(struct sm_conn *sc);
 void sm_timed_add(struct sm_conn *sc);
 void sm_timed_remove(struct sm_conn *sc);
 void sm_timed_take_asked(struct sm_ep *sep);
+/* The inbox's scan found the bits taken in word w: their open rings go on
+ * the pending list (sm_inbox_found_fn; arg is the endpoint).  rx_lock held. */
+void sm_conn_found(void *arg, uint32_t w, uint64_t taken);
+/* The ring in hot slot i is no longer read at every poll: its bit is
+ * taken back from the inbox with the word's other unkept bits, and those
+ * rings go on the pending list; the caller fences before reading them.
+ * rx_lock held. */
+void sm_conn_hot_drop(struct sm_ep *sep, uint32_t i);
+/* Free the inbox bits of the endpoint (at its release). */
+void sm_bits_fini(struct sm_ep *sep);
 /* Free everything of sc, without events, and give its slot in sep->due
  * back; sc is on no list, its watcher stopped.  sm_conn_destroy takes
  * sep->lock for the slot, sm_conn_destroy_locked is called with it. */
@@ -537,6 +624,20 @@ void sm_due_note(struct sm_conn *sc);
 /* The application is about to sleep on the OS handle (sm_arm); no lock held. */
 void sm_loop_arm(struct sm_ep *sep);
 
+/* sm_poll.c */
+/* Read the rings that may hold records (the hot ones, those the inbox or
+ * the sweep flags, the pending list); rx_lock held.  *got_p: records
+ * handled.  CCI_ENOBUFS when nothing came and, on a ring read, the peer
+ * waits for space only returned events can give. */
+int sm_poll_rx(struct sm_ep *sep, int *got_p);
+/* Is a record waiting, as far as the inbox, the sweep, the hot rings and
+ * the pending list say?  For arm(); takes rx_lock. */
+int sm_poll_pending(struct sm_ep *sep);
+/* The tick: look for records in the next SM_SWEEP_RINGS rings, whatever
+ * the inbox says, and flag those found (sep->found).  1 if any was.
+ * sep->lock held. */
+int sm_poll_sweep(struct sm_ep *sep);
+
 /* sm_ep.c */
 int sm_ep_create(cci__ep_t *ep, const char *service);
 void sm_ep_stop(cci__ep_t *ep);
@@ -551,17 +652,25 @@ void sm_pool_init(struct sm_ep *sep, uint32_t count);
 struct sm_pend *sm_pend_get(struct sm_ep *sep, int ctl);
 void sm_pend_put(struct sm_ep *sep, struct sm_pend *p);
 void sm_txq_queue(struct sm_conn *sc, struct sm_pend *p);
-void sm_txq_flush(struct sm_conn *sc);
+/* 1 if sends may still wait (the queue is not empty, or another thread
+ * held tx_lock). */
+int sm_txq_flush(struct sm_conn *sc);
 void sm_txq_flush_locked(struct sm_conn *sc);
 void sm_txq_fail(struct sm_conn *sc, int status, int notify);
-/* Flush the queues of every open connection; rx_lock held (rx_set). */
-void sm_tx_flush_all(struct sm_ep *sep);
+/* Flush the queues of the connections marked in sep->flush (a send was
+ * queued); rx_lock held (rx_bits). */
+void sm_tx_flush_marked(struct sm_ep *sep);
 /* An idle progress (nothing arrived): warm the rings of connections that
- * sent a big record since (sm_ring_warm). */
-void sm_tx_warm_all(struct sm_ep *sep);
+ * sent a big record since (sm_ring_warm), marked in sep->warm. */
+void sm_tx_warm_marked(struct sm_ep *sep);
 int sm_tx_place(struct sm_conn *sc, uint16_t type, uint32_t aux, const struct iovec *iov,
                 uint32_t iovcnt, uint32_t len);
+/* After publishing records: mark sc's ring in the peer's inbox, and ring
+ * its doorbell if it sleeps on its OS handle (armed); tx_lock held. */
 void sm_ring_bell(struct sm_conn *sc);
+/* The peer, if asleep on its OS handle, must flush sends it queued
+ * (space freed in our receive ring); rx_lock held. */
+void sm_peer_wake(struct sm_conn *sc);
 int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_t len,
             void *context, int flags);
 
@@ -575,9 +684,6 @@ static inline int sm_rx_post(struct sm_ep *sep, struct sm_conn *sc, struct sm_re
 }
 void sm_rx_consume_release(struct sm_conn *sc, struct sm_rec *rec);
 void sm_rx_fault(struct sm_conn *sc);
-/* Drain every open connection's ring; rx_lock held.  CCI_ENOBUFS when
- * nothing came because the application holds every buffer. */
-int sm_rx_pending(struct sm_ep *sep);
 void sm_recv_returned(cci__evt_t *evt);
 
 /* sm_rma.c */

@@ -15,9 +15,44 @@
 
 #include "sm.h"
 
-/* Our receive ring: a sealed memfd the peer maps to produce into.  The
- * memfd is kept only until it went in our hello (the message in flight
- * holds the file); the mapping stays. */
+/* A free bit of the inbox for a new receive ring (freed ones first). */
+static int bit_get(struct sm_ep *sep, uint32_t *bit)
+{
+	int rc = CCI_SUCCESS;
+
+	pthread_mutex_lock(&sep->bit_lock);
+	if (sep->bit_nfree)
+		*bit = sep->bit_free[--sep->bit_nfree];
+	else if (sep->bit_next < SM_INBOX_BITS)
+		*bit = sep->bit_next++;
+	else
+		rc = CCI_ENOMEM;
+	pthread_mutex_unlock(&sep->bit_lock);
+	return rc;
+}
+
+/* A bit whose ring is gone.  Without memory for the stack it is lost
+ * (one ring fewer), which only happens out of memory. */
+static void bit_put(struct sm_ep *sep, uint32_t bit)
+{
+	pthread_mutex_lock(&sep->bit_lock);
+	if (cci__grow(&sep->bit_free, sep->bit_nfree, &sep->bit_free_cap, 64,
+	              sizeof(*sep->bit_free)) == CCI_SUCCESS)
+		sep->bit_free[sep->bit_nfree++] = bit;
+	pthread_mutex_unlock(&sep->bit_lock);
+}
+
+void sm_bits_fini(struct sm_ep *sep)
+{
+	free(sep->bit_free);
+	sep->bit_free = NULL;
+	pthread_mutex_destroy(&sep->bit_lock);
+}
+
+/* Our receive ring: a sealed memfd the peer maps to produce into, with
+ * its bit in our inbox in its header.  The memfd is kept only until it
+ * went in our hello (the message in flight holds the file); the mapping
+ * stays. */
 int sm_conn_rx_create(struct sm_conn *sc)
 {
 	uint32_t count = sc->sep->ep->recv_buf_count, mss = sc->sep->mss;
@@ -29,6 +64,10 @@ int sm_conn_rx_create(struct sm_conn *sc)
 	if (size == 0) {
 		errno = ERANGE;
 		return CCI_ERANGE;
+	}
+	if (sc->rx_bit == SM_NO_BIT && bit_get(sc->sep, &sc->rx_bit) != CCI_SUCCESS) {
+		errno = ENOSPC; /* SM_INBOX_BITS rings: not a shortage that passes */
+		return CCI_ENOMEM;
 	}
 	/* Every failure below is this process short of descriptors, memory
 	 * or mappings: CCI_ENOMEM, whatever errno (an mmap past
@@ -44,6 +83,7 @@ int sm_conn_rx_create(struct sm_conn *sc)
 	sc->rx_seg = p;
 	sc->rx_seg_len = bytes;
 	sm_ring_format(p, size, sm_ring_window_for(size, mss), count);
+	sm_ring_set_bit(p, sc->rx_bit);
 	sm_ring_attach(&sc->rx, p, bytes);
 	return CCI_SUCCESS;
 
@@ -67,6 +107,9 @@ void sm_conn_rx_drop(struct sm_conn *sc)
 	sc->rx_seg = NULL;
 	sc->rx_fd = -1;
 	memset(&sc->rx, 0, sizeof(sc->rx));
+	if (sc->rx_bit != SM_NO_BIT)
+		bit_put(sc->sep, sc->rx_bit);
+	sc->rx_bit = SM_NO_BIT;
 }
 
 /* Take what the peer's hello handed over (sm_hello_map) for sc. */
@@ -74,9 +117,10 @@ void sm_conn_attach(struct sm_conn *sc, struct sm_hello_maps *m)
 {
 	sc->tx_seg = m->seg;
 	sc->tx_seg_len = m->seg_len;
-	sm_ring_attach(&sc->tx, sc->tx_seg, sc->tx_seg_len); /* checked by sm_hello_map */
+	sc->tx = m->ring; /* attached and checked by sm_hello_map */
 	sc->peer = m->peer;
 	sc->peer_page = m->peer->page;
+	sc->peer_inbox = m->peer->inbox;
 	sc->peer_bell = m->peer->bell;
 	sc->peer_sleeps = m->peer->sleeps;
 	memset(m, 0, sizeof(*m));
@@ -97,6 +141,8 @@ struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *
 	}
 	sc->sep = sep;
 	sc->sock = sc->peer_bell = sc->rx_fd = -1;
+	sc->rx_bit = SM_NO_BIT;
+	sc->rx_hot = -1;
 	sc->rma_copy = sep->dev->rma_copy;
 	cci__conn_life_init(&sc->life);
 	cci__emu_rma_conn_init(&sc->rma, sm_core, sep->ep, NULL);
@@ -123,6 +169,7 @@ static void conn_detach_tx(struct sm_conn *sc, struct sm_hello_maps *m)
 	sc->tx_seg = NULL;
 	sc->peer = NULL;
 	sc->peer_page = NULL;
+	sc->peer_inbox = NULL;
 	sc->peer_bell = -1;
 	sc->peer_sleeps = 0;
 }
@@ -169,17 +216,73 @@ void sm_conn_destroy(struct sm_conn *sc)
 	conn_free(sc);
 }
 
-/* Take sc out of the set progress scans, in constant time (the last
- * takes its place); rx_lock held. */
-static void rx_set_remove(struct sm_ep *sep, struct sm_conn *sc)
+void sm_conn_found(void *arg, uint32_t w, uint64_t taken)
 {
-	uint32_t i = sc->rx_idx;
+	struct sm_ep *sep = arg;
+
+	for (; taken; taken &= taken - 1) {
+		uint32_t bit = w * 64u + (uint32_t)__builtin_ctzll(taken);
+		struct sm_conn *sc = bit < sep->rx_cap ? sep->rx_bits[bit] : NULL;
+		/* No ring: a peer's stale or stray bit. */
+		if (sc && !sc->rx_dead && sc->rx_hot < 0)
+			sm_pend_push(sep, sc);
+	}
+}
+
+void sm_conn_hot_drop(struct sm_ep *sep, uint32_t i)
+{
+	struct sm_conn *sc = sep->hot[i];
+	uint32_t w = sc->rx.bit >> 6, last = --sep->nhot;
+	uint64_t taken;
 
 	assert(cci__spin_held(&sep->rx_lock));
-	if (i >= sep->rx_n || sep->rx_set[i] != sc)
+	sep->keep[w] &= ~(1ull << (sc->rx.bit & 63u));
+	sep->hot[i] = sep->hot[last];
+	sep->hot_last[i] = sep->hot_last[last];
+	sep->hot[i]->rx_hot = (int)i;
+	sep->hot[last] = NULL;
+	sc->rx_hot = -1;
+	/* Its bit, kept set, is not flagged in the summary: take it now with
+	 * whatever else the word holds, or the word would stay non-zero and
+	 * hide later bits from the scan. */
+	taken = sm_inbox_take_word(sep->inbox, w, sep->keep[w]);
+	if (taken)
+		sm_conn_found(sep, w, taken);
+	if (sc->rx.bit < sep->rx_cap && sep->rx_bits[sc->rx.bit] == sc && !sc->rx_dead)
+		sm_pend_push(sep, sc); /* records may be left (the batch limit) */
+}
+
+/* Take sc out of what progress reads: its place in rx_bits, the hot
+ * rings, the pending list; rx_lock (and sep->lock) held. */
+static void rx_set_remove(struct sm_ep *sep, struct sm_conn *sc)
+{
+	uint32_t bit = sc->rx.bit;
+
+	assert(cci__spin_held(&sep->rx_lock));
+	if (!sc->rx.ctl || bit >= sep->rx_cap || sep->rx_bits[bit] != sc)
 		return; /* never opened, or its open found no memory */
-	sep->rx_set[i] = sep->rx_set[--sep->rx_n];
-	sep->rx_set[i]->rx_idx = i;
+	sep->rx_bits[bit] = NULL;
+	if (sc->rx_hot >= 0) {
+		sm_conn_hot_drop(sep, (uint32_t)sc->rx_hot);
+		atomic_thread_fence(memory_order_seq_cst); /* before the others are read */
+	}
+	sm_pend_unlink(sep, sc);
+}
+
+/* Put sc in rx_bits, growing it; rx_lock (and sep->lock) held. */
+static int rx_set_add(struct sm_ep *sep, struct sm_conn *sc)
+{
+	uint32_t bit = sc->rx.bit;
+
+	while (bit >= sep->rx_cap)
+		if (cci__grow(&sep->rx_bits, sep->rx_cap, &sep->rx_cap, 64, sizeof(*sep->rx_bits)) !=
+		    CCI_SUCCESS)
+			return CCI_ENOMEM;
+	sep->rx_bits[bit] = sc;
+	/* Read at the next poll: the peer may have sent, and marked the bit,
+	 * before it was ours to find (the scan ignores a bit without a ring). */
+	sm_pend_push(sep, sc);
+	return CCI_SUCCESS;
 }
 
 void sm_timed_add(struct sm_conn *sc)
@@ -306,11 +409,7 @@ void sm_conn_open(struct sm_conn *sc, const struct sm_ctl_hello *h, cci_event_ty
 	pthread_mutex_unlock(&sc->tx_lock);
 	sm_due_note(sc); /* open: its keepalive and send timeout run from now */
 	sm_rx_lock(sep);
-	rc = cci__grow(&sep->rx_set, sep->rx_n, &sep->rx_cap, 8, sizeof(*sep->rx_set));
-	if (rc == CCI_SUCCESS) {
-		sc->rx_idx = sep->rx_n;
-		sep->rx_set[sep->rx_n++] = sc;
-	}
+	rc = rx_set_add(sep, sc);
 	/* conn->pub.context: connect's or accept's; a failure names no conn. */
 	if (type == CCI_EVENT_CONNECT)
 		sm_core->post_connect(sep->ep, conn->pub.context, rc, conn);

@@ -29,11 +29,11 @@
 #define SM_BACKLOG 4096
 
 #define SM_CTL_MAGIC 0x4c54434du /* "MCTL" */
-#define SM_CTL_VERSION 1u
+#define SM_CTL_VERSION 2u /* 2: a hello carries the inbox */
 
 enum sm_ctl_type {
-	SM_CTL_REQ = 1,        /* client -> server, fds: ring, doorbell, ep page */
-	SM_CTL_ACCEPT = 2,     /* server -> client, fds: ring, doorbell, ep page */
+	SM_CTL_REQ = 1,        /* client -> server, fds: ring, doorbell, ep page, inbox */
+	SM_CTL_ACCEPT = 2,     /* server -> client, fds: ring, doorbell, ep page, inbox */
 	SM_CTL_REJECT = 3,
 	SM_CTL_DISCONNECT = 4,
 	SM_CTL_PING = 5,
@@ -65,7 +65,8 @@ struct sm_ctl_hello {
 	uint8_t data[CCI_CONN_REQ_LEN];
 };
 
-#define SM_HELLO_FDS 3 /* receive ring memfd, doorbell eventfd, endpoint page memfd */
+/* receive ring memfd, doorbell eventfd, endpoint page memfd, inbox memfd */
+#define SM_HELLO_FDS 4
 /* The fixed part of a hello on the wire, before its payload. */
 #define SM_CTL_HELLO_HEAD (sizeof(struct sm_ctl_hdr) + CCI__HELLO_LEN + 16u)
 
@@ -86,8 +87,8 @@ size_t sm_ctl_encode(uint16_t type, const struct sm_ctl_hello *body, void *buf, 
  * says which, and *msg is untouched.  Checked here: the payload length
  * against the record and CCI_CONN_REQ_LEN, mss within
  * [SM_MSS_MIN, SM_MSS_MAX], a ring size the ring code can attach, the
- * connection attribute of a REQ, no payload in an ACCEPT, and three
- * descriptors with a hello, none with anything else.
+ * connection attribute of a REQ, no payload in an ACCEPT, and
+ * SM_HELLO_FDS descriptors with a hello, none with anything else.
  */
 int sm_ctl_decode(const void *buf, size_t len, int nfds, struct sm_ctl_hello *msg,
                   const char **why_p);

@@ -1,5 +1,5 @@
 /*
- * sm_ep.c - an endpoint: its doorbell and endpoint page, its listening
+ * sm_ep.c - an endpoint: its doorbell, endpoint page and inbox, its listening
  * socket and control thread (none with progress = manual: progress()
  * runs its loop, sm_loop.c), progress and arming of the OS handle.
  */
@@ -13,6 +13,39 @@
 #include <unistd.h>
 
 #include "sm.h"
+
+/* The inbox (sm_inbox.h): sealed against shrinking and growing only, so
+ * that peers map it read-write and mark bits; and the private maps and
+ * words of the same shape progress keeps. */
+static int inbox_create(struct sm_ep *sep)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t len = (sizeof(struct sm_inbox) + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
+	void *p;
+
+	sep->inbox_fd = memfd_create("cci-sm-inbox", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (sep->inbox_fd < 0 || ftruncate(sep->inbox_fd, (off_t)len) != 0 ||
+	    fcntl(sep->inbox_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+		goto err_errno;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, sep->inbox_fd, 0);
+	if (p == MAP_FAILED)
+		goto err_errno;
+	sep->inbox = p;
+	sep->inbox_len = len;
+	sep->found = calloc(1, sizeof(*sep->found));
+	sep->flush = calloc(1, sizeof(*sep->flush));
+	sep->warm = calloc(1, sizeof(*sep->warm));
+	sep->keep = calloc(SM_INBOX_WORDS, sizeof(*sep->keep));
+	if (!sep->found || !sep->flush || !sep->warm || !sep->keep) {
+		SM_ERR("sm: cannot create the endpoint's inbox: out of memory");
+		return CCI_ENOMEM;
+	}
+	return CCI_SUCCESS;
+
+err_errno:
+	SM_ERR("sm: cannot create the endpoint's inbox (memfd): %s", strerror(errno));
+	return cci__errno_status(errno);
+}
 
 /* The doorbell (in the OS handle's epoll set, if any), and the endpoint
  * page: RW here, sealed so that peers can only map it read-only. */
@@ -60,8 +93,9 @@ static void ep_init_fields(struct sm_ep *sep, cci__ep_t *ep)
 	sep->dev = d;
 	sep->mss = d->mss;
 	sep->listen_fd = -1;
-	sep->bell_fd = sep->page_fd = -1;
+	sep->bell_fd = sep->page_fd = sep->inbox_fd = -1;
 	pthread_mutex_init(&sep->lock, NULL);
+	pthread_mutex_init(&sep->bit_lock, NULL);
 	pthread_mutex_init(&sep->reg_lock, NULL);
 	pthread_mutex_init(&sep->peer_lock, NULL);
 	ep->recv_buf_count = SM_BUF_COUNT_DEFAULT;
@@ -80,9 +114,18 @@ static void ep_release(struct sm_ep *sep)
 		munmap(sep->page, sep->page_len);
 	if (sep->page_fd >= 0)
 		close(sep->page_fd);
+	if (sep->inbox)
+		munmap(sep->inbox, sep->inbox_len);
+	if (sep->inbox_fd >= 0)
+		close(sep->inbox_fd);
+	free(sep->found);
+	free(sep->flush);
+	free(sep->warm);
+	free(sep->keep);
+	sm_bits_fini(sep);
 	cci__op_pool_fini(&sep->pool);
 	free(sep->reg_free);
-	free(sep->rx_set);
+	free(sep->rx_bits);
 	cci__due_heap_fini(&sep->due); /* every connection gave its slot back */
 	sm_peers_fini(sep);
 	pthread_mutex_destroy(&sep->lock);
@@ -99,6 +142,8 @@ int sm_ep_create(cci__ep_t *ep, const char *service)
 	rc = sm_path_listen(sep, service);
 	if (rc == CCI_SUCCESS)
 		rc = bell_page_create(sep);
+	if (rc == CCI_SUCCESS)
+		rc = inbox_create(sep);
 	if (rc == CCI_SUCCESS)
 		rc = sm_pool_resize(sep, ep->send_buf_count);
 	if (rc != CCI_SUCCESS)
@@ -154,55 +199,11 @@ int sm_ep_set_buf_count(cci__ep_t *ep, cci_opt_name_t name, uint32_t value)
 	return sm_pool_resize(sep, value);
 }
 
-#define SM_RX_BATCH 64 /* records taken from one ring per progress call */
-
-/* Take what the peer published; rx_lock held.  Returns records handled. */
-static int rx_drain(struct sm_ep *sep, struct sm_conn *sc)
-{
-	int n;
-
-	for (n = 0; n < SM_RX_BATCH; n++) {
-		int bad = 0;
-		struct sm_rec *rec = sm_ring_peek(&sc->rx, &bad);
-		if (!rec) {
-			if (bad)
-				sm_rx_fault(sc);
-			break;
-		}
-		if (!(rec->type == SM_REC_MSG ? sm_rx_post(sep, sc, rec) : sm_rma_on_record(sc, rec)))
-			break;
-	}
-	return n;
-}
-
-/* After a drain that found nothing more: the peer waits for space
- * (prod_waiting) that only returning events of this ring can give (RECV
- * events are an open connection's only holds besides its own). */
-static int rx_starved(struct sm_conn *sc)
-{
-	return cci__conn_holds(&sc->life) > 1 && sm_ring_blocked(&sc->rx, sc->sep->mss) &&
-	       atomic_load_explicit(&sc->rx.ctl->prod_waiting, memory_order_relaxed);
-}
-
-static int rx_drain_all(struct sm_ep *sep, int *got_p)
-{
-	int got = 0, starved = 0;
-
-	for (uint32_t i = 0; i < sep->rx_n; i++) {
-		struct sm_conn *sc = sep->rx_set[i];
-		if (sc->rx_dead)
-			continue;
-		got += rx_drain(sep, sc);
-		starved |= rx_starved(sc);
-	}
-	*got_p = got;
-	return (got == 0 && starved) ? CCI_ENOBUFS : CCI_SUCCESS;
-}
-
 /*
  * Arm: drain the doorbell, raise the flag peers look at after publishing,
- * then look again so that a record published before the flag was visible
- * is not slept through.  Such a record got no doorbell and will get none:
+ * then look again (the inbox, the sweep's finds, the hot and pending
+ * rings: sm_poll_pending) so that a record published before the flag was
+ * visible is not slept through.  Such a record got no doorbell and will get none:
  * on CCI_EAGAIN the core keeps the OS handle readable until a progress
  * call has run (core/event.c, os_handle_ring_work), since no ring of ours
  * will come for it.
@@ -217,7 +218,7 @@ int sm_arm(cci__ep_t *ep)
 	sm_loop_arm(sep);
 	atomic_store_explicit(&sep->page->armed, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
-	return sm_rx_pending(sep) ? CCI_EAGAIN : CCI_SUCCESS;
+	return sm_poll_pending(sep) ? CCI_EAGAIN : CCI_SUCCESS;
 }
 
 int sm_progress(cci__ep_t *ep)
@@ -240,11 +241,11 @@ int sm_progress(cci__ep_t *ep)
 	if (atomic_load_explicit(&sep->rx_waiters, memory_order_relaxed) ||
 	    !cci__spin_trylock(&sep->rx_lock))
 		return CCI_SUCCESS;
-	rc = rx_drain_all(sep, &got);
+	rc = sm_poll_rx(sep, &got);
 	if (atomic_load_explicit(&sep->txq_busy, memory_order_relaxed))
-		sm_tx_flush_all(sep);
+		sm_tx_flush_marked(sep);
 	else if (!got)
-		sm_tx_warm_all(sep); /* waiting for an answer, most likely */
+		sm_tx_warm_marked(sep); /* waiting for an answer, most likely */
 	cci__spin_unlock(&sep->rx_lock);
 	return rc;
 }

@@ -157,12 +157,26 @@ static void timers_tick(struct sm_ep *sep, uint64_t now)
 		conn_timers_due(conn_of_due(d), now);
 }
 
+/* The sweep flagged a ring with records: an application asleep on the OS
+ * handle must wake for it (the sweep marked sep->found, fenced, then
+ * looks at armed; arming raises armed, fences, then looks at found). */
+static void sweep_wake(struct sm_ep *sep)
+{
+	static const uint64_t one = 1;
+
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&sep->page->armed, memory_order_relaxed) &&
+	    write(sep->bell_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		SM_LOG(CCI_LOG_EP, "sm: own doorbell: %s", strerror(errno));
+}
+
 /*
  * Each tick: the connections with work (queued sends, faults, answers
  * waiting for descriptors: sep->timed), then those whose timers are due
  * (connect deadlines, keepalives, send timeouts: sep->due), so that
  * 10,000 idle connections cost nothing here, with a keepalive or not,
- * until one's probe is due; then the listening socket if descriptors ran
+ * until one's probe is due; the sweep's SM_SWEEP_RINGS rings (sm_poll.c);
+ * then the listening socket if descriptors ran
  * out (after the answers: each socket it accepts takes a descriptor they
  * wait for), connects waiting for a full backlog (one attempt per
  * server), requests that never came.  The tick runs while there is a
@@ -184,6 +198,8 @@ static void on_tick(void *owner, uint64_t now, int app_polled)
 			sm_timed_remove(sc);
 	}
 	timers_tick(sep, now);
+	if (sep->rx_cap && sm_poll_sweep(sep))
+		sweep_wake(sep);
 	sm_hs_listen_resume(sep);
 	if (sep->dialq)
 		sm_dial_retry(sep);
@@ -226,19 +242,21 @@ int sm_loop_start(struct sm_ep *sep)
 
 /* progress = manual: wake an application asleep on the OS handle in a
  * tick while the tick has work (connections, requests or connects that
- * wait), when the first timer is due while only timers run, else only for
- * commands and the loop's descriptors.  Never sooner than a tick: the
+ * wait), when the first timer is due while only timers run, at least
+ * every SM_SWEEP_SLEEP_NS while connections are open (the sweep), else
+ * only for commands and the loop's descriptors.  Never sooner than a tick: the
  * timers act in the tick, which the loop runs at most once per tick. */
 void sm_loop_arm(struct sm_ep *sep)
 {
 	uint64_t due, now, wait_ns = 0;
-	int work;
+	int work, conns;
 
 	if (!cci__engine_manual(&sep->eng))
 		return;
 	pthread_mutex_lock(&sep->lock);
 	work = sep->timed || atomic_load_explicit(&sep->asked, memory_order_relaxed) ||
 	       sep->reqs || sep->listen_paused || sep->dialq;
+	conns = sep->conns != NULL;
 	due = cci__due_first(&sep->due);
 	pthread_mutex_unlock(&sep->lock);
 	now = cci__now_ns();
@@ -246,5 +264,8 @@ void sm_loop_arm(struct sm_ep *sep)
 		wait_ns = SM_TICK_NS;
 	else if (due != CCI__DUE_NEVER)
 		wait_ns = due - now;
+	/* The sweep runs in the tick: with rings to sweep, wake for it now and then. */
+	if (conns && (wait_ns == 0 || wait_ns > SM_SWEEP_SLEEP_NS))
+		wait_ns = SM_SWEEP_SLEEP_NS;
 	cci__engine_handle_arm(&sep->eng, wait_ns);
 }

@@ -1,15 +1,15 @@
 /*
  * sm_peer.c - what a peer's hello hands over: its receive ring, mapped
- * once per connection, and its endpoint (doorbell and page), held once
- * per peer endpoint and shared by every connection to it.
+ * once per connection, and its endpoint (doorbell, page and inbox), held
+ * once per peer endpoint and shared by every connection to it.
  *
- * Every hello of an endpoint carries the same page and doorbell.  Mapped
+ * Every hello of an endpoint carries the same page, doorbell and inbox.  Mapped
  * per connection, 10,000 connections to one server would hold 10,000
  * doorbell descriptors and 10,000 mappings of its 32 MiB page (320 GiB of
  * address space).  The page's memfd inode names the peer endpoint
  * instead: the first hello maps the page and keeps the doorbell, later
  * ones take a reference and close their copies, and the last reference
- * unmaps and closes.  The inode cannot be reused while we hold the page
+ * unmaps and closes (the inbox likewise: mapped with the first hello).  The inode cannot be reused while we hold the page
  * mapped (and memfd inode numbers are 64-bit counters on the kernel's
  * internal mount), so the name is never ambiguous.  Every descriptor a
  * hello brings is closed here: only the doorbell stays, once per peer.
@@ -81,13 +81,13 @@ static int tab_grow(struct sm_ep *sep)
 	return CCI_SUCCESS;
 }
 
-/* A new peer from its page (fd) and doorbell (*bell, taken on success);
- * peer_lock held. */
-static int peer_new(struct sm_ep *sep, int fd, int *bell, struct sm_peer **out,
+/* A new peer from its page (fd), doorbell (*bell, taken on success) and
+ * inbox (inbox_fd); peer_lock held. */
+static int peer_new(struct sm_ep *sep, int fd, int *bell, int inbox_fd, struct sm_peer **out,
                     const char **why)
 {
 	struct sm_peer *p = calloc(1, sizeof(*p));
-	void *pg = NULL;
+	void *pg = NULL, *in = NULL;
 	int rc = p ? tab_grow(sep) : CCI_ENOMEM;
 
 	if (rc == CCI_SUCCESS)
@@ -103,10 +103,20 @@ static int peer_new(struct sm_ep *sep, int fd, int *bell, struct sm_peer **out,
 	if (p->page->magic != SM_PAGE_MAGIC || p->page->version != SM_PAGE_VERSION ||
 	    p->page->nslots != SM_REG_SLOTS)
 		goto err_unmap;
+	/* Its size is all we rely on (sealed): we mark bits below
+	 * SM_INBOX_BITS only (sm_ring_attach checks a ring's). */
+	rc = seg_map(inbox_fd, F_SEAL_SHRINK | F_SEAL_GROW, PROT_READ | PROT_WRITE,
+	             sizeof(struct sm_inbox), &in, &p->inbox_len, NULL, NULL);
+	*why = rc == CCI_ENOMEM ? "no memory or mapping left for its inbox"
+	                        : "its inbox is not a sealed memfd";
+	if (rc != CCI_SUCCESS)
+		goto err_unmap;
+	p->inbox = in;
+	rc = CCI_EINVAL;
 	/* Our writes to the doorbell must never block. */
 	*why = "its doorbell is not a descriptor we can write";
 	if (fcntl(*bell, F_SETFL, O_NONBLOCK) != 0)
-		goto err_unmap;
+		goto err_unmap_inbox;
 	p->bell = *bell;
 	*bell = -1;
 	p->sleeps = (p->page->flags & SM_PAGE_SLEEPS) != 0;
@@ -117,6 +127,8 @@ static int peer_new(struct sm_ep *sep, int fd, int *bell, struct sm_peer **out,
 	*out = p;
 	return CCI_SUCCESS;
 
+err_unmap_inbox:
+	munmap(in, p->inbox_len);
 err_unmap:
 	munmap(pg, p->page_len);
 err_free:
@@ -126,7 +138,8 @@ err_free:
 
 /* The peer endpoint whose page fd is, with a reference: the one we hold
  * already, or a new one keeping *bell. */
-static int peer_get(struct sm_ep *sep, int fd, int *bell, struct sm_peer **out, const char **why)
+static int peer_get(struct sm_ep *sep, int fd, int *bell, int inbox_fd, struct sm_peer **out,
+                    const char **why)
 {
 	struct stat st;
 	struct sm_peer *p = NULL;
@@ -145,7 +158,7 @@ static int peer_get(struct sm_ep *sep, int fd, int *bell, struct sm_peer **out, 
 		p->refs++;
 		*out = p;
 	} else {
-		rc = peer_new(sep, fd, bell, out, why);
+		rc = peer_new(sep, fd, bell, inbox_fd, out, why);
 	}
 	pthread_mutex_unlock(&sep->peer_lock);
 	return rc;
@@ -167,6 +180,7 @@ void sm_peer_put(struct sm_ep *sep, struct sm_peer *p)
 	if (!last)
 		return;
 	munmap((void *)p->page, p->page_len);
+	munmap(p->inbox, p->inbox_len);
 	close(p->bell);
 	free(p);
 }
@@ -174,7 +188,6 @@ void sm_peer_put(struct sm_ep *sep, struct sm_peer *p)
 int sm_hello_map(struct sm_ep *sep, const struct sm_ctl_hello *h, int *fds,
                  struct sm_hello_maps *m, const char **why)
 {
-	struct sm_ring probe;
 	int rc;
 
 	memset(m, 0, sizeof(*m));
@@ -182,13 +195,13 @@ int sm_hello_map(struct sm_ep *sep, const struct sm_ctl_hello *h, int *fds,
 	             &m->seg_len, NULL, NULL);
 	*why = rc == CCI_ENOMEM ? "no memory or mapping left for its ring"
 	                        : "its ring is not a sealed memfd";
-	if (rc == CCI_SUCCESS && (sm_ring_attach(&probe, m->seg, m->seg_len) != 0 ||
-	                          probe.size != h->ring_size)) {
+	if (rc == CCI_SUCCESS && (sm_ring_attach(&m->ring, m->seg, m->seg_len) != 0 ||
+	                          m->ring.size != h->ring_size)) {
 		*why = "its ring is not the one it announced";
 		rc = CCI_EINVAL;
 	}
 	if (rc == CCI_SUCCESS)
-		rc = peer_get(sep, fds[2], &fds[1], &m->peer, why);
+		rc = peer_get(sep, fds[2], &fds[1], fds[3], &m->peer, why);
 	for (int i = 0; i < SM_HELLO_FDS; i++) {
 		if (fds[i] >= 0)
 			close(fds[i]);

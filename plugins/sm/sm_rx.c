@@ -1,6 +1,6 @@
 /*
- * sm_rx.c - the receive side: progress() (sm_ep.c) drains the rings of
- * the open connections and hands each message record here, which posts a
+ * sm_rx.c - the receive side: progress() (sm_poll.c) drains the rings
+ * with records and hands each message record here, which posts a
  * RECV for it (RMA records go to sm_rma.c, which posts a write's
  * completion message here too), and each record is taken back
  * when its event is returned.
@@ -43,24 +43,9 @@ int sm_rx_post_at(struct sm_ep *sep, struct sm_conn *sc, struct sm_rec *rec, uin
 	return 1;
 }
 
-/* Is a record waiting in any ring?  For arm(). */
-int sm_rx_pending(struct sm_ep *sep)
-{
-	int pending = 0;
-
-	sm_rx_lock(sep);
-	for (uint32_t i = 0; i < sep->rx_n && !pending; i++) {
-		int bad = 0;
-		struct sm_conn *sc = sep->rx_set[i];
-		pending = !sc->rx_dead && (sm_ring_peek(&sc->rx, &bad) != NULL || bad);
-	}
-	cci__spin_unlock(&sep->rx_lock);
-	return pending;
-}
-
 /*
  * A record went back: free ring space, and wake a producer that waits for
- * it, if it sleeps on its OS handle (sm_ring_bell: the doorbell is read
+ * it, if it sleeps on its OS handle (sm_peer_wake: the doorbell is read
  * only there).  A producer that polls flushes its queue at its next
  * progress call, so ringing it would cost a system call per release for
  * nothing (half the message rate of a sender that outruns its receiver).
@@ -72,7 +57,7 @@ static void rx_wake_producer(struct sm_conn *sc)
 {
 	if (atomic_load_explicit(&sc->rx.ctl->prod_waiting, memory_order_relaxed)) {
 		atomic_store_explicit(&sc->rx.ctl->prod_waiting, 0, memory_order_relaxed);
-		sm_ring_bell(sc);
+		sm_peer_wake(sc);
 	}
 }
 

@@ -62,18 +62,42 @@ void sm_pend_put(struct sm_ep *sep, struct sm_pend *p)
 /* Transmit                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* After publishing: wake the peer if it sleeps on its OS handle.  A peer
- * without one never sleeps: no fence, no look at its flag. */
-void sm_ring_bell(struct sm_conn *sc)
+static void peer_bell_write(struct sm_conn *sc)
 {
 	static const uint64_t one = 1;
 
-	if (!sc->peer_sleeps)
-		return;
-	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&sc->peer_page->armed, memory_order_relaxed) &&
 	    write(sc->peer_bell, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		SM_LOG(CCI_LOG_MSG, "sm: doorbell of pid %d: %s", (int)sc->peer_pid, strerror(errno));
+}
+
+/*
+ * After publishing: the fence orders the stamps before the look at the
+ * inbox bit (sm_inbox.h: the receiver takes the bit, fences, then reads
+ * the ring), and before the look at armed (the receiver raises armed,
+ * fences, then looks at the inbox and its hot rings: sm_arm).  A bit
+ * marked with a locked operation is ordered before armed by a second
+ * fence.  A peer without an OS handle never sleeps: no look at its flag.
+ */
+void sm_ring_bell(struct sm_conn *sc)
+{
+	int marked;
+
+	atomic_thread_fence(memory_order_seq_cst);
+	marked = sm_inbox_mark(sc->peer_inbox, sc->tx.bit);
+	if (!sc->peer_sleeps)
+		return;
+	if (marked)
+		atomic_thread_fence(memory_order_seq_cst);
+	peer_bell_write(sc);
+}
+
+void sm_peer_wake(struct sm_conn *sc)
+{
+	if (!sc->peer_sleeps)
+		return;
+	atomic_thread_fence(memory_order_seq_cst);
+	peer_bell_write(sc);
 }
 
 /* Copy one record into the peer's ring; tx_lock held.  CCI_EAGAIN if full. */
@@ -87,8 +111,11 @@ int sm_tx_place(struct sm_conn *sc, uint16_t type, uint32_t aux, const struct io
 	cci__iov_gather(sm_rec_payload(rec), iov, iovcnt);
 	sm_ring_commit(&sc->tx, rec, type, len, aux);
 	sm_ring_bell(sc);
-	if (len > SM_WARM_MIN && !atomic_load_explicit(&sc->tx_warm, memory_order_relaxed))
+	if (len > SM_WARM_MIN && !atomic_load_explicit(&sc->tx_warm, memory_order_relaxed)) {
 		atomic_store_explicit(&sc->tx_warm, 1, memory_order_relaxed);
+		if (sc->rx_bit != SM_NO_BIT)
+			sm_inbox_mark(sc->sep->warm, sc->rx_bit);
+	}
 	return CCI_SUCCESS;
 }
 
@@ -100,6 +127,8 @@ void sm_txq_queue(struct sm_conn *sc, struct sm_pend *p)
 	if (!sc->txq) {
 		atomic_fetch_add_explicit(&sc->sep->txq_busy, 1, memory_order_relaxed);
 		sm_tick_ask(sc); /* its send timeout, and a flush if nobody polls */
+		if (sc->rx_bit != SM_NO_BIT)
+			sm_inbox_mark(sc->sep->flush, sc->rx_bit); /* and progress flushes */
 	}
 	CCI__FIFO_PUSH(&sc->txq, &sc->txq_tail, p, next);
 	/* Ask the consumer for a doorbell when it frees space. */
@@ -202,12 +231,16 @@ void sm_txq_flush_locked(struct sm_conn *sc)
 	}
 }
 
-void sm_txq_flush(struct sm_conn *sc)
+int sm_txq_flush(struct sm_conn *sc)
 {
+	int queued;
+
 	if (pthread_mutex_trylock(&sc->tx_lock) != 0)
-		return; /* the holder flushes or will be followed by another flush */
+		return 1; /* the holder flushes, or the next flush will */
 	sm_txq_flush_locked(sc);
+	queued = sc->txq != NULL;
 	pthread_mutex_unlock(&sc->tx_lock);
+	return queued;
 }
 
 /* Fail the queue: completions (notify) or silently dropped.  After a send
@@ -273,22 +306,49 @@ int sm_send(cci__conn_t *conn, const struct iovec *iov, uint32_t iovcnt, uint32_
 	return CCI_SUCCESS;
 }
 
-void sm_tx_flush_all(struct sm_ep *sep)
+/* The connection whose receive ring has bit in our inbox, if open. */
+static struct sm_conn *conn_at(struct sm_ep *sep, uint32_t bit)
 {
-	for (uint32_t i = 0; i < sep->rx_n; i++)
-		sm_txq_flush(sep->rx_set[i]);
+	return bit < sep->rx_cap ? sep->rx_bits[bit] : NULL;
 }
 
-void sm_tx_warm_all(struct sm_ep *sep)
+/* A word of connections with queued sends: flush each, and keep marked
+ * those whose queue still waits for space. */
+static void flush_word(void *arg, uint32_t w, uint64_t taken)
 {
-	for (uint32_t i = 0; i < sep->rx_n; i++) {
-		struct sm_conn *sc = sep->rx_set[i];
-		if (!atomic_load_explicit(&sc->tx_warm, memory_order_relaxed) ||
+	struct sm_ep *sep = arg;
+
+	for (; taken; taken &= taken - 1) {
+		uint32_t bit = w * 64u + (uint32_t)__builtin_ctzll(taken);
+		struct sm_conn *sc = conn_at(sep, bit);
+		if (sc && sm_txq_flush(sc))
+			sm_inbox_mark(sep->flush, bit);
+	}
+}
+
+void sm_tx_flush_marked(struct sm_ep *sep)
+{
+	sm_inbox_scan(sep->flush, NULL, flush_word, sep);
+}
+
+static void warm_word(void *arg, uint32_t w, uint64_t taken)
+{
+	struct sm_ep *sep = arg;
+
+	for (; taken; taken &= taken - 1) {
+		struct sm_conn *sc = conn_at(sep, w * 64u + (uint32_t)__builtin_ctzll(taken));
+		if (!sc || !atomic_load_explicit(&sc->tx_warm, memory_order_relaxed) ||
 		    pthread_mutex_trylock(&sc->tx_lock) != 0)
-			continue;
+			continue; /* a sender holds it: it is not idle */
 		atomic_store_explicit(&sc->tx_warm, 0, memory_order_relaxed);
 		if (cci__conn_is_open(&sc->base) && !sc->txq)
 			sm_ring_warm(&sc->tx);
 		pthread_mutex_unlock(&sc->tx_lock);
 	}
+}
+
+void sm_tx_warm_marked(struct sm_ep *sep)
+{
+	if (atomic_load_explicit(&sep->warm->top, memory_order_relaxed))
+		sm_inbox_scan(sep->warm, NULL, warm_word, sep);
 }

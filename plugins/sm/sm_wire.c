@@ -54,7 +54,8 @@ int sm_ctl_send(int sock, uint16_t type, const struct sm_ctl_hello *body, const 
 
 int sm_hello_send(struct sm_conn *sc, int sock, uint16_t type, struct sm_ctl_hello *h)
 {
-	const int fds[SM_HELLO_FDS] = { sc->rx_fd, sc->sep->bell_fd, sc->sep->page_fd };
+	const int fds[SM_HELLO_FDS] = { sc->rx_fd, sc->sep->bell_fd, sc->sep->page_fd,
+		                        sc->sep->inbox_fd };
 
 	h->core.mss = sc->sep->mss;
 	h->pid = (uint32_t)getpid();
