@@ -9,6 +9,7 @@
 
 #include <CUnit/Basic.h>
 
+#include "sm_inbox.h"
 #include "sm_ring.h"
 
 #define TEST_SIZE 4096u
@@ -107,6 +108,164 @@ static void test_attach_rejects_garbage(void)
 	CU_ASSERT_EQUAL(sm_ring_attach(&r, seg, sm_ring_seg_bytes(TEST_SIZE)), -1);
 	((struct sm_ring_ctl *)seg)->window = 0;
 	CU_ASSERT_EQUAL(sm_ring_attach(&r, seg, sm_ring_seg_bytes(TEST_SIZE)), -1);
+}
+
+/* The inbox bit comes from the peer's ring header: one past the inbox is
+ * refused, the last one is taken. */
+static void test_attach_checks_inbox_bit(void)
+{
+	struct sm_ring r;
+
+	ring_new(TEST_SIZE);
+	sm_ring_set_bit(seg, SM_INBOX_BITS);
+	CU_ASSERT_EQUAL(sm_ring_attach(&r, seg, sm_ring_seg_bytes(TEST_SIZE)), -1);
+	sm_ring_set_bit(seg, UINT32_MAX);
+	CU_ASSERT_EQUAL(sm_ring_attach(&r, seg, sm_ring_seg_bytes(TEST_SIZE)), -1);
+	sm_ring_set_bit(seg, SM_INBOX_BITS - 1);
+	CU_ASSERT_EQUAL_FATAL(sm_ring_attach(&r, seg, sm_ring_seg_bytes(TEST_SIZE)), 0);
+	CU_ASSERT_EQUAL(r.bit, SM_INBOX_BITS - 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The inbox (sm_inbox.h)                                                    */
+/* ------------------------------------------------------------------------ */
+
+static struct sm_inbox inbox;
+static uint8_t found[SM_INBOX_BITS];
+
+static void collect(void *arg, uint32_t w, uint64_t taken)
+{
+	(void)arg;
+	for (; taken; taken &= taken - 1)
+		found[w * 64u + (uint32_t)__builtin_ctzll(taken)]++;
+}
+
+/* Marked bits, at the edges of the words and levels and at random, are
+ * each found once by a scan, and the inbox is empty after it. */
+static void test_inbox_finds_marked_once(void)
+{
+	static const uint32_t edges[] = { 0, 1, 63, 64, 127, 4095, 4096, 40000, 65534, 65535 };
+	static uint8_t marked[SM_INBOX_BITS];
+
+	memset(&inbox, 0, sizeof(inbox));
+	memset(found, 0, sizeof(found));
+	memset(marked, 0, sizeof(marked));
+	srand(7);
+	for (unsigned i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
+		marked[edges[i]] = 1;
+	for (int i = 0; i < 500; i++)
+		marked[(uint32_t)rand() % SM_INBOX_BITS] = 1;
+	for (uint32_t b = 0; b < SM_INBOX_BITS; b++)
+		if (marked[b]) {
+			sm_inbox_mark(&inbox, b);
+			sm_inbox_mark(&inbox, b); /* twice: found once all the same */
+		}
+	sm_inbox_scan(&inbox, NULL, collect, NULL);
+	for (uint32_t b = 0; b < SM_INBOX_BITS; b++)
+		if (found[b] != marked[b]) {
+			CU_FAIL("a marked bit not found once, or an unmarked one found");
+			break;
+		}
+	CU_ASSERT_EQUAL(atomic_load(&inbox.top), 0);
+	for (uint32_t w = 0; w < SM_INBOX_WORDS; w++)
+		if (atomic_load(&inbox.bits[w]) != 0) {
+			CU_FAIL("a word still set after the scan");
+			break;
+		}
+}
+
+/* A kept bit stays set and is never reported; the word's other bits are,
+ * though no summary bit flags them (its kept bit made it non-zero). */
+static void test_inbox_keeps_hot_bits(void)
+{
+	static uint64_t keep[SM_INBOX_WORDS];
+	uint64_t taken;
+
+	memset(&inbox, 0, sizeof(inbox));
+	memset(found, 0, sizeof(found));
+	keep[3] = 1ull << 5;
+	atomic_fetch_or(&inbox.bits[3], keep[3]); /* what progress does for a hot ring */
+	sm_inbox_mark(&inbox, 3 * 64 + 5);       /* its sender: found set, nothing else */
+	CU_ASSERT_EQUAL(atomic_load(&inbox.top), 0);
+	sm_inbox_mark(&inbox, 3 * 64 + 9);       /* another ring of the same word */
+	CU_ASSERT_EQUAL(atomic_load(&inbox.top), 0);
+	sm_inbox_scan(&inbox, keep, collect, NULL);
+	CU_ASSERT_EQUAL(found[3 * 64 + 9], 0);   /* not flagged above: the caller compares */
+	taken = sm_inbox_take_word(&inbox, 3, keep[3]);
+	CU_ASSERT_EQUAL(taken, 1ull << 9);
+	CU_ASSERT_EQUAL(atomic_load(&inbox.bits[3]), keep[3]);
+	sm_inbox_mark(&inbox, 700);              /* elsewhere: flagged as usual */
+	sm_inbox_scan(&inbox, keep, collect, NULL);
+	CU_ASSERT_EQUAL(found[700], 1);
+	CU_ASSERT_EQUAL(found[3 * 64 + 5], 0);
+	CU_ASSERT_EQUAL(atomic_load(&inbox.bits[3]), keep[3]);
+}
+
+/* Producers publish (a counter per bit), fence and mark; the consumer
+ * scans, fences and reads the counters.  Once the producers are done, a
+ * last scan must leave every counter seen at its final value: no
+ * publication is ever left without a bit (the argument of sm_inbox.h). */
+#define INBOX_BITS_USED 3000u
+#define INBOX_MARKS 1000000u
+static _Atomic uint32_t published[INBOX_BITS_USED];
+static uint32_t seen[INBOX_BITS_USED];
+static _Atomic int producers_left;
+
+static void *inbox_producer(void *arg)
+{
+	uint32_t x = (uint32_t)(uintptr_t)arg;
+
+	for (uint32_t i = 0; i < INBOX_MARKS; i++) {
+		uint32_t b;
+		x = x * 1103515245u + 12345u;
+		b = (x >> 8) % INBOX_BITS_USED;
+		/* spread over the levels: every 20th word of bits */
+		atomic_fetch_add_explicit(&published[b], 1, memory_order_relaxed);
+		atomic_thread_fence(memory_order_seq_cst);
+		sm_inbox_mark(&inbox, (b / 64u) * 20u * 64u + b % 64u);
+	}
+	atomic_fetch_sub(&producers_left, 1);
+	return NULL;
+}
+
+/* Bits taken, fenced, then the counters read (what progress does with
+ * rings); ring 20 w + b of a used word is counter 64 (w / 20) + b. */
+static void consume_found(void *arg, uint32_t w, uint64_t taken)
+{
+	(void)arg;
+	atomic_thread_fence(memory_order_seq_cst);
+	for (; taken; taken &= taken - 1) {
+		uint32_t b = (w / 20u) * 64u + (uint32_t)__builtin_ctzll(taken);
+		if (w % 20u == 0 && b < INBOX_BITS_USED)
+			seen[b] = atomic_load_explicit(&published[b], memory_order_relaxed);
+	}
+}
+
+static void inbox_consume_once(void)
+{
+	sm_inbox_scan(&inbox, NULL, consume_found, NULL);
+}
+
+static void test_inbox_two_threads_miss_nothing(void)
+{
+	pthread_t t[2];
+	uint32_t missed = 0;
+
+	memset(&inbox, 0, sizeof(inbox));
+	memset(seen, 0, sizeof(seen));
+	for (uint32_t b = 0; b < INBOX_BITS_USED; b++)
+		atomic_store(&published[b], 0);
+	atomic_store(&producers_left, 2);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t[0], NULL, inbox_producer, (void *)1), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t[1], NULL, inbox_producer, (void *)2), 0);
+	while (atomic_load(&producers_left) > 0)
+		inbox_consume_once();
+	pthread_join(t[0], NULL);
+	pthread_join(t[1], NULL);
+	inbox_consume_once();
+	for (uint32_t b = 0; b < INBOX_BITS_USED; b++)
+		missed += seen[b] != atomic_load(&published[b]);
+	CU_ASSERT_EQUAL(missed, 0);
 }
 
 /* Offset of rec in the ring's data. */
@@ -489,6 +648,11 @@ int main(void)
 	s = CU_add_suite("sm_ring", NULL, NULL);
 	CU_add_test(s, "ring size for count and mss", test_size_for);
 	CU_add_test(s, "attach rejects a foreign segment", test_attach_rejects_garbage);
+	CU_add_test(s, "attach refuses an inbox bit past the inbox", test_attach_checks_inbox_bit);
+	CU_add_test(s, "the inbox finds every marked ring once", test_inbox_finds_marked_once);
+	CU_add_test(s, "the inbox leaves kept bits set and unreported", test_inbox_keeps_hot_bits);
+	CU_add_test(s, "marks racing with scans: the last publication of every ring is seen",
+	            test_inbox_two_threads_miss_nothing);
 	CU_add_test(s, "empty ring and zero-length records", test_empty_and_zero_length);
 	CU_add_test(s, "a full ring refuses until released", test_full_ring);
 	CU_add_test(s, "a record that does not fit wraps behind a PAD", test_wrap_with_pad);
