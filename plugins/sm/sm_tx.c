@@ -131,9 +131,13 @@ void sm_txq_queue(struct sm_conn *sc, struct sm_pend *p)
 			sm_inbox_mark(sc->sep->flush, sc->rx_bit); /* and progress flushes */
 	}
 	CCI__FIFO_PUSH(&sc->txq, &sc->txq_tail, p, next);
-	/* Ask the consumer for a doorbell when it frees space. */
+	/* Ask the consumer for a doorbell when it frees space, and have it
+	 * look at the ring (a starved ring makes its progress say
+	 * CCI_ENOBUFS). */
 	atomic_store_explicit(&sc->tx.ctl->prod_waiting, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
+	if (sc->peer_inbox)
+		sm_inbox_mark(sc->peer_inbox, sc->tx.bit);
 	sm_txq_flush_locked(sc);
 }
 
