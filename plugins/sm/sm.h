@@ -436,8 +436,8 @@ static inline int sm_limit_warn_due(struct sm_ep *sep)
 
 /*
  * rx_lock for the control thread and the other cold paths (a connection
- * joining or leaving rx_set, arming).  Progress takes it in a loop and
- * holds it for a scan of every ring, so it is free only between two polls;
+ * joining or leaving rx_bits, arming).  Progress takes it in a loop and
+ * holds it for a poll of the rings with work, so it is free only between two polls;
  * on a busy machine a waiter that merely spins would starve for time
  * slices on end (a storm of connects slowed to tens a second).  A waiter
  * announces itself and progress stays out until it is served.

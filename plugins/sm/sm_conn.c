@@ -158,7 +158,7 @@ struct sm_conn *sm_conn_new(struct sm_ep *sep, cci_conn_attribute_t attr, void *
 
 /* Take what the peer handed us off sc into *m, for sm_hello_unmap once no
  * lock is held; queued work is dropped without events.  tx_lock held and,
- * while sc is in rx_set, rx_lock too (a receiver that frees space rings
+ * while sc is in rx_bits, rx_lock too (a receiver that frees space rings
  * the peer's doorbell), or sc is private. */
 static void conn_detach_tx(struct sm_conn *sc, struct sm_hello_maps *m)
 {
@@ -500,7 +500,7 @@ int sm_disconnect(cci__conn_t *conn)
 	pthread_mutex_unlock(&sc->tx_lock);
 	sc->conn = NULL;
 	sc->rx_closed = 1;
-	/* Closed, out of rx_set: no thread asks for it any more, and no
+	/* Closed, out of rx_bits: no thread asks for it any more, and no
 	 * timer of it runs. */
 	sm_timed_take_asked(sep);
 	sm_timed_remove(sc);

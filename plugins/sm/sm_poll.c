@@ -113,7 +113,7 @@ static int poll_hot(struct sm_ep *sep, int *starved_p)
 			sep->hot_last[i] = sep->polls;
 		got += n;
 		if (sc->rx_dead)
-			sm_conn_hot_drop(sep, i); /* the caller fences */
+			sm_conn_hot_drop(sep, i); /* sm_poll_rx fences */
 	}
 	return got;
 }
@@ -193,9 +193,11 @@ int sm_poll_rx(struct sm_ep *sep, int *got_p)
 	assert(cci__spin_held(&sep->rx_lock));
 	sep->polls++;
 	if (sep->nhot) {
+		uint32_t nhot = sep->nhot;
 		got = poll_hot(sep, &starved);
+		taken = sep->nhot != nhot; /* a dead ring dropped: its word taken */
 		if (sep->nhot)
-			taken = hot_idle(sep);
+			taken |= hot_idle(sep);
 	}
 	if (inbox_flagged(sep)) {
 		inbox_take(sep);
