@@ -264,7 +264,7 @@ static void rx_set_remove(struct sm_ep *sep, struct sm_conn *sc)
 	sep->rx_bits[bit] = NULL;
 	if (sc->rx_hot >= 0) {
 		sm_conn_hot_drop(sep, (uint32_t)sc->rx_hot);
-		atomic_thread_fence(memory_order_seq_cst); /* before the others are read */
+		sm_fence(); /* before the others are read */
 	}
 	sm_pend_unlink(sep, sc);
 }

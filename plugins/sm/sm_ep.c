@@ -217,7 +217,7 @@ int sm_arm(cci__ep_t *ep)
 		SM_LOG(CCI_LOG_EP, "sm: doorbell read: %s", strerror(errno));
 	sm_loop_arm(sep);
 	atomic_store_explicit(&sep->page->armed, 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_seq_cst);
+	sm_fence();
 	return sm_poll_pending(sep) ? CCI_EAGAIN : CCI_SUCCESS;
 }
 

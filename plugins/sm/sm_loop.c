@@ -164,7 +164,7 @@ static void sweep_wake(struct sm_ep *sep)
 {
 	static const uint64_t one = 1;
 
-	atomic_thread_fence(memory_order_seq_cst);
+	sm_fence();
 	if (atomic_load_explicit(&sep->page->armed, memory_order_relaxed) &&
 	    write(sep->bell_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		SM_LOG(CCI_LOG_EP, "sm: own doorbell: %s", strerror(errno));

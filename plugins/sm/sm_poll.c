@@ -208,7 +208,7 @@ int sm_poll_rx(struct sm_ep *sep, int *got_p)
 		taken = 1;
 	}
 	if (taken)
-		atomic_thread_fence(memory_order_seq_cst); /* bits taken, then rings read */
+		sm_fence(); /* bits taken, then rings read */
 	if (sep->pend)
 		got += poll_pending(sep, &starved);
 	*got_p = got;

@@ -83,12 +83,12 @@ void sm_ring_bell(struct sm_conn *sc)
 {
 	int marked;
 
-	atomic_thread_fence(memory_order_seq_cst);
+	sm_fence();
 	marked = sm_inbox_mark(sc->peer_inbox, sc->tx.bit);
 	if (!sc->peer_sleeps)
 		return;
 	if (marked)
-		atomic_thread_fence(memory_order_seq_cst);
+		sm_fence();
 	peer_bell_write(sc);
 }
 
@@ -96,7 +96,7 @@ void sm_peer_wake(struct sm_conn *sc)
 {
 	if (!sc->peer_sleeps)
 		return;
-	atomic_thread_fence(memory_order_seq_cst);
+	sm_fence();
 	peer_bell_write(sc);
 }
 
@@ -135,7 +135,7 @@ void sm_txq_queue(struct sm_conn *sc, struct sm_pend *p)
 	 * look at the ring (a starved ring makes its progress say
 	 * CCI_ENOBUFS). */
 	atomic_store_explicit(&sc->tx.ctl->prod_waiting, 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_seq_cst);
+	sm_fence();
 	if (sc->peer_inbox)
 		sm_inbox_mark(sc->peer_inbox, sc->tx.bit);
 	sm_txq_flush_locked(sc);
