@@ -61,7 +61,7 @@ struct cs_msg {
 };
 
 struct cs {
-	bool json, blocking;
+	bool json, blocking, used;
 	const char *uri, *outfile, *device;
 	uint32_t window, iters;
 	uint32_t keepalive_ms, idle_s, cycles;
@@ -435,6 +435,26 @@ static void cs_churn(struct cs *c)
 	cs_server_stats(c, probe, CS_STATS);
 }
 
+/* One 8-byte round trip on each of the first n connections, 128 at a
+ * time: each has carried traffic before it idles (-u). */
+static void cs_use_all(struct cs *c, uint32_t n)
+{
+	uint64_t ping = 0;
+
+	for (uint32_t i = 0; i < n;) {
+		uint32_t batch = n - i < 128 ? n - i : 128, got = 0;
+
+		for (uint32_t k = 0; k < batch; k++)
+			cs_send(c->conns[i + k], &ping, sizeof(ping), CCI_FLAG_SILENT);
+		while (got < batch) {
+			cci_event_t *ev = cs_wait(c);
+			got += ev->type == CCI_EVENT_RECV;
+			perf_check(cci_return_event(ev), "cci_return_event");
+		}
+		i += batch;
+	}
+}
+
 static void cs_client(struct cs *c)
 {
 	uint32_t max = 0;
@@ -452,9 +472,14 @@ static void cs_client(struct cs *c)
 		uint32_t n = c->counts[i];
 		int64_t fds0 = fd_count(), rss0 = rss_kib();
 		uint64_t ns = cs_connect_n(c, n);
-		int64_t fds = fd_count() - fds0, rss = rss_kib() - rss0;
+		int64_t fds, rss;
 		double lat, idle_cpu = 0;
 		struct cs_msg srv;
+
+		if (c->used)
+			cs_use_all(c, n);
+		fds = fd_count() - fds0;
+		rss = rss_kib() - rss0;
 
 		c->sleeps = c->missed = 0;
 		lat = cs_pingpong(c, c->conns[n - 1], c->iters);
@@ -496,13 +521,15 @@ static void cs_parse_counts(struct cs *c, const char *list)
 
 static void cs_usage(void)
 {
-	puts("usage: connstorm [-n LIST] [-w W] [-i ITERS] [-b] [-k MS] [-I S] [-D DEV] [--json]\n"
+	puts("usage: connstorm [-n LIST] [-w W] [-i ITERS] [-b] [-k MS] [-I S] [-u] [-D DEV] [--json]\n"
 	     "       connstorm -c CYCLES [-w W] [-b] [-D DEV] [--json]\n"
 	     "       connstorm -s [-o FILE] [-b] [-D DEV]\n"
-	     "       connstorm -h URI [-n LIST] [-w W] [-i ITERS] [-b] [-k MS] [-I S] [--json]\n"
+	     "       connstorm -h URI [-n LIST] [-w W] [-i ITERS] [-b] [-k MS] [-I S] [-u] [--json]\n"
 	     "  -n LIST   connection counts, comma-separated (default 1,100,1000,10000)\n"
 	     "  -w W      connects outstanding at most (default 256; 0: all at once)\n"
 	     "  -i ITERS  8-byte round trips on the last connection (default 10000)\n"
+	     "  -u        one round trip on every connection before memory is read\n"
+	     "            (each has carried traffic before it idles)\n"
 	     "  -b        both sides sleep on the OS handle\n"
 	     "  -k MS     a keepalive of MS milliseconds on every client connection\n"
 	     "  -I S      then S seconds without calls: the client's share of a core\n"
@@ -520,7 +547,7 @@ static void cs_options(struct cs *c, int argc, char **argv, bool *server)
 	                                          { NULL, 0, NULL, 0 } };
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "n:w:i:bk:I:c:D:so:h:", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "n:w:i:bk:I:uc:D:so:h:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n': cs_parse_counts(c, optarg); break;
 		case 'w': c->window = perf_parse_count(optarg, 0, CS_MAX_CONNS); break;
@@ -528,6 +555,7 @@ static void cs_options(struct cs *c, int argc, char **argv, bool *server)
 		case 'b': c->blocking = true; break;
 		case 'k': c->keepalive_ms = perf_parse_count(optarg, 1, 3600000); break;
 		case 'I': c->idle_s = perf_parse_count(optarg, 1, 3600); break;
+		case 'u': c->used = true; break;
 		case 'c': c->cycles = perf_parse_count(optarg, 10, 100000000); break;
 		case 'D': c->device = optarg; break;
 		case 's': *server = true; break;

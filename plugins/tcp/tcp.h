@@ -90,7 +90,7 @@ extern const struct cci_core *tcp_core;
 #define TCP_SEND_COUNT_DEFAULT 1024u  /* sends in flight: metadata, plus a copy only
                                        * of what the socket did not take */
 #define TCP_BUF_COUNT_MAX 65536u
-#define TCP_STAGE_LEN 16384u          /* per-connection read staging */
+#define TCP_STAGE_LEN 16384u          /* read staging, one per endpoint */
 #define TCP_DIRECT_MIN 2048u          /* payloads this big are read in place */
 #define TCP_FRAG_LEN (1u << 20)       /* RMA data per frame we send */
 #define TCP_FRAG_MAX (4u << 20)       /* RMA data per frame we accept */
@@ -271,6 +271,10 @@ struct tcp_conn {
 	struct tcp_conn *ack_next;     /* in sep->ack_due while ack_listed */
 	int ack_listed;
 	int ack_now;
+	/* Bytes read, not yet parsed (st_pos..st_end): during a pass the
+	 * endpoint's stage (sep->stage); a pass that ends with some left (its
+	 * connection stalled for a receive buffer) moves them into a private
+	 * copy of their size (tcp_rx.c), so an idle connection holds none. */
 	uint8_t *stage;
 	uint32_t st_pos, st_end;
 	uint8_t fh[TCP_HDR_LEN + TCP_SUB_MAX];
@@ -351,6 +355,8 @@ struct tcp_ep {
 	                                  * thread, taken whole under lock (tcp_tx.c) */
 	_Atomic uint64_t progress_gen; /* the application's progress calls */
 	_Atomic int rx_starved;
+	uint8_t *stage;                /* TCP_STAGE_LEN: every connection reads into
+	                                * it in turn, under lock (tcp_rx.c) */
 	struct tcp_conn *gone;         /* broken, their socket and buffers to release
 	                                * at the next tick with the loop lock */
 	struct tcp_conn *ack_due;      /* connections with acks read, not applied yet
@@ -517,6 +523,8 @@ void tcp_rx_poll(struct tcp_ep *sep);
 void tcp_rx_ready(struct tcp_ep *sep);
 void tcp_rx_acks_all(struct tcp_ep *sep);
 void tcp_rx_ack_due_drop(struct tcp_conn *tc);
+/* Free what tc kept staged (its private copy, if any). */
+void tcp_rx_stage_drop(struct tcp_conn *tc);
 void tcp_rx_resume(struct tcp_ep *sep);
 
 /* tcp_rma.c */

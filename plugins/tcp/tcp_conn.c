@@ -87,9 +87,8 @@ int tcp_conn_open(struct tcp_conn *tc, uint32_t peer_mss)
 	assert(cci__mutex_held(&tc->sep->lock));
 	tc->mss = peer_mss < sep->mss ? peer_mss : sep->mss;
 	tc->conn->pub.max_send_size = tc->mss;
-	tc->stage = malloc(TCP_STAGE_LEN);
-	if (!tc->stage)
-		return CCI_ENOMEM;
+	tc->stage = sep->stage;
+	tc->st_pos = tc->st_end = 0;
 	if (cci__grow(&sep->open, sep->nopen, &sep->open_cap, 16, sizeof(*sep->open)) != CCI_SUCCESS)
 		return CCI_ENOMEM;
 	CCI__ISET_ADD(sep->open, sep->nopen, tc, open_idx);
@@ -285,8 +284,7 @@ void tcp_conn_release_gone(struct tcp_ep *sep)
 			close(fd);
 			cci__listen_fd_freed(&sep->lg);
 		}
-		free(tc->stage);
-		tc->stage = NULL;
+		tcp_rx_stage_drop(tc);
 		cci__due_clear(&sep->due, &tc->base.due);
 	}
 }
@@ -364,8 +362,7 @@ void tcp_conn_destroy(struct tcp_conn *tc)
 	CCI__DLIST_UNLINK(&tc->sep->conns, tc);
 	cci__due_clear(&sep->due, &tc->base.due);
 	cci__due_unreserve(&sep->due);
-	free(tc->stage);
-	tc->stage = NULL;
+	tcp_rx_stage_drop(tc);
 	free(tc->dial);
 	tc->dial = NULL;
 	tcp_core->conn_release(conn);

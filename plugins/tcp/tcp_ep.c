@@ -65,6 +65,7 @@ static void ep_release(struct tcp_ep *sep)
 	if (sep->rx_epfd >= 0)
 		close(sep->rx_epfd);
 	tcp_pool_fini(sep);
+	free(sep->stage);
 	free(sep->open);
 	cci__due_heap_fini(&sep->due);
 	pthread_mutex_destroy(&sep->lock);
@@ -96,6 +97,8 @@ int tcp_ep_create(cci__ep_t *ep, const char *service)
 	rc = service ? uri_parse_port(service, &port) : CCI_SUCCESS; /* CCI_EINVAL if bad */
 	if (rc == CCI_SUCCESS)
 		rc = cci__random64(&sep->id);
+	if (rc == CCI_SUCCESS && !(sep->stage = malloc(TCP_STAGE_LEN)))
+		rc = CCI_ENOMEM;
 	if (rc == CCI_SUCCESS)
 		rc = tcp_ops_prealloc(sep, TCP_OPS_PREALLOC);
 	if (rc == CCI_SUCCESS)

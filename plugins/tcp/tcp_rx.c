@@ -2,13 +2,15 @@
  * tcp_rx.c - the receive side: reading sockets, cutting the stream into
  * frames, lending receive buffers with RECV events.
  *
- * Small frames are read in batches into a per-connection staging buffer
- * and copied out; a payload of TCP_DIRECT_MIN bytes or more is read
- * straight into its final place (a receive buffer, or registered memory
- * for RMA), so large transfers cost the kernel's copy only.  Called with
- * sep->lock held.
+ * Small frames are read in batches into the endpoint's staging buffer
+ * and copied out (a connection keeps a private copy of what it could not
+ * parse yet, only while it waits for a receive buffer); a payload of
+ * TCP_DIRECT_MIN bytes or more is read straight into its final place (a
+ * receive buffer, or registered memory for RMA), so large transfers cost
+ * the kernel's copy only.  Called with sep->lock held.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 
@@ -243,6 +245,43 @@ static void rx_closed(struct tcp_conn *tc, ssize_t n)
 	}
 }
 
+/* Bytes the pass leaves unparsed (a stall) move out of the endpoint's
+ * stage, which the next connection read overwrites. */
+static void rx_stage_keep(struct tcp_conn *tc)
+{
+	uint32_t left = tc->st_end - tc->st_pos;
+	uint8_t *own;
+
+	if (left == 0 || tc->stage != tc->sep->stage || !cci__conn_is_open(&tc->base))
+		return;
+	own = malloc(left);
+	if (!own) {
+		rx_fail(tc, "no memory to keep the bytes read");
+		return;
+	}
+	memcpy(own, tc->stage + tc->st_pos, left);
+	tc->stage = own;
+	tc->st_pos = 0;
+	tc->st_end = left;
+}
+
+/* The stage is used up: read into the endpoint's again. */
+static void rx_stage_shared(struct tcp_conn *tc)
+{
+	if (tc->stage == tc->sep->stage)
+		return;
+	free(tc->stage);
+	tc->stage = tc->sep->stage;
+}
+
+void tcp_rx_stage_drop(struct tcp_conn *tc)
+{
+	if (tc->stage != tc->sep->stage)
+		free(tc->stage);
+	tc->stage = NULL;
+	tc->st_pos = tc->st_end = 0;
+}
+
 /* One recv: into the payload's place when big, else into the stage.
  * Returns 1 if the socket may hold more, 0 when it is empty or gone: a
  * short read means the kernel had no more, so we do not ask again (that
@@ -258,6 +297,8 @@ static int rx_read(struct tcp_conn *tc)
 	if (!direct && tc->big)
 		want = TCP_HDR_LEN + TCP_SUB_MAX;
 	tc->big = direct;
+	if (!direct)
+		rx_stage_shared(tc);
 
 	do
 		n = net_recv(tc->fd, direct ? tc->dst : (char *)tc->stage, want, MSG_DONTWAIT);
@@ -338,7 +379,8 @@ static void rx_ack_policy(struct tcp_conn *tc)
 
 static void rx_conn(struct tcp_conn *tc)
 {
-	/* Parse after every read, so nothing is left staged when we stop. */
+	/* Parse after every read, so nothing is left staged when we stop
+	 * unless stalled. */
 	/* The completions the peer's last acks imply are handled one pass
 	 * late when the application polls: the message it waits for is
 	 * handed out first, the completions while it waits for the next. */
@@ -349,6 +391,7 @@ static void rx_conn(struct tcp_conn *tc)
 		if (rx_parse(tc) != 0 || round == TCP_RX_ROUNDS || tc->drained || !rx_read(tc))
 			break;
 	}
+	rx_stage_keep(tc);
 	if (cci__engine_thread_polls(&tc->sep->eng))
 		rx_apply_acks(tc);
 	else if (tc->ack_seen != tc->ack_done && !tc->ack_listed)
