@@ -19,6 +19,10 @@
 #define SLOT_LOST 0x2u   /* to be retransmitted */
 #define SLOT_RETX 0x4u   /* sent more than once: no RTT sample (Karn) */
 
+/* The send ring's first size: a request and its reply need a slot or two,
+ * a burst doubles it up to the window (cap). */
+#define TX_RING_FIRST 16u
+
 struct sock_rel_tx_slot {
 	uint64_t handle;
 	uint64_t sent_ns; /* last transmission */
@@ -58,7 +62,6 @@ static uint64_t u64_min(uint64_t a, uint64_t b)
 int sock_rel_init(struct sock_rel *r, const struct sock_rel_conf *conf)
 {
 	uint32_t cap = conf->cap;
-	size_t words = cap / 64;
 
 	if (cap < SOCK_REL_CAP_MIN || cap > SOCK_REL_CAP_MAX || (cap & (cap - 1)) ||
 	    conf->cwnd_init == 0 || conf->rto_min_ns == 0 || conf->rto_max_ns < conf->rto_min_ns ||
@@ -69,13 +72,6 @@ int sock_rel_init(struct sock_rel *r, const struct sock_rel_conf *conf)
 	if (r->conf.cwnd_max == 0 || r->conf.cwnd_max > cap)
 		r->conf.cwnd_max = cap;
 	r->mask = cap - 1;
-	r->tx = calloc(cap, sizeof(*r->tx));
-	r->rx_handle = calloc(cap, sizeof(*r->rx_handle));
-	r->rx_present = calloc(words, sizeof(*r->rx_present));
-	if (!r->tx || !r->rx_handle || !r->rx_present) {
-		sock_rel_fini(r);
-		return CCI_ENOMEM;
-	}
 	r->snd_done = r->snd_una = r->snd_max = r->snd_nxt = conf->tx_isn;
 	r->retx_scan = conf->tx_isn;
 	r->peer_right = conf->tx_isn + u64_min(conf->peer_bufs, SOCK_REL_CAP_MAX);
@@ -94,6 +90,7 @@ void sock_rel_fini(struct sock_rel *r)
 	free(r->rx_handle);
 	free(r->rx_present);
 	r->tx = NULL;
+	r->tx_size = 0;
 	r->rx_handle = NULL;
 	r->rx_present = NULL;
 }
@@ -102,9 +99,30 @@ void sock_rel_fini(struct sock_rel *r)
 /* Sender                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* seq lies in [snd_done, snd_nxt), so the ring exists. */
 static struct sock_rel_tx_slot *tx_slot(const struct sock_rel *r, uint64_t seq)
 {
-	return &r->tx[seq & r->mask];
+	return &r->tx[seq & (r->tx_size - 1)];
+}
+
+/* Room for one more message: double the ring (the messages in it move to
+ * their places in the larger one), up to the window. */
+static int tx_ring_grow(struct sock_rel *r)
+{
+	uint32_t size = r->tx_size ? r->tx_size * 2 : TX_RING_FIRST;
+	struct sock_rel_tx_slot *tx;
+
+	if (r->tx_size > r->mask)
+		return CCI_ENOBUFS;
+	tx = calloc(size, sizeof(*tx));
+	if (!tx)
+		return CCI_ENOMEM;
+	for (uint64_t seq = r->snd_done; seq != r->snd_nxt; seq++)
+		tx[seq & (size - 1)] = *tx_slot(r, seq);
+	free(r->tx);
+	r->tx = tx;
+	r->tx_size = size;
+	return CCI_SUCCESS;
 }
 
 /* Messages in flight: sent, neither acked nor known lost. */
@@ -167,8 +185,11 @@ int sock_rel_tx_push(struct sock_rel *r, uint64_t handle, uint64_t now, uint64_t
 	uint64_t seq = r->snd_nxt;
 	struct sock_rel_tx_slot *s;
 
-	if (r->snd_nxt - r->snd_done > r->mask)
-		return CCI_ENOBUFS;
+	if (r->snd_nxt - r->snd_done >= r->tx_size) {
+		int rc = tx_ring_grow(r);
+		if (rc != CCI_SUCCESS)
+			return rc;
+	}
 	s = tx_slot(r, seq);
 	s->handle = handle;
 	s->flags = 0;
@@ -195,10 +216,13 @@ static void tx_fill(struct sock_rel_send *out, int kind, uint64_t seq, uint64_t 
 /* The tail-loss probe goes whatever the window: one message. */
 static int tx_tail_probe(struct sock_rel *r, uint64_t now, struct sock_rel_send *out)
 {
-	struct sock_rel_tx_slot *s = tx_slot(r, r->tlp_seq);
+	struct sock_rel_tx_slot *s;
 
 	r->tlp_due = 0;
-	if (sock_rel_seq_lt(r->tlp_seq, r->snd_una) || (s->flags & SLOT_SACKED))
+	if (sock_rel_seq_lt(r->tlp_seq, r->snd_una))
+		return sock_rel_tx_next(r, now, out);
+	s = tx_slot(r, r->tlp_seq);
+	if (s->flags & SLOT_SACKED)
 		return sock_rel_tx_next(r, now, out);
 	if (s->flags & SLOT_LOST) {
 		r->lost--;
@@ -586,11 +610,36 @@ static void rx_ack_in_order(struct sock_rel *r, uint64_t now)
 		r->ack_at = now + r->conf.ack_delay_ns;
 }
 
+/* The receive side's arrays, made at the first message out of order: in
+ * order, a message is handed out as it comes and needs none. */
+static int rx_arrays(struct sock_rel *r)
+{
+	uint32_t cap = (uint32_t)r->mask + 1;
+
+	if (r->rx_present)
+		return 0;
+	r->rx_present = calloc(cap / 64, sizeof(*r->rx_present));
+	if (r->conf.ordered)
+		r->rx_handle = calloc(cap, sizeof(*r->rx_handle));
+	if (r->rx_present && (r->rx_handle || !r->conf.ordered))
+		return 0;
+	free(r->rx_present);
+	free(r->rx_handle);
+	r->rx_present = NULL;
+	r->rx_handle = NULL;
+	return -1;
+}
+
 /* A message after a gap: RU delivers it, RO keeps it.  Either way the
- * sender hears of the gap at once. */
+ * sender hears of the gap at once.  Without memory to note it, it is
+ * dropped as if lost: the sender sends it again. */
 static int rx_take_early(struct sock_rel *r, uint64_t seq, uint64_t handle)
 {
 	r->ack_now = 1;
+	if (rx_arrays(r) != 0) {
+		r->stats.rx_nomem++;
+		return SOCK_REL_RX_OUTSIDE;
+	}
 	if (rx_is_present(r, seq)) {
 		r->stats.rx_dup++;
 		return SOCK_REL_RX_DUP;

@@ -109,7 +109,8 @@ enum sock_rel_rx_result {
 	SOCK_REL_RX_DELIVER = 1, /* new and deliverable now: deliver it */
 	SOCK_REL_RX_HELD,        /* RO, early: kept until sock_rel_rx_next() */
 	SOCK_REL_RX_DUP,         /* received before: drop it */
-	SOCK_REL_RX_OUTSIDE      /* beyond the granted window: drop it */
+	SOCK_REL_RX_OUTSIDE      /* beyond the granted window (or out of order with
+	                          * no memory to hold it): drop it */
 };
 
 /* A flag of sock_rel_rx(): the sender asked for an ack at once. */
@@ -128,6 +129,7 @@ struct sock_rel_stats {
 	uint64_t rx_held;      /* RO messages that arrived early */
 	uint64_t rx_dup;       /* duplicates dropped */
 	uint64_t rx_outside;   /* messages beyond the window dropped */
+	uint64_t rx_nomem;     /* out of order, dropped: no memory to hold them */
 	uint64_t acks_made;    /* acks filled by sock_rel_ack_make() */
 };
 
@@ -140,7 +142,9 @@ struct sock_rel {
 	/* Sender.  done <= una <= max <= nxt: [done, una) acked, not yet
 	 * collected by sock_rel_tx_done(); [una, max) sent, unacked; [max,
 	 * nxt) queued, never sent. */
-	struct sock_rel_tx_slot *tx;
+	struct sock_rel_tx_slot *tx; /* [snd_done, snd_nxt) at seq & (tx_size - 1) */
+	uint32_t tx_size;     /* 0 until the first push, then doubling as a
+	                       * burst needs, up to cap (sock_rel.c) */
 	uint64_t snd_done, snd_una, snd_max, snd_nxt;
 	uint64_t peer_right;  /* the peer takes sequences below this */
 	uint32_t sacked;      /* slots in [una, max) the peer holds */
@@ -163,8 +167,9 @@ struct sock_rel {
 	/* Receiver.  deliver <= nxt < right: [deliver, nxt) received in order
 	 * but still held (RO) for sock_rel_rx_next(); present bits mark what
 	 * arrived in [nxt, nxt + cap). */
-	uint64_t *rx_handle;
-	uint64_t *rx_present; /* cap bits */
+	uint64_t *rx_handle;  /* RO: cap handles; NULL until a message comes out
+	                       * of order (sock_rel.c: rx_arrays) */
+	uint64_t *rx_present; /* cap bits; NULL likewise */
 	uint64_t rcv_deliver, rcv_nxt;
 	uint64_t rcv_right;   /* sequences below this have a buffer granted */
 	uint32_t rx_early;    /* messages held beyond rcv_nxt */
@@ -200,11 +205,14 @@ static inline int sock_rel_seq_lt(uint64_t a, uint64_t b)
 
 void sock_rel_conf_default(struct sock_rel_conf *c);
 
-/* Set r up for conf (copied): CCI_SUCCESS, CCI_EINVAL for a cap that is
- * not a power of two in range, or CCI_ENOMEM.  Allocates the window. */
+/* Set r up for conf (copied): CCI_SUCCESS, or CCI_EINVAL for a cap that
+ * is not a power of two in range.  Allocates nothing: the send ring comes
+ * with the first push and grows with the largest burst (16 slots to cap),
+ * the receive side's arrays with the first message out of order, so an
+ * idle connection that carried only request and reply holds 512 bytes. */
 int sock_rel_init(struct sock_rel *r, const struct sock_rel_conf *conf);
 
-/* Free the window.  Handles still inside are forgotten: collect them first
+/* Free the window's memory.  Handles still inside are forgotten: collect them first
  * with sock_rel_tx_abort() and sock_rel_rx_abort(). */
 void sock_rel_fini(struct sock_rel *r);
 
@@ -215,7 +223,8 @@ void sock_rel_fini(struct sock_rel *r);
  * CCI_SUCCESS: it is sequenced as *seq_p and must be sent now (the window
  * was open); CCI_EAGAIN: it is sequenced as *seq_p and queued,
  * sock_rel_tx_next() hands it out when the window opens; CCI_ENOBUFS: the
- * window is full of unacknowledged messages, it was not taken.
+ * window is full of unacknowledged messages, it was not taken; CCI_ENOMEM:
+ * no memory to grow the send ring, it was not taken.
  */
 int sock_rel_tx_push(struct sock_rel *r, uint64_t handle, uint64_t now, uint64_t *seq_p);
 

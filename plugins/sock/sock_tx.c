@@ -357,7 +357,9 @@ void sock_tx_pump(struct sock_conn *sc, uint64_t now)
 			break;
 		txd_fill(sc, op, t);
 		rc = sock_rel_tx_push(&sc->rel, (uint64_t)(uintptr_t)t, now, &seq);
-		if (rc == CCI_ENOBUFS) {
+		/* Window full, or no memory to grow the send ring: the op waits
+		 * (for acks, or the next pump; its send timeout bounds it). */
+		if (rc == CCI_ENOBUFS || rc == CCI_ENOMEM) {
 			txd_put(sc->sep, t);
 			break;
 		}

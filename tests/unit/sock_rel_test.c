@@ -629,6 +629,53 @@ static void unordered_connections_deliver_on_arrival_exactly_once(void)
 	sock_rel_fini(&r);
 }
 
+/* The send ring starts small and doubles with the burst: messages queued
+ * across the wrap of a small ring keep their order and handles when it
+ * grows, up to the window and no further; a connection that only ever
+ * received in order makes no receive arrays. */
+static void the_send_ring_grows_with_the_burst_keeping_order(void)
+{
+	struct sock_rel_conf c = conf_with(256, 256);
+	struct sock_rel r;
+	struct sock_rel_ack a;
+	uint64_t seq, h, next = 0;
+
+	c.cap = 64;
+	open_rel(&r, &c);
+	CU_ASSERT_EQUAL(r.tx_size, 0);
+	CU_ASSERT_PTR_NULL(r.rx_present);
+	push_sent(&r, 0, 10, 0);
+	CU_ASSERT_EQUAL(r.tx_size, 16);
+	/* 6 acked and collected: the next pushes wrap the 16-slot ring. */
+	a = ack_of(ISN + 6, 256, 0);
+	CU_ASSERT_EQUAL(sock_rel_tx_ack(&r, &a, 1 * MS), 6);
+	while (sock_rel_tx_done(&r, &h))
+		CU_ASSERT_EQUAL(h, next++);
+	push_sent(&r, 10, 12, 2 * MS); /* 16 held: full */
+	CU_ASSERT_EQUAL(r.tx_size, 16);
+	push_sent(&r, 22, 20, 3 * MS); /* grows to 32, then 64 */
+	CU_ASSERT_EQUAL(r.tx_size, 64);
+	push_sent(&r, 42, 28, 4 * MS); /* 64 held: the window */
+	CU_ASSERT_EQUAL(sock_rel_tx_push(&r, 99, 4 * MS, &seq), CCI_ENOBUFS);
+	CU_ASSERT_EQUAL(r.tx_size, 64);
+	a = ack_of(ISN + 70, 256, 0);
+	CU_ASSERT_EQUAL(sock_rel_tx_ack(&r, &a, 5 * MS), 64);
+	while (sock_rel_tx_done(&r, &h))
+		CU_ASSERT_EQUAL(h, next++);
+	CU_ASSERT_EQUAL(next, 70);
+	/* In order, the receiver hands each message out and keeps none. */
+	for (uint64_t i = 0; i < 40; i++)
+		CU_ASSERT_EQUAL(sock_rel_rx(&r, (uint32_t)(ISN + i), i, 0, 0), SOCK_REL_RX_DELIVER);
+	CU_ASSERT_PTR_NULL(r.rx_present);
+	CU_ASSERT_PTR_NULL(r.rx_handle);
+	CU_ASSERT_EQUAL(sock_rel_rx(&r, (uint32_t)(ISN + 41), 41, 0, 0), SOCK_REL_RX_HELD);
+	CU_ASSERT_PTR_NOT_NULL(r.rx_present);
+	CU_ASSERT_EQUAL(sock_rel_rx(&r, (uint32_t)(ISN + 40), 40, 0, 0), SOCK_REL_RX_DELIVER);
+	CU_ASSERT_TRUE(sock_rel_rx_next(&r, &h));
+	CU_ASSERT_EQUAL(h, 41);
+	sock_rel_fini(&r);
+}
+
 static void acks_are_delayed_unless_a_gap_a_duplicate_or_n_messages(void)
 {
 	struct sock_rel_conf c = conf_with(8, 8);
@@ -715,6 +762,8 @@ static const struct unit_test tests[] = {
 	{ "RO holds early messages and delivers in order",
 	  ordered_connections_hold_early_messages_and_deliver_in_order },
 	{ "RU delivers on arrival, exactly once", unordered_connections_deliver_on_arrival_exactly_once },
+	{ "the send ring grows with the burst, keeping order; in-order receiving makes no arrays",
+	  the_send_ring_grows_with_the_burst_keeping_order },
 	{ "acks are delayed unless a gap, a duplicate, a request or every n messages",
 	  acks_are_delayed_unless_a_gap_a_duplicate_or_n_messages },
 	{ "bad configurations are refused", bad_configurations_are_refused },
