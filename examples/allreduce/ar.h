@@ -4,7 +4,9 @@
  * algorithm (ar_algo.c: recursive doubling), the two ways values travel
  * (ar_am.c: in active messages; ar_rma.c: written by RMA into the peer's
  * registered inbox, announced by the RMA's completion message) and the
- * integration (ar_pi.c).
+ * integration (ar_pi.c).  Started by a launcher, a rank reaches the ranks
+ * of its own host through an sm endpoint and the others through a second
+ * endpoint (tcp, sock, ...): the algorithm does not know which.
  *
  * Messages are fixed-size structs in the host's byte order: the ranks run
  * on hosts of one architecture.
@@ -42,10 +44,27 @@ struct ar_hello {
 	uint32_t rank, n;
 };
 
+/*
+ * An endpoint and what lives on it.  A rank has up to two: one on an sm
+ * device for the ranks of its own host, one on another transport (tcp by
+ * default) for the ranks of other hosts.  RMA registrations belong to an
+ * endpoint, so each has its own handles of the inbox and outbox.
+ */
+struct ar_link {
+	cci_device_t *dev;
+	cci_endpoint_t *ep;
+	int fd;                        /* its OS handle, for poll() */
+	const char *key;               /* its URI's key in libcci_wire */
+	cci_rma_handle_t *inbox_h, *outbox_h;
+};
+
+enum { AR_LINK_HOST, AR_LINK_NET, AR_LINKS };
+
 /* A peer: its connection is the context of that CCI connection. */
 struct ar_peer {
 	int rank;
 	bool partner;                  /* the algorithm talks to it */
+	struct ar_link *link;          /* the endpoint that reaches it */
 	cci_connection_t *conn;
 	struct cci_rma_handle inbox;   /* RMA: where to write its values */
 	bool have_inbox;
@@ -84,14 +103,18 @@ struct ar_config {
 	const char *dir;              /* URI files and the result */
 	cci_wire_t *wire;             /* or, started by a launcher: URIs through
 	                               * it, and rank 0 prints the result */
+	const char *net_device;       /* -x: the device (or transport) for ranks
+	                               * of other hosts; NULL: the first up
+	                               * device that is not sm */
+	bool show_links;              /* -V: print the transport of each partner */
 	unsigned time_limit_s;
 };
 
 struct ar_rank {
 	const struct ar_config *cfg;
 	int rank;
-	cci_endpoint_t *ep;
-	int fd;
+	struct ar_link links[AR_LINKS]; /* ep NULL: not opened */
+	unsigned next_link;           /* where progress looks first */
 	struct ar_peer peers[AR_MAX_RANKS];
 	unsigned partners, connected;
 	struct ar_value stash[AR_STASH];
@@ -101,7 +124,6 @@ struct ar_rank {
 	 * two iterations deep (a peer is never more than one ahead) */
 	double inbox[2][AR_MAX_STEPS], outbox[2][AR_MAX_STEPS];
 	bool out_busy[2][AR_MAX_STEPS];
-	cci_rma_handle_t *inbox_h, *outbox_h;
 };
 
 /* "allreduce[rank]: message" on stderr. */
@@ -120,10 +142,12 @@ void ar_schedule(struct ar_rank *r);
 /* The sum of every rank's `in`, into *out, identical on every rank. */
 int ar_allreduce(struct ar_rank *r, uint32_t iter, double in, double *out);
 
-/* Network (ar_net.c).  Every wait is bounded by r->deadline_ns. */
+/* Network (ar_net.c).  Every wait is bounded by r->deadline_ns.
+ * ar_net_open opens the endpoints r's partners need and publishes their
+ * URIs. */
 int ar_net_open(struct ar_rank *r);
 int ar_net_connect(struct ar_rank *r);
-/* Handle one event, waiting for it until the deadline. */
+/* Handle one event of any endpoint, waiting for it until the deadline. */
 int ar_net_progress(struct ar_rank *r);
 /* Send m to peer, riding out CCI_ENOBUFS; the buffer is free on return. */
 int ar_net_send(struct ar_rank *r, struct ar_peer *peer, const struct ar_msg *m);

@@ -4,7 +4,8 @@
  *
  *   allreduce [-n 2,4,8] [-v am|rma|both] [-k iters] [-m intervals] [-t secs]
  *   allreduce -r RANK -d DIR -n N -v am|rma [-k iters] [-m intervals] [-t secs]
- *   mpirun -np N allreduce -w -v am|rma [-k iters] [-m intervals] [-t secs]
+ *   mpirun -np N allreduce -w -v am|rma [-x device] [-V] [-k iters] [-m intervals]
+ *                                       [-t secs]
  *
  * For each variant and each N the launcher forks N ranks (before any CCI
  * call of its own, so nothing of the library crosses a fork).  The ranks
@@ -22,7 +23,11 @@
  * With -w the program is one rank of a run started by a launcher (Open
  * MPI's mpirun, MPICH's mpiexec.hydra, cci_wire_launch): rank, N and the
  * partners' URIs come from libcci_wire instead of -r, -n and a directory;
- * rank 0 prints the line.
+ * rank 0 prints the line.  Each rank reaches the ranks of its own host
+ * through an sm endpoint and the others through an endpoint on the -x
+ * device or transport (by default the first that is up and not sm); -V
+ * prints, for each rank, the transport of each partner.  Without a
+ * launcher, -x names the one device every rank uses.
  */
 #include <errno.h>
 #include <math.h>
@@ -41,6 +46,8 @@ struct ar_opts {
 	int rank;                  /* -r, or -1: launch every rank */
 	bool wired;                /* -w: one rank, started by a launcher */
 	const char *dir;
+	const char *net_device;    /* -x */
+	bool show_links;           /* -V */
 	int ns[AR_MAX_RANKS];
 	unsigned count;
 	bool am, rma;
@@ -134,6 +141,7 @@ static bool run_one(const struct ar_opts *o, const struct ar_exchange *ex, int n
 	struct ar_config cfg = {
 		.n = n, .ex = ex, .iters = o->iters, .intervals = o->intervals,
 		.reference = reference, .dir = dir, .time_limit_s = o->time_limit_s,
+		.net_device = o->net_device, .show_links = o->show_links,
 	};
 	pid_t pids[AR_MAX_RANKS] = { 0 };
 	double us = 0, sum = 0;
@@ -159,11 +167,12 @@ static bool run_one(const struct ar_opts *o, const struct ar_exchange *ex, int n
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: allreduce [-n 2,4,8] [-v am|rma|both] [-k iters] "
+	fprintf(stderr, "usage: allreduce [-n 2,4,8] [-v am|rma|both] [-x device] [-V] "
+		"[-k iters] [-m intervals] [-t secs]\n"
+		"       allreduce -r RANK -d DIR -n N -v am|rma [-x device] [-V] [-k iters] "
 		"[-m intervals] [-t secs]\n"
-		"       allreduce -r RANK -d DIR -n N -v am|rma [-k iters] "
-		"[-m intervals] [-t secs]\n"
-		"       LAUNCHER allreduce -w -v am|rma [-k iters] [-m intervals] [-t secs]\n");
+		"       LAUNCHER allreduce -w -v am|rma [-x device|transport] [-V] [-k iters] "
+		"[-m intervals] [-t secs]\n");
 	exit(EXIT_FAILURE);
 }
 
@@ -192,8 +201,10 @@ static void parse_opts(struct ar_opts *o, int argc, char **argv)
 			       .am = true, .rma = true,
 			       .iters = 1000, .time_limit_s = 60,
 			       .intervals = 10000000 };
-	while ((c = getopt(argc, argv, "n:v:k:m:t:r:d:w")) != -1) {
+	while ((c = getopt(argc, argv, "n:v:k:m:t:r:d:wx:V")) != -1) {
 		switch (c) {
+		case 'x': o->net_device = optarg; break;
+		case 'V': o->show_links = true; break;
 		case 'r': o->rank = atoi(optarg); break;
 		case 'd': o->dir = optarg; break;
 		case 'w': o->wired = true; break;
@@ -226,6 +237,7 @@ static int run_wired(const struct ar_opts *o, double reference)
 		.ex = o->am ? &ar_am_exchange : &ar_rma_exchange,
 		.iters = o->iters, .intervals = o->intervals, .reference = reference,
 		.time_limit_s = o->time_limit_s,
+		.net_device = o->net_device, .show_links = o->show_links,
 	};
 	char why[512];
 	int rc, rank;
@@ -256,6 +268,7 @@ static int run_rank(const struct ar_opts *o, double reference)
 		.n = o->ns[0], .ex = o->am ? &ar_am_exchange : &ar_rma_exchange,
 		.iters = o->iters, .intervals = o->intervals, .reference = reference,
 		.dir = o->dir, .time_limit_s = o->time_limit_s,
+		.net_device = o->net_device, .show_links = o->show_links,
 	};
 	int rc = ar_rank_main(&cfg, o->rank);
 

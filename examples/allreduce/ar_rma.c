@@ -4,7 +4,8 @@
  * peer only once the value is in place, so the peer reads its inbox then.
  *
  * Each rank registers its inbox (peers may write it) and its outbox (the
- * local source of the writes), then sends every partner its inbox handle.
+ * local source of the writes) on each of its endpoints, then sends every
+ * partner the inbox handle of the endpoint that partner is reached by.
  * A slot [iter % 2][step] is reused two iterations later: by then the
  * reader has consumed the value (no rank gets two iterations ahead of its
  * partners), and the writer waits for the slot's previous write to
@@ -15,25 +16,40 @@
 
 #include "ar.h"
 
+/* Register the inbox (peers may write it) and the outbox (the local source
+ * of the writes) on every endpoint, since a handle is an endpoint's. */
+static int register_boxes(struct ar_rank *r)
+{
+	int rc = CCI_SUCCESS;
+
+	for (int k = 0; rc == CCI_SUCCESS && k < AR_LINKS; k++) {
+		struct ar_link *l = &r->links[k];
+
+		if (!l->ep)
+			continue;
+		rc = ar_check(r, cci_rma_register(l->ep, r->inbox, sizeof(r->inbox),
+						  CCI_FLAG_WRITE, &l->inbox_h),
+			      "cci_rma_register(inbox)");
+		if (rc == CCI_SUCCESS)
+			rc = ar_check(r, cci_rma_register(l->ep, r->outbox, sizeof(r->outbox),
+							  0, &l->outbox_h),
+				      "cci_rma_register(outbox)");
+	}
+	return rc;
+}
+
 static int rma_setup(struct ar_rank *r)
 {
 	struct ar_msg m = { .type = AR_MSG_HANDLE };
 	unsigned have = 0;
-	int rc;
+	int rc = register_boxes(r);
 
-	rc = ar_check(r, cci_rma_register(r->ep, r->inbox, sizeof(r->inbox),
-					  CCI_FLAG_WRITE, &r->inbox_h),
-		      "cci_rma_register(inbox)");
-	if (rc == CCI_SUCCESS)
-		rc = ar_check(r, cci_rma_register(r->ep, r->outbox, sizeof(r->outbox),
-						  0, &r->outbox_h),
-			      "cci_rma_register(outbox)");
-	if (rc != CCI_SUCCESS)
-		return rc;
-	memcpy(m.handle, r->inbox_h, sizeof(m.handle));
 	for (int i = 0; rc == CCI_SUCCESS && i < r->cfg->n; i++)
-		if (r->peers[i].partner)
+		if (r->peers[i].partner) {
+			/* the handle of the endpoint this partner writes through */
+			memcpy(m.handle, r->peers[i].link->inbox_h, sizeof(m.handle));
 			rc = ar_net_send(r, &r->peers[i], &m);
+		}
 	while (rc == CCI_SUCCESS && have < r->partners) {
 		rc = ar_net_progress(r);
 		have = 0;
@@ -63,7 +79,7 @@ static int rma_post(struct ar_rank *r, struct ar_peer *peer, uint32_t iter,
 	*busy = true;
 	for (;;) {
 		/* the SEND event's context is the slot, which it frees */
-		rc = cci_rma(peer->conn, &m, sizeof(m), r->outbox_h,
+		rc = cci_rma(peer->conn, &m, sizeof(m), peer->link->outbox_h,
 			     slot_offset(iter, step), &peer->inbox,
 			     slot_offset(iter, step), sizeof(double), busy,
 			     CCI_FLAG_WRITE);
@@ -99,11 +115,15 @@ static int rma_on_recv(struct ar_rank *r, struct ar_peer *src, const struct ar_m
 
 static void rma_teardown(struct ar_rank *r)
 {
-	if (r->inbox_h)
-		ar_check(r, cci_rma_deregister(r->ep, r->inbox_h), "cci_rma_deregister");
-	if (r->outbox_h)
-		ar_check(r, cci_rma_deregister(r->ep, r->outbox_h), "cci_rma_deregister");
-	r->inbox_h = r->outbox_h = NULL;
+	for (int k = 0; k < AR_LINKS; k++) {
+		struct ar_link *l = &r->links[k];
+
+		if (l->inbox_h)
+			ar_check(r, cci_rma_deregister(l->ep, l->inbox_h), "cci_rma_deregister");
+		if (l->outbox_h)
+			ar_check(r, cci_rma_deregister(l->ep, l->outbox_h), "cci_rma_deregister");
+		l->inbox_h = l->outbox_h = NULL;
+	}
 }
 
 const struct ar_exchange ar_rma_exchange = {
