@@ -344,9 +344,9 @@ static void show_links(const struct ar_rank *r)
 
 		if (!p->partner)
 			continue;
-		printf("allreduce[%d]: partner %d on %s via %s (device %s)\n", r->rank, i,
-		       w ? cci_wire_host(w, i) : "?", p->link->dev->transport,
-		       p->link->dev->name);
+		printf("allreduce[%d] on %s: partner %d on %s via %s (device %s)\n", r->rank,
+		       w ? cci_wire_host(w, r->rank) : "?", i, w ? cci_wire_host(w, i) : "?",
+		       p->link->dev->transport, p->link->dev->name);
 	}
 	fflush(stdout);
 }

@@ -1,0 +1,201 @@
+#!/bin/sh
+# Two simulated hosts, h1 and h2, each a network namespace with its own
+# interface and address and a UTS namespace with its own host name, joined
+# by a bridge in a third namespace; a launcher started in h1 starts 2 ranks
+# on each host through netns_agent.sh (its remote shell), and the examples
+# run between them:
+#
+#   netns_hosts.sh LAUNCHER AGENT ALLREDUCE RPC_DEMO PMIX_BUILT
+#
+# LAUNCHER: mpirun (Open MPI, PMIx) or hydra (MPICH's mpiexec.hydra, PMI-1).
+# allreduce -w runs once over tcp and once over sock between the hosts (sm
+# within each), and must print pi and, for every partner of every rank, sm
+# when both are on one host and the chosen transport otherwise; rpc_demo -W
+# runs over tcp and over sock, rank 0 serving 3 clients (one on its host,
+# two on the other).
+#
+# Layout (addresses exist only inside these namespaces, never in the
+# namespace this script runs in):
+#
+#   <p>hub:  bridge br0, ports v1 and v2
+#   <p>h1:   cci0 (veth peer of v1) 10.231.0.1/24, lo
+#   <p>h2:   cci0 (veth peer of v2) 10.231.0.2/24, lo
+#
+# The host names need no entry in /etc/hosts: Open MPI's daemons and
+# hydra's proxies connect back to the address of cci0 (oob_tcp_if_include,
+# -iface) and the ranks learn hosts from their launcher.  Everything is
+# removed on exit, also on failure or a signal.  Exit 77 (skipped), naming
+# what is missing, when a command or the permission to make namespaces is.
+set -u
+launcher=$1 agent=$2 allreduce=$3 rpc_demo=$4 pmix_built=$5
+p=ccih$$x                     # the namespaces' prefix, unique to this run
+hosts="h1 h2"
+export HOSTS_NS_PREFIX=$p
+export CCI_WIRE_TIMEOUT=30
+created=
+had_run_netns=no
+mountpoint -q /run/netns 2>/dev/null && had_run_netns=yes
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/cci-hosts.XXXXXX") || exit 1
+
+cleanup() {
+	for ns in $created; do
+		# ranks or daemons a failed run left behind in our namespaces
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -KILL "$pid" 2>/dev/null
+		done
+		ip netns del "$ns" 2>/dev/null
+	done
+	# ip netns mounted /run/netns for our namespaces: leave it as found,
+	# unless others made namespaces meanwhile
+	if [ $had_run_netns = no ] && [ -n "$created" ] && [ -z "$(ip netns list 2>/dev/null)" ]; then
+		umount /run/netns 2>/dev/null && rmdir /run/netns 2>/dev/null
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+skip() {
+	echo "skipped: $*"
+	exit 77
+}
+
+fail() {
+	echo "netns_hosts.sh: $*" >&2
+	exit 1
+}
+
+# Run a setup command; a failure is fatal and names the command.
+must() {
+	"$@" 2>"$tmp/err" || fail "\`$*\` failed: $(cat "$tmp/err")"
+}
+
+command -v ip >/dev/null || skip "no ip command (Debian: iproute2)"
+command -v unshare >/dev/null || skip "no unshare command (Debian: util-linux)"
+case $launcher in
+mpirun)
+	[ "$pmix_built" = yes ] ||
+		skip "libcci_wire was built without PMIx (libpmix-dev not found)"
+	command -v mpirun.openmpi >/dev/null || skip "no mpirun.openmpi (Debian: openmpi-bin)"
+	;;
+hydra)
+	command -v mpiexec.hydra >/dev/null || skip "no mpiexec.hydra (Debian: mpich)"
+	;;
+*)
+	fail "unknown launcher $launcher"
+	;;
+esac
+
+# Namespaces, links, addresses.
+ip netns add "${p}hub" 2>"$tmp/err" ||
+	skip "making a network namespace is not permitted (ip netns add: $(cat "$tmp/err"))"
+created="${p}hub"
+ip netns exec "${p}hub" unshare --uts true 2>"$tmp/err" ||
+	skip "making a UTS namespace is not permitted (unshare --uts: $(cat "$tmp/err"))"
+ip -n "${p}hub" link add br0 type bridge 2>"$tmp/err" ||
+	skip "no bridge links (ip link add type bridge: $(cat "$tmp/err"))"
+must ip -n "${p}hub" link set br0 up
+k=0
+for h in $hosts; do
+	k=$((k + 1))
+	must ip netns add "$p$h"
+	created="$created $p$h"
+	ip -n "${p}hub" link add "v$k" type veth peer name cci0 netns "$p$h" 2>"$tmp/err" ||
+		skip "no veth links (ip link add type veth: $(cat "$tmp/err"))"
+	must ip -n "${p}hub" link set "v$k" master br0 up
+	must ip -n "$p$h" addr add "10.231.0.$k/24" dev cci0
+	must ip -n "$p$h" link set cci0 up
+	must ip -n "$p$h" link set lo up
+done
+
+# Every device a rank may use: sm within a host; tcp and sock on cci0,
+# the same name on every host.
+cat >"$tmp/hosts.ini" <<EOF
+[sm]
+transport = sm
+[tcp]
+transport = tcp
+interface = cci0
+[sock]
+transport = sock
+interface = cci0
+EOF
+export CCI_CONFIG="$tmp/hosts.ini"
+
+# The launcher's command line, started in h1 as the agent starts commands
+# on the other hosts.
+extra=
+case $launcher in
+mpirun)
+	[ "$(id -u)" = 0 ] && extra=--allow-run-as-root
+	# Sanitized builds: libpmix's own leftovers at exit.
+	export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(cd "$(dirname "$0")/../wire" && pwd)/lsan.supp"
+	set -- mpirun.openmpi $extra --oversubscribe --host h1:2,h2:2 -np 4 \
+		--mca plm_rsh_agent "$agent" --mca oob_tcp_if_include cci0 --mca btl self
+	;;
+hydra)
+	set -- mpiexec.hydra -launcher ssh -launcher-exec "$agent" -hosts h1:2,h2:2 -n 4 \
+		-iface cci0
+	;;
+esac
+
+# run NAME PROGRAM ARGS...: the launcher runs it; its output in $tmp/NAME.
+run() {
+	name=$1
+	shift
+	echo "== $name: $*"
+	timeout -k 5 40 ip netns exec "${p}h1" unshare --uts \
+		sh -c 'hostname h1 && exec "$@"' sh "$@" >"$tmp/$name" 2>"$tmp/$name.err"
+	rc=$?
+	cat "$tmp/$name" "$tmp/$name.err"
+	[ $rc -eq 0 ] || fail "$name: the launcher exited $rc"
+}
+
+# check_allreduce NAME TRANSPORT: pi from rank 0, and each partner reached
+# by sm on the rank's own host and by TRANSPORT on the other.
+check_allreduce() {
+	grep -Eq '^(am|rma) +N=4 .* ok$' "$tmp/$1" || fail "$1: no result line from rank 0"
+	awk -v want="$2" '
+	/^allreduce\[[0-9]+\] on [^:]+: partner/ {
+		rank = $1; sub(/^allreduce\[/, "", rank); sub(/\]$/, "", rank)
+		host = $3; sub(/:$/, "", host)
+		hosts[rank] = host
+		peer_host = $7; via = $9
+		expect = host == peer_host ? "sm" : want
+		if (via != expect) {
+			printf "rank %s on %s reaches its partner %s on %s by %s, not %s\n",
+			       rank, host, $5, peer_host, via, expect
+			bad = 1
+		}
+		lines++; kind[via]++
+	}
+	END {
+		for (r in hosts) per[hosts[r]]++
+		if (lines != 8) { printf "%d partner lines, not 8\n", lines; bad = 1 }
+		if (per["h1"] != 2 || per["h2"] != 2) { print "not 2 ranks on each of h1 and h2"; bad = 1 }
+		if (!kind["sm"] || !kind[want]) { print "sm or " want " never used"; bad = 1 }
+		exit bad
+	}' "$tmp/$1" >"$tmp/why" || fail "$1: $(cat "$tmp/why")"
+}
+
+# check_rpc NAME TRANSPORT: the server on TRANSPORT at h1's address, 3
+# clients each with every call done.
+check_rpc() {
+	grep -Eq "^serving at $2://10\\.231\\.0\\.1:" "$tmp/$1" || fail "$1: not served over $2 at 10.231.0.1"
+	[ "$(grep -Ec '^300 transform calls of 4096 bytes' "$tmp/$1")" -eq 3 ] ||
+		fail "$1: not 3 clients' results"
+	grep -Eq '^served 900 calls from 3 clients' "$tmp/$1" || fail "$1: the server did not serve 900 calls"
+}
+
+# The allreduce variants alternate between the launchers so that both
+# variants cross both transports.
+if [ "$launcher" = mpirun ]; then v_tcp=am v_sock=rma; else v_tcp=rma v_sock=am; fi
+run allreduce-tcp "$@" "$allreduce" -w -V -v $v_tcp -x tcp -k 300 -t 30
+check_allreduce allreduce-tcp tcp
+run allreduce-sock "$@" "$allreduce" -w -V -v $v_sock -x sock -k 300 -t 30
+check_allreduce allreduce-sock sock
+for t in tcp sock; do
+	run rpc-$t "$@" "$rpc_demo" -W -D $t -t 30 -b 300 -z 4096 -w 16
+	check_rpc rpc-$t $t
+done
+echo "netns_hosts.sh: $launcher: all runs passed"
