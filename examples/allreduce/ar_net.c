@@ -29,13 +29,15 @@
 
 void ar_log(const struct ar_rank *r, const char *fmt, ...)
 {
+	char line[512];
+	int n = snprintf(line, sizeof(line), "allreduce[%d]: ", r->rank);
 	va_list ap;
 
-	fprintf(stderr, "allreduce[%d]: ", r->rank);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	/* one write: a launcher merging the ranks' stderr keeps lines whole */
+	fprintf(stderr, "%s\n", line);
 }
 
 int ar_check(const struct ar_rank *r, int rc, const char *what)

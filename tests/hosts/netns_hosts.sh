@@ -12,7 +12,8 @@
 # within each), and must print pi and, for every partner of every rank, sm
 # when both are on one host and the chosen transport otherwise; rpc_demo -W
 # runs over tcp and over sock, rank 0 serving 3 clients (one on its host,
-# two on the other).
+# two on the other).  A device that is not there (-x nosuch) must fail
+# the allreduce with a message naming it.
 #
 # Layout (addresses exist only inside these namespaces, never in the
 # namespace this script runs in):
@@ -194,6 +195,15 @@ run allreduce-tcp "$@" "$allreduce" -w -V -v $v_tcp -x tcp -k 300 -t 30
 check_allreduce allreduce-tcp tcp
 run allreduce-sock "$@" "$allreduce" -w -V -v $v_sock -x sock -k 300 -t 30
 check_allreduce allreduce-sock sock
+# No such device for the other host: every rank must say so and fail.
+echo "== allreduce-nodev: $* $allreduce -w -x nosuch"
+timeout -k 5 40 ip netns exec "${p}h1" unshare --uts sh -c 'hostname h1 && exec "$@"' sh \
+	"$@" "$allreduce" -w -v am -x nosuch -k 10 -t 30 >"$tmp/nodev" 2>&1
+rc=$?
+cat "$tmp/nodev"
+[ $rc -ne 0 ] || fail "allreduce-nodev: passed without a device for the other host"
+[ "$(grep -c 'no device or transport nosuch for ranks of other hosts' "$tmp/nodev")" -ge 1 ] ||
+	fail "allreduce-nodev: no message naming the missing device"
 for t in tcp sock; do
 	run rpc-$t "$@" "$rpc_demo" -W -D $t -t 30 -b 300 -z 4096 -w 16
 	check_rpc rpc-$t $t
