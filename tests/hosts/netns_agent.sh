@@ -21,5 +21,6 @@ shift
 case $host in
 *[!A-Za-z0-9-]*) echo "netns_agent.sh: bad host name '$host'" >&2; exit 255 ;;
 esac
+# shellcheck disable=SC2016 # $0 and $1 are the inner shell's
 exec ip netns exec "${HOSTS_NS_PREFIX:?}$host" \
 	unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"' "$host" "$*"

@@ -130,7 +130,8 @@ case $launcher in
 mpirun)
 	[ "$(id -u)" = 0 ] && extra=--allow-run-as-root
 	# Sanitized builds: libpmix's own leftovers at exit.
-	export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(cd "$(dirname "$0")/../wire" && pwd)/lsan.supp"
+	supp=$(cd "$(dirname "$0")/../wire" && pwd)/lsan.supp
+	export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$supp"
 	set -- mpirun.openmpi $extra --oversubscribe --host h1:2,h2:2 -np 4 \
 		--mca plm_rsh_agent "$agent" --mca oob_tcp_if_include cci0 --mca btl self
 	;;
