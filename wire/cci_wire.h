@@ -13,18 +13,21 @@
  * launcher set, in this order:
  *   pmix   PMIX_RANK and PMIX_NAMESPACE: Open MPI's mpirun, srun --mpi=pmix
  *          (only in a library built with libpmix-dev);
+ *   pmi2   PMI_FD with PMI_JOBID or SLURM_MPI_TYPE=pmi2: the PMI-2 wire
+ *          protocol to Slurm's srun --mpi=pmi2, spoken directly over that
+ *          descriptor (mpiexec.hydra speaks it too when the ranks are given
+ *          CCI_WIRE_BACKEND=pmi2);
  *   pmi1   PMI_FD, PMI_RANK and PMI_SIZE: the PMI-1 wire protocol to
  *          MPICH's mpiexec.hydra, spoken directly over that descriptor;
  *   local  CCI_WIRE_DIR, CCI_WIRE_RANK and CCI_WIRE_SIZE: ranks of one host
  *          that share a directory, as cci_wire_launch starts them.
- * CCI_WIRE_BACKEND=pmix|pmi1|local picks one instead of that order.  The
- * PMI-2 wire protocol (srun --mpi=pmi2) is not spoken.
+ * CCI_WIRE_BACKEND=pmix|pmi2|pmi1|local picks one instead of that order.
  *
  * mpiexec.hydra -disable-auto-cleanup tells the other ranks of a rank's
  * death with SIGUSR1, whose default action ends a process: from
- * cci_wire_init() to cci_wire_finalize() the pmi1 backend catches SIGUSR1
- * when the program left it at its default, and the next collective call
- * reports the death.
+ * cci_wire_init() to cci_wire_finalize() the pmi1 and pmi2 backends catch
+ * SIGUSR1 when the program left it at its default, and the next collective
+ * call reports the death.
  *
  * Every collective call (cci_wire_init, cci_wire_fence, cci_wire_barrier)
  * waits at most CCI_WIRE_TIMEOUT seconds (default 60).  While it waits it
@@ -78,7 +81,7 @@ int cci_wire_init(cci_wire_t **wire_p, char *why, unsigned why_len);
 /* Leave the job and free the handle and every string it lent. */
 void cci_wire_finalize(cci_wire_t *wire);
 
-/* "pmix", "pmi1" or "local"; a static string. */
+/* "pmix", "pmi2", "pmi1" or "local"; a static string. */
 const char *cci_wire_backend(const cci_wire_t *wire);
 
 int cci_wire_rank(const cci_wire_t *wire);

@@ -226,8 +226,8 @@ static int backend_open(struct cci_wire *w)
 	static const struct {
 		const char *name;
 		int (*open)(struct cci_wire *);
-	} order[] = { { "pmix", wire_pmix_open }, { "pmi1", wire_pmi1_open },
-	              { "local", wire_local_open } };
+	} order[] = { { "pmix", wire_pmix_open }, { "pmi2", wire_pmi2_open },
+	              { "pmi1", wire_pmi1_open }, { "local", wire_local_open } };
 	const char *want = getenv("CCI_WIRE_BACKEND");
 	int rc;
 
@@ -243,11 +243,12 @@ static int backend_open(struct cci_wire *w)
 	}
 	if (want && *want)
 		return wire_fail(w, CCI_WIRE_ENOLAUNCHER, -1,
-		                 "CCI_WIRE_BACKEND=%s: no such backend (pmix, pmi1, local)", want);
+		                 "CCI_WIRE_BACKEND=%s: no such backend (pmix, pmi2, pmi1, local)", want);
 	return wire_fail(w, CCI_WIRE_ENOLAUNCHER, -1,
 	                 "no launcher found: looked for PMIX_RANK and PMIX_NAMESPACE (PMIx: "
-	                 "mpirun, srun --mpi=pmix), PMI_FD, PMI_RANK and PMI_SIZE (PMI-1: "
-	                 "mpiexec.hydra), CCI_WIRE_DIR, CCI_WIRE_RANK and CCI_WIRE_SIZE (one "
+	                 "mpirun, srun --mpi=pmix), PMI_FD with PMI_JOBID or "
+	                 "SLURM_MPI_TYPE=pmi2 (PMI-2: srun --mpi=pmi2), PMI_FD, PMI_RANK and "
+	                 "PMI_SIZE (PMI-1: mpiexec.hydra), CCI_WIRE_DIR, CCI_WIRE_RANK and CCI_WIRE_SIZE (one "
 	                 "host: cci_wire_launch)");
 }
 

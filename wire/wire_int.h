@@ -61,6 +61,7 @@ double wire_now(void);
  * environment is absent; otherwise it fills ops, state, rank and size or
  * fails with a message in w->err. */
 int wire_pmix_open(struct cci_wire *w);
+int wire_pmi2_open(struct cci_wire *w);
 int wire_pmi1_open(struct cci_wire *w);
 int wire_local_open(struct cci_wire *w);
 
