@@ -3,8 +3,8 @@
 # the cores.  Set first (a sourced file takes no arguments in every sh):
 #
 #   launcher_dir         the directory of this file
-#   launcher_backend     local (cci_wire_launch), pmi1 (MPICH's mpiexec.hydra)
-#                        or pmix (Open MPI's mpirun)
+#   launcher_backend     local (cci_wire_launch), pmi1 or pmi2 (MPICH's
+#                        mpiexec.hydra, PMI-1 or PMI-2) or pmix (Open MPI's mpirun)
 #   launcher_n           the number of ranks
 #   launcher_local       the path of cci_wire_launch
 #   launcher_pmix_built  yes when libcci_wire has its PMIx backend
@@ -25,12 +25,15 @@ case $launcher_backend in
 local)
 	set -- "$launcher_local" -n "$launcher_n" -t 60 "$@"
 	;;
-pmi1)
+pmi1 | pmi2)
 	command -v mpiexec.hydra >/dev/null || launcher_skip "no mpiexec.hydra (Debian: mpich)"
 	# hydra ends the whole job when a rank dies by a signal, whatever its
 	# options; a rank that exits leaves the others running only with
 	# -disable-auto-cleanup.
 	[ "$launcher_mode" = kill ] && launcher_extra=-disable-auto-cleanup
+	# hydra speaks PMI-1 and PMI-2 on the same PMI_FD, whichever the rank's
+	# init asks for, and sets nothing that prefers PMI-2: the ranks are told.
+	[ "$launcher_backend" = pmi2 ] && launcher_extra="$launcher_extra -genv CCI_WIRE_BACKEND pmi2"
 	set -- mpiexec.hydra -launcher fork -iface lo -n "$launcher_n" $launcher_extra "$@"
 	;;
 pmix)

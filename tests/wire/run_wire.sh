@@ -4,7 +4,7 @@
 #
 #   run_wire.sh BACKEND MODE RANK_TEST CCI_WIRE_LAUNCH PMIX_BUILT
 #
-# BACKEND local (cci_wire_launch), pmi1 (MPICH's mpiexec.hydra), pmix
+# BACKEND local (cci_wire_launch), pmi1 or pmi2 (MPICH's mpiexec.hydra), pmix
 # (Open MPI's mpirun), or none (no launcher: init must fail naming every
 # variable it looked for; MODE is then ignored); MODE contract (the whole API on every rank) or kill
 # (rank 2 dies while the others fence: each must name it) or stall (rank 2
@@ -43,7 +43,7 @@ args="-n $n -b $backend"
 launcher_dir=$(dirname "$0") launcher_backend=$backend launcher_n=$n launcher_local=$launch
 launcher_pmix_built=$pmix_built launcher_mode=$mode
 # The victim exits rather than dies by a signal under hydra (see launcher.sh).
-[ "$backend" = pmi1 ] && [ "$mode" = kill ] && args="$args -e"
+case $backend in pmi1 | pmi2) [ "$mode" = kill ] && args="$args -e" ;; esac
 # shellcheck disable=SC2086 # args is words
 set -- "$prog" $args
 . "$launcher_dir/launcher.sh"

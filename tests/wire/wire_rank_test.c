@@ -9,7 +9,7 @@
  * Without -k every rank checks: the backend (when -b), rank and size, the
  * hosts and local ranks (every rank runs on this host), two rounds of put,
  * fence and get of every rank's value (each key put twice, the second
- * value kept), a key nobody put (CCI_WIRE_ENOTFOUND naming its rank), a bad key,
+ * value kept; the second round's values hold ';', '=' and '%'), a key nobody put (CCI_WIRE_ENOTFOUND naming its rank), a bad key,
  * a barrier; then prints "rank R of N: ok".  With -k K, rank K kills itself
  * by SIGKILL (with -e: exits 3) after init, while the others wait in a fence that must fail
  * with CCI_WIRE_EPEERDEAD naming rank K; they print "rank R of N: rank K
@@ -58,20 +58,21 @@ static void check_hosts(cci_wire_t *w, int n)
 	      cci_wire_local_size(w), rank, n);
 }
 
-/* Put "<key>-<rank>-of-<n>" under key (after a first value the second put
- * replaces), fence, and read every rank's. */
-static void round_trip(cci_wire_t *w, int n, const char *key)
+/* Put "<key><odd>-<rank>-of-<n>" under key (after a first value the second
+ * put replaces), fence, and read every rank's.  odd: characters a launcher's
+ * wire protocol may treat specially (";" ends a PMI-2 value, "=" a key). */
+static void round_trip(cci_wire_t *w, int n, const char *key, const char *odd)
 {
 	char mine[64], want[64], *got;
 	int rc;
 
-	snprintf(mine, sizeof(mine), "%s-%d-of-%d", key, rank, n);
+	snprintf(mine, sizeof(mine), "%s%s-%d-of-%d", key, odd, rank, n);
 	CHECK(cci_wire_put(w, key, "replaced") == CCI_WIRE_SUCCESS, "put: %s", cci_wire_error(w));
 	CHECK(cci_wire_put(w, key, mine) == CCI_WIRE_SUCCESS, "put: %s", cci_wire_error(w));
 	rc = cci_wire_fence(w);
 	CHECK(rc == CCI_WIRE_SUCCESS, "fence: %s: %s", cci_wire_strerror(rc), cci_wire_error(w));
 	for (int r = 0; r < n; r++) {
-		snprintf(want, sizeof(want), "%s-%d-of-%d", key, r, n);
+		snprintf(want, sizeof(want), "%s%s-%d-of-%d", key, odd, r, n);
 		rc = cci_wire_get(w, r, key, &got);
 		CHECK(rc == CCI_WIRE_SUCCESS, "get %s of rank %d: %s", key, r, cci_wire_error(w));
 		CHECK(strcmp(got, want) == 0, "%s of rank %d is '%s', not '%s'", key, r, got, want);
@@ -190,8 +191,8 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	check_hosts(w, n);
-	round_trip(w, n, "uri");
-	round_trip(w, n, "uri2");
+	round_trip(w, n, "uri", "");
+	round_trip(w, n, "uri2", ";a=b;;%3B%");
 	check_errors(w, n);
 	rc = cci_wire_barrier(w);
 	CHECK(rc == CCI_WIRE_SUCCESS, "barrier: %s", cci_wire_error(w));
