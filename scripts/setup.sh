@@ -4,12 +4,14 @@
 # iproute2 and nftables: the fault suite's blackholed peer (network
 # namespaces, veth, a dropping nftables chain).  libpmix-dev, openmpi-bin
 # and mpich: libcci_wire's PMIx backend and the launchers its tests run
-# under (mpirun, mpiexec.hydra), without their recommends (about 10 s).
+# under (mpirun, mpiexec.hydra); slurm-wlm and munge: the one-node Slurm
+# cluster the wire suite starts for srun (no daemon is started here); all
+# without their recommends (about 20 s).
 set -eu
 cd "$(dirname "$0")/.."
 
 pkgs="gcc g++ pkg-config meson ninja-build libcunit1-dev libev-dev libfabric-dev libibverbs-dev librdmacm-dev python3-cffi python3-pytest iproute2 nftables"
-launcher_pkgs="libpmix-dev openmpi-bin mpich"
+launcher_pkgs="libpmix-dev openmpi-bin mpich slurm-wlm munge"
 missing() {
 	for p in "$@"; do
 		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" ||
