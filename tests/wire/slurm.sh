@@ -11,16 +11,18 @@
 #   srun --mpi=pmix wire_rank_test    the same over PMIx (pmix), when both
 #                                     Slurm's pmix plugin and libcci_wire's
 #                                     PMIx backend are there
-#   srun --mpi=pmi2 allreduce -w      the example, URIs through the launcher
-#   srun --mpi=pmix allreduce -w      (sm, active messages)
+#   srun --mpi=pmi2 allreduce -w      the examples, URIs through the launcher
+#   srun --mpi=pmix allreduce -w      (sm, active messages); rank 0 of
+#   srun --mpi=pmi2 rpc_demo -W       rpc_demo serving the 3 others
+#   srun --mpi=pmix rpc_demo -W
 #
-#   slurm.sh RANK_TEST ALLREDUCE PMIX_BUILT
+#   slurm.sh RANK_TEST ALLREDUCE RPC_DEMO PMIX_BUILT
 #
 # Exit 77 (skipped), naming what is missing, without Slurm or munge, or
 # when not root (slurmd starts the ranks as their user).  Every daemon is
 # stopped and the directory removed on exit, also on failure.
 set -u
-prog=$1 allreduce=$2 pmix_built=$3
+prog=$1 allreduce=$2 rpc_demo=$3 pmix_built=$4
 n=4
 
 skip() {
@@ -176,7 +178,8 @@ plugins=$(srun --mpi=list 2>&1)
 failed=0
 
 # srun MPI BACKEND PROGRAM ARGS...: its output must hold "rank R of N: ok
-# (BACKEND)" for every rank (wire_rank_test) or one allreduce line ending "ok".
+# (BACKEND)" for every rank (wire_rank_test), one allreduce line ending
+# "ok", or the results of rpc_demo's 3 clients.
 run() {
 	mpi=$1 backend=$2
 	shift 2
@@ -195,6 +198,10 @@ run() {
 			grep -qx "rank $r of $n: ok ($backend)" "$out" ||
 				{ echo "slurm.sh: --mpi=$mpi: rank $r did not pass ($backend)" >&2; failed=1; }
 		done
+		;;
+	*rpc_demo)
+		[ "$(grep -Ec '^200 transform calls of 4096 bytes' "$out")" -eq $((n - 1)) ] ||
+			{ echo "slurm.sh: --mpi=$mpi: rpc_demo: not $((n - 1)) clients' results" >&2; failed=1; }
 		;;
 	*)
 		[ "$(grep -Ec "^am +N=$n .* ok$" "$out")" -eq 1 ] ||
@@ -219,6 +226,7 @@ kill_run() {
 run pmi2 pmi2 "$prog" -n $n -b pmi2
 CCI_WIRE_BACKEND=pmi1 run pmi2 pmi1 "$prog" -n $n -b pmi1
 CCI_CTP=sm run pmi2 pmi2 "$allreduce" -w -v am -k 500 -t 60
+CCI_CTP=sm run pmi2 pmi2 "$rpc_demo" -W -t 60 -b 200 -z 4096 -w 16
 kill_run pmi2
 if ! echo "$plugins" | grep -qw pmix; then
 	echo "srun --mpi=pmix: not run: Slurm has no pmix plugin (srun --mpi=list: $plugins)"
@@ -227,6 +235,7 @@ elif [ "$pmix_built" != yes ]; then
 else
 	run pmix pmix "$prog" -n $n -b pmix
 	CCI_CTP=sm run pmix pmix "$allreduce" -w -v am -k 500 -t 60
+	CCI_CTP=sm run pmix pmix "$rpc_demo" -W -t 60 -b 200 -z 4096 -w 16
 	# No kill run: Slurm's pmix plugin cancels the step when a task dies,
 	# racing the survivors' verdicts.
 fi
