@@ -15,12 +15,8 @@
 # two on the other).  A device that is not there (-x nosuch) must fail
 # the allreduce with a message naming it.
 #
-# Layout (addresses exist only inside these namespaces, never in the
-# namespace this script runs in):
-#
-#   <p>hub:  bridge br0, ports v1 and v2
-#   <p>h1:   cci0 (veth peer of v1) 10.231.0.1/24, lo
-#   <p>h2:   cci0 (veth peer of v2) 10.231.0.2/24, lo
+# The hosts and their addresses: netns_lib.sh (h1 10.231.0.1, h2
+# 10.231.0.2 on cci0).
 #
 # The host names need no entry in /etc/hosts: Open MPI's daemons and
 # hydra's proxies connect back to the address of cci0 (oob_tcp_if_include,
@@ -29,85 +25,39 @@
 # what is missing, when a command or the permission to make namespaces is.
 set -u
 launcher=$1 agent=$2 allreduce=$3 rpc_demo=$4 pmix_built=$5
-p=ccih$$x                     # the namespaces' prefix, unique to this run
-hosts="h1 h2"
-export HOSTS_NS_PREFIX=$p
 export CCI_WIRE_TIMEOUT=30
-created=
-had_run_netns=no
-mountpoint -q /run/netns 2>/dev/null && had_run_netns=yes
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cci-hosts.XXXXXX") || exit 1
+netns_hosts="h1 h2" netns_tmp=$tmp
+# shellcheck source=tests/hosts/netns_lib.sh
+. "$(dirname "$0")/netns_lib.sh"
+p=$netns_prefix
 
 cleanup() {
-	for ns in $created; do
-		# ranks or daemons a failed run left behind in our namespaces
-		for pid in $(ip netns pids "$ns" 2>/dev/null); do
-			kill -KILL "$pid" 2>/dev/null
-		done
-		ip netns del "$ns" 2>/dev/null
-	done
-	# ip netns mounted /run/netns for our namespaces: leave it as found,
-	# unless others made namespaces meanwhile
-	if [ $had_run_netns = no ] && [ -n "$created" ] && [ -z "$(ip netns list 2>/dev/null)" ]; then
-		umount /run/netns 2>/dev/null && rmdir /run/netns 2>/dev/null
-	fi
+	netns_cleanup
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
-
-skip() {
-	echo "skipped: $*"
-	exit 77
-}
 
 fail() {
 	echo "netns_hosts.sh: $*" >&2
 	exit 1
 }
 
-# Run a setup command; a failure is fatal and names the command.
-must() {
-	"$@" 2>"$tmp/err" || fail "\`$*\` failed: $(cat "$tmp/err")"
-}
-
-command -v ip >/dev/null || skip "no ip command (Debian: iproute2)"
-command -v unshare >/dev/null || skip "no unshare command (Debian: util-linux)"
 case $launcher in
 mpirun)
 	[ "$pmix_built" = yes ] ||
-		skip "libcci_wire was built without PMIx (libpmix-dev not found)"
-	command -v mpirun.openmpi >/dev/null || skip "no mpirun.openmpi (Debian: openmpi-bin)"
+		netns_skip "libcci_wire was built without PMIx (libpmix-dev not found)"
+	command -v mpirun.openmpi >/dev/null || netns_skip "no mpirun.openmpi (Debian: openmpi-bin)"
 	;;
 hydra)
-	command -v mpiexec.hydra >/dev/null || skip "no mpiexec.hydra (Debian: mpich)"
+	command -v mpiexec.hydra >/dev/null || netns_skip "no mpiexec.hydra (Debian: mpich)"
 	;;
 *)
 	fail "unknown launcher $launcher"
 	;;
 esac
-
-# Namespaces, links, addresses.
-ip netns add "${p}hub" 2>"$tmp/err" ||
-	skip "making a network namespace is not permitted (ip netns add: $(cat "$tmp/err"))"
-created="${p}hub"
-ip netns exec "${p}hub" unshare --uts true 2>"$tmp/err" ||
-	skip "making a UTS namespace is not permitted (unshare --uts: $(cat "$tmp/err"))"
-ip -n "${p}hub" link add br0 type bridge 2>"$tmp/err" ||
-	skip "no bridge links (ip link add type bridge: $(cat "$tmp/err"))"
-must ip -n "${p}hub" link set br0 up
-k=0
-for h in $hosts; do
-	k=$((k + 1))
-	must ip netns add "$p$h"
-	created="$created $p$h"
-	ip -n "${p}hub" link add "v$k" type veth peer name cci0 netns "$p$h" 2>"$tmp/err" ||
-		skip "no veth links (ip link add type veth: $(cat "$tmp/err"))"
-	must ip -n "${p}hub" link set "v$k" master br0 up
-	must ip -n "$p$h" addr add "10.231.0.$k/24" dev cci0
-	must ip -n "$p$h" link set cci0 up
-	must ip -n "$p$h" link set lo up
-done
+netns_setup
 
 # Every device a rank may use: sm within a host; tcp and sock on cci0,
 # the same name on every host.
