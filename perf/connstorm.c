@@ -21,7 +21,10 @@
  * period; with -I the client then leaves the library alone for that many
  * seconds and the row gives the share of a core the process used
  * meanwhile (its progress threads keeping the connections: "idle is
- * free" means well under 1%).
+ * free" means well under 1%).  With -r the last connection then streams
+ * that many 8-byte messages, which the server echoes, at most 64
+ * unanswered: the echoes per second, the message rate to pair with the
+ * one of a single connection.
  *
  * With -c CYCLES the client churns instead: CYCLES times it connects,
  * sends one 8-byte ping, takes its echo and disconnects (at most W at a
@@ -65,6 +68,8 @@ struct cs {
 	const char *uri, *outfile, *device;
 	uint32_t window, iters;
 	uint32_t keepalive_ms, idle_s, cycles;
+	uint32_t rate_msgs;         /* -r: 8-byte messages streamed on the last connection */
+	double rate;                /* ... and the echoes per second they came back at */
 	uint32_t counts[16], ncounts;
 	cci_endpoint_t *ep;
 	int epfd;
@@ -343,6 +348,32 @@ static struct cs_msg cs_server_stats(struct cs *c, cci_connection_t *conn, uint3
 	}
 }
 
+/* -r: msgs 8-byte messages on conn, at most 64 whose echo has not come
+ * back; echoes per second.  Paired with the latency, it tells whether a
+ * message costs more with many connections open. */
+static double cs_stream(struct cs *c, cci_connection_t *conn, uint32_t msgs)
+{
+	uint64_t ping = 0, t0 = perf_now_ns();
+	uint32_t sent = 0, echoed = 0;
+
+	while (echoed < msgs) {
+		cci_event_t *ev;
+
+		while (sent < msgs && sent - echoed < 64) {
+			int rc = cci_send(conn, &ping, sizeof(ping), NULL, CCI_FLAG_SILENT);
+
+			if (rc == CCI_ENOBUFS)
+				break;
+			perf_check(rc, "cci_send");
+			sent++;
+		}
+		ev = cs_wait(c);
+		echoed += ev->type == CCI_EVENT_RECV;
+		perf_check(cci_return_event(ev), "cci_return_event");
+	}
+	return msgs * 1e9 / (double)(perf_now_ns() - t0);
+}
+
 static void cs_row(struct cs *c, uint32_t n, uint64_t ns, double lat, int64_t fds,
                    int64_t rss, const struct cs_msg *srv, double idle_cpu)
 {
@@ -352,9 +383,9 @@ static void cs_row(struct cs *c, uint32_t n, uint64_t ns, double lat, int64_t fd
 		printf("{\"conns\":%u,\"window\":%u,\"seconds\":%.6f,\"conns_per_s\":%.0f,"
 		       "\"latency_us\":%.3f,\"client_fds\":%" PRId64 ",\"client_kib\":%" PRId64 ","
 		       "\"server_fds\":%" PRId64 ",\"server_kib\":%" PRId64 ",\"sleeps\":%" PRIu64
-		       ",\"missed_wakeups\":%" PRIu64 ",\"idle_cpu_pct\":%.3f}\n", n,
-		       c->window ? c->window : n, ns / 1e9, per_s, lat, fds, rss, srv->fds,
-		       srv->rss_kib, c->sleeps, c->missed, idle_cpu);
+		       ",\"missed_wakeups\":%" PRIu64 ",\"idle_cpu_pct\":%.3f,\"echo_per_s\":%.0f}\n",
+		       n, c->window ? c->window : n, ns / 1e9, per_s, lat, fds, rss, srv->fds,
+		       srv->rss_kib, c->sleeps, c->missed, idle_cpu, c->rate);
 	} else {
 		printf("%8u %8u %9.3f %10.0f %9.2f %9.2f %9.2f %9.2f %9.2f", n,
 		       c->window ? c->window : n, ns / 1e9, per_s, lat, (double)fds / n,
@@ -363,6 +394,8 @@ static void cs_row(struct cs *c, uint32_t n, uint64_t ns, double lat, int64_t fd
 			printf(" %8" PRIu64 " %6" PRIu64, c->sleeps, c->missed);
 		if (c->idle_s)
 			printf(" %9.3f", idle_cpu);
+		if (c->rate_msgs)
+			printf(" %9.0f", c->rate);
 		putchar('\n');
 	}
 	fflush(stdout);
@@ -465,9 +498,10 @@ static void cs_client(struct cs *c)
 	if (!c->conns)
 		perf_die("out of memory");
 	if (!c->json)
-		printf("%8s %8s %9s %10s %9s %9s %9s %9s %9s%s%s\n", "conns", "window", "seconds",
+		printf("%8s %8s %9s %10s %9s %9s %9s %9s %9s%s%s%s\n", "conns", "window", "seconds",
 		       "conns/s", "lat_us", "cli_fd/c", "cli_KiB/c", "srv_fd/c", "srv_KiB/c",
-		       c->blocking ? "   sleeps missed" : "", c->idle_s ? " idle_cpu%" : "");
+		       c->blocking ? "   sleeps missed" : "", c->idle_s ? " idle_cpu%" : "",
+		       c->rate_msgs ? "    echo/s" : "");
 	for (uint32_t i = 0; i < c->ncounts; i++) {
 		uint32_t n = c->counts[i];
 		int64_t fds0 = fd_count(), rss0 = rss_kib();
@@ -483,6 +517,8 @@ static void cs_client(struct cs *c)
 
 		c->sleeps = c->missed = 0;
 		lat = cs_pingpong(c, c->conns[n - 1], c->iters);
+		if (c->rate_msgs)
+			c->rate = cs_stream(c, c->conns[n - 1], c->rate_msgs);
 		if (c->idle_s)
 			idle_cpu = cs_idle(c);
 		srv = cs_server_stats(c, c->conns[0], CS_STATS);
@@ -521,13 +557,15 @@ static void cs_parse_counts(struct cs *c, const char *list)
 
 static void cs_usage(void)
 {
-	puts("usage: connstorm [-n LIST] [-w W] [-i ITERS] [-b] [-k MS] [-I S] [-u] [-D DEV] [--json]\n"
+	puts("usage: connstorm [-n LIST] [-w W] [-i ITERS] [-r MSGS] [-b] [-k MS] [-I S] [-u] [-D DEV] [--json]\n"
 	     "       connstorm -c CYCLES [-w W] [-b] [-D DEV] [--json]\n"
 	     "       connstorm -s [-o FILE] [-b] [-D DEV]\n"
-	     "       connstorm -h URI [-n LIST] [-w W] [-i ITERS] [-b] [-k MS] [-I S] [-u] [--json]\n"
+	     "       connstorm -h URI [-n LIST] [-w W] [-i ITERS] [-r MSGS] [-b] [-k MS] [-I S] [-u] [--json]\n"
 	     "  -n LIST   connection counts, comma-separated (default 1,100,1000,10000)\n"
 	     "  -w W      connects outstanding at most (default 256; 0: all at once)\n"
 	     "  -i ITERS  8-byte round trips on the last connection (default 10000)\n"
+	     "  -r MSGS   then MSGS 8-byte messages streamed on it, 64 unanswered at\n"
+	     "            most: the echoes per second\n"
 	     "  -u        one round trip on every connection before memory is read\n"
 	     "            (each has carried traffic before it idles)\n"
 	     "  -b        both sides sleep on the OS handle\n"
@@ -547,7 +585,7 @@ static void cs_options(struct cs *c, int argc, char **argv, bool *server)
 	                                          { NULL, 0, NULL, 0 } };
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "n:w:i:bk:I:uc:D:so:h:", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "n:w:i:r:bk:I:uc:D:so:h:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n': cs_parse_counts(c, optarg); break;
 		case 'w': c->window = perf_parse_count(optarg, 0, CS_MAX_CONNS); break;
@@ -556,6 +594,7 @@ static void cs_options(struct cs *c, int argc, char **argv, bool *server)
 		case 'k': c->keepalive_ms = perf_parse_count(optarg, 1, 3600000); break;
 		case 'I': c->idle_s = perf_parse_count(optarg, 1, 3600); break;
 		case 'u': c->used = true; break;
+		case 'r': c->rate_msgs = perf_parse_count(optarg, 1, 1u << 30); break;
 		case 'c': c->cycles = perf_parse_count(optarg, 10, 100000000); break;
 		case 'D': c->device = optarg; break;
 		case 's': *server = true; break;
