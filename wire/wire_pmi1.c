@@ -10,58 +10,21 @@
  * by "cmd=get".  One key space serves the job, so a rank's key k is
  * stored as "<rank>.k".
  *
- * mpiexec.hydra -disable-auto-cleanup tells the surviving ranks of a rank's
- * death by SIGUSR1, whose default action would end them without a word.
- * From open to finalize, a SIGUSR1 left at its default is caught here
- * instead: the fence waiting then gives the dead rank's name (the caller's
- * watch of this host's ranks), or says what the launcher signalled.
+ * PMI_FD itself, and mpiexec.hydra's SIGUSR1 telling of a dead rank, are
+ * wire_pmi_chan.c's.
  */
-#include <errno.h>
-#include <limits.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "wire_int.h"
+#include "wire_pmi_chan.h"
 
 #define LINE_MAX_PMI 2048
-#define SIGNAL_GRACE_S 2.0      /* longer than the caller's grace for a dead peer */
-
-static volatile sig_atomic_t rank_failed;  /* hydra's SIGUSR1 came */
 
 struct pmi1_state {
-	int fd;
+	struct pmi_chan ch;        /* first: w->state is the channel too */
 	char kvs[256];
-	char buf[LINE_MAX_PMI];
-	size_t have;               /* bytes in buf */
-	int in_fence;
-	int closed;                /* the launcher closed PMI_FD */
-	int caught_usr1;           /* old_usr1 is to be restored */
-	struct sigaction old_usr1;
-	double failed_seen;        /* when the fence first saw rank_failed, or 0 */
 };
-
-static void on_usr1(int sig)
-{
-	(void)sig;
-	rank_failed = 1;
-}
-
-static void usr1_catch(struct pmi1_state *s)
-{
-	struct sigaction sa = { .sa_handler = on_usr1 };
-
-	if (sigaction(SIGUSR1, NULL, &s->old_usr1) != 0 || s->old_usr1.sa_handler != SIG_DFL)
-		return;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	s->caught_usr1 = sigaction(SIGUSR1, &sa, NULL) == 0;
-}
 
 /* The value of word "name=" in line, copied into out; 0 if absent. */
 static int word_value(const char *line, const char *name, char *out, size_t len)
@@ -86,73 +49,7 @@ static int word_value(const char *line, const char *name, char *out, size_t len)
 
 static int pmi1_send(struct cci_wire *w, const char *line)
 {
-	struct pmi1_state *s = w->state;
-	size_t n = strlen(line), off = 0;
-
-	while (off < n) {
-		/* No SIGPIPE when the launcher is gone: that is an error to report. */
-		ssize_t k = send(s->fd, line + off, n - off, MSG_NOSIGNAL);
-
-		if (k < 0 && errno == ENOTSOCK)
-			k = write(s->fd, line + off, n - off);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return wire_fail(w, CCI_WIRE_ELAUNCHER, -1, "PMI-1: write to PMI_FD=%d: %s",
-			                 s->fd, k < 0 ? strerror(errno) : "closed");
-		off += (size_t)k;
-	}
-	return CCI_WIRE_SUCCESS;
-}
-
-/*
- * One answer line into out (without its newline), waiting at most
- * timeout_ms (-1: the handle's timeout).  *got_p = 0 when none came in time.
- */
-static int pmi1_recv(struct cci_wire *w, char *out, size_t len, int timeout_ms, int *got_p)
-{
-	struct pmi1_state *s = w->state;
-	double end = wire_now() + (timeout_ms < 0 ? w->timeout_s : timeout_ms / 1000.0);
-
-	*got_p = 0;
-	for (;;) {
-		char *nl = memchr(s->buf, '\n', s->have);
-		struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
-		double left = end - wire_now();
-		ssize_t k;
-
-		if (nl) {
-			size_t n = (size_t)(nl - s->buf);
-
-			snprintf(out, len, "%.*s", (int)n, s->buf);
-			memmove(s->buf, nl + 1, s->have - n - 1);
-			s->have -= n + 1;
-			*got_p = 1;
-			return CCI_WIRE_SUCCESS;
-		}
-		if (s->have == sizeof(s->buf))
-			return wire_fail(w, CCI_WIRE_ELAUNCHER, -1,
-			                 "PMI-1: an answer on PMI_FD=%d longer than %d bytes", s->fd,
-			                 LINE_MAX_PMI);
-		if (left <= 0)
-			return CCI_WIRE_SUCCESS;
-		if (poll(&pfd, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
-			return wire_fail(w, CCI_WIRE_ELAUNCHER, -1, "PMI-1: poll PMI_FD=%d: %s",
-			                 s->fd, strerror(errno));
-		if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
-			continue;
-		k = read(s->fd, s->buf + s->have, sizeof(s->buf) - s->have);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			s->closed = 1;
-			return wire_fail(w, CCI_WIRE_ELAUNCHER, -1,
-			                 "PMI-1: the launcher closed PMI_FD=%d%s", s->fd,
-			                 s->in_fence ? " during a fence (a rank may have died)" : "");
-		}
-		s->have += (size_t)k;
-	}
+	return pmi_chan_write(w, line, strlen(line));
 }
 
 /* Send request, then read the answer, which must be cmd=expect. */
@@ -163,7 +60,7 @@ static int pmi1_call(struct cci_wire *w, const char *request, const char *expect
 	int got, rc = pmi1_send(w, request);
 
 	if (rc == CCI_WIRE_SUCCESS)
-		rc = pmi1_recv(w, answer, len, -1, &got);
+		rc = pmi_chan_recv(w, pmi_chan_line, answer, len, -1, &got);
 	if (rc != CCI_WIRE_SUCCESS)
 		return rc;
 	if (!got)
@@ -202,44 +99,24 @@ static int pmi1_fence_start(struct cci_wire *w)
 {
 	struct pmi1_state *s = w->state;
 
-	s->in_fence = 1;
-	s->failed_seen = 0;
+	s->ch.in_fence = 1;
+	s->ch.failed_seen = 0;
 	return pmi1_send(w, "cmd=barrier_in\n");
 }
 
 static int pmi1_fence_test(struct cci_wire *w, int *done_p)
 {
 	struct pmi1_state *s = w->state;
-	const struct timespec nap = { .tv_nsec = 10000000L };
 	char ans[LINE_MAX_PMI], cmd[64];
-	int got = 0, rc = CCI_WIRE_SUCCESS;
+	int got, rc = pmi_chan_fence_wait(w, pmi_chan_line, ans, sizeof(ans), &got);
 
 	*done_p = 0;
-	if (!s->closed)
-		rc = pmi1_recv(w, ans, sizeof(ans), 10, &got);
-	else
-		nanosleep(&nap, NULL);
-	/* A launcher that lost a rank signals or hangs up: first give the
-	 * caller's watch of this host's ranks its chance to name the dead one. */
-	if (!got && (rank_failed || s->closed)) {
-		if (s->failed_seen == 0)
-			s->failed_seen = wire_now();
-		if (wire_now() - s->failed_seen < SIGNAL_GRACE_S)
-			return CCI_WIRE_SUCCESS;
-		if (s->closed)
-			return wire_fail(w, CCI_WIRE_ELAUNCHER, -1,
-			                 "PMI-1: the launcher closed PMI_FD=%d during a fence (a "
-			                 "rank may have died); no rank of this host is gone", s->fd);
-		return wire_fail(w, CCI_WIRE_EPEERDEAD, -1,
-		                 "PMI-1: mpiexec.hydra signalled (SIGUSR1) that a rank "
-		                 "failed; no rank of this host is gone");
-	}
 	if (rc != CCI_WIRE_SUCCESS || !got)
 		return rc;
 	if (!word_value(ans, "cmd", cmd, sizeof(cmd)) || strcmp(cmd, "barrier_out") != 0)
 		return wire_fail(w, CCI_WIRE_ELAUNCHER, -1, "PMI-1: barrier_in answered by '%s'",
 		                 ans);
-	s->in_fence = 0;
+	s->ch.in_fence = 0;
 	*done_p = 1;
 	return CCI_WIRE_SUCCESS;
 }
@@ -269,13 +146,9 @@ static void pmi1_finalize(struct cci_wire *w)
 	char ans[LINE_MAX_PMI];
 
 	/* A launcher that is gone cannot be told: nothing more to do. */
-	if (!s->in_fence && !s->closed)
+	if (!s->ch.in_fence && !s->ch.closed)
 		pmi1_call(w, "cmd=finalize\n", "finalize_ack", ans, sizeof(ans));
-	close(s->fd);
-	if (s->caught_usr1)
-		sigaction(SIGUSR1, &s->old_usr1, NULL);
-	free(s);
-	w->state = NULL;
+	pmi_chan_close(w);
 }
 
 static const struct wire_backend pmi1_ops = {
@@ -308,10 +181,6 @@ static int pmi1_handshake(struct cci_wire *w)
 int wire_pmi1_open(struct cci_wire *w)
 {
 	const char *fd = getenv("PMI_FD"), *rank = getenv("PMI_RANK"), *size = getenv("PMI_SIZE");
-	struct pmi1_state *s;
-	char *end;
-	long v;
-	int rc;
 
 	if (!fd || !*fd)
 		return CCI_WIRE_ENOLAUNCHER;
@@ -320,24 +189,10 @@ int wire_pmi1_open(struct cci_wire *w)
 		                 "PMI-1: PMI_FD=%s is set, but PMI_RANK or PMI_SIZE is not", fd);
 	w->rank = atoi(rank);
 	w->size = atoi(size);
-	v = strtol(fd, &end, 10);
-	if (*end || v < 0 || v > INT_MAX || w->size < 1 || w->rank < 0 || w->rank >= w->size)
+	if (w->size < 1 || w->rank < 0 || w->rank >= w->size)
 		return wire_fail(w, CCI_WIRE_ENOLAUNCHER, -1,
-		                 "PMI-1: PMI_FD=%s, PMI_RANK=%s, PMI_SIZE=%s: not a descriptor and "
-		                 "0 <= rank < size", fd, rank, size);
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return wire_fail(w, CCI_WIRE_ENOMEM, -1, "out of memory");
-	s->fd = (int)v;
-	w->state = s;
-	w->ops = &pmi1_ops;
-	rc = pmi1_handshake(w);
-	if (rc == CCI_WIRE_SUCCESS)
-		usr1_catch(s);
-	else {
-		close(s->fd);
-		free(s);
-		w->state = NULL;
-	}
-	return rc;
+		                 "PMI-1: PMI_FD=%s, PMI_RANK=%s, PMI_SIZE=%s: not 0 <= rank < size",
+		                 fd, rank, size);
+	return pmi_chan_open(w, "PMI-1", LINE_MAX_PMI, fd, sizeof(struct pmi1_state), &pmi1_ops,
+	                     pmi1_handshake);
 }

@@ -30,10 +30,8 @@
  * whichever the init asks for, and sets nothing that prefers one: under it
  * the pmi1 backend is used unless CCI_WIRE_BACKEND=pmi2 asks for this one.
  *
- * mpiexec.hydra -disable-auto-cleanup tells the surviving ranks of a rank's
- * death by SIGUSR1, as it does for PMI-1 (see wire_pmi1.c): from open to
- * finalize a SIGUSR1 left at its default is caught, and the fence waiting
- * gives the dead rank's name or says what the launcher signalled.
+ * PMI_FD itself, and mpiexec.hydra's SIGUSR1 telling of a dead rank (as it
+ * does for PMI-1), are wire_pmi_chan.c's.
  *
  * hydra answers kvs-fence at once (its PMI-2 fence does not wait for the
  * other ranks); a kvs-get of a key that is not there waits instead, until
@@ -44,59 +42,26 @@
  * answer to that get comes at once.  A rank that dies leaves that wait
  * unanswered, and the caller's watch of this host's ranks names it.
  */
-#include <errno.h>
-#include <limits.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "wire_int.h"
+#include "wire_pmi_chan.h"
 
-#define MSG_MAX_PMI2 8192       /* a message, its six-character length included */
+#define MSG_MAX_PMI2 PMI_CHAN_BUF /* a message, its six-character length included */
 #define HEADER_PMI2 6
-#define SIGNAL_GRACE_S 2.0      /* longer than the caller's grace for a dead peer */
-
-static volatile sig_atomic_t rank_failed;  /* hydra's SIGUSR1 came */
 
 struct pending_put {
 	struct pending_put *next;
 	char *key, *value;         /* value encoded */
 };
 
+/* ch.in_fence is 1 once kvs-fence is sent, 2 once its closing kvs-get is. */
 struct pmi2_state {
-	int fd;
+	struct pmi_chan ch;        /* first: w->state is the channel too */
 	struct pending_put *puts;  /* not yet sent, oldest first */
 	char jobid[256];
-	char buf[MSG_MAX_PMI2 + 1];
-	size_t have;               /* bytes in buf */
-	int in_fence;              /* 1: kvs-fence sent, 2: then its kvs-get */
-	int closed;                /* the launcher closed PMI_FD */
-	int caught_usr1;           /* old_usr1 is to be restored */
-	struct sigaction old_usr1;
-	double failed_seen;        /* when the fence first saw rank_failed, or 0 */
 };
-
-static void on_usr1(int sig)
-{
-	(void)sig;
-	rank_failed = 1;
-}
-
-static void usr1_catch(struct pmi2_state *s)
-{
-	struct sigaction sa = { .sa_handler = on_usr1 };
-
-	if (sigaction(SIGUSR1, NULL, &s->old_usr1) != 0 || s->old_usr1.sa_handler != SIG_DFL)
-		return;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	s->caught_usr1 = sigaction(SIGUSR1, &sa, NULL) == 0;
-}
 
 /*
  * The value of "name=" in msg, a PMI-2 message body ("cmd=x;a=1;b=2;") or,
@@ -173,27 +138,6 @@ static int value_decode(char *value)
 	return 1;
 }
 
-static int pmi2_write(struct cci_wire *w, const char *data, size_t n)
-{
-	struct pmi2_state *s = w->state;
-	size_t off = 0;
-
-	while (off < n) {
-		/* No SIGPIPE when the launcher is gone: that is an error to report. */
-		ssize_t k = send(s->fd, data + off, n - off, MSG_NOSIGNAL);
-
-		if (k < 0 && errno == ENOTSOCK)
-			k = write(s->fd, data + off, n - off);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return wire_fail(w, CCI_WIRE_ELAUNCHER, -1, "PMI-2: write to PMI_FD=%d: %s",
-			                 s->fd, k < 0 ? strerror(errno) : "closed");
-		off += (size_t)k;
-	}
-	return CCI_WIRE_SUCCESS;
-}
-
 /* A PMI-2 request: body ("cmd=...;k=v;") behind its length. */
 static int pmi2_send(struct cci_wire *w, const char *body)
 {
@@ -203,93 +147,33 @@ static int pmi2_send(struct cci_wire *w, const char *body)
 	if (n > MSG_MAX_PMI2 - HEADER_PMI2)
 		return wire_fail(w, CCI_WIRE_EINVAL, -1, "PMI-2: a request of %zu bytes", n);
 	snprintf(msg, sizeof(msg), "%-6zu%s", n, body);
-	return pmi2_write(w, msg, n + HEADER_PMI2);
+	return pmi_chan_write(w, msg, n + HEADER_PMI2);
 }
 
-/*
- * Length of the first complete message in buf: 1 with *len_p set (header
- * included), 0 when more bytes are needed, -1 when the header is no length.
- * In line mode (the answer to init) a message ends with a newline.
- */
-static int complete(struct pmi2_state *s, int line, size_t *len_p)
+/* A message behind its length (see the top of this file). */
+static int pmi2_frame(struct cci_wire *w, const struct pmi_chan *c, struct pmi_msg *m)
 {
 	char head[HEADER_PMI2 + 1], *end;
 	long n;
 
-	if (line) {
-		char *nl = memchr(s->buf, '\n', s->have);
-
-		*len_p = nl ? (size_t)(nl - s->buf) + 1 : 0;
-		return nl != NULL;
-	}
-	if (s->have < HEADER_PMI2)
-		return 0;
-	memcpy(head, s->buf, HEADER_PMI2);
+	m->len = 0;
+	if (c->have < HEADER_PMI2)
+		return CCI_WIRE_SUCCESS;
+	memcpy(head, c->buf, HEADER_PMI2);
 	head[HEADER_PMI2] = '\0';
 	n = strtol(head, &end, 10);
 	while (*end == ' ')
 		end++;
 	if (*end || end == head || n < 0 || n > MSG_MAX_PMI2 - HEADER_PMI2)
-		return -1;
-	*len_p = (size_t)n + HEADER_PMI2;
-	return s->have >= *len_p;
-}
-
-/*
- * One message into out (its body, or in line mode the line without its
- * newline), waiting at most timeout_ms (-1: the handle's timeout).
- * *got_p = 0 when none came in time.
- */
-static int pmi2_recv(struct cci_wire *w, int line, char *out, size_t len, int timeout_ms,
-                     int *got_p)
-{
-	struct pmi2_state *s = w->state;
-	double end = wire_now() + (timeout_ms < 0 ? w->timeout_s : timeout_ms / 1000.0);
-
-	*got_p = 0;
-	for (;;) {
-		struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
-		double left = end - wire_now();
-		size_t n = 0;
-		int c = complete(s, line, &n);
-		ssize_t k;
-
-		if (c < 0)
-			return wire_fail(w, CCI_WIRE_ELAUNCHER, -1,
-			                 "PMI-2: a message on PMI_FD=%d begins with '%.*s', not its "
-			                 "length (does the launcher speak PMI-2?)", s->fd,
-			                 HEADER_PMI2, s->buf);
-		if (c > 0) {
-			size_t skip = line ? 0 : HEADER_PMI2, body = n - skip - (line ? 1 : 0);
-
-			snprintf(out, len, "%.*s", (int)body, s->buf + skip);
-			memmove(s->buf, s->buf + n, s->have - n);
-			s->have -= n;
-			*got_p = 1;
-			return CCI_WIRE_SUCCESS;
-		}
-		if (s->have == MSG_MAX_PMI2)
-			return wire_fail(w, CCI_WIRE_ELAUNCHER, -1,
-			                 "PMI-2: an answer on PMI_FD=%d longer than %d bytes", s->fd,
-			                 MSG_MAX_PMI2);
-		if (left <= 0)
-			return CCI_WIRE_SUCCESS;
-		if (poll(&pfd, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
-			return wire_fail(w, CCI_WIRE_ELAUNCHER, -1, "PMI-2: poll PMI_FD=%d: %s",
-			                 s->fd, strerror(errno));
-		if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
-			continue;
-		k = read(s->fd, s->buf + s->have, MSG_MAX_PMI2 - s->have);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			s->closed = 1;
-			return wire_fail(w, CCI_WIRE_ELAUNCHER, -1,
-			                 "PMI-2: the launcher closed PMI_FD=%d%s", s->fd,
-			                 s->in_fence ? " during a fence (a rank may have died)" : "");
-		}
-		s->have += (size_t)k;
+		return wire_fail(w, CCI_WIRE_ELAUNCHER, -1,
+		                 "PMI-2: a message on PMI_FD=%d begins with '%s', not its length "
+		                 "(does the launcher speak PMI-2?)", c->fd, head);
+	if (c->have >= (size_t)n + HEADER_PMI2) {
+		m->start = HEADER_PMI2;
+		m->body = (size_t)n;
+		m->len = (size_t)n + HEADER_PMI2;
 	}
+	return CCI_WIRE_SUCCESS;
 }
 
 /*
@@ -321,7 +205,7 @@ static int pmi2_call(struct cci_wire *w, const char *request, const char *what, 
 	int got, rc = pmi2_send(w, request);
 
 	if (rc == CCI_WIRE_SUCCESS)
-		rc = pmi2_recv(w, 0, answer, len, -1, &got);
+		rc = pmi_chan_recv(w, pmi2_frame, answer, len, -1, &got);
 	if (rc != CCI_WIRE_SUCCESS)
 		return rc;
 	if (!got)
@@ -389,51 +273,31 @@ static int pmi2_fence_start(struct cci_wire *w)
 	puts_free(s);
 	if (rc != CCI_WIRE_SUCCESS)
 		return rc;
-	s->in_fence = 1;
-	s->failed_seen = 0;
+	s->ch.in_fence = 1;
+	s->ch.failed_seen = 0;
 	return pmi2_send(w, "cmd=kvs-fence;");
 }
 
 static int pmi2_fence_test(struct cci_wire *w, int *done_p)
 {
 	struct pmi2_state *s = w->state;
-	const struct timespec nap = { .tv_nsec = 10000000L };
 	char ans[MSG_MAX_PMI2], req[sizeof(s->jobid) + 64];
-	int got = 0, rc = CCI_WIRE_SUCCESS;
+	int got, rc = pmi_chan_fence_wait(w, pmi2_frame, ans, sizeof(ans), &got);
 
 	*done_p = 0;
-	if (!s->closed)
-		rc = pmi2_recv(w, 0, ans, sizeof(ans), 10, &got);
-	else
-		nanosleep(&nap, NULL);
-	/* A launcher that lost a rank signals or hangs up: first give the
-	 * caller's watch of this host's ranks its chance to name the dead one. */
-	if (!got && (rank_failed || s->closed)) {
-		if (s->failed_seen == 0)
-			s->failed_seen = wire_now();
-		if (wire_now() - s->failed_seen < SIGNAL_GRACE_S)
-			return CCI_WIRE_SUCCESS;
-		if (s->closed)
-			return wire_fail(w, CCI_WIRE_ELAUNCHER, -1,
-			                 "PMI-2: the launcher closed PMI_FD=%d during a fence (a "
-			                 "rank may have died); no rank of this host is gone", s->fd);
-		return wire_fail(w, CCI_WIRE_EPEERDEAD, -1,
-		                 "PMI-2: mpiexec.hydra signalled (SIGUSR1) that a rank "
-		                 "failed; no rank of this host is gone");
-	}
 	if (rc != CCI_WIRE_SUCCESS || !got)
 		return rc;
-	if (s->in_fence == 1) {
+	if (s->ch.in_fence == 1) {
 		rc = answer_check(w, "the fence", ans, "kvs-fence-response");
 		if (rc == CCI_WIRE_SUCCESS) {
 			snprintf(req, sizeof(req), "cmd=kvs-get;jobid=%s;srcid=-1;key=cci_wire.sync;",
 			         s->jobid);
 			rc = pmi2_send(w, req);
 		}
-		s->in_fence = rc == CCI_WIRE_SUCCESS ? 2 : 0;
+		s->ch.in_fence = rc == CCI_WIRE_SUCCESS ? 2 : 0;
 		return rc;
 	}
-	s->in_fence = 0;
+	s->ch.in_fence = 0;
 	rc = answer_check(w, "the fence's closing get", ans, "kvs-get-response");
 	*done_p = rc == CCI_WIRE_SUCCESS;
 	return rc;
@@ -472,14 +336,10 @@ static void pmi2_finalize(struct cci_wire *w)
 	char ans[MSG_MAX_PMI2];
 
 	/* A launcher that is gone cannot be told: nothing more to do. */
-	if (!s->in_fence && !s->closed)
+	if (!s->ch.in_fence && !s->ch.closed)
 		pmi2_call(w, "cmd=finalize;", "finalize", ans, sizeof(ans));
-	close(s->fd);
-	if (s->caught_usr1)
-		sigaction(SIGUSR1, &s->old_usr1, NULL);
 	puts_free(s);
-	free(s);
-	w->state = NULL;
+	pmi_chan_close(w);
 }
 
 static const struct wire_backend pmi2_ops = {
@@ -501,21 +361,21 @@ static int pmi2_handshake(struct cci_wire *w)
 	char ans[MSG_MAX_PMI2], req[300], v[32], rc_s[16];
 	int got, rc;
 
-	rc = pmi2_write(w, init, sizeof(init) - 1);
+	rc = pmi_chan_write(w, init, sizeof(init) - 1);
 	if (rc == CCI_WIRE_SUCCESS)
-		rc = pmi2_recv(w, 1, ans, sizeof(ans), -1, &got);
+		rc = pmi_chan_recv(w, pmi_chan_line, ans, sizeof(ans), -1, &got);
 	if (rc != CCI_WIRE_SUCCESS)
 		return rc;
 	if (!got)
 		return wire_fail(w, CCI_WIRE_ETIMEDOUT, -1,
-		                 "PMI-2: no answer to init on PMI_FD=%d in %.0f s", s->fd,
+		                 "PMI-2: no answer to init on PMI_FD=%d in %.0f s", s->ch.fd,
 		                 w->timeout_s);
 	if (!field(ans, ' ', "cmd", v, sizeof(v)) || strcmp(v, "response_to_init") != 0 ||
 	    !field(ans, ' ', "rc", rc_s, sizeof(rc_s)) || strcmp(rc_s, "0") != 0 ||
 	    !field(ans, ' ', "pmi_version", v, sizeof(v)) || strcmp(v, "2") != 0)
 		return wire_fail(w, CCI_WIRE_ELAUNCHER, -1,
 		                 "PMI-2: the launcher on PMI_FD=%d does not speak PMI-2: init "
-		                 "answered by '%s' (CCI_WIRE_BACKEND=pmi1 speaks PMI-1)", s->fd,
+		                 "answered by '%s' (CCI_WIRE_BACKEND=pmi1 speaks PMI-1)", s->ch.fd,
 		                 ans);
 
 	/* Slurm refuses a fullinit without the job id it set in PMI_JOBID. */
@@ -549,30 +409,9 @@ static int pmi2_wanted(void)
 int wire_pmi2_open(struct cci_wire *w)
 {
 	const char *fd = getenv("PMI_FD");
-	struct pmi2_state *s;
-	char *end;
-	long v;
-	int rc;
 
 	if (!fd || !*fd || !pmi2_wanted())
 		return CCI_WIRE_ENOLAUNCHER;
-	v = strtol(fd, &end, 10);
-	if (*end || end == fd || v < 0 || v > INT_MAX)
-		return wire_fail(w, CCI_WIRE_ENOLAUNCHER, -1, "PMI-2: PMI_FD=%s: not a descriptor",
-		                 fd);
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return wire_fail(w, CCI_WIRE_ENOMEM, -1, "out of memory");
-	s->fd = (int)v;
-	w->state = s;
-	w->ops = &pmi2_ops;
-	rc = pmi2_handshake(w);
-	if (rc == CCI_WIRE_SUCCESS)
-		usr1_catch(s);
-	else {
-		close(s->fd);
-		free(s);
-		w->state = NULL;
-	}
-	return rc;
+	return pmi_chan_open(w, "PMI-2", MSG_MAX_PMI2, fd, sizeof(struct pmi2_state), &pmi2_ops,
+	                     pmi2_handshake);
 }
