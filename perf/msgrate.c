@@ -11,8 +11,13 @@
  * threads, thread t owning connections t, t + T, ... (rows from k = T):
  * the rate of several application threads sharing one endpoint.
  *
+ * With -L the two sides are the ranks of a job started by a launcher
+ * (mpirun -np 2, mpiexec.hydra -n 2, cci_wire_launch -n 2): rank 0 serves,
+ * rank 1 is the client of the URI rank 0 published through libcci_wire.
+ *
  * usage: msgrate -s [-o uri_file] [-D device] [-b] [-t secs]
  *        msgrate -h URI [-n conns] [--threads T] [-S size] [-w window] ...
+ *        LAUNCHER -n 2 msgrate -L [client options...]
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -20,12 +25,13 @@
 #include <stdlib.h>
 
 #include "bench.h"
+#include "cci_wire.h"
 
 #define MR_MAX_THREADS 16
 
 struct mr_opts {
 	uint32_t conns, threads, window, iters, warmup, size;
-	bool warmup_set, fixed;
+	bool warmup_set, fixed, launched;
 };
 
 static void usage(FILE *f)
@@ -35,9 +41,11 @@ static void usage(FILE *f)
 		"       msgrate -h URI [-n conns] [--threads T] [-S size] [-w window] [-i count]\n"
 		"               [-c ro|ru] [--warmup n] [--fixed] [--nocopy] [-b] [-D device]\n"
 		"               [-t secs] [--json]\n"
+		"       LAUNCHER -n 2 msgrate -L [client options...]\n"
 		"  -s          server: accept the client's connections, count, exit when done\n"
 		"  -o FILE     server: write the endpoint URI to FILE (atomically)\n"
 		"  -h URI      client: connect to the server at URI\n"
+		"  -L          started by a launcher: rank 0 serves, rank 1 connects\n"
 		"  -n CONNS    connections (default 4); rows for 1, 2, 4, ... CONNS\n"
 		"  --fixed     one row, with all CONNS connections\n"
 		"  --threads T sender threads (1..16, default 1), thread t owning connections\n"
@@ -68,6 +76,7 @@ static void parse_one(struct bench *b, struct mr_opts *o, int c, const char *arg
 	case 'f': o->fixed = true; break;
 	case 'T': o->threads = perf_parse_count(arg, 1, MR_MAX_THREADS); break;
 	case 'N': b->nocopy = true; break;
+	case 'L': o->launched = true; break;
 	case 'H': usage(stdout); exit(EXIT_SUCCESS);
 	default: usage(stderr); exit(EXIT_FAILURE);
 	}
@@ -88,9 +97,12 @@ static void parse_opts(struct bench *b, struct mr_opts *o, int argc, char **argv
 
 	*o = (struct mr_opts){ .conns = 4, .threads = 1, .window = 64, .iters = 1000000,
 			       .size = 8 };
-	while ((c = getopt_long(argc, argv, "sh:o:D:c:n:S:w:i:bt:", longs, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "sh:o:D:c:n:S:w:i:bt:L", longs, NULL)) != -1)
 		parse_one(b, o, c, optarg);
-	bench_check_common(b, optind, argc);
+	if (o->launched && (b->server || b->uri || optind != argc))
+		perf_die("give either -s, -h URI or -L (--help for usage)");
+	if (!o->launched)
+		bench_check_common(b, optind, argc);
 	if (!b->server && o->conns < o->threads)
 		perf_die("--threads %u needs at least %u connections (-n %u): each thread "
 			 "sends on connections of its own", o->threads, o->threads, o->conns);
@@ -160,18 +172,59 @@ static void run_client(struct bench *b, const struct mr_opts *o)
 	bench_done(b);
 }
 
+/* -L: rank 0 is the server, rank 1 the client of the URI rank 0 put. */
+static cci_wire_t *launched_roles(struct bench *b)
+{
+	cci_wire_t *wire;
+	char why[512];
+
+	if (cci_wire_init(&wire, why, sizeof(why)))
+		perf_die("wire-up: %s", why);
+	if (cci_wire_size(wire) != 2)
+		perf_die("-L runs 2 ranks, not %d", cci_wire_size(wire));
+	b->server = cci_wire_rank(wire) == 0;
+	return wire;
+}
+
+/* After bench_open: the server puts its URI, both fence, the client reads
+ * it into *uri_p (freed by the caller). */
+static void launched_meet(struct bench *b, cci_wire_t *wire, char **uri_p)
+{
+	char *uri = NULL;
+
+	if (b->server) {
+		perf_check(cci_get_opt(b->ep, CCI_OPT_ENDPT_URI, &uri), "cci_get_opt(URI)");
+		if (cci_wire_put(wire, "msgrate_uri", uri))
+			perf_die("publishing the URI: %s", cci_wire_error(wire));
+		free(uri);
+	}
+	if (cci_wire_fence(wire))
+		perf_die("fence: %s", cci_wire_error(wire));
+	if (!b->server && cci_wire_get(wire, 0, "msgrate_uri", uri_p))
+		perf_die("the server's URI: %s", cci_wire_error(wire));
+	b->uri = *uri_p;
+}
+
 int main(int argc, char **argv)
 {
 	static struct bench b = { .prog = "msgrate", .timeout_s = 30 };
+	cci_wire_t *wire = NULL;
+	char *peer_uri = NULL;
 	struct mr_opts o;
 
 	perf_set_prog(b.prog);
 	parse_opts(&b, &o, argc, argv);
+	if (o.launched)
+		wire = launched_roles(&b);
 	bench_open(&b);
+	if (wire)
+		launched_meet(&b, wire, &peer_uri);
 	if (b.server)
 		bench_serve(&b);
 	else
 		run_client(&b, &o);
 	bench_close(&b);
+	cci_wire_finalize(wire);
+	free(peer_uri);
 	return EXIT_SUCCESS;
 }
