@@ -65,7 +65,16 @@
 #define C_MAX_LOG 6
 #define C_HELLO_MAGIC 0x434f4c4cu /* "COLL" */
 #define C_HELD_MAX 8192
-#define C_AM_LAG 2 /* calls an am broadcast's child may lag its parent */
+/* How far an am broadcast's child may lag its parent, in calls: what it
+ * holds meanwhile is bounded, and the parent does not wait for the child's
+ * READY of every call.  Small calls: READY every C_READY_EVERY calls and a
+ * lag of C_AM_LAG_SMALL; from C_AM_LARGE bytes on, READY every call and a
+ * lag of C_AM_LAG.  rma: READY every call, no lag (the parent writes into
+ * the child's result). */
+#define C_AM_LAG 2
+#define C_AM_LAG_SMALL 8
+#define C_READY_EVERY 4
+#define C_AM_LARGE (64u << 10)
 
 enum c_kind { K_HANDLES = 1, K_RD, K_RS, K_AG, K_BC, K_READY };
 
@@ -121,6 +130,7 @@ struct coll {
 	uint64_t size;      /* bytes of this call */
 	uint64_t got[2 * C_MAX_LOG + 1]; /* bytes arrived per step */
 	uint32_t ready_seq[C_MAX_RANKS]; /* bcast: the last call each child entered */
+	uint32_t ready_sent;             /* bcast: the last call this rank said so */
 	bool rd;            /* this allreduce by recursive doubling */
 	/* events of a later call, in arrival order */
 	struct c_held {
@@ -170,9 +180,20 @@ static bool c_op_max;
 
 static void spill(struct coll *c);
 
+/* A new call: the clock starts at its first wait (read then, not on the
+ * path of a call that never waits). */
 static void c_deadline(struct coll *c)
 {
-	c->deadline_ns = perf_now_ns() + (uint64_t)c->o.timeout_s * 1000000000ull;
+	c->deadline_ns = 0;
+}
+
+static bool c_late(struct coll *c)
+{
+	uint64_t now = perf_now_ns();
+
+	if (!c->deadline_ns)
+		c->deadline_ns = now + (uint64_t)c->o.timeout_s * 1000000000ull;
+	return now > c->deadline_ns;
 }
 
 /* The next event; spins, yields or sleeps per -p; dies at the deadline.
@@ -197,20 +218,20 @@ static cci_event_t *c_next_event(struct coll *c, bool once)
 		if (once) {
 			if (c->o.poll != COLL_POLL_SPIN)
 				sched_yield();
-			if (perf_now_ns() > c->deadline_ns)
+			if (c_late(c))
 				perf_die("rank %d: no progress for %u s (call %u)", c->rank,
 					 c->o.timeout_s, c->seq);
 			return NULL;
 		}
 		if (c->o.poll == COLL_POLL_BLOCK) {
-			if (!perf_block_on_fd(c->ep, c->fd, c->deadline_ns))
+			if (c_late(c) || !perf_block_on_fd(c->ep, c->fd, c->deadline_ns))
 				perf_die("rank %d: no event for %u s (call %u)", c->rank,
 					 c->o.timeout_s, c->seq);
 			continue;
 		}
 		if (c->o.poll == COLL_POLL_YIELD)
 			sched_yield();
-		if (++spins % 1024 == 0 && perf_now_ns() > c->deadline_ns)
+		if (++spins % 1024 == 1 && c_late(c))
 			perf_die("rank %d: no event for %u s (call %u)", c->rank,
 				 c->o.timeout_s, c->seq);
 	}
@@ -460,6 +481,13 @@ static bool send_piece(struct coll *c, struct c_xfer *x)
 	return true;
 }
 
+static uint32_t bc_lag(const struct coll *c)
+{
+	if (c->o.rma)
+		return 0;
+	return c->size < C_AM_LARGE ? C_AM_LAG_SMALL : C_AM_LAG;
+}
+
 /* Send what the queue holds until it is empty or the buffers are busy;
  * true when a send found them busy (CCI_ENOBUFS: retry soon). */
 static bool push(struct coll *c)
@@ -467,10 +495,8 @@ static bool push(struct coll *c)
 	while (c->qh != c->qt) {
 		struct c_xfer *x = &c->q[c->qh % (sizeof(c->q) / sizeof(c->q[0]))];
 
-		/* rma writes into the child's result: it must be in this call;
-		 * am lets it lag C_AM_LAG calls, bounding what it holds */
 		if (x->kind == K_BC &&
-		    (int32_t)(c->ready_seq[x->peer] + (c->o.rma ? 0 : C_AM_LAG) - c->seq) < 0)
+		    (int32_t)(c->ready_seq[x->peer] + bc_lag(c) - c->seq) < 0)
 			return false;
 		/* a broadcast forwards only what it has */
 		while (x->done < x->len &&
@@ -604,7 +630,13 @@ static void bcast(struct coll *c, uint64_t size)
 	if (c->rank) {
 		while ((2 << top) <= c->rank)
 			top++;
-		send_ctl(c, c->rank ^ (1 << top), K_READY);
+		/* every READY_EVERY calls at least: the parent lets this
+		 * rank lag READY_EVERY - 1 < C_AM_LAG_SMALL calls since */
+		if (c->o.rma || size >= C_AM_LARGE ||
+		    c->seq - c->ready_sent >= C_READY_EVERY) {
+			send_ctl(c, c->rank ^ (1 << top), K_READY);
+			c->ready_sent = c->seq;
+		}
 		top++;
 	}
 	for (int k = c->logn - 1; k >= top; k--)
