@@ -5,13 +5,14 @@
 # namespaces, veth, a dropping nftables chain).  libpmix-dev, openmpi-bin
 # and mpich: libcci_wire's PMIx backend and the launchers its tests run
 # under (mpirun, mpiexec.hydra); slurm-wlm and munge: the one-node Slurm
-# cluster the wire suite starts for srun (no daemon is started here); all
+# cluster the wire suite starts for srun (no daemon is started here);
+# libopenmpi-dev: perf/coll_mpi, Open MPI's collectives beside ours; all
 # without their recommends (about 20 s).
 set -eu
 cd "$(dirname "$0")/.."
 
 pkgs="gcc g++ pkg-config meson ninja-build libcunit1-dev libev-dev libfabric-dev libibverbs-dev librdmacm-dev python3-cffi python3-pytest iproute2 nftables"
-launcher_pkgs="libpmix-dev openmpi-bin mpich slurm-wlm munge"
+launcher_pkgs="libpmix-dev openmpi-bin libopenmpi-dev mpich slurm-wlm munge"
 missing() {
 	for p in "$@"; do
 		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" ||
