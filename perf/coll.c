@@ -72,8 +72,8 @@
  * lag of C_AM_LAG.  rma: READY every call, no lag (the parent writes into
  * the child's result). */
 #define C_AM_LAG 2
-#define C_AM_LAG_SMALL 8
-#define C_READY_EVERY 4
+#define C_AM_LAG_SMALL 64
+#define C_READY_EVERY 16
 #define C_AM_LARGE (64u << 10)
 
 enum c_kind { K_HANDLES = 1, K_RD, K_RS, K_AG, K_BC, K_READY };
@@ -742,12 +742,16 @@ static void c_connect(struct coll *c)
 
 static void c_close(struct coll *c)
 {
-	/* everyone has every message before anyone disconnects */
+	/* a last allreduce: every rank has sent everything */
 	double one = 1;
 
 	allreduce(c, &one, 8, false);
 	if (c->nheld)
 		perf_die("rank %d: %u messages of a call never made", c->rank, c->nheld);
+	/* and has taken its partners' last messages: then none is lost when a
+	 * partner disconnects */
+	if (cci_wire_barrier(c->wire))
+		c_die_wire(c, "the last barrier");
 	perf_check(cci_rma_deregister(c->ep, c->out_h), "cci_rma_deregister");
 	for (int i = 0; i < 2; i++)
 		perf_check(cci_rma_deregister(c->ep, c->scratch_h[i]), "cci_rma_deregister");
