@@ -65,16 +65,11 @@
 #define C_MAX_LOG 6
 #define C_HELLO_MAGIC 0x434f4c4cu /* "COLL" */
 #define C_HELD_MAX 8192
-/* How far an am broadcast's child may lag its parent, in calls: what it
- * holds meanwhile is bounded, and the parent does not wait for the child's
- * READY of every call.  Small calls: READY every C_READY_EVERY calls and a
- * lag of C_AM_LAG_SMALL; from C_AM_LARGE bytes on, READY every call and a
- * lag of C_AM_LAG.  rma: READY every call, no lag (the parent writes into
- * the child's result). */
-#define C_AM_LAG 2
-#define C_AM_LAG_SMALL 64
-#define C_READY_EVERY 16
-#define C_AM_LARGE (64u << 10)
+/* How far an am broadcast's child may lag its parent: C_AM_EAGER bytes'
+ * worth of calls, 2 to 1024 of them, as deep as an eager MPI broadcast
+ * runs ahead (a parent held back every few calls stalls whenever its child
+ * is off the core).  What the child holds meanwhile is bounded by it. */
+#define C_AM_EAGER (1u << 20)
 
 enum c_kind { K_HANDLES = 1, K_RD, K_RS, K_AG, K_BC, K_READY };
 
@@ -481,11 +476,23 @@ static bool send_piece(struct coll *c, struct c_xfer *x)
 	return true;
 }
 
+/* The calls a child may lag (rma: none, the parent writes into the
+ * child's result), and how often it says READY: often enough that a
+ * child in the call the parent waits for has said so. */
 static uint32_t bc_lag(const struct coll *c)
 {
+	uint64_t calls = C_AM_EAGER / c->size;
+
 	if (c->o.rma)
 		return 0;
-	return c->size < C_AM_LARGE ? C_AM_LAG_SMALL : C_AM_LAG;
+	return calls < 2 ? 2 : calls > 1024 ? 1024 : (uint32_t)calls;
+}
+
+static uint32_t bc_ready_every(const struct coll *c)
+{
+	uint32_t lag = bc_lag(c);
+
+	return lag < 4 ? 1 : lag / 4;
 }
 
 /* Send what the queue holds until it is empty or the buffers are busy;
@@ -630,10 +637,9 @@ static void bcast(struct coll *c, uint64_t size)
 	if (c->rank) {
 		while ((2 << top) <= c->rank)
 			top++;
-		/* every READY_EVERY calls at least: the parent lets this
-		 * rank lag READY_EVERY - 1 < C_AM_LAG_SMALL calls since */
-		if (c->o.rma || size >= C_AM_LARGE ||
-		    c->seq - c->ready_sent >= C_READY_EVERY) {
+		/* the parent lets this rank lag bc_lag() calls, at least
+		 * bc_ready_every() - 1 */
+		if (c->seq - c->ready_sent >= bc_ready_every(c)) {
 			send_ctl(c, c->rank ^ (1 << top), K_READY);
 			c->ready_sent = c->seq;
 		}
