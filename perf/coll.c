@@ -65,6 +65,7 @@
 #define C_MAX_LOG 6
 #define C_HELLO_MAGIC 0x434f4c4cu /* "COLL" */
 #define C_HELD_MAX 8192
+#define C_SMALL 256 /* bytes of data sent with cci_send, not cci_sendv */
 /* How far an am broadcast's child may lag its parent: C_AM_EAGER bytes'
  * worth of calls, 2 to 1024 of them, as deep as an eager MPI broadcast
  * runs ahead (a parent held back every few calls stalls whenever its child
@@ -465,9 +466,19 @@ static bool send_piece(struct coll *c, struct c_xfer *x)
 		struct iovec iov[2] = { { &h, sizeof(h) } };
 
 		h.len = (uint32_t)(left < room ? left : room);
-		iov[1].iov_base = (void *)(uintptr_t)(x->src + x->done);
-		iov[1].iov_len = h.len;
-		rc = cci_sendv(p->conn, iov, 2, NULL, CCI_FLAG_SILENT);
+		if (h.len <= C_SMALL) {
+			/* one contiguous message: cci_send's path is shorter */
+			unsigned char m[sizeof(h) + C_SMALL];
+
+			memcpy(m, &h, sizeof(h));
+			memcpy(m + sizeof(h), x->src + x->done, h.len);
+			rc = cci_send(p->conn, m, (uint32_t)sizeof(h) + h.len, NULL,
+				      CCI_FLAG_SILENT);
+		} else {
+			iov[1].iov_base = (void *)(uintptr_t)(x->src + x->done);
+			iov[1].iov_len = h.len;
+			rc = cci_sendv(p->conn, iov, 2, NULL, CCI_FLAG_SILENT);
+		}
 	}
 	if (rc == CCI_ENOBUFS)
 		return false;
