@@ -120,7 +120,7 @@ struct coll {
 	/* buffers: in (allreduce input), out (result), scratch (landing) */
 	unsigned char *in, *out, *scratch[2];
 	uint64_t cap, scratch_cap;
-	cci_rma_handle_t *out_h, *scratch_h[2];
+	cci_rma_handle_t *in_h, *out_h, *scratch_h[2];
 	/* the call in progress */
 	uint32_t seq;
 	uint64_t size;      /* bytes of this call */
@@ -148,6 +148,21 @@ static void c_die_wire(struct coll *c, const char *what)
 }
 
 /* ------------------------------------------------------------ reduction */
+
+/* dst = a + b, doubles (the first data of a region at 2 ranks: the
+ * result is the input plus the partner's, no copy of the input first). */
+static void add3(unsigned char *dst, const unsigned char *a, const unsigned char *b,
+		 uint64_t len)
+{
+	double x, y;
+
+	for (uint64_t i = 0; i < len; i += 8) {
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		x += y;
+		memcpy(dst + i, &x, 8);
+	}
+}
 
 static void add_into(unsigned char *dst, const unsigned char *src, uint64_t len, bool max)
 {
@@ -262,7 +277,10 @@ static void on_data(struct coll *c, int p, const struct c_hdr *h, const unsigned
 		if (!src)
 			src = c->scratch[c->seq & 1] + (c->size - (c->size >> s)) +
 			      (h->off - rs_region_start(c->rank, c->n, c->size, (int)s));
-		add_into(c->out + h->off, src, h->len, c_op_max);
+		if (c->logn == 1)
+			add3(c->out + h->off, c->in + h->off, src, h->len);
+		else
+			add_into(c->out + h->off, src, h->len, c_op_max);
 		break;
 	}
 	case K_AG:
@@ -596,18 +614,30 @@ static void allreduce_rd(struct coll *c, uint64_t size)
 }
 
 /* Reduce-scatter by recursive halving, steps k = 0..logn-1 with partners
- * at distance N/2, N/4, .. 1; then the allgather in reverse. */
+ * at distance N/2, N/4, .. 1; then the allgather in reverse.  The half
+ * given away at step 0 leaves from the input, unchanged so far; only the
+ * half kept is copied into the result first, and at 2 ranks not even that
+ * (the arriving half is added to the input's, add3). */
 static void allreduce_rab(struct coll *c, uint64_t size)
 {
+	uint64_t kept0 = rs_region_start(c->rank, c->n, size, 0);
+
+	if (c->logn > 1)
+		memcpy(c->out + kept0, c->in + kept0, size / 2);
 	replay(c);
 	for (int k = 0; k < c->logn; k++) {
 		int d = c->n >> (k + 1), p = c->rank ^ d;
 		uint64_t part = size >> (k + 1);
 		uint64_t give = rs_region_start(p, c->n, size, k);
-
 		/* the partner's slot of step k in its scratch */
-		enqueue(c, out_xfer(c, p, K_RS, (uint32_t)k, give, part, 1,
-				    size - (size >> k)));
+		struct c_xfer x = out_xfer(c, p, K_RS, (uint32_t)k, give, part, 1,
+					   size - (size >> k));
+
+		if (k == 0) {
+			x.src = c->in + give;
+			x.src_h = c->in_h;
+		}
+		enqueue(c, x);
 		wait_got(c, k, part);
 	}
 	for (int k = c->logn - 1; k >= 0; k--) {
@@ -626,14 +656,17 @@ static void allreduce(struct coll *c, const void *src, uint64_t size, bool max)
 {
 	begin(c, size);
 	c_op_max = max;
-	memcpy(c->out, src, size);
 	c->rd = size < c->o.rab_from || size / 8 < (uint64_t)c->n || size % (8u * c->n);
 	if (c->rd && size * c->logn > c->scratch_cap)
 		perf_die("%" PRIu64 " bytes by recursive doubling: more than the scratch", size);
-	if (c->rd)
+	if (!c->rd && (src != c->in || max))
+		perf_die("reduce-scatter sums c->in only");
+	if (c->rd) {
+		memcpy(c->out, src, size);
 		allreduce_rd(c, size);
-	else
+	} else {
 		allreduce_rab(c, size);
+	}
 	c_op_max = false;
 }
 
@@ -742,6 +775,7 @@ static void c_connect(struct coll *c)
 	}
 	perf_check(cci_rma_register(c->ep, c->out, c->cap, CCI_FLAG_WRITE, &c->out_h),
 		   "cci_rma_register");
+	perf_check(cci_rma_register(c->ep, c->in, c->cap, 0, &c->in_h), "cci_rma_register");
 	m.out = *c->out_h;
 	for (int k = 0; k < c->logn; k++)
 		perf_check(cci_send(c->peers[c->rank ^ (1 << k)].conn, &m, sizeof(m), NULL, 0),
@@ -770,6 +804,7 @@ static void c_close(struct coll *c)
 	if (cci_wire_barrier(c->wire))
 		c_die_wire(c, "the last barrier");
 	perf_check(cci_rma_deregister(c->ep, c->out_h), "cci_rma_deregister");
+	perf_check(cci_rma_deregister(c->ep, c->in_h), "cci_rma_deregister");
 	for (int i = 0; i < 2; i++)
 		perf_check(cci_rma_deregister(c->ep, c->scratch_h[i]), "cci_rma_deregister");
 	for (int k = 0; k < c->logn; k++)
