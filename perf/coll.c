@@ -23,8 +23,11 @@
  * whole vectors.  In the reduce-scatter a rank adds what arrives for step
  * k straight into its result as it arrives, whatever step it is at: that
  * region is one it keeps for every later step, so it is never sent again
- * and no sum is counted twice.  The allgather's data is the final block of
- * its sender, copied (am) or written (rma) straight into the result.
+ * and no sum is counted twice.  The half given away at step 0 leaves from
+ * the input, so only the half kept is copied into the result first (at 2
+ * ranks none: the arriving half is added to the input's).  The allgather's
+ * data is the final block of its sender, copied (am) or written (rma)
+ * straight into the result.
  *
  * Broadcast (root 0): a binomial tree, pipelined: a rank forwards each
  * fragment or chunk to its children as soon as it has it.  With rma a
