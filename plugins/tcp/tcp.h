@@ -271,11 +271,11 @@ struct tcp_conn {
 	struct tcp_conn *ack_next;     /* in sep->ack_due while ack_listed */
 	int ack_listed;
 	int ack_now;
-	/* Bytes read, not yet parsed (st_pos..st_end): during a pass the
+	/* Bytes read, not yet parsed (st_pos..st_end): during a pass in the
 	 * endpoint's stage (sep->stage); a pass that ends with some left (its
-	 * connection stalled for a receive buffer) moves them into a private
-	 * copy of their size (tcp_rx.c), so an idle connection holds none. */
-	uint8_t *stage;
+	 * connection stalled for a receive buffer) keeps that stage here
+	 * until they are parsed (tcp_rx.c), so an idle connection holds none. */
+	uint8_t *kept;
 	uint32_t st_pos, st_end;
 	uint8_t fh[TCP_HDR_LEN + TCP_SUB_MAX];
 	uint32_t fh_have;
@@ -356,7 +356,9 @@ struct tcp_ep {
 	_Atomic uint64_t progress_gen; /* the application's progress calls */
 	_Atomic int rx_starved;
 	uint8_t *stage;                /* TCP_STAGE_LEN: every connection reads into
-	                                * it in turn, under lock (tcp_rx.c) */
+	                                * it in turn, under lock (tcp_rx.c) ... */
+	uint8_t *stage_spare;          /* ... and one more, given back by a connection
+	                                * that had kept one while stalled */
 	struct tcp_conn *gone;         /* broken, their socket and buffers to release
 	                                * at the next tick with the loop lock */
 	struct tcp_conn *ack_due;      /* connections with acks read, not applied yet
@@ -523,7 +525,7 @@ void tcp_rx_poll(struct tcp_ep *sep);
 void tcp_rx_ready(struct tcp_ep *sep);
 void tcp_rx_acks_all(struct tcp_ep *sep);
 void tcp_rx_ack_due_drop(struct tcp_conn *tc);
-/* Free what tc kept staged (its private copy, if any). */
+/* What tc kept staged goes back to the endpoint; tc reads no more. */
 void tcp_rx_stage_drop(struct tcp_conn *tc);
 void tcp_rx_resume(struct tcp_ep *sep);
 

@@ -87,7 +87,7 @@ int tcp_conn_open(struct tcp_conn *tc, uint32_t peer_mss)
 	assert(cci__mutex_held(&tc->sep->lock));
 	tc->mss = peer_mss < sep->mss ? peer_mss : sep->mss;
 	tc->conn->pub.max_send_size = tc->mss;
-	tc->stage = sep->stage;
+	tc->kept = NULL;
 	tc->st_pos = tc->st_end = 0;
 	if (cci__grow(&sep->open, sep->nopen, &sep->open_cap, 16, sizeof(*sep->open)) != CCI_SUCCESS)
 		return CCI_ENOMEM;

@@ -66,6 +66,7 @@ static void ep_release(struct tcp_ep *sep)
 		close(sep->rx_epfd);
 	tcp_pool_fini(sep);
 	free(sep->stage);
+	free(sep->stage_spare);
 	free(sep->open);
 	cci__due_heap_fini(&sep->due);
 	pthread_mutex_destroy(&sep->lock);

@@ -3,7 +3,7 @@
  * frames, lending receive buffers with RECV events.
  *
  * Small frames are read in batches into the endpoint's staging buffer
- * and copied out (a connection keeps a private copy of what it could not
+ * and copied out (a connection keeps the stage holding what it could not
  * parse yet, only while it waits for a receive buffer); a payload of
  * TCP_DIRECT_MIN bytes or more is read straight into its final place (a
  * receive buffer, or registered memory for RMA), so large transfers cost
@@ -15,6 +15,13 @@
 #include <sys/epoll.h>
 
 #include "tcp.h"
+
+/* Where tc's unparsed bytes are: the stage it kept while stalled, else the
+ * endpoint's. */
+static inline uint8_t *rx_stage(const struct tcp_conn *tc)
+{
+	return tc->kept ? tc->kept : tc->sep->stage;
+}
 
 static void rx_fail(struct tcp_conn *tc, const char *why)
 {
@@ -152,7 +159,7 @@ static int rx_header(struct tcp_conn *tc)
 	uint32_t need, avail = tc->st_end - tc->st_pos;
 
 	if (tc->fh_have == 0 && avail >= TCP_HDR_LEN) {
-		const uint8_t *staged = tc->stage + tc->st_pos;
+		const uint8_t *staged = rx_stage(tc) + tc->st_pos;
 		if (tcp_hdr_decode(staged, &lim, &tc->h, &why) != 0)
 			goto bad;
 		need = TCP_HDR_LEN + tcp_sub_len(tc->h.type);
@@ -172,7 +179,7 @@ static int rx_header(struct tcp_conn *tc)
 		if (avail == 0)
 			return 0;
 		k = need - tc->fh_have < avail ? need - tc->fh_have : avail;
-		memcpy(tc->fh + tc->fh_have, tc->stage + tc->st_pos, k);
+		memcpy(tc->fh + tc->fh_have, rx_stage(tc) + tc->st_pos, k);
 		tc->st_pos += k;
 		tc->fh_have += k;
 		if (tc->fh_have == TCP_HDR_LEN && tcp_hdr_decode(tc->fh, &lim, &tc->h, &why) != 0)
@@ -207,7 +214,7 @@ static int rx_parse(struct tcp_conn *tc)
 			if (k > tc->left)
 				k = tc->left;
 			if (tc->sink == TCP_SINK_BUF || tc->sink == TCP_SINK_MEM) {
-				memcpy(tc->dst, tc->stage + tc->st_pos, k);
+				memcpy(tc->dst, rx_stage(tc) + tc->st_pos, k);
 				tc->dst += k;
 			}
 			tc->st_pos += (uint32_t)k;
@@ -245,40 +252,44 @@ static void rx_closed(struct tcp_conn *tc, ssize_t n)
 	}
 }
 
-/* Bytes the pass leaves unparsed (a stall) move out of the endpoint's
- * stage, which the next connection read overwrites. */
+/* A pass that leaves bytes unparsed (a stall) keeps the stage they are in:
+ * the connection takes it, the endpoint reads into its spare (or a new
+ * one) from now on.  No copy: a stream that stalls often swaps the two. */
 static void rx_stage_keep(struct tcp_conn *tc)
 {
-	uint32_t left = tc->st_end - tc->st_pos;
-	uint8_t *own;
+	struct tcp_ep *sep = tc->sep;
+	uint8_t *next;
 
-	if (left == 0 || tc->stage != tc->sep->stage || !cci__conn_is_open(&tc->base))
+	if (tc->st_pos == tc->st_end || tc->kept || !cci__conn_is_open(&tc->base))
 		return;
-	own = malloc(left);
-	if (!own) {
+	next = sep->stage_spare ? sep->stage_spare : malloc(TCP_STAGE_LEN);
+	if (!next) {
 		rx_fail(tc, "no memory to keep the bytes read");
 		return;
 	}
-	memcpy(own, tc->stage + tc->st_pos, left);
-	tc->stage = own;
-	tc->st_pos = 0;
-	tc->st_end = left;
+	sep->stage_spare = NULL;
+	tc->kept = sep->stage;
+	sep->stage = next;
 }
 
-/* The stage is used up: read into the endpoint's again. */
-static void rx_stage_shared(struct tcp_conn *tc)
+/* The stage tc kept, used up or no longer needed, goes back to the
+ * endpoint as its spare (one is kept). */
+static void rx_stage_give_back(struct tcp_conn *tc)
 {
-	if (tc->stage == tc->sep->stage)
+	struct tcp_ep *sep = tc->sep;
+
+	if (!tc->kept)
 		return;
-	free(tc->stage);
-	tc->stage = tc->sep->stage;
+	if (!sep->stage_spare)
+		sep->stage_spare = tc->kept;
+	else
+		free(tc->kept);
+	tc->kept = NULL;
 }
 
 void tcp_rx_stage_drop(struct tcp_conn *tc)
 {
-	if (tc->stage != tc->sep->stage)
-		free(tc->stage);
-	tc->stage = NULL;
+	rx_stage_give_back(tc);
 	tc->st_pos = tc->st_end = 0;
 }
 
@@ -298,10 +309,10 @@ static int rx_read(struct tcp_conn *tc)
 		want = TCP_HDR_LEN + TCP_SUB_MAX;
 	tc->big = direct;
 	if (!direct)
-		rx_stage_shared(tc);
+		rx_stage_give_back(tc); /* its bytes are used up */
 
 	do
-		n = net_recv(tc->fd, direct ? tc->dst : (char *)tc->stage, want, MSG_DONTWAIT);
+		n = net_recv(tc->fd, direct ? tc->dst : (char *)rx_stage(tc), want, MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	if (n > 0) {
 		cci__ct_heard(&tc->base.timers,
