@@ -35,8 +35,9 @@
  *                   guards the connection table (slots), the backlog and
  *                   the control queues' flush passes.
  *                   progress() and the thread only try-lock it to read.
- *   sep->lock       connection lists (conns, gone), requests, peers, the
- *                   list of pid watches and their counts.
+ *   sep->lock       connection lists (conns, gone) and the due heap,
+ *                   requests, peers, the list of pid watches and their
+ *                   counts.
  *   oc->lock        one connection: credits, sequence numbers, queues,
  *                   operations in flight, its receive state, its timers.
  *   sep->mr_lock    registrations (sep->mrs); nothing is taken inside it.
@@ -46,7 +47,8 @@
  *   sep->disc_lock  the DISCs awaiting an answer; nothing is taken inside.
  * Fields declared _Atomic (C11 <stdatomic.h>, every access explicit with
  * its memory order) are read or written without these locks: the
- * endpoint's receive and control counts, tx_pending and the head of the
+ * endpoint's receive and control counts, the touched list and the count
+ * of connections connecting, tx_pending and the head of the
  * control queues' peer list, the connections' refs, pidw and handshake
  * flags, the peers' cut and probe answer, the pid watches' dead, the
  * requests' cancelled; credits owed are counted without the lock too
@@ -227,6 +229,10 @@ struct ofi_conn {
 	struct ofi_peer *peer;
 	struct ofi_pidw *_Atomic pidw; /* the peer process, when on this host; set
 	                             * once, under lock (read unlocked too) */
+	/* On sep->touched (ofi_conn_touch), holding a reference, until the
+	 * tick files it in sep->due. */
+	_Atomic int touched;
+	struct ofi_conn *touch_next;
 	uint64_t nonce;
 	uint64_t start_ns;          /* client: when cci_connect was called */
 	_Atomic int refused;        /* client: nobody is at the server's address */
@@ -354,7 +360,14 @@ struct ofi_ep {
 	struct ofi_conn *conns;
 	struct ofi_conn *gone;      /* out of service, freed at their last reference */
 	struct cci__conn_graves freeable; /* those of gone whose last hold went */
-	struct ofi_conn *tick_next; /* where the timer's next round of conns starts */
+	/* The connections of conns by when the tick next visits them
+	 * (conn_due.h): a tick looks at those due and no other. */
+	struct cci__due_heap due;
+	/* Connections whose next visit may be sooner than filed, pushed from
+	 * any thread without sep->lock (ofi_conn_touch), taken whole by the
+	 * tick. */
+	struct ofi_conn *_Atomic touched;
+	_Atomic uint32_t connecting; /* connections in CCI__CONN_CONNECTING */
 	struct ofi_conn *_Atomic ended; /* connects the timer ended, each with a reference,
 	                             * for progress to fail (read unlocked as a hint) */
 	struct ofi_req *reqs;
@@ -425,10 +438,43 @@ static inline int ofi_conn_state(const struct ofi_conn *oc)
 	return cci__conn_state(&oc->base);
 }
 
-/* Move oc to state to (enum cci__conn_state); oc->lock held. */
+static inline void ofi_conn_ref(struct ofi_conn *oc)
+{
+	cci__conn_hold(&oc->life);
+}
+
+/*
+ * oc's timers or the tick's own work on it (credits owed, a probe of a
+ * peer that grants none, a retirement) may be due before the time it is
+ * filed for in sep->due: the next tick visits it, and files it again.
+ * From any thread, with or without oc->lock (never sep->lock needed:
+ * the data path holds oc->lock alone, which comes after it); oc must be
+ * held by the caller.  Costs one load while oc is already waiting.
+ */
+static inline void ofi_conn_touch(struct ofi_conn *oc)
+{
+	struct ofi_ep *sep = oc->sep;
+	struct ofi_conn *top;
+
+	if (atomic_load_explicit(&oc->touched, memory_order_relaxed) ||
+	    atomic_exchange_explicit(&oc->touched, 1, memory_order_acq_rel))
+		return;
+	ofi_conn_ref(oc); /* dropped by the tick that takes it */
+	top = atomic_load_explicit(&sep->touched, memory_order_relaxed);
+	do
+		oc->touch_next = top;
+	while (!atomic_compare_exchange_weak_explicit(&sep->touched, &top, oc,
+	                                              memory_order_release, memory_order_relaxed));
+}
+
+/* Move oc to state to (enum cci__conn_state); oc->lock held.  Every move
+ * changes what the tick has to do with it. */
 static inline void ofi_conn_move(struct ofi_conn *oc, int to)
 {
+	if (cci__conn_state(&oc->base) == CCI__CONN_CONNECTING && to != CCI__CONN_CONNECTING)
+		atomic_fetch_sub_explicit(&oc->sep->connecting, 1, memory_order_relaxed);
 	cci__conn_move(&oc->base, to, ofi_core, oc->conn);
+	ofi_conn_touch(oc);
 }
 
 /* The peer process of oc (NULL: not on this host, or not known yet),
@@ -449,11 +495,6 @@ int ofi_pidw_exited(const struct ofi_pidw *w);
 static inline int ofi_conn_shm_peer_exited(struct ofi_conn *oc)
 {
 	return oc->sep->info->addr_format == FI_ADDR_STR && ofi_pidw_exited(ofi_conn_pidw(oc));
-}
-
-static inline void ofi_conn_ref(struct ofi_conn *oc)
-{
-	cci__conn_hold(&oc->life);
 }
 
 /* The last hold (never the table's: it goes first, at ofi_conn_unlist)

@@ -49,16 +49,27 @@ struct ofi_conn *ofi_conn_new(struct ofi_ep *sep, cci_conn_attribute_t attr, voi
 	cci__spin_lock(&sep->cq_lock);
 	rc = slot_alloc(sep, oc);
 	cci__spin_unlock(&sep->cq_lock);
-	if (rc != CCI_SUCCESS) {
-		ofi_core->conn_release(oc->conn);
-		pthread_mutex_destroy(&oc->lock);
-		free(oc);
-		return NULL;
-	}
+	if (rc != CCI_SUCCESS)
+		goto fail;
 	pthread_mutex_lock(&sep->lock);
-	CCI__DLIST_PUSH(&sep->conns, oc);
+	rc = cci__due_reserve(&sep->due);
+	if (rc == CCI_SUCCESS) {
+		CCI__DLIST_PUSH(&sep->conns, oc);
+		/* connecting: the tick watches it from the next one on */
+		atomic_fetch_add_explicit(&sep->connecting, 1, memory_order_relaxed);
+		cci__due_set(&sep->due, &oc->base.due, cci__engine_now(&sep->eng));
+	}
 	pthread_mutex_unlock(&sep->lock);
-	return oc;
+	if (rc == CCI_SUCCESS)
+		return oc;
+	cci__spin_lock(&sep->cq_lock);
+	sep->slots[oc->id & 0xffffu] = NULL;
+	cci__spin_unlock(&sep->cq_lock);
+fail:
+	ofi_core->conn_release(oc->conn);
+	pthread_mutex_destroy(&oc->lock);
+	free(oc);
+	return NULL;
 }
 
 /* Take oc out of the table and onto sep->gone: no message reaches it,
@@ -78,8 +89,8 @@ static void conn_take_out(struct ofi_conn *oc, int cq_held)
 		cci__spin_unlock(&sep->cq_lock);
 	pthread_mutex_lock(&sep->lock);
 	if (!oc->retired) {
-		if (sep->tick_next == oc)
-			sep->tick_next = oc->next;
+		cci__due_clear(&sep->due, &oc->base.due);
+		cci__due_unreserve(&sep->due);
 		CCI__DLIST_UNLINK(&sep->conns, oc);
 		CCI__DLIST_PUSH(&sep->gone, oc);
 		oc->retired = 1;
@@ -204,4 +215,5 @@ void ofi_conn_timeouts_changed(cci__conn_t *conn)
 	struct ofi_conn *oc = ofi_conn_of(conn);
 
 	cci__conn_keepalive_changed(&oc->base, conn, &oc->lock);
+	ofi_conn_touch(oc);
 }

@@ -201,6 +201,7 @@ static void ep_release(struct ofi_ep *sep)
 {
 	close_fid(sep->fep ? &sep->fep->fid : NULL);
 	ofi_conns_free_all(sep);
+	cci__due_heap_fini(&sep->due);
 	ofi_disc_waits_free(sep);
 	ofi_reqs_free(sep);
 	ofi_mrs_free(sep);

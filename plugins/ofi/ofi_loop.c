@@ -57,7 +57,7 @@
 #define OFI_POLL_MAX_NS 1000000ull
 #define OFI_POLL_HOT_NS 500000ull    /* poll at the minimum this long after activity */
 #define OFI_PROBE_NS 1000000000ull   /* blocked on credits this long: is the peer there? */
-#define OFI_TICK_CONNS 2048u          /* connections a tick looks at, at most */
+#define OFI_TICK_CONNS 2048u          /* due connections a tick visits, at most */
 #define OFI_RETIRE_NS 1000000000ull   /* broken this long: out of the table */
 #define OFI_RETIRE_MAX 256u           /* connections a tick retires, at most */
 
@@ -358,6 +358,8 @@ void ofi_recv_returned(cci__evt_t *evt)
 		pthread_mutex_lock(&oc->lock);
 		ofi_credit_maybe(oc, 0);
 		pthread_mutex_unlock(&oc->lock);
+	} else {
+		ofi_conn_touch(oc); /* the next tick gives them back */
 	}
 	ofi_conn_unref(oc);
 }
@@ -457,50 +459,127 @@ static void connect_end(struct ofi_ep *sep, struct ofi_conn *oc, int status)
 	atomic_store_explicit(&sep->ended, oc, memory_order_release);
 }
 
-/*
- * The tick's round of the connections: at most OFI_TICK_CONNS of them, from
- * where the last tick stopped (sep->tick_next), so that an endpoint with
- * tens of thousands of connections neither spends its ticks walking them
- * nor holds sep->lock long against cci_connect and cci_disconnect; each
- * connection is then seen every N / OFI_TICK_CONNS ticks.
- */
-static void timers(struct ofi_ep *sep, uint64_t now)
+/* The touched connections (ofi_conn_touch) are due now; sep->lock held
+ * (no connection is freed meanwhile: ofi_conns_sweep takes it). */
+static void touched_file(struct ofi_ep *sep, uint64_t now)
 {
-	struct ofi_conn *oc, *retire[OFI_RETIRE_MAX];
-	unsigned nretire = 0;
+	struct ofi_conn *oc = atomic_exchange_explicit(&sep->touched, NULL, memory_order_acquire);
 
-	ofi_conns_sweep(sep);
-	ofi_disc_expire(sep, now, 0);
-	ofi_peers_sweep(sep, now);
-	if (sep->reach == OFI_REACH_BY_PROBE)
-		ofi_peers_probe_poll(sep, now);
+	assert(cci__mutex_held(&sep->lock));
+	while (oc) {
+		struct ofi_conn *next = oc->touch_next; /* a touch after the clear rewrites it */
+
+		if (!oc->retired)
+			cci__due_by(&sep->due, &oc->base.due, now);
+		atomic_store_explicit(&oc->touched, 0, memory_order_release);
+		ofi_conn_unref(oc);
+		oc = next;
+	}
+}
+
+/* When the tick's own work on open oc is next due: a probe of a peer
+ * that grants no credits, credits owed; CCI__DUE_NEVER for none until
+ * something touches it.  oc->lock held. */
+static uint64_t open_work_due(const struct ofi_conn *oc, uint64_t now)
+{
+	uint64_t t = CCI__DUE_NEVER;
+
+	if (oc->msgq && oc->cr.tx == 0 && oc->msgq->kind != OFI_OP_CTL) {
+		uint64_t last = oc->base.timers.last_ping_ns > oc->msgq->stamp_ns ?
+		                oc->base.timers.last_ping_ns : oc->msgq->stamp_ns;
+		t = last + OFI_PROBE_NS;
+	}
+	if (cci__credit_owed(&oc->cr) != 0)
+		t = now + OFI_TICK_NS;
+	return t;
+}
+
+/* One due connection's visit: returns when it is next due
+ * (CCI__DUE_NEVER: not until touched).  *retire is set when it has been
+ * broken long enough to leave the table.  sep->lock and oc->lock held. */
+static uint64_t conn_visit(struct ofi_ep *sep, struct ofi_conn *oc, uint64_t now, int *retire)
+{
+	uint64_t next, w;
+
+	switch (ofi_conn_state(oc)) {
+	case CCI__CONN_CONNECTING:
+		/* Ended once (end_status): progress fails it. */
+		if (oc->end_status)
+			return CCI__DUE_NEVER;
+		if (connect_refused(sep, oc, now))
+			connect_end(sep, oc, CCI_ECONNREFUSED);
+		else if (cci__ct_connect_expired(&oc->base.timers, now))
+			connect_end(sep, oc, CCI_ETIMEDOUT);
+		else /* the refusal is watched for each tick */
+			return now + OFI_TICK_NS;
+		return CCI__DUE_NEVER;
+	case CCI__CONN_OPEN:
+		if (!cci__conn_tick(&oc->base, oc->conn, ofi_core, &tick_ops, oc, now))
+			return CCI__DUE_NEVER; /* broken: touched by the move */
+		conn_probe(oc, now);
+		ofi_credit_maybe(oc, 1);
+		next = cci__conn_next_due(&oc->base, oc->conn, oldest_send_ns(oc), now);
+		w = open_work_due(oc, now);
+		return w < next ? w : next;
+	case CCI__CONN_BROKEN:
+		if (now - oc->broken_ns < OFI_RETIRE_NS)
+			return oc->broken_ns + OFI_RETIRE_NS;
+		*retire = 1;
+		return CCI__DUE_NEVER;
+	default:
+		return CCI__DUE_NEVER;
+	}
+}
+
+/*
+ * The connections' part of a tick: it visits those whose time came
+ * (sep->due) and no other, at most OFI_TICK_CONNS of them (the rest stay
+ * due for the next tick), so that an endpoint with tens of thousands of
+ * idle connections spends nothing on them and never holds sep->lock long
+ * against cci_connect and cci_disconnect.  No lock held.
+ */
+static void conns_visit(struct ofi_ep *sep, uint64_t now)
+{
+	struct ofi_conn *retire[OFI_RETIRE_MAX];
+	unsigned nretire = 0;
+	struct cci__due *d;
+
 	pthread_mutex_lock(&sep->lock);
-	oc = sep->tick_next ? sep->tick_next : sep->conns;
-	for (unsigned n = 0; oc && n < OFI_TICK_CONNS; n++, oc = oc->next) {
+	touched_file(sep, now);
+	for (unsigned n = 0; n < OFI_TICK_CONNS && (d = cci__due_take(&sep->due, now)); n++) {
+		struct ofi_conn *oc = (struct ofi_conn *)((char *)d - offsetof(struct ofi_conn, base.due));
+		int gone = 0;
+		uint64_t next;
+
 		pthread_mutex_lock(&oc->lock);
-		if (ofi_conn_state(oc) == CCI__CONN_CONNECTING) {
-			/* Ended once (end_status): progress fails it. */
-			if (!oc->end_status && connect_refused(sep, oc, now))
-				connect_end(sep, oc, CCI_ECONNREFUSED);
-			else if (!oc->end_status && cci__ct_connect_expired(&oc->base.timers, now))
-				connect_end(sep, oc, CCI_ETIMEDOUT);
-		} else if (cci__conn_tick(&oc->base, oc->conn, ofi_core, &tick_ops, oc, now)) {
-			conn_probe(oc, now);
-			ofi_credit_maybe(oc, 1);
-		} else if (ofi_conn_state(oc) == CCI__CONN_BROKEN && nretire < OFI_RETIRE_MAX &&
-		           now - oc->broken_ns >= OFI_RETIRE_NS) {
+		next = conn_visit(sep, oc, now, &gone);
+		if (gone && nretire == OFI_RETIRE_MAX) {
+			gone = 0;
+			next = now + OFI_TICK_NS; /* the next tick retires it */
+		}
+		if (gone) {
 			ofi_conn_ref(oc);
 			retire[nretire++] = oc;
 		}
+		cci__due_set(&sep->due, d, next);
 		pthread_mutex_unlock(&oc->lock);
 	}
-	sep->tick_next = oc;
 	pthread_mutex_unlock(&sep->lock);
 	/* Outside sep->lock: the table's lock (cq_lock) comes first. */
 	for (unsigned i = 0; i < nretire; i++) {
 		ofi_conn_retire(retire[i]);
 		ofi_conn_unref(retire[i]);
 	}
+}
+
+static void timers(struct ofi_ep *sep, uint64_t now)
+{
+	ofi_conns_sweep(sep);
+	ofi_disc_expire(sep, now, 0);
+	ofi_peers_sweep(sep, now);
+	if (sep->reach == OFI_REACH_BY_PROBE)
+		ofi_peers_probe_poll(sep, now);
+	conns_visit(sep, now);
 }
 
 /* The peer process w watched is gone: its connections break. */
@@ -717,24 +796,16 @@ void ofi_thread_stop(struct ofi_ep *sep)
 	cci__engine_fini(&sep->eng);
 }
 
-/* Does a connection wait for the tick (timers(): a keepalive, a send's
- * timeout, credits owed; 1), or for the provider's handshake as well
+/* Does a connection wait for the tick (a visit filed in sep->due, or a
+ * touch not yet filed; 1), or for the provider's handshake as well
  * (connecting; 2)?  sep->lock held. */
 static int manual_timed(struct ofi_ep *sep)
 {
-	int timed = 0;
-
 	assert(cci__mutex_held(&sep->lock));
-	for (struct ofi_conn *oc = sep->conns; oc && timed < 2; oc = oc->next) {
-		pthread_mutex_lock(&oc->lock);
-		if (ofi_conn_state(oc) == CCI__CONN_CONNECTING)
-			timed = 2;
-		else if (oc->base.timers.ka_us || oc->inflight || oc->msgq || oc->rmaq ||
-		         cci__credit_owed(&oc->cr) != 0)
-			timed = 1;
-		pthread_mutex_unlock(&oc->lock);
-	}
-	return timed;
+	if (atomic_load_explicit(&sep->connecting, memory_order_relaxed))
+		return 2;
+	return cci__due_first(&sep->due) != CCI__DUE_NEVER ||
+	       atomic_load_explicit(&sep->touched, memory_order_relaxed) != NULL;
 }
 
 /*
@@ -751,6 +822,10 @@ static int manual_arm(struct ofi_ep *sep)
 	int polls = sep->wait_fd < 0, timed;
 	uint64_t ns;
 
+	/* What is due is done now (the touched connections above all, which
+	 * a connection that just opened is): what is left decides whether the
+	 * handle needs its timer. */
+	conns_visit(sep, cci__now_ns());
 	if (!cci__spin_trylock(&sep->cq_lock))
 		return CCI_EAGAIN; /* another thread reads the queue: look after it */
 	if (!polls) {

@@ -158,8 +158,10 @@ static int msgq_head(struct ofi_conn *oc, struct ofi_op *op)
 		ofi_op_done(sep, op);
 		return 1;
 	}
-	if (credit && oc->cr.tx == 0)
+	if (credit && oc->cr.tx == 0) {
+		ofi_conn_touch(oc); /* a peer granting none for long is probed */
 		return 0;
+	}
 	if (op->kind == OFI_OP_RMA && ofi_conn_shm_peer_exited(oc)) {
 		ofi_conn_break(oc, CCI_ERR_DISCONNECTED); /* fails op with the rest */
 		return 0;
