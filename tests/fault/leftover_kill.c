@@ -256,10 +256,20 @@ static int has_leftovers(pid_t pid, const char *sm_base, int verbose)
 
 static void child_kill(struct child *c, struct run *r)
 {
+	int status = 0;
+
 	if (c->pid <= 0)
 		return;
 	kill(c->pid, SIGKILL);
-	waitpid(c->pid, NULL, 0);
+	waitpid(c->pid, &status, 0);
+	/* One that ended before the kill says how: the test then fails on
+	 * the traffic count, and this is why. */
+	if (WIFEXITED(status))
+		fprintf(stderr, "leftover_kill: pid %d ended before the kill: exit status %d\n",
+		        (int)c->pid, WEXITSTATUS(status));
+	else if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL)
+		fprintf(stderr, "leftover_kill: pid %d ended before the kill: signal %d (%s)\n",
+		        (int)c->pid, WTERMSIG(status), strsignal(WTERMSIG(status)));
 	close(c->out);
 	r->killed[r->nkilled++] = c->pid;
 	/* Counted at once, before another process's sweep can remove it. */
