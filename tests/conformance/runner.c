@@ -431,10 +431,13 @@ typedef void (*freeinfo_fn)(void *info);
 
 static void initialise_libfabric(void *lib)
 {
-	getinfo_fn getinfo = (getinfo_fn)dlsym(lib, "fi_getinfo");
-	freeinfo_fn freeinfo = (freeinfo_fn)dlsym(lib, "fi_freeinfo");
+	getinfo_fn getinfo;
+	freeinfo_fn freeinfo;
 	void *info = NULL;
 
+	/* Object pointers to function pointers: POSIX guarantees dlsym's. */
+	*(void **)&getinfo = dlsym(lib, "fi_getinfo");
+	*(void **)&freeinfo = dlsym(lib, "fi_freeinfo");
 	if (!getinfo || !freeinfo)
 		return;
 	/* FI_VERSION(1, 5), no node and no hints: nothing is resolved */
