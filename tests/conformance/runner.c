@@ -418,33 +418,9 @@ int h_run(const char *filter)
  * runs name libfabric.so.1: on Debian it pulls in libinfinipath, whose
  * constructor calibrates the CPU clock with about 0.3 s of sleeps in every
  * process that loads it, and these suites fork several processes a test.
- * A library that exports fi_getinfo (libfabric) is also asked once for
- * every provider's info, which makes it initialise its providers here:
- * libfabric 1.17's verbs provider reads /proc/kallsyms (120,000 lines)
- * twice on the way, about 0.3 s in every process that initialises
- * libfabric.  The library under test still loads and initialises its
- * plugins in every test process, and asks libfabric for its providers.
+ * The library under test still loads and initialises its plugins, and
+ * libfabric its providers, in every test process.
  */
-typedef int (*getinfo_fn)(uint32_t version, const char *node, const char *service,
-                          uint64_t flags, const void *hints, void **info);
-typedef void (*freeinfo_fn)(void *info);
-
-static void initialise_libfabric(void *lib)
-{
-	getinfo_fn getinfo;
-	freeinfo_fn freeinfo;
-	void *info = NULL;
-
-	/* Object pointers to function pointers: POSIX guarantees dlsym's. */
-	*(void **)&getinfo = dlsym(lib, "fi_getinfo");
-	*(void **)&freeinfo = dlsym(lib, "fi_freeinfo");
-	if (!getinfo || !freeinfo)
-		return;
-	/* FI_VERSION(1, 5), no node and no hints: nothing is resolved */
-	if (getinfo((1u << 16) | 5u, NULL, NULL, 0, NULL, &info) == 0)
-		freeinfo(info);
-}
-
 static int preload_libraries(void)
 {
 	const char *list = getenv("CCI_TEST_PRELOAD");
@@ -460,13 +436,10 @@ static int preload_libraries(void)
 		if (n > 0) {
 			memcpy(name, list, n);
 			name[n] = '\0';
-			void *lib = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
-
-			if (!lib) {
+			if (!dlopen(name, RTLD_NOW | RTLD_GLOBAL)) {
 				fprintf(stderr, "CCI_TEST_PRELOAD: cannot load %s: %s\n", name, dlerror());
 				return -1;
 			}
-			initialise_libfabric(lib);
 		}
 		list += n + (list[n] == ':');
 	}
